@@ -1,0 +1,185 @@
+//! Messages of the file-system daemon. Each request is a primitive on one
+//! daemon's shard or store; the client composes them into POSIX operations.
+
+use crate::error::FsError;
+use serde::{Deserialize, Serialize};
+
+/// Index of a node (and of its daemon) in the cluster's node list.
+pub type NodeId = u32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Kind {
+    File,
+    Dir,
+}
+
+/// The metadata of one path, kept on the daemon that owns the path's hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub kind: Kind,
+    pub size: u64,
+    pub mode: u32,
+    pub mtime_ns: i64,
+    /// Incremented by every closed write; replicas are tagged with it.
+    pub version: u64,
+    /// Nodes whose store holds the current version; the first is the primary.
+    pub holders: Vec<NodeId>,
+    /// Token of the writer holding the write lock, if any.
+    pub lock: Option<u64>,
+}
+
+impl Record {
+    pub fn new(kind: Kind, mode: u32, mtime_ns: i64) -> Record {
+        Record {
+            kind,
+            size: 0,
+            mode,
+            mtime_ns,
+            version: 0,
+            holders: Vec::new(),
+            lock: None,
+        }
+    }
+}
+
+/// One name in a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub name: String,
+    pub kind: Kind,
+}
+
+/// What a daemon reports about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeStatus {
+    pub node: NodeId,
+    pub pid: u32,
+    /// Metadata records in this daemon's shard.
+    pub records: u64,
+    /// Files and bytes in this node's data store.
+    pub stored_files: u64,
+    pub stored_bytes: u64,
+    pub free_bytes: u64,
+    pub total_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Request {
+    Ping,
+    Status,
+    GetRecord {
+        path: String,
+    },
+    /// Inserts a new record (`EEXIST` if present). A placement hint left by
+    /// `SetHint` is consumed and returned as `Response::Created`.
+    CreateRecord {
+        path: String,
+        record: Record,
+    },
+    /// Takes the write lock by compare-and-swap (`EBUSY` if held).
+    Lock {
+        path: String,
+        token: u64,
+    },
+    Unlock {
+        path: String,
+        token: u64,
+    },
+    /// Closes a write: new size and mtime, version + 1, `holder` becomes the
+    /// only holder, lock released. Answers `Response::Committed`.
+    CommitWrite {
+        path: String,
+        token: u64,
+        size: u64,
+        mtime_ns: i64,
+        holder: NodeId,
+    },
+    /// Registers a cached replica of `version` (ignored if the file changed).
+    AddHolder {
+        path: String,
+        version: u64,
+        node: NodeId,
+    },
+    /// Deletes a record of the given kind; a directory must have no entries
+    /// (`ENOTEMPTY`). With `version`, only if the record is still at it and
+    /// unlocked (used by rename). Answers with the removed record.
+    RemoveRecord {
+        path: String,
+        kind: Kind,
+        version: Option<u64>,
+    },
+    /// Records the node a file not yet created will be created on.
+    SetHint {
+        path: String,
+        node: NodeId,
+    },
+    /// Adds `name` to directory `parent`, which must exist on this daemon.
+    AddEntry {
+        parent: String,
+        name: String,
+        kind: Kind,
+    },
+    /// Removes `name` from `parent`; `EISDIR`/`ENOTDIR` if its kind differs.
+    RemoveEntry {
+        parent: String,
+        name: String,
+        kind: Kind,
+    },
+    /// One page of a directory, names after `after` in byte order.
+    ListEntries {
+        dir: String,
+        after: Option<String>,
+        limit: u32,
+    },
+    /// Hard-links store file `from` to `to` on this node (rename's first step).
+    LinkData {
+        from: String,
+        to: String,
+    },
+    /// Deletes this node's stored copy of `path`, if any.
+    DropData {
+        path: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Response {
+    Ok,
+    Record(Record),
+    Created {
+        record: Record,
+        hint: Option<NodeId>,
+    },
+    Committed {
+        record: Record,
+        previous_holders: Vec<NodeId>,
+    },
+    Entries {
+        entries: Vec<Entry>,
+        more: bool,
+    },
+    Status(NodeStatus),
+    Err(FsError),
+}
+
+/// Opening frame on a transfer channel.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum TransferRequest {
+    /// Send the stored bytes of `path`; answered by `Ready` and the raw bytes.
+    Fetch { path: String },
+    /// Store `size` raw bytes that follow as `path`; answered by `Ready`.
+    Push { path: String, size: u64 },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum TransferReply {
+    Ready { size: u64 },
+    Err(FsError),
+}
+
+/// A request or response with the id that pairs them on a pipelined channel.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Envelope<T> {
+    pub id: u64,
+    pub body: T,
+}
