@@ -1,1 +1,66 @@
-fn main() {}
+//! `locus`: one binary for every role.
+
+mod bench;
+mod fs_ops;
+mod local_cluster;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "locus", version, about = "Run many-task workflows where their data lives")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// The distributed node-local file system.
+    #[command(subcommand)]
+    Fs(FsCommand),
+    /// Benchmarks, each printed beside a baseline measured in the same run.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum FsCommand {
+    /// Run one storage daemon (normally started by `locus fs up`).
+    Serve(local_cluster::ServeArgs),
+    /// Start a local cluster of N daemons, each emulating a node, or restart
+    /// the stopped daemons of an existing one.
+    Up(local_cluster::UpArgs),
+    /// Stop the daemons of a local cluster.
+    Down(local_cluster::DownArgs),
+    /// Show each node's daemon: address, process, records and stored data.
+    Status(fs_ops::ClusterArgs),
+    #[command(flatten)]
+    Op(fs_ops::FsOp),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LOCUS_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let result = match cli.command {
+        Command::Fs(FsCommand::Serve(a)) => local_cluster::serve(a),
+        Command::Fs(FsCommand::Up(a)) => local_cluster::up(a),
+        Command::Fs(FsCommand::Down(a)) => local_cluster::down(a),
+        Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
+        Command::Fs(FsCommand::Op(op)) => fs_ops::run(op),
+        Command::Bench(b) => bench::run(b),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("locus: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The Locus distributed node-local file system (FusionFS/Hercules model):
+//! metadata spread over every node's daemon by consistent hashing, data kept
+//! on the node that wrote it, and its location exposed for scheduling.
+
+pub mod client;
+pub mod cluster;
+pub mod meta;
+pub mod path;
+pub mod peer;
+pub mod placement;
+pub mod ring;
+pub mod server;
+pub mod store;
+pub mod transfer;
+
+pub use client::{Client, ClientOptions, Writer};
+pub use cluster::{ClusterSpec, NodeInfo};
+pub use meta::Durability;
+pub use placement::Placement;

@@ -6,7 +6,8 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 use std::io::{self, Read};
-use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
 
 /// Largest frame accepted; anything larger is treated as a malformed stream.
 pub const MAX_FRAME: usize = 16 << 20;
@@ -76,6 +77,28 @@ pub fn read_sync<R: Read>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<bool> {
     buf.resize(len, 0);
     r.read_exact(buf)?;
     Ok(true)
+}
+
+/// Writes every message sent on `rx` as a frame, coalescing whatever is queued
+/// into one write, until the channel closes or the peer goes away.
+pub async fn write_batched<W, T>(mut w: W, mut rx: mpsc::UnboundedReceiver<T>) -> io::Result<()>
+where
+    W: AsyncWrite + Unpin,
+    T: Serialize,
+{
+    let mut out = Vec::with_capacity(64 << 10);
+    while let Some(msg) = rx.recv().await {
+        out.clear();
+        encode_into(&mut out, &msg)?;
+        while out.len() < (1 << 20) {
+            match rx.try_recv() {
+                Ok(msg) => encode_into(&mut out, &msg)?,
+                Err(_) => break,
+            }
+        }
+        w.write_all(&out).await?;
+    }
+    w.flush().await
 }
 
 #[cfg(test)]

@@ -1,0 +1,260 @@
+//! The `locus fs` client commands, each acting as a client on one node.
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use locus_fs::{Client, ClientOptions, Placement};
+use locus_proto::fs::{Kind, NodeId, Record};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Args, Clone)]
+pub struct ClusterArgs {
+    /// The cluster's directory (as given to `locus fs up`).
+    #[arg(long, env = "LOCUS_DIR", default_value_os_t = default_dir())]
+    pub dir: PathBuf,
+}
+
+/// `/tmp/locus-<uid>`: one default cluster per user.
+pub fn default_dir() -> PathBuf {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    std::env::temp_dir().join(format!("locus-{uid}"))
+}
+
+#[derive(Args, Clone)]
+pub struct ClientArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Act as a client on this node.
+    #[arg(long, default_value_t = 0)]
+    pub node: NodeId,
+    /// Placement of new files: local, hash or round-robin (default: the cluster's).
+    #[arg(long)]
+    pub placement: Option<Placement>,
+}
+
+impl ClientArgs {
+    pub fn client(&self) -> Result<Client> {
+        let opts = ClientOptions {
+            node: self.node,
+            placement: self.placement,
+            ..ClientOptions::default()
+        };
+        Ok(Client::open(&self.cluster.dir, opts)?)
+    }
+}
+
+#[derive(Subcommand)]
+pub enum FsOp {
+    /// List a directory (or show a file).
+    Ls {
+        #[command(flatten)]
+        c: ClientArgs,
+        #[arg(default_value = "/")]
+        path: String,
+        /// Long format: kind, size, version, holders.
+        #[arg(short, long)]
+        long: bool,
+    },
+    /// Show a path's record.
+    Stat {
+        #[command(flatten)]
+        c: ClientArgs,
+        path: String,
+    },
+    /// Create a directory.
+    Mkdir {
+        #[command(flatten)]
+        c: ClientArgs,
+        path: String,
+        /// Create missing parents; an existing directory is not an error.
+        #[arg(short, long)]
+        parents: bool,
+    },
+    /// Remove a file (or, with -d, an empty directory; with -r, a tree).
+    Rm {
+        #[command(flatten)]
+        c: ClientArgs,
+        path: String,
+        #[arg(short = 'd', long = "directory")]
+        directory: bool,
+        #[arg(short, long)]
+        recursive: bool,
+    },
+    /// Rename a file or directory.
+    Mv {
+        #[command(flatten)]
+        c: ClientArgs,
+        from: String,
+        to: String,
+    },
+    /// Copy a host file (or `-` for stdin) into Locus.
+    Put {
+        #[command(flatten)]
+        c: ClientArgs,
+        local: PathBuf,
+        path: String,
+    },
+    /// Copy a Locus file to a host file.
+    Get {
+        #[command(flatten)]
+        c: ClientArgs,
+        path: String,
+        local: PathBuf,
+    },
+    /// Print a file.
+    Cat {
+        #[command(flatten)]
+        c: ClientArgs,
+        path: String,
+    },
+    /// Print the nodes holding a file: id, name, address (primary first).
+    Locate {
+        #[command(flatten)]
+        c: ClientArgs,
+        path: String,
+    },
+    /// Fix the node a file not yet created will be stored on.
+    Place {
+        #[command(flatten)]
+        c: ClientArgs,
+        path: String,
+        node: NodeId,
+    },
+    /// Show each node's stored data and free space.
+    Df {
+        #[command(flatten)]
+        c: ClientArgs,
+    },
+}
+
+fn kind_name(k: Kind) -> &'static str {
+    match k {
+        Kind::File => "file",
+        Kind::Dir => "dir",
+    }
+}
+
+fn holders(rec: &Record) -> String {
+    let ids: Vec<String> = rec.holders.iter().map(|h| h.to_string()).collect();
+    ids.join(",")
+}
+
+pub fn run(op: FsOp) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(run_op(op))
+}
+
+async fn run_op(op: FsOp) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match op {
+        FsOp::Ls { c, path, long } => {
+            let client = c.client()?;
+            let rec = client.stat(&path).await?;
+            if rec.kind == Kind::File {
+                writeln!(out, "{path}")?;
+                return Ok(());
+            }
+            for e in client.readdir(&path).await? {
+                if long {
+                    let full = locus_fs::path::join(&locus_fs::path::normalise(&path)?, &e.name);
+                    let r = client.stat(&full).await?;
+                    writeln!(
+                        out,
+                        "{:4} {:>12} v{:<4} [{}] {}",
+                        kind_name(r.kind),
+                        r.size,
+                        r.version,
+                        holders(&r),
+                        e.name
+                    )?;
+                } else if e.kind == Kind::Dir {
+                    writeln!(out, "{}/", e.name)?;
+                } else {
+                    writeln!(out, "{}", e.name)?;
+                }
+            }
+        }
+        FsOp::Stat { c, path } => {
+            let r = c.client()?.stat(&path).await?;
+            writeln!(out, "path: {path}")?;
+            writeln!(out, "kind: {}", kind_name(r.kind))?;
+            writeln!(out, "size: {}", r.size)?;
+            writeln!(out, "mode: {:o}", r.mode)?;
+            writeln!(out, "mtime_ns: {}", r.mtime_ns)?;
+            writeln!(out, "version: {}", r.version)?;
+            writeln!(out, "holders: {}", holders(&r))?;
+            writeln!(out, "locked: {}", r.lock.is_some())?;
+        }
+        FsOp::Mkdir { c, path, parents } => {
+            let client = c.client()?;
+            if parents {
+                client.mkdir_all(&path).await?
+            } else {
+                client.mkdir(&path).await?
+            }
+        }
+        FsOp::Rm {
+            c,
+            path,
+            directory,
+            recursive,
+        } => {
+            let client = c.client()?;
+            if recursive {
+                client.remove_all(&path).await?
+            } else if directory {
+                client.rmdir(&path).await?
+            } else {
+                client.unlink(&path).await?
+            }
+        }
+        FsOp::Mv { c, from, to } => c.client()?.rename(&from, &to).await?,
+        FsOp::Put { c, local, path } => {
+            let client = c.client()?;
+            let mut w = client.create_or_truncate(&path).await?;
+            if local.as_os_str() == "-" {
+                std::io::copy(&mut std::io::stdin().lock(), &mut w)?;
+            } else {
+                let mut src = std::fs::File::open(&local).with_context(|| local.display().to_string())?;
+                std::io::copy(&mut src, w.file())?;
+            }
+            w.close().await?;
+        }
+        FsOp::Get { c, path, local } => {
+            let src = c.client()?.local_path(&path).await?;
+            std::fs::copy(&src, &local).with_context(|| local.display().to_string())?;
+        }
+        FsOp::Cat { c, path } => {
+            let mut f = c.client()?.open_read(&path).await?;
+            std::io::copy(&mut f, &mut out)?;
+        }
+        FsOp::Locate { c, path } => {
+            let client = c.client()?;
+            for id in client.locate(&path).await? {
+                let ep = client.endpoint(id)?;
+                writeln!(out, "{id} {} {}", ep.name, ep.addr.ip())?;
+            }
+        }
+        FsOp::Place { c, path, node } => c.client()?.place(&path, node).await?,
+        FsOp::Df { c } => {
+            let client = c.client()?;
+            writeln!(out, "{:>4} {:<10} {:>10} {:>14} {:>14}", "node", "name", "files", "stored", "free")?;
+            for id in 0..client.node_count() as NodeId {
+                let name = client.endpoint(id)?.name.clone();
+                match client.status(id).await {
+                    Ok(s) => writeln!(
+                        out,
+                        "{id:>4} {name:<10} {:>10} {:>14} {:>14}",
+                        s.stored_files, s.stored_bytes, s.free_bytes
+                    )?,
+                    Err(e) => writeln!(out, "{id:>4} {name:<10} down: {e}")?,
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,786 @@
+//! The client library: POSIX-like operations composed from daemon primitives.
+//!
+//! A client acts on one node: its writes go to that node's store, its reads
+//! are served from that store when the data is there and fetched into it
+//! otherwise. Metadata requests go straight to the daemon that owns the path's
+//! hash (zero hops); the directory entry, on the parent's daemon, is inserted
+//! first and decides which of two racing creators wins.
+
+use crate::cluster::{ClusterSpec, SECRET_FILE};
+use crate::path::{join, normalise, split};
+use crate::peer::{Endpoint, Peer};
+use crate::placement::Placement;
+use crate::ring::Ring;
+use crate::store::Store;
+use crate::transfer;
+use locus_proto::auth::{Channel, Secret};
+use locus_proto::fs::{Entry, Kind, NodeId, NodeStatus, Record, Request, Response};
+use locus_proto::{Errno, FsError, FsResult};
+use std::fs::File;
+use std::io::{self, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Entries asked for per `readdir` round trip.
+const PAGE: u32 = 10_000;
+
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// The node this client acts on.
+    pub node: NodeId,
+    /// Placement of new files; the cluster's default when `None`.
+    pub placement: Option<Placement>,
+    /// Bound on connecting to a daemon and on any one request.
+    pub timeout: Duration,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            node: 0,
+            placement: None,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    me: NodeId,
+    store: Store,
+    peers: Vec<Peer>,
+    ring: Ring,
+    placement: Placement,
+    new_files: AtomicU64,
+    /// Idle authenticated transfer streams, per node.
+    transfers: Vec<Mutex<Vec<TcpStream>>>,
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+fn unexpected(r: Response) -> FsError {
+    FsError::new(Errno::EIO, "protocol").with_detail(format!("unexpected answer {r:?}"))
+}
+
+fn expect_ok(r: Response) -> FsResult<()> {
+    match r {
+        Response::Ok => Ok(()),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn expect_record(r: Response) -> FsResult<Record> {
+    match r {
+        Response::Record(rec) => Ok(rec),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn blocking_failed(e: tokio::task::JoinError) -> FsError {
+    FsError::new(Errno::EIO, "client").with_detail(e)
+}
+
+impl Client {
+    /// A client of the cluster described in `dir` (as written by `locus fs up`).
+    pub fn open(dir: &Path, opts: ClientOptions) -> FsResult<Client> {
+        let spec = ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        let secret_path = dir.join(SECRET_FILE);
+        let secret = Secret::load(&secret_path).map_err(|e| FsError::io(secret_path.display().to_string(), &e))?;
+        Client::new(&spec, secret, opts)
+    }
+
+    pub fn new(spec: &ClusterSpec, secret: Secret, opts: ClientOptions) -> FsResult<Client> {
+        let me = spec.nodes.get(opts.node as usize).ok_or_else(|| {
+            FsError::new(Errno::EINVAL, format!("node {}", opts.node))
+                .with_detail(format!("the cluster has nodes 0..{}", spec.nodes.len() - 1))
+        })?;
+        let store = Store::open(&me.dir).map_err(|e| FsError::io(me.dir.display().to_string(), &e))?;
+        let peers = spec
+            .nodes
+            .iter()
+            .map(|n| {
+                Peer::new(Endpoint {
+                    node: n.id,
+                    name: n.name.clone(),
+                    addr: n.addr,
+                    secret: secret.clone(),
+                    timeout: opts.timeout,
+                })
+            })
+            .collect();
+        Ok(Client {
+            inner: Arc::new(Inner {
+                me: opts.node,
+                store,
+                peers,
+                ring: spec.ring(),
+                placement: opts.placement.unwrap_or(spec.placement),
+                new_files: AtomicU64::new(0),
+                transfers: spec.nodes.iter().map(|_| Mutex::default()).collect(),
+            }),
+        })
+    }
+
+    /// The node this client acts on.
+    pub fn node(&self) -> NodeId {
+        self.inner.me
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.inner.peers.len()
+    }
+
+    /// Name and address of node `id`.
+    pub fn endpoint(&self, id: NodeId) -> FsResult<&Endpoint> {
+        self.inner
+            .peers
+            .get(id as usize)
+            .map(|p| &p.endpoint)
+            .ok_or_else(|| FsError::new(Errno::EINVAL, format!("node {id}")).with_detail("no such node"))
+    }
+
+    /// The daemon owning the metadata of `path`.
+    pub fn owner(&self, path: &str) -> NodeId {
+        self.inner.ring.owner(path)
+    }
+
+    async fn call(&self, node: NodeId, req: Request) -> FsResult<Response> {
+        self.endpoint(node)?;
+        self.inner.peers[node as usize].call(req).await
+    }
+
+    async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
+        self.call(self.owner(path), req).await
+    }
+
+    pub async fn ping(&self, node: NodeId) -> FsResult<()> {
+        expect_ok(self.call(node, Request::Ping).await?)
+    }
+
+    pub async fn status(&self, node: NodeId) -> FsResult<NodeStatus> {
+        match self.call(node, Request::Status).await? {
+            Response::Status(s) => Ok(s),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    pub async fn stat(&self, path: &str) -> FsResult<Record> {
+        let path = normalise(path)?;
+        expect_record(self.meta(&path, Request::GetRecord { path: path.clone() }).await?)
+    }
+
+    /// The nodes holding the current data of `path` (primary first).
+    pub async fn locate(&self, path: &str) -> FsResult<Vec<NodeId>> {
+        let rec = self.stat(path).await?;
+        if rec.kind == Kind::Dir {
+            return Err(FsError::new(Errno::EISDIR, path));
+        }
+        Ok(rec.holders)
+    }
+
+    /// Makes `node` the node the file `path`, not yet created, will be stored on.
+    pub async fn place(&self, path: &str, node: NodeId) -> FsResult<()> {
+        self.endpoint(node)?;
+        let path = normalise(path)?;
+        expect_ok(self.meta(&path, Request::SetHint { path: path.clone(), node }).await?)
+    }
+
+    /// Adds `path` as a name in its parent and creates its record; returns the
+    /// placement hint left for it, if any.
+    async fn create_name(&self, path: &str, record: Record) -> FsResult<Option<NodeId>> {
+        let (parent, name) = split(path)?;
+        let kind = record.kind;
+        let entry = Request::AddEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind,
+        };
+        expect_ok(self.meta(parent, entry).await?)?;
+        let created = self
+            .meta(
+                path,
+                Request::CreateRecord {
+                    path: path.to_string(),
+                    record,
+                },
+            )
+            .await;
+        match created {
+            Ok(Response::Created { hint, .. }) => Ok(hint),
+            other => {
+                let undo = Request::RemoveEntry {
+                    parent: parent.to_string(),
+                    name: name.to_string(),
+                    kind,
+                };
+                let _ = self.meta(parent, undo).await;
+                Err(match other {
+                    Err(e) => e,
+                    Ok(r) => unexpected(r),
+                })
+            }
+        }
+    }
+
+    pub async fn mkdir(&self, path: &str) -> FsResult<()> {
+        let path = normalise(path)?;
+        self.create_name(&path, Record::new(Kind::Dir, 0o755, now_ns())).await.map(drop)
+    }
+
+    /// `mkdir -p`: creates missing ancestors; an existing directory is fine.
+    pub async fn mkdir_all(&self, path: &str) -> FsResult<()> {
+        let path = normalise(path)?;
+        let mut prefix = String::new();
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            prefix.push('/');
+            prefix.push_str(part);
+            match self.mkdir(&prefix).await {
+                Err(e) if e.code == Errno::EEXIST => {
+                    if self.stat(&prefix).await?.kind != Kind::Dir {
+                        return Err(FsError::new(Errno::ENOTDIR, prefix));
+                    }
+                }
+                other => other?,
+            }
+        }
+        Ok(())
+    }
+
+    /// One page of `dir`'s names after `after`, and whether more follow.
+    pub async fn readdir_page(&self, dir: &str, after: Option<&str>, limit: u32) -> FsResult<(Vec<Entry>, bool)> {
+        let dir = normalise(dir)?;
+        let req = Request::ListEntries {
+            dir: dir.clone(),
+            after: after.map(str::to_string),
+            limit,
+        };
+        match self.meta(&dir, req).await? {
+            Response::Entries { entries, more } => Ok((entries, more)),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every name in `dir`, in byte order.
+    pub async fn readdir(&self, dir: &str) -> FsResult<Vec<Entry>> {
+        let mut all: Vec<Entry> = Vec::new();
+        loop {
+            let after = all.last().map(|e| e.name.clone());
+            let (page, more) = self.readdir_page(dir, after.as_deref(), PAGE).await?;
+            all.extend(page);
+            if !more {
+                return Ok(all);
+            }
+        }
+    }
+
+    /// Deletes the stored copies of `path` on `nodes`, all at once. A node
+    /// that cannot be reached keeps an orphan copy, never a visible file.
+    async fn drop_copies(&self, path: &str, nodes: Vec<NodeId>) {
+        let drops: Vec<_> = nodes
+            .into_iter()
+            .map(|node| {
+                let (client, path) = (self.clone(), path.to_string());
+                tokio::spawn(async move { client.call(node, Request::DropData { path }).await })
+            })
+            .collect();
+        for d in drops {
+            if let Ok(Err(e)) = d.await {
+                tracing::warn!("could not delete a stale copy: {e}");
+            }
+        }
+    }
+
+    pub async fn unlink(&self, path: &str) -> FsResult<()> {
+        let path = normalise(path)?;
+        let (parent, name) = split(&path)?;
+        let entry = Request::RemoveEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Kind::File,
+        };
+        expect_ok(self.meta(parent, entry).await?)?;
+        let removed = Request::RemoveRecord {
+            path: path.clone(),
+            kind: Kind::File,
+            version: None,
+        };
+        match self.meta(&path, removed).await {
+            Ok(r) => self.drop_copies(&path, expect_record(r)?.holders).await,
+            // The name is gone; a record lost to an earlier crash is no error.
+            Err(e) if e.code == Errno::ENOENT => {}
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    pub async fn rmdir(&self, path: &str) -> FsResult<()> {
+        let path = normalise(path)?;
+        let (parent, name) = split(&path)?;
+        // The record goes first: its daemon also holds the directory's entries,
+        // so the emptiness check and the removal are one atomic step.
+        let removed = Request::RemoveRecord {
+            path: path.clone(),
+            kind: Kind::Dir,
+            version: None,
+        };
+        let record_gone = match self.meta(&path, removed).await {
+            Ok(r) => expect_record(r).map(drop),
+            Err(e) => Err(e),
+        };
+        let entry = Request::RemoveEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Kind::Dir,
+        };
+        match (record_gone, self.meta(parent, entry).await) {
+            (Ok(()), _) => Ok(()),
+            // A name whose record an earlier crash lost: removing the name is
+            // the whole job.
+            (Err(e), Ok(_)) if e.code == Errno::ENOENT => Ok(()),
+            (Err(e), _) => Err(e),
+        }
+    }
+
+    /// Removes `path` and, for a directory, everything under it.
+    pub async fn remove_all(&self, path: &str) -> FsResult<()> {
+        let path = normalise(path)?;
+        if self.stat(&path).await?.kind == Kind::File {
+            return self.unlink(&path).await;
+        }
+        let mut stack = vec![(path, false)];
+        while let Some((dir, emptied)) = stack.pop() {
+            if emptied {
+                self.rmdir(&dir).await?;
+                continue;
+            }
+            stack.push((dir.clone(), true));
+            for e in self.readdir(&dir).await? {
+                let child = join(&dir, &e.name);
+                match e.kind {
+                    Kind::File => self.unlink(&child).await?,
+                    Kind::Dir => stack.push((child, false)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Renames `from` to `to`, replacing a file at `to`. A directory is moved
+    /// entry by entry (not atomically). Stored copies are hard-linked under the
+    /// new name before the metadata moves, so the file is readable throughout.
+    pub async fn rename(&self, from: &str, to: &str) -> FsResult<()> {
+        let (from, to) = (normalise(from)?, normalise(to)?);
+        if from == to {
+            self.stat(&from).await?;
+            return Ok(());
+        }
+        if to.starts_with(&format!("{from}/")) || from == "/" {
+            return Err(FsError::new(Errno::EINVAL, to).with_detail("cannot move a directory into itself"));
+        }
+        let rec = self.stat(&from).await?;
+        match rec.kind {
+            Kind::File => self.rename_file(&from, &to, rec).await,
+            Kind::Dir => Box::pin(self.rename_dir(&from, &to)).await,
+        }
+    }
+
+    async fn rename_file(&self, from: &str, to: &str, rec: Record) -> FsResult<()> {
+        if rec.lock.is_some() {
+            return Err(FsError::new(Errno::EBUSY, from));
+        }
+        let (to_parent, to_name) = split(to)?;
+        let add = Request::AddEntry {
+            parent: to_parent.to_string(),
+            name: to_name.to_string(),
+            kind: Kind::File,
+        };
+        if let Err(e) = self.meta(to_parent, add.clone()).await.and_then(expect_ok) {
+            if e.code != Errno::EEXIST {
+                return Err(e);
+            }
+            if self.stat(to).await?.kind == Kind::Dir {
+                return Err(FsError::new(Errno::EISDIR, to));
+            }
+            self.unlink(to).await?;
+            expect_ok(self.meta(to_parent, add).await?)?;
+        }
+        for &h in &rec.holders {
+            let link = Request::LinkData {
+                from: from.to_string(),
+                to: to.to_string(),
+            };
+            expect_ok(self.call(h, link).await?)?;
+        }
+        let mut moved = rec.clone();
+        moved.lock = None;
+        self.meta(
+            to,
+            Request::CreateRecord {
+                path: to.to_string(),
+                record: moved,
+            },
+        )
+        .await?;
+        let remove = Request::RemoveRecord {
+            path: from.to_string(),
+            kind: Kind::File,
+            version: Some(rec.version),
+        };
+        if let Err(e) = self.meta(from, remove).await {
+            // `from` changed meanwhile: undo the new name.
+            let _ = self.unlink(to).await;
+            return Err(e);
+        }
+        let (from_parent, from_name) = split(from)?;
+        let entry = Request::RemoveEntry {
+            parent: from_parent.to_string(),
+            name: from_name.to_string(),
+            kind: Kind::File,
+        };
+        expect_ok(self.meta(from_parent, entry).await?)?;
+        self.drop_copies(from, rec.holders).await;
+        Ok(())
+    }
+
+    async fn rename_dir(&self, from: &str, to: &str) -> FsResult<()> {
+        match self.mkdir(to).await {
+            Ok(()) => {}
+            Err(e) if e.code == Errno::EEXIST => {
+                // POSIX: a directory may replace an empty directory.
+                if self.stat(to).await?.kind != Kind::Dir {
+                    return Err(FsError::new(Errno::ENOTDIR, to));
+                }
+                if !self.readdir_page(to, None, 1).await?.0.is_empty() {
+                    return Err(FsError::new(Errno::ENOTEMPTY, to));
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        for e in self.readdir(from).await? {
+            self.rename(&join(from, &e.name), &join(to, &e.name)).await?;
+        }
+        self.rmdir(from).await
+    }
+
+    fn new_file_target(&self, path: &str, hint: Option<NodeId>) -> NodeId {
+        hint.unwrap_or_else(|| {
+            let seq = self.inner.new_files.fetch_add(1, Ordering::Relaxed);
+            self.inner.placement.choose(path, self.inner.me, self.node_count(), seq)
+        })
+    }
+
+    /// Creates a new empty file (`EEXIST` if the name is taken) without
+    /// opening it, like `open(O_CREAT|O_EXCL)` then `close`. An empty file has
+    /// no stored data, so this costs two metadata inserts and nothing else.
+    pub async fn create_empty(&self, path: &str) -> FsResult<Record> {
+        let path = normalise(path)?;
+        let record = Record::new(Kind::File, 0o644, now_ns());
+        self.create_name(&path, record.clone()).await?;
+        Ok(record)
+    }
+
+    /// Creates a new file (`EEXIST` if the name is taken) and opens it for
+    /// writing. Its data lands on this node unless a hint or the placement
+    /// policy names another.
+    pub async fn create(&self, path: &str) -> FsResult<Writer> {
+        let path = normalise(path)?;
+        let token = rand::random::<u64>();
+        let mut record = Record::new(Kind::File, 0o644, now_ns());
+        record.lock = Some(token);
+        let hint = self.create_name(&path, record).await?;
+        let target = self.new_file_target(&path, hint);
+        self.writer(path, token, target, None).await
+    }
+
+    /// Opens an existing file for writing, taking its write lock (`EBUSY` if
+    /// another writer has it). Unless `truncate`, the current contents are
+    /// made local first and writing continues at their end. On close this
+    /// node becomes the file's holder.
+    pub async fn open_write(&self, path: &str, truncate: bool) -> FsResult<Writer> {
+        let path = normalise(path)?;
+        let token = rand::random::<u64>();
+        let rec = expect_record(self.meta(&path, Request::Lock { path: path.clone(), token }).await?)?;
+        let keep = (!truncate && rec.size > 0).then_some(rec);
+        let me = self.inner.me;
+        let opened = self.writer(path.clone(), token, me, keep).await;
+        if opened.is_err() {
+            let _ = self.meta(&path, Request::Unlock { path: path.clone(), token }).await;
+        }
+        opened
+    }
+
+    async fn writer(&self, path: String, token: u64, target: NodeId, keep: Option<Record>) -> FsResult<Writer> {
+        let (tmp, mut file) = self.inner.store.temp_file()?;
+        if let Some(rec) = keep {
+            let copied = self.copy_current(&path, &rec, &tmp, &mut file).await;
+            if let Err(e) = copied {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        }
+        Ok(Writer {
+            client: self.clone(),
+            path,
+            token,
+            target,
+            tmp,
+            file: Some(file),
+            closed: false,
+        })
+    }
+
+    /// Copies the current contents of `path` into `file`, from this node's
+    /// store or from a holder.
+    async fn copy_current(&self, path: &str, rec: &Record, tmp: &Path, file: &mut File) -> FsResult<()> {
+        if rec.holders.contains(&self.inner.me) {
+            std::fs::copy(self.inner.store.data_path(path), tmp).map_err(|e| FsError::io(path, &e))?;
+            return Ok(());
+        }
+        let dup = file.try_clone().map_err(|e| FsError::io(path, &e))?;
+        self.fetch_into(path, rec.holders.clone(), dup).await.map(drop)
+    }
+
+    /// Fetches `path` from the first reachable of `holders` into `dest`.
+    async fn fetch_into(&self, path: &str, holders: Vec<NodeId>, mut dest: File) -> FsResult<u64> {
+        let (client, path) = (self.clone(), path.to_string());
+        tokio::task::spawn_blocking(move || {
+            let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
+            for h in holders {
+                match client.fetch_from(h, &path, &mut dest) {
+                    Ok(size) => return Ok(size),
+                    Err(e) => last = e,
+                }
+            }
+            Err(last)
+        })
+        .await
+        .map_err(blocking_failed)?
+    }
+
+    /// Runs `f` on an idle authenticated transfer stream to `node`, returning
+    /// the stream to the pool unless the connection failed.
+    fn with_transfer<T>(
+        &self,
+        node: NodeId,
+        f: impl FnOnce(&mut TcpStream) -> io::Result<FsResult<T>>,
+    ) -> FsResult<T> {
+        let pool = &self.inner.transfers[node as usize];
+        let peer = &self.inner.peers[node as usize];
+        let pooled = pool.lock().expect("transfer pool").pop();
+        let mut stream = match pooled {
+            Some(s) => s,
+            None => peer.endpoint.open_blocking(Channel::Transfer)?,
+        };
+        match f(&mut stream) {
+            Ok(result) => {
+                pool.lock().expect("transfer pool").push(stream);
+                result
+            }
+            Err(e) => Err(peer.endpoint.unreachable(e)),
+        }
+    }
+
+    fn fetch_from(&self, node: NodeId, path: &str, dest: &mut File) -> FsResult<u64> {
+        self.with_transfer(node, |s| transfer::fetch(s, path, dest))
+    }
+
+    fn push_to(&self, node: NodeId, src: &Path, path: &str) -> FsResult<u64> {
+        self.with_transfer(node, |s| transfer::push(s, src, path))
+    }
+
+    /// Makes the current data of `path` present in this node's store and
+    /// returns where it is, for handing to a program. A remote file is
+    /// fetched whole and registered as a cached replica.
+    pub async fn local_path(&self, path: &str) -> FsResult<PathBuf> {
+        let path = normalise(path)?;
+        let rec = self.stat(&path).await?;
+        if rec.kind == Kind::Dir {
+            return Err(FsError::new(Errno::EISDIR, path));
+        }
+        let local = self.inner.store.data_path(&path);
+        if rec.holders.contains(&self.inner.me) {
+            return Ok(local);
+        }
+        let (tmp, file) = self.inner.store.temp_file()?;
+        // A file never closed has no holder: its last closed version is empty.
+        if !rec.holders.is_empty() {
+            if let Err(e) = self.fetch_into(&path, rec.holders.clone(), file).await {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        }
+        self.inner.store.install(&tmp, &path)?;
+        let cached = Request::AddHolder {
+            path: path.clone(),
+            version: rec.version,
+            node: self.inner.me,
+        };
+        expect_ok(self.meta(&path, cached).await?)?;
+        Ok(local)
+    }
+
+    pub async fn open_read(&self, path: &str) -> FsResult<File> {
+        let local = self.local_path(path).await?;
+        File::open(&local).map_err(|e| FsError::io(path, &e))
+    }
+
+    /// Reads a whole file.
+    pub async fn get(&self, path: &str) -> FsResult<Vec<u8>> {
+        let local = self.local_path(path).await?;
+        std::fs::read(&local).map_err(|e| FsError::io(path, &e))
+    }
+
+    /// Opens `path` for writing from empty, creating it if it does not exist.
+    pub async fn create_or_truncate(&self, path: &str) -> FsResult<Writer> {
+        match self.create(path).await {
+            Err(e) if e.code == Errno::EEXIST => self.open_write(path, true).await,
+            other => other,
+        }
+    }
+
+    /// Writes a whole file, creating it or replacing its contents.
+    pub async fn put(&self, path: &str, data: &[u8]) -> FsResult<Record> {
+        let mut w = self.create_or_truncate(path).await?;
+        w.write_all(data).map_err(|e| FsError::io(path, &e))?;
+        w.close().await
+    }
+
+    /// Registers a file a program wrote directly at `local_path(path)` in this
+    /// node's store: creates the name if needed, records size and mtime, and
+    /// makes this node its only holder.
+    pub async fn commit(&self, path: &str) -> FsResult<Record> {
+        let path = normalise(path)?;
+        let local = self.inner.store.data_path(&path);
+        let meta = std::fs::metadata(&local).map_err(|e| FsError::io(&path, &e))?;
+        if meta.is_dir() {
+            return Err(FsError::new(Errno::EISDIR, path));
+        }
+        let token = rand::random::<u64>();
+        let mut record = Record::new(Kind::File, 0o644, now_ns());
+        record.lock = Some(token);
+        match self.create_name(&path, record).await {
+            Ok(_) => {}
+            Err(e) if e.code == Errno::EEXIST => {
+                expect_record(self.meta(&path, Request::Lock { path: path.clone(), token }).await?)?;
+            }
+            Err(e) => return Err(e),
+        }
+        self.commit_write(&path, token, meta.len(), self.inner.me).await
+    }
+
+    async fn commit_write(&self, path: &str, token: u64, size: u64, holder: NodeId) -> FsResult<Record> {
+        let req = Request::CommitWrite {
+            path: path.to_string(),
+            token,
+            size,
+            mtime_ns: now_ns(),
+            holder,
+        };
+        match self.meta(path, req).await? {
+            Response::Committed {
+                record,
+                previous_holders,
+            } => {
+                self.drop_copies(path, previous_holders).await;
+                Ok(record)
+            }
+            other => Err(unexpected(other)),
+        }
+    }
+}
+
+/// An open file being written. Bytes go to a private temporary file in this
+/// node's store; `close` publishes them as the file's next version.
+pub struct Writer {
+    client: Client,
+    path: String,
+    token: u64,
+    target: NodeId,
+    tmp: PathBuf,
+    file: Option<File>,
+    closed: bool,
+}
+
+impl Writer {
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The underlying local file, for seeking or positioned writes.
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_mut().expect("open until closed")
+    }
+
+    /// Publishes the written bytes: installs them on the target node, then
+    /// updates size, mtime and version and releases the write lock.
+    pub async fn close(mut self) -> FsResult<Record> {
+        self.closed = true;
+        let file = self.file.take().expect("open until closed");
+        let size = file.metadata().map_err(|e| FsError::io(&self.path, &e))?.len();
+        drop(file);
+        let client = self.client.clone();
+        let stored = if self.target == client.node() {
+            client.inner.store.install(&self.tmp, &self.path)
+        } else {
+            let (c, target, tmp, path) = (client.clone(), self.target, self.tmp.clone(), self.path.clone());
+            let pushed = tokio::task::spawn_blocking(move || c.push_to(target, &tmp, &path))
+                .await
+                .map_err(blocking_failed)
+                .and_then(|r| r);
+            let _ = std::fs::remove_file(&self.tmp);
+            pushed.map(drop)
+        };
+        if let Err(e) = stored {
+            let _ = std::fs::remove_file(&self.tmp);
+            self.unlock_in_background();
+            return Err(e);
+        }
+        let committed = client.commit_write(&self.path, self.token, size, self.target).await;
+        if committed.is_err() {
+            // The name went away or the lock was lost: the bytes belong to nobody.
+            client.drop_copies(&self.path, vec![self.target]).await;
+        }
+        committed
+    }
+
+    fn unlock_in_background(&self) {
+        let (client, path, token) = (self.client.clone(), self.path.clone(), self.token);
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = client.meta(&path, Request::Unlock { path: path.clone(), token }).await;
+            });
+        }
+    }
+}
+
+impl Write for Writer {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file().write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file().flush()
+    }
+}
+
+impl Drop for Writer {
+    /// A writer dropped without `close` discards its bytes and the lock.
+    fn drop(&mut self) {
+        if !self.closed {
+            let _ = std::fs::remove_file(&self.tmp);
+            self.unlock_in_background();
+        }
+    }
+}

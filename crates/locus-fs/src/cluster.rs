@@ -1,0 +1,64 @@
+//! The cluster file: the node list every client and tool reads to find the
+//! daemons, their stores and the cluster secret.
+
+use crate::placement::Placement;
+use crate::ring::Ring;
+use locus_proto::fs::NodeId;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+pub const CLUSTER_FILE: &str = "cluster.json";
+pub const SECRET_FILE: &str = "secret";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub id: NodeId,
+    /// Stable name; the metadata ring is built from names.
+    pub name: String,
+    pub addr: SocketAddr,
+    /// The node's directory: metadata shard, data store, daemon log.
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSpec {
+    pub nodes: Vec<NodeInfo>,
+    pub vnodes: u32,
+    /// Default data placement for new files.
+    pub placement: Placement,
+}
+
+impl ClusterSpec {
+    pub fn ring(&self) -> Ring {
+        Ring::new(self.nodes.iter().map(|n| (n.id, n.name.as_str())), self.vnodes)
+    }
+
+    /// Reads `DIR/cluster.json`.
+    pub fn load(dir: &Path) -> io::Result<ClusterSpec> {
+        let path = dir.join(CLUSTER_FILE);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("no cluster at {} ({e}); start one with `locus fs up`", dir.display()),
+            )
+        })?;
+        let spec: ClusterSpec = serde_json::from_str(&text)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
+        if spec.nodes.is_empty() || spec.nodes.iter().enumerate().any(|(i, n)| n.id as usize != i) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: nodes must be numbered 0..N-1", path.display()),
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// Writes `DIR/cluster.json` atomically.
+    pub fn save(&self, dir: &Path) -> io::Result<()> {
+        let tmp = dir.join(format!("{CLUSTER_FILE}.tmp"));
+        std::fs::write(&tmp, serde_json::to_vec_pretty(self).map_err(io::Error::other)?)?;
+        std::fs::rename(tmp, dir.join(CLUSTER_FILE))
+    }
+}

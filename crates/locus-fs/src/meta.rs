@@ -1,0 +1,387 @@
+//! A daemon's metadata shard: file records, directory entries and placement
+//! hints in an embedded crash-safe KV engine (redb).
+//!
+//! Reads run on the caller's thread against the last committed state. Writes
+//! go to one writer thread that applies everything queued in a single
+//! transaction and commits it with one fsync (group commit); the bounded delay
+//! an operation waits is one commit. Each operation replies only after its
+//! transaction is durable, so an acknowledged change survives `kill -9`.
+
+use crate::path::join;
+use locus_proto::fs::{Entry, Kind, Record, Request, Response};
+use locus_proto::{Errno, FsError, FsResult};
+use redb::{Database, ReadableTable, ReadableTableMetadata, Table, TableDefinition};
+use std::path::Path;
+use std::sync::{mpsc, Arc};
+use tokio::sync::oneshot;
+
+const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
+/// (directory, name) -> kind byte; a directory's entries live beside its record.
+const ENTRIES: TableDefinition<(&str, &str), u8> = TableDefinition::new("entries");
+const HINTS: TableDefinition<&str, u32> = TableDefinition::new("hints");
+
+/// Upper bound on operations in one transaction, to bound a commit's latency.
+const MAX_BATCH: usize = 8192;
+
+/// When a commit reaches the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Every acknowledged operation is on disk (fsync per group commit).
+    Group,
+    /// Commits are not flushed; a crash may lose recent operations.
+    None,
+}
+
+struct Job {
+    op: Request,
+    reply: oneshot::Sender<Response>,
+}
+
+#[derive(Clone)]
+pub struct MetaStore {
+    db: Arc<Database>,
+    jobs: mpsc::Sender<Job>,
+}
+
+fn storage_error(e: impl std::fmt::Display) -> FsError {
+    FsError::new(Errno::EIO, "metadata store").with_detail(e)
+}
+
+fn kind_byte(kind: Kind) -> u8 {
+    match kind {
+        Kind::File => 0,
+        Kind::Dir => 1,
+    }
+}
+
+fn byte_kind(b: u8) -> Kind {
+    if b == 1 {
+        Kind::Dir
+    } else {
+        Kind::File
+    }
+}
+
+fn root_record() -> Record {
+    Record::new(Kind::Dir, 0o755, 0)
+}
+
+fn decode_record(bytes: &[u8]) -> FsResult<Record> {
+    postcard::from_bytes(bytes).map_err(storage_error)
+}
+
+fn wrong_kind(path: &str, found: Kind) -> FsError {
+    match found {
+        Kind::Dir => FsError::new(Errno::EISDIR, path),
+        Kind::File => FsError::new(Errno::ENOTDIR, path),
+    }
+}
+
+impl MetaStore {
+    /// Opens (or creates) the shard at `file` and starts its writer thread.
+    pub fn open(file: &Path, durability: Durability) -> FsResult<MetaStore> {
+        let db = Arc::new(Database::create(file).map_err(storage_error)?);
+        {
+            // Create the tables so readers never see them missing.
+            let txn = db.begin_write().map_err(storage_error)?;
+            txn.open_table(RECORDS).map_err(storage_error)?;
+            txn.open_table(ENTRIES).map_err(storage_error)?;
+            txn.open_table(HINTS).map_err(storage_error)?;
+            txn.commit().map_err(storage_error)?;
+        }
+        let (jobs, rx) = mpsc::channel();
+        let writer_db = db.clone();
+        std::thread::Builder::new()
+            .name("locus-meta-writer".into())
+            .spawn(move || writer_loop(&writer_db, rx, durability))
+            .map_err(storage_error)?;
+        Ok(MetaStore { db, jobs })
+    }
+
+    /// Queues a write operation and waits for its durable result.
+    pub async fn write(&self, op: Request) -> Response {
+        let (reply, rx) = oneshot::channel();
+        if self.jobs.send(Job { op, reply }).is_err() {
+            return Response::Err(storage_error("writer stopped"));
+        }
+        rx.await
+            .unwrap_or_else(|_| Response::Err(storage_error("writer stopped")))
+    }
+
+    pub fn get(&self, path: &str) -> FsResult<Record> {
+        if path == "/" {
+            return Ok(root_record());
+        }
+        let txn = self.db.begin_read().map_err(storage_error)?;
+        let table = txn.open_table(RECORDS).map_err(storage_error)?;
+        let found = table.get(path).map_err(storage_error)?;
+        match found {
+            Some(v) => decode_record(v.value()),
+            None => Err(FsError::new(Errno::ENOENT, path)),
+        }
+    }
+
+    /// One page of `dir`'s entries after `after`, and whether more follow.
+    pub fn list(&self, dir: &str, after: Option<&str>, limit: u32) -> FsResult<(Vec<Entry>, bool)> {
+        let txn = self.db.begin_read().map_err(storage_error)?;
+        let records = txn.open_table(RECORDS).map_err(storage_error)?;
+        check_dir(&records, dir)?;
+        let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
+        let start = after.unwrap_or("");
+        let mut out = Vec::new();
+        let mut more = false;
+        for item in entries.range((dir, start)..).map_err(storage_error)? {
+            let (k, v) = item.map_err(storage_error)?;
+            let (d, name) = k.value();
+            if d != dir {
+                break;
+            }
+            if after == Some(name) {
+                continue;
+            }
+            if out.len() == limit.max(1) as usize {
+                more = true;
+                break;
+            }
+            out.push(Entry {
+                name: name.to_string(),
+                kind: byte_kind(v.value()),
+            });
+        }
+        Ok((out, more))
+    }
+
+    pub fn record_count(&self) -> FsResult<u64> {
+        let txn = self.db.begin_read().map_err(storage_error)?;
+        let table = txn.open_table(RECORDS).map_err(storage_error)?;
+        table.len().map_err(storage_error)
+    }
+}
+
+/// Fails unless `dir` is an existing directory in `records`.
+fn check_dir<T: ReadableTable<&'static str, &'static [u8]>>(records: &T, dir: &str) -> FsResult<()> {
+    if dir == "/" {
+        return Ok(());
+    }
+    match records.get(dir).map_err(storage_error)? {
+        None => Err(FsError::new(Errno::ENOENT, dir)),
+        Some(v) => match decode_record(v.value())?.kind {
+            Kind::Dir => Ok(()),
+            Kind::File => Err(FsError::new(Errno::ENOTDIR, dir)),
+        },
+    }
+}
+
+fn writer_loop(db: &Database, rx: mpsc::Receiver<Job>, durability: Durability) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        match apply_batch(db, &batch, durability) {
+            Ok(replies) => {
+                for (job, reply) in batch.into_iter().zip(replies) {
+                    let _ = job.reply.send(reply);
+                }
+            }
+            Err(e) => {
+                tracing::error!("metadata commit failed: {e}");
+                for job in batch {
+                    let _ = job.reply.send(Response::Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+fn apply_batch(db: &Database, batch: &[Job], durability: Durability) -> FsResult<Vec<Response>> {
+    let mut txn = db.begin_write().map_err(storage_error)?;
+    txn.set_durability(match durability {
+        Durability::Group => redb::Durability::Immediate,
+        Durability::None => redb::Durability::None,
+    });
+    let mut replies = Vec::with_capacity(batch.len());
+    {
+        let mut shard = Shard {
+            records: txn.open_table(RECORDS).map_err(storage_error)?,
+            entries: txn.open_table(ENTRIES).map_err(storage_error)?,
+            hints: txn.open_table(HINTS).map_err(storage_error)?,
+        };
+        for job in batch {
+            // A failed operation changes nothing: every check precedes its writes.
+            replies.push(match shard.apply(&job.op) {
+                Ok(r) => r,
+                Err(e) if e.code == Errno::EIO => return Err(e),
+                Err(e) => Response::Err(e),
+            });
+        }
+    }
+    txn.commit().map_err(storage_error)?;
+    Ok(replies)
+}
+
+/// The tables of one write transaction.
+struct Shard<'t> {
+    records: Table<'t, &'static str, &'static [u8]>,
+    entries: Table<'t, (&'static str, &'static str), u8>,
+    hints: Table<'t, &'static str, u32>,
+}
+
+impl Shard<'_> {
+    fn get(&self, path: &str) -> FsResult<Record> {
+        if path == "/" {
+            return Ok(root_record());
+        }
+        match self.records.get(path).map_err(storage_error)? {
+            Some(v) => decode_record(v.value()),
+            None => Err(FsError::new(Errno::ENOENT, path)),
+        }
+    }
+
+    fn put(&mut self, path: &str, record: &Record) -> FsResult<()> {
+        if path == "/" {
+            return Err(FsError::new(Errno::EBUSY, path).with_detail("the root cannot change"));
+        }
+        let bytes = postcard::to_allocvec(record).map_err(storage_error)?;
+        self.records.insert(path, bytes.as_slice()).map_err(storage_error)?;
+        Ok(())
+    }
+
+    fn has_entries(&self, dir: &str) -> FsResult<bool> {
+        let mut range = self.entries.range((dir, "")..).map_err(storage_error)?;
+        match range.next() {
+            Some(item) => Ok(item.map_err(storage_error)?.0.value().0 == dir),
+            None => Ok(false),
+        }
+    }
+
+    fn apply(&mut self, op: &Request) -> FsResult<Response> {
+        match op {
+            Request::CreateRecord { path, record } => {
+                // The directory entry, inserted first on the parent's daemon,
+                // decides who creates a name; a record already here is a
+                // leftover of an interrupted operation and is replaced.
+                let hint = self.hints.remove(path.as_str()).map_err(storage_error)?.map(|v| v.value());
+                self.put(path, record)?;
+                Ok(Response::Created {
+                    record: record.clone(),
+                    hint,
+                })
+            }
+            Request::Lock { path, token } => {
+                let mut rec = self.get(path)?;
+                if rec.kind == Kind::Dir {
+                    return Err(FsError::new(Errno::EISDIR, path));
+                }
+                match rec.lock {
+                    Some(t) if t != *token => Err(FsError::new(Errno::EBUSY, path)),
+                    _ => {
+                        rec.lock = Some(*token);
+                        self.put(path, &rec)?;
+                        Ok(Response::Record(rec))
+                    }
+                }
+            }
+            Request::Unlock { path, token } => {
+                let mut rec = self.get(path)?;
+                if rec.lock == Some(*token) {
+                    rec.lock = None;
+                    self.put(path, &rec)?;
+                }
+                Ok(Response::Ok)
+            }
+            Request::CommitWrite {
+                path,
+                token,
+                size,
+                mtime_ns,
+                holder,
+            } => {
+                let mut rec = self.get(path)?;
+                if rec.lock != Some(*token) {
+                    return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
+                }
+                let previous_holders = rec.holders.iter().copied().filter(|h| h != holder).collect();
+                rec.size = *size;
+                rec.mtime_ns = *mtime_ns;
+                rec.version += 1;
+                rec.holders = vec![*holder];
+                rec.lock = None;
+                self.put(path, &rec)?;
+                Ok(Response::Committed {
+                    record: rec,
+                    previous_holders,
+                })
+            }
+            Request::AddHolder {
+                path,
+                version,
+                node,
+            } => {
+                let mut rec = self.get(path)?;
+                if rec.version == *version && !rec.holders.contains(node) {
+                    rec.holders.push(*node);
+                    self.put(path, &rec)?;
+                }
+                Ok(Response::Ok)
+            }
+            Request::RemoveRecord {
+                path,
+                kind,
+                version,
+            } => {
+                let rec = self.get(path)?;
+                if rec.kind != *kind {
+                    return Err(wrong_kind(path, rec.kind));
+                }
+                if path == "/" {
+                    return Err(FsError::new(Errno::EBUSY, path).with_detail("the root cannot be removed"));
+                }
+                if rec.kind == Kind::Dir && self.has_entries(path)? {
+                    return Err(FsError::new(Errno::ENOTEMPTY, path));
+                }
+                if let Some(v) = version {
+                    if rec.version != *v || rec.lock.is_some() {
+                        return Err(FsError::new(Errno::EBUSY, path));
+                    }
+                }
+                self.records.remove(path.as_str()).map_err(storage_error)?;
+                Ok(Response::Record(rec))
+            }
+            Request::SetHint { path, node } => {
+                if self.records.get(path.as_str()).map_err(storage_error)?.is_some() {
+                    return Err(FsError::new(Errno::EEXIST, path)
+                        .with_detail("placement applies to files not yet created"));
+                }
+                self.hints.insert(path.as_str(), *node).map_err(storage_error)?;
+                Ok(Response::Ok)
+            }
+            Request::AddEntry { parent, name, kind } => {
+                check_dir(&self.records, parent)?;
+                let key = (parent.as_str(), name.as_str());
+                if self.entries.get(key).map_err(storage_error)?.is_some() {
+                    return Err(FsError::new(Errno::EEXIST, join(parent, name)));
+                }
+                self.entries.insert(key, kind_byte(*kind)).map_err(storage_error)?;
+                Ok(Response::Ok)
+            }
+            Request::RemoveEntry { parent, name, kind } => {
+                let key = (parent.as_str(), name.as_str());
+                let found = match self.entries.get(key).map_err(storage_error)? {
+                    Some(v) => byte_kind(v.value()),
+                    None => return Err(FsError::new(Errno::ENOENT, join(parent, name))),
+                };
+                if found != *kind {
+                    return Err(wrong_kind(&join(parent, name), found));
+                }
+                self.entries.remove(key).map_err(storage_error)?;
+                Ok(Response::Ok)
+            }
+            other => Err(FsError::new(Errno::EINVAL, "metadata store")
+                .with_detail(format!("not a metadata write: {other:?}"))),
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The storage daemon (`locus fs serve`): one per node. It owns a metadata
+//! shard and the node's data store, answers pipelined RPCs, and serves bulk
+//! transfers. Every connection must first prove the cluster secret.
+
+use crate::meta::{Durability, MetaStore};
+use crate::path::checked;
+use crate::store::Store;
+use crate::transfer;
+use locus_proto::auth::{self, Channel, Secret};
+use locus_proto::fs::{Envelope, NodeId, NodeStatus, Request, Response};
+use locus_proto::{frame, Errno, FsError, FsResult};
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::io::BufReader;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+/// Entries per directory page at most, whatever the client asks for.
+const MAX_PAGE: u32 = 10_000;
+
+pub struct DaemonConfig {
+    pub node: NodeId,
+    pub listen: SocketAddr,
+    pub node_dir: PathBuf,
+    pub secret: Secret,
+    pub durability: Durability,
+}
+
+pub struct Daemon {
+    listener: TcpListener,
+    state: Arc<State>,
+    secret: Secret,
+}
+
+struct State {
+    node: NodeId,
+    meta: MetaStore,
+    store: Store,
+}
+
+impl Daemon {
+    /// Opens the node's shard and store and binds the listening socket.
+    pub async fn bind(cfg: DaemonConfig) -> io::Result<Daemon> {
+        std::fs::create_dir_all(&cfg.node_dir)?;
+        let meta = MetaStore::open(&cfg.node_dir.join("meta.redb"), cfg.durability)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let store = Store::open(&cfg.node_dir)?;
+        let listener = TcpListener::bind(cfg.listen).await?;
+        Ok(Daemon {
+            listener,
+            state: Arc::new(State {
+                node: cfg.node,
+                meta,
+                store,
+            }),
+            secret: cfg.secret,
+        })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Accepts connections until the process ends.
+    pub async fn run(self) -> io::Result<()> {
+        loop {
+            let (stream, peer) = match self.listener.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of descriptors and similar: keep serving the others.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let state = self.state.clone();
+            let secret = self.secret.clone();
+            tokio::spawn(async move {
+                if let Err(e) = serve_connection(stream, state, secret).await {
+                    tracing::debug!("connection from {peer} closed: {e}");
+                }
+            });
+        }
+    }
+}
+
+async fn serve_connection(mut stream: TcpStream, state: Arc<State>, secret: Secret) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    match auth::accept(&mut stream, &secret).await? {
+        Channel::Rpc => serve_rpc(stream, state).await,
+        Channel::Transfer => {
+            let stream = stream.into_std()?;
+            stream.set_nonblocking(false)?;
+            tokio::task::spawn_blocking(move || transfer::serve(stream, &state.store))
+                .await
+                .map_err(io::Error::other)?
+        }
+    }
+}
+
+/// Reads requests and answers each as soon as it is done, in any order; a
+/// malformed frame ends this connection only.
+async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
+    let (rd, wr) = stream.into_split();
+    let (tx, rx) = mpsc::unbounded_channel::<Envelope<Response>>();
+    let writer = tokio::spawn(frame::write_batched(wr, rx));
+    let mut rd = BufReader::with_capacity(64 << 10, rd);
+    let mut buf = Vec::new();
+    let result = loop {
+        match frame::read_async(&mut rd, &mut buf).await {
+            Ok(true) => {}
+            Ok(false) => break Ok(()),
+            Err(e) => break Err(e),
+        }
+        let env: Envelope<Request> = match frame::decode(&buf) {
+            Ok(env) => env,
+            Err(e) => break Err(e),
+        };
+        let state = state.clone();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let body = state.handle(env.body).await;
+            let _ = tx.send(Envelope { id: env.id, body });
+        });
+    };
+    drop(tx);
+    if result.is_err() {
+        writer.abort();
+    } else {
+        let _ = writer.await;
+    }
+    result
+}
+
+fn answer(r: FsResult<Response>) -> Response {
+    r.unwrap_or_else(Response::Err)
+}
+
+impl State {
+    async fn handle(self: Arc<Self>, req: Request) -> Response {
+        if let Err(e) = check_paths(&req) {
+            return Response::Err(e);
+        }
+        match req {
+            Request::Ping => Response::Ok,
+            Request::Status => answer(self.status().await),
+            Request::GetRecord { path } => answer(self.meta.get(&path).map(Response::Record)),
+            Request::ListEntries { dir, after, limit } => answer(
+                self.meta
+                    .list(&dir, after.as_deref(), limit.min(MAX_PAGE))
+                    .map(|(entries, more)| Response::Entries { entries, more }),
+            ),
+            Request::LinkData { from, to } => {
+                answer(self.blocking(move |s| s.store.link(&from, &to)).await)
+            }
+            Request::DropData { path } => answer(self.blocking(move |s| s.store.drop_copy(&path)).await),
+            write => self.meta.write(write).await,
+        }
+    }
+
+    async fn blocking(
+        self: Arc<Self>,
+        f: impl FnOnce(&State) -> FsResult<()> + Send + 'static,
+    ) -> FsResult<Response> {
+        tokio::task::spawn_blocking(move || f(&self).map(|()| Response::Ok))
+            .await
+            .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?
+    }
+
+    async fn status(self: Arc<Self>) -> FsResult<Response> {
+        let records = self.meta.record_count()?;
+        let (node, store) = (self.node, self.store.clone());
+        let (usage, capacity) = tokio::task::spawn_blocking(move || (store.usage(), store.capacity()))
+            .await
+            .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?;
+        Ok(Response::Status(NodeStatus {
+            node,
+            pid: std::process::id(),
+            records,
+            stored_files: usage.0,
+            stored_bytes: usage.1,
+            free_bytes: capacity.0,
+            total_bytes: capacity.1,
+        }))
+    }
+}
+
+/// Refuses any request whose paths are not normalised absolute paths.
+fn check_paths(req: &Request) -> FsResult<()> {
+    match req {
+        Request::Ping | Request::Status => Ok(()),
+        Request::GetRecord { path }
+        | Request::CreateRecord { path, .. }
+        | Request::Lock { path, .. }
+        | Request::Unlock { path, .. }
+        | Request::CommitWrite { path, .. }
+        | Request::AddHolder { path, .. }
+        | Request::RemoveRecord { path, .. }
+        | Request::SetHint { path, .. }
+        | Request::DropData { path } => checked(path).map(drop),
+        Request::ListEntries { dir, .. } => checked(dir).map(drop),
+        Request::AddEntry { parent, name, .. } | Request::RemoveEntry { parent, name, .. } => {
+            checked(parent)?;
+            if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+                return Err(FsError::new(Errno::EINVAL, name.as_str()).with_detail("not a file name"));
+            }
+            Ok(())
+        }
+        Request::LinkData { from, to } => checked(from).and(checked(to)).map(drop),
+    }
+}
