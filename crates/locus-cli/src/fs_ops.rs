@@ -119,7 +119,8 @@ pub enum FsOp {
         #[command(flatten)]
         c: ClientArgs,
         path: String,
-        node: NodeId,
+        #[arg(value_name = "NODE")]
+        target: NodeId,
     },
     /// Show each node's stored data and free space.
     Df {
@@ -219,7 +220,8 @@ async fn run_op(op: FsOp) -> Result<()> {
             if local.as_os_str() == "-" {
                 std::io::copy(&mut std::io::stdin().lock(), &mut w)?;
             } else {
-                let mut src = std::fs::File::open(&local).with_context(|| local.display().to_string())?;
+                let mut src =
+                    std::fs::File::open(&local).with_context(|| local.display().to_string())?;
                 std::io::copy(&mut src, w.file())?;
             }
             w.close().await?;
@@ -239,10 +241,14 @@ async fn run_op(op: FsOp) -> Result<()> {
                 writeln!(out, "{id} {} {}", ep.name, ep.addr.ip())?;
             }
         }
-        FsOp::Place { c, path, node } => c.client()?.place(&path, node).await?,
+        FsOp::Place { c, path, target } => c.client()?.place(&path, target).await?,
         FsOp::Df { c } => {
             let client = c.client()?;
-            writeln!(out, "{:>4} {:<10} {:>10} {:>14} {:>14}", "node", "name", "files", "stored", "free")?;
+            writeln!(
+                out,
+                "{:>4} {:<10} {:>10} {:>14} {:>14}",
+                "node", "name", "files", "stored", "free"
+            )?;
             for id in 0..client.node_count() as NodeId {
                 let name = client.endpoint(id)?.name.clone();
                 match client.status(id).await {

@@ -26,7 +26,9 @@ fn parse_durability(s: &str) -> Result<Durability, String> {
     match s {
         "group" => Ok(Durability::Group),
         "none" => Ok(Durability::None),
-        other => Err(format!("unknown durability '{other}' (expected group or none)")),
+        other => Err(format!(
+            "unknown durability '{other}' (expected group or none)"
+        )),
     }
 }
 
@@ -53,8 +55,11 @@ pub struct ServeArgs {
 }
 
 pub fn serve(a: ServeArgs) -> Result<()> {
-    let secret = Secret::load(&a.secret).with_context(|| format!("cluster secret {}", a.secret.display()))?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let secret = Secret::load(&a.secret)
+        .with_context(|| format!("cluster secret {}", a.secret.display()))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let daemon = Daemon::bind(DaemonConfig {
             node: a.node,
@@ -103,7 +108,11 @@ fn node_dir(dir: &Path, id: NodeId) -> PathBuf {
 
 /// The pid in `node_dir`'s pid file if that process is still a running daemon.
 fn running_pid(node_dir: &Path) -> Option<i32> {
-    let pid: i32 = std::fs::read_to_string(node_dir.join(PID_FILE)).ok()?.trim().parse().ok()?;
+    let pid: i32 = std::fs::read_to_string(node_dir.join(PID_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // A zombie (state Z after the command name) is not running.
@@ -113,7 +122,12 @@ fn running_pid(node_dir: &Path) -> Option<i32> {
 }
 
 /// Starts the daemon of `node` and waits until it serves; returns its address.
-fn start_daemon(node: &NodeInfo, listen: SocketAddr, secret: &Path, durability: Durability) -> Result<SocketAddr> {
+fn start_daemon(
+    node: &NodeInfo,
+    listen: SocketAddr,
+    secret: &Path,
+    durability: Durability,
+) -> Result<SocketAddr> {
     let addr_file = node.dir.join(ADDR_FILE);
     let _ = std::fs::remove_file(&addr_file);
     std::fs::create_dir_all(&node.dir)?;
@@ -162,7 +176,10 @@ fn start_daemon(node: &NodeInfo, listen: SocketAddr, secret: &Path, durability: 
             bail!("daemon of node {} exited ({status}): {last}", node.id);
         }
         if Instant::now() > deadline {
-            bail!("daemon of node {} did not start within {START_TIMEOUT:?}", node.id);
+            bail!(
+                "daemon of node {} did not start within {START_TIMEOUT:?}",
+                node.id
+            );
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -193,7 +210,9 @@ pub fn up(a: UpArgs) -> Result<()> {
     if a.nodes == 0 || a.nodes > 250 {
         bail!("--nodes must be between 1 and 250");
     }
-    Secret::generate().save(&secret).with_context(|| secret.display().to_string())?;
+    Secret::generate()
+        .save(&secret)
+        .with_context(|| secret.display().to_string())?;
     let mut spec = ClusterSpec {
         nodes: Vec::new(),
         vnodes: locus_fs::ring::DEFAULT_VNODES,
@@ -229,7 +248,11 @@ pub struct DownArgs {
 pub fn down(a: DownArgs) -> Result<()> {
     let dir = &a.cluster.dir;
     let spec = ClusterSpec::load(dir)?;
-    let pids: Vec<i32> = spec.nodes.iter().filter_map(|n| running_pid(&n.dir)).collect();
+    let pids: Vec<i32> = spec
+        .nodes
+        .iter()
+        .filter_map(|n| running_pid(&n.dir))
+        .collect();
     for &pid in &pids {
         // SAFETY: plain signal to a process we started (checked via /proc).
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -248,14 +271,20 @@ pub fn down(a: DownArgs) -> Result<()> {
     if a.purge {
         std::fs::remove_dir_all(dir).with_context(|| dir.display().to_string())?;
     }
-    println!("cluster at {}: {} daemon(s) stopped", dir.display(), pids.len());
+    println!(
+        "cluster at {}: {} daemon(s) stopped",
+        dir.display(),
+        pids.len()
+    );
     Ok(())
 }
 
 pub fn status(a: ClusterArgs) -> Result<()> {
     let spec = ClusterSpec::load(&a.dir)?;
     let client = Client::open(&a.dir, ClientOptions::default())?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     println!(
         "{:>4} {:<8} {:<21} {:>8} {:<5} {:>9} {:>9} {:>12}",
         "node", "name", "address", "pid", "state", "records", "files", "bytes"
@@ -277,7 +306,13 @@ pub fn status(a: ClusterArgs) -> Result<()> {
             ),
             Err(e) => {
                 down += 1;
-                println!("{:>4} {:<8} {:<21} {:>8} down  {e}", n.id, n.name, n.addr.to_string(), pid);
+                println!(
+                    "{:>4} {:<8} {:<21} {:>8} down  {e}",
+                    n.id,
+                    n.name,
+                    n.addr.to_string(),
+                    pid
+                );
             }
         }
     }

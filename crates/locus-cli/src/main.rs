@@ -8,7 +8,11 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "locus", version, about = "Run many-task workflows where their data lives")]
+#[command(
+    name = "locus",
+    version,
+    about = "Run many-task workflows where their data lives"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -62,5 +66,16 @@ fn main() -> ExitCode {
             eprintln!("locus: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_subcommand_is_well_formed() {
+        Cli::command().debug_assert();
     }
 }

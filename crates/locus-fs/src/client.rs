@@ -17,7 +17,7 @@ use locus_proto::auth::{Channel, Secret};
 use locus_proto::fs::{Entry, Kind, NodeId, NodeStatus, Record, Request, Response};
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,9 +95,11 @@ fn blocking_failed(e: tokio::task::JoinError) -> FsError {
 impl Client {
     /// A client of the cluster described in `dir` (as written by `locus fs up`).
     pub fn open(dir: &Path, opts: ClientOptions) -> FsResult<Client> {
-        let spec = ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        let spec =
+            ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
         let secret_path = dir.join(SECRET_FILE);
-        let secret = Secret::load(&secret_path).map_err(|e| FsError::io(secret_path.display().to_string(), &e))?;
+        let secret = Secret::load(&secret_path)
+            .map_err(|e| FsError::io(secret_path.display().to_string(), &e))?;
         Client::new(&spec, secret, opts)
     }
 
@@ -106,7 +108,8 @@ impl Client {
             FsError::new(Errno::EINVAL, format!("node {}", opts.node))
                 .with_detail(format!("the cluster has nodes 0..{}", spec.nodes.len() - 1))
         })?;
-        let store = Store::open(&me.dir).map_err(|e| FsError::io(me.dir.display().to_string(), &e))?;
+        let store =
+            Store::open(&me.dir).map_err(|e| FsError::io(me.dir.display().to_string(), &e))?;
         let peers = spec
             .nodes
             .iter()
@@ -148,7 +151,9 @@ impl Client {
             .peers
             .get(id as usize)
             .map(|p| &p.endpoint)
-            .ok_or_else(|| FsError::new(Errno::EINVAL, format!("node {id}")).with_detail("no such node"))
+            .ok_or_else(|| {
+                FsError::new(Errno::EINVAL, format!("node {id}")).with_detail("no such node")
+            })
     }
 
     /// The daemon owning the metadata of `path`.
@@ -178,7 +183,10 @@ impl Client {
 
     pub async fn stat(&self, path: &str) -> FsResult<Record> {
         let path = normalise(path)?;
-        expect_record(self.meta(&path, Request::GetRecord { path: path.clone() }).await?)
+        expect_record(
+            self.meta(&path, Request::GetRecord { path: path.clone() })
+                .await?,
+        )
     }
 
     /// The nodes holding the current data of `path` (primary first).
@@ -194,7 +202,16 @@ impl Client {
     pub async fn place(&self, path: &str, node: NodeId) -> FsResult<()> {
         self.endpoint(node)?;
         let path = normalise(path)?;
-        expect_ok(self.meta(&path, Request::SetHint { path: path.clone(), node }).await?)
+        expect_ok(
+            self.meta(
+                &path,
+                Request::SetHint {
+                    path: path.clone(),
+                    node,
+                },
+            )
+            .await?,
+        )
     }
 
     /// Adds `path` as a name in its parent and creates its record; returns the
@@ -236,7 +253,9 @@ impl Client {
 
     pub async fn mkdir(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
-        self.create_name(&path, Record::new(Kind::Dir, 0o755, now_ns())).await.map(drop)
+        self.create_name(&path, Record::new(Kind::Dir, 0o755, now_ns()))
+            .await
+            .map(drop)
     }
 
     /// `mkdir -p`: creates missing ancestors; an existing directory is fine.
@@ -259,7 +278,12 @@ impl Client {
     }
 
     /// One page of `dir`'s names after `after`, and whether more follow.
-    pub async fn readdir_page(&self, dir: &str, after: Option<&str>, limit: u32) -> FsResult<(Vec<Entry>, bool)> {
+    pub async fn readdir_page(
+        &self,
+        dir: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> FsResult<(Vec<Entry>, bool)> {
         let dir = normalise(dir)?;
         let req = Request::ListEntries {
             dir: dir.clone(),
@@ -335,21 +359,21 @@ impl Client {
             kind: Kind::Dir,
             version: None,
         };
-        let record_gone = match self.meta(&path, removed).await {
-            Ok(r) => expect_record(r).map(drop),
-            Err(e) => Err(e),
+        let lost_record = match self.meta(&path, removed).await {
+            Ok(r) => expect_record(r).map(|_| false)?,
+            // A name whose record an earlier crash lost: removing the name is
+            // the whole job (and fails with ENOENT if there is none).
+            Err(e) if e.code == Errno::ENOENT => true,
+            Err(e) => return Err(e),
         };
         let entry = Request::RemoveEntry {
             parent: parent.to_string(),
             name: name.to_string(),
             kind: Kind::Dir,
         };
-        match (record_gone, self.meta(parent, entry).await) {
-            (Ok(()), _) => Ok(()),
-            // A name whose record an earlier crash lost: removing the name is
-            // the whole job.
-            (Err(e), Ok(_)) if e.code == Errno::ENOENT => Ok(()),
-            (Err(e), _) => Err(e),
+        match self.meta(parent, entry).await {
+            Err(e) if !lost_record && e.code == Errno::ENOENT => Ok(()),
+            other => other.and_then(expect_ok),
         }
     }
 
@@ -387,7 +411,9 @@ impl Client {
             return Ok(());
         }
         if to.starts_with(&format!("{from}/")) || from == "/" {
-            return Err(FsError::new(Errno::EINVAL, to).with_detail("cannot move a directory into itself"));
+            return Err(
+                FsError::new(Errno::EINVAL, to).with_detail("cannot move a directory into itself")
+            );
         }
         let rec = self.stat(&from).await?;
         match rec.kind {
@@ -469,7 +495,8 @@ impl Client {
             Err(e) => return Err(e),
         }
         for e in self.readdir(from).await? {
-            self.rename(&join(from, &e.name), &join(to, &e.name)).await?;
+            self.rename(&join(from, &e.name), &join(to, &e.name))
+                .await?;
         }
         self.rmdir(from).await
     }
@@ -477,7 +504,9 @@ impl Client {
     fn new_file_target(&self, path: &str, hint: Option<NodeId>) -> NodeId {
         hint.unwrap_or_else(|| {
             let seq = self.inner.new_files.fetch_add(1, Ordering::Relaxed);
-            self.inner.placement.choose(path, self.inner.me, self.node_count(), seq)
+            self.inner
+                .placement
+                .choose(path, self.inner.me, self.node_count(), seq)
         })
     }
 
@@ -511,17 +540,40 @@ impl Client {
     pub async fn open_write(&self, path: &str, truncate: bool) -> FsResult<Writer> {
         let path = normalise(path)?;
         let token = rand::random::<u64>();
-        let rec = expect_record(self.meta(&path, Request::Lock { path: path.clone(), token }).await?)?;
+        let rec = expect_record(
+            self.meta(
+                &path,
+                Request::Lock {
+                    path: path.clone(),
+                    token,
+                },
+            )
+            .await?,
+        )?;
         let keep = (!truncate && rec.size > 0).then_some(rec);
         let me = self.inner.me;
         let opened = self.writer(path.clone(), token, me, keep).await;
         if opened.is_err() {
-            let _ = self.meta(&path, Request::Unlock { path: path.clone(), token }).await;
+            let _ = self
+                .meta(
+                    &path,
+                    Request::Unlock {
+                        path: path.clone(),
+                        token,
+                    },
+                )
+                .await;
         }
         opened
     }
 
-    async fn writer(&self, path: String, token: u64, target: NodeId, keep: Option<Record>) -> FsResult<Writer> {
+    async fn writer(
+        &self,
+        path: String,
+        token: u64,
+        target: NodeId,
+        keep: Option<Record>,
+    ) -> FsResult<Writer> {
         let (tmp, mut file) = self.inner.store.temp_file()?;
         if let Some(rec) = keep {
             let copied = self.copy_current(&path, &rec, &tmp, &mut file).await;
@@ -543,13 +595,23 @@ impl Client {
 
     /// Copies the current contents of `path` into `file`, from this node's
     /// store or from a holder.
-    async fn copy_current(&self, path: &str, rec: &Record, tmp: &Path, file: &mut File) -> FsResult<()> {
+    async fn copy_current(
+        &self,
+        path: &str,
+        rec: &Record,
+        tmp: &Path,
+        file: &mut File,
+    ) -> FsResult<()> {
         if rec.holders.contains(&self.inner.me) {
-            std::fs::copy(self.inner.store.data_path(path), tmp).map_err(|e| FsError::io(path, &e))?;
-            return Ok(());
+            std::fs::copy(self.inner.store.data_path(path), tmp)
+                .map_err(|e| FsError::io(path, &e))?;
+        } else {
+            let dup = file.try_clone().map_err(|e| FsError::io(path, &e))?;
+            self.fetch_into(path, rec.holders.clone(), dup).await?;
         }
-        let dup = file.try_clone().map_err(|e| FsError::io(path, &e))?;
-        self.fetch_into(path, rec.holders.clone(), dup).await.map(drop)
+        file.seek(io::SeekFrom::End(0))
+            .map_err(|e| FsError::io(path, &e))?;
+        Ok(())
     }
 
     /// Fetches `path` from the first reachable of `holders` into `dest`.
@@ -673,14 +735,30 @@ impl Client {
         match self.create_name(&path, record).await {
             Ok(_) => {}
             Err(e) if e.code == Errno::EEXIST => {
-                expect_record(self.meta(&path, Request::Lock { path: path.clone(), token }).await?)?;
+                expect_record(
+                    self.meta(
+                        &path,
+                        Request::Lock {
+                            path: path.clone(),
+                            token,
+                        },
+                    )
+                    .await?,
+                )?;
             }
             Err(e) => return Err(e),
         }
-        self.commit_write(&path, token, meta.len(), self.inner.me).await
+        self.commit_write(&path, token, meta.len(), self.inner.me)
+            .await
     }
 
-    async fn commit_write(&self, path: &str, token: u64, size: u64, holder: NodeId) -> FsResult<Record> {
+    async fn commit_write(
+        &self,
+        path: &str,
+        token: u64,
+        size: u64,
+        holder: NodeId,
+    ) -> FsResult<Record> {
         let req = Request::CommitWrite {
             path: path.to_string(),
             token,
@@ -728,13 +806,21 @@ impl Writer {
     pub async fn close(mut self) -> FsResult<Record> {
         self.closed = true;
         let file = self.file.take().expect("open until closed");
-        let size = file.metadata().map_err(|e| FsError::io(&self.path, &e))?.len();
+        let size = file
+            .metadata()
+            .map_err(|e| FsError::io(&self.path, &e))?
+            .len();
         drop(file);
         let client = self.client.clone();
         let stored = if self.target == client.node() {
             client.inner.store.install(&self.tmp, &self.path)
         } else {
-            let (c, target, tmp, path) = (client.clone(), self.target, self.tmp.clone(), self.path.clone());
+            let (c, target, tmp, path) = (
+                client.clone(),
+                self.target,
+                self.tmp.clone(),
+                self.path.clone(),
+            );
             let pushed = tokio::task::spawn_blocking(move || c.push_to(target, &tmp, &path))
                 .await
                 .map_err(blocking_failed)
@@ -747,7 +833,9 @@ impl Writer {
             self.unlock_in_background();
             return Err(e);
         }
-        let committed = client.commit_write(&self.path, self.token, size, self.target).await;
+        let committed = client
+            .commit_write(&self.path, self.token, size, self.target)
+            .await;
         if committed.is_err() {
             // The name went away or the lock was lost: the bytes belong to nobody.
             client.drop_copies(&self.path, vec![self.target]).await;
@@ -759,7 +847,15 @@ impl Writer {
         let (client, path, token) = (self.client.clone(), self.path.clone(), self.token);
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                let _ = client.meta(&path, Request::Unlock { path: path.clone(), token }).await;
+                let _ = client
+                    .meta(
+                        &path,
+                        Request::Unlock {
+                            path: path.clone(),
+                            token,
+                        },
+                    )
+                    .await;
             });
         }
     }

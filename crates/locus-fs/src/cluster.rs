@@ -32,7 +32,10 @@ pub struct ClusterSpec {
 
 impl ClusterSpec {
     pub fn ring(&self) -> Ring {
-        Ring::new(self.nodes.iter().map(|n| (n.id, n.name.as_str())), self.vnodes)
+        Ring::new(
+            self.nodes.iter().map(|n| (n.id, n.name.as_str())),
+            self.vnodes,
+        )
     }
 
     /// Reads `DIR/cluster.json`.
@@ -41,12 +44,25 @@ impl ClusterSpec {
         let text = std::fs::read_to_string(&path).map_err(|e| {
             io::Error::new(
                 e.kind(),
-                format!("no cluster at {} ({e}); start one with `locus fs up`", dir.display()),
+                format!(
+                    "no cluster at {} ({e}); start one with `locus fs up`",
+                    dir.display()
+                ),
             )
         })?;
-        let spec: ClusterSpec = serde_json::from_str(&text)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
-        if spec.nodes.is_empty() || spec.nodes.iter().enumerate().any(|(i, n)| n.id as usize != i) {
+        let spec: ClusterSpec = serde_json::from_str(&text).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {e}", path.display()),
+            )
+        })?;
+        if spec.nodes.is_empty()
+            || spec
+                .nodes
+                .iter()
+                .enumerate()
+                .any(|(i, n)| n.id as usize != i)
+        {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("{}: nodes must be numbered 0..N-1", path.display()),
@@ -58,7 +74,10 @@ impl ClusterSpec {
     /// Writes `DIR/cluster.json` atomically.
     pub fn save(&self, dir: &Path) -> io::Result<()> {
         let tmp = dir.join(format!("{CLUSTER_FILE}.tmp"));
-        std::fs::write(&tmp, serde_json::to_vec_pretty(self).map_err(io::Error::other)?)?;
+        std::fs::write(
+            &tmp,
+            serde_json::to_vec_pretty(self).map_err(io::Error::other)?,
+        )?;
         std::fs::rename(tmp, dir.join(CLUSTER_FILE))
     }
 }

@@ -159,7 +159,10 @@ impl MetaStore {
 }
 
 /// Fails unless `dir` is an existing directory in `records`.
-fn check_dir<T: ReadableTable<&'static str, &'static [u8]>>(records: &T, dir: &str) -> FsResult<()> {
+fn check_dir<T: ReadableTable<&'static str, &'static [u8]>>(
+    records: &T,
+    dir: &str,
+) -> FsResult<()> {
     if dir == "/" {
         return Ok(());
     }
@@ -246,7 +249,9 @@ impl Shard<'_> {
             return Err(FsError::new(Errno::EBUSY, path).with_detail("the root cannot change"));
         }
         let bytes = postcard::to_allocvec(record).map_err(storage_error)?;
-        self.records.insert(path, bytes.as_slice()).map_err(storage_error)?;
+        self.records
+            .insert(path, bytes.as_slice())
+            .map_err(storage_error)?;
         Ok(())
     }
 
@@ -264,7 +269,11 @@ impl Shard<'_> {
                 // The directory entry, inserted first on the parent's daemon,
                 // decides who creates a name; a record already here is a
                 // leftover of an interrupted operation and is replaced.
-                let hint = self.hints.remove(path.as_str()).map_err(storage_error)?.map(|v| v.value());
+                let hint = self
+                    .hints
+                    .remove(path.as_str())
+                    .map_err(storage_error)?
+                    .map(|v| v.value());
                 self.put(path, record)?;
                 Ok(Response::Created {
                     record: record.clone(),
@@ -304,7 +313,12 @@ impl Shard<'_> {
                 if rec.lock != Some(*token) {
                     return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
                 }
-                let previous_holders = rec.holders.iter().copied().filter(|h| h != holder).collect();
+                let previous_holders = rec
+                    .holders
+                    .iter()
+                    .copied()
+                    .filter(|h| h != holder)
+                    .collect();
                 rec.size = *size;
                 rec.mtime_ns = *mtime_ns;
                 rec.version += 1;
@@ -338,7 +352,9 @@ impl Shard<'_> {
                     return Err(wrong_kind(path, rec.kind));
                 }
                 if path == "/" {
-                    return Err(FsError::new(Errno::EBUSY, path).with_detail("the root cannot be removed"));
+                    return Err(
+                        FsError::new(Errno::EBUSY, path).with_detail("the root cannot be removed")
+                    );
                 }
                 if rec.kind == Kind::Dir && self.has_entries(path)? {
                     return Err(FsError::new(Errno::ENOTEMPTY, path));
@@ -352,11 +368,18 @@ impl Shard<'_> {
                 Ok(Response::Record(rec))
             }
             Request::SetHint { path, node } => {
-                if self.records.get(path.as_str()).map_err(storage_error)?.is_some() {
+                if self
+                    .records
+                    .get(path.as_str())
+                    .map_err(storage_error)?
+                    .is_some()
+                {
                     return Err(FsError::new(Errno::EEXIST, path)
                         .with_detail("placement applies to files not yet created"));
                 }
-                self.hints.insert(path.as_str(), *node).map_err(storage_error)?;
+                self.hints
+                    .insert(path.as_str(), *node)
+                    .map_err(storage_error)?;
                 Ok(Response::Ok)
             }
             Request::AddEntry { parent, name, kind } => {
@@ -365,7 +388,9 @@ impl Shard<'_> {
                 if self.entries.get(key).map_err(storage_error)?.is_some() {
                     return Err(FsError::new(Errno::EEXIST, join(parent, name)));
                 }
-                self.entries.insert(key, kind_byte(*kind)).map_err(storage_error)?;
+                self.entries
+                    .insert(key, kind_byte(*kind))
+                    .map_err(storage_error)?;
                 Ok(Response::Ok)
             }
             Request::RemoveEntry { parent, name, kind } => {

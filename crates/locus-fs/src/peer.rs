@@ -33,20 +33,25 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-
     /// `EIO` naming this node.
     pub fn unreachable(&self, why: impl std::fmt::Display) -> FsError {
-        FsError::new(Errno::EIO, format!("node {} ({} at {})", self.node, self.name, self.addr))
-            .with_detail(format!("unreachable: {why}"))
+        FsError::new(
+            Errno::EIO,
+            format!("node {} ({} at {})", self.node, self.name, self.addr),
+        )
+        .with_detail(format!("unreachable: {why}"))
     }
 
     /// Opens an authenticated blocking stream on `channel` (connect and
     /// handshake both bounded by the timeout).
     pub fn open_blocking(&self, channel: Channel) -> FsResult<TcpStream> {
-        let mut s = TcpStream::connect_timeout(&self.addr, self.timeout).map_err(|e| self.unreachable(e))?;
+        let mut s = TcpStream::connect_timeout(&self.addr, self.timeout)
+            .map_err(|e| self.unreachable(e))?;
         s.set_nodelay(true).map_err(|e| self.unreachable(e))?;
-        s.set_read_timeout(Some(self.timeout)).map_err(|e| self.unreachable(e))?;
-        s.set_write_timeout(Some(self.timeout)).map_err(|e| self.unreachable(e))?;
+        s.set_read_timeout(Some(self.timeout))
+            .map_err(|e| self.unreachable(e))?;
+        s.set_write_timeout(Some(self.timeout))
+            .map_err(|e| self.unreachable(e))?;
         auth::connect(&mut s, &self.secret, channel).map_err(|e| {
             if e.kind() == std::io::ErrorKind::PermissionDenied {
                 FsError::new(Errno::EACCES, format!("node {} ({})", self.node, self.addr))
@@ -57,7 +62,6 @@ impl Endpoint {
         })?;
         Ok(s)
     }
-
 }
 
 /// A client's connection state for one daemon.
@@ -91,9 +95,14 @@ impl Peer {
         let std_stream = tokio::task::spawn_blocking(move || endpoint.open_blocking(Channel::Rpc))
             .await
             .map_err(|e| self.unreachable(e))??;
-        std_stream.set_read_timeout(None).map_err(|e| self.unreachable(e))?;
-        std_stream.set_nonblocking(true).map_err(|e| self.unreachable(e))?;
-        let stream = tokio::net::TcpStream::from_std(std_stream).map_err(|e| self.unreachable(e))?;
+        std_stream
+            .set_read_timeout(None)
+            .map_err(|e| self.unreachable(e))?;
+        std_stream
+            .set_nonblocking(true)
+            .map_err(|e| self.unreachable(e))?;
+        let stream =
+            tokio::net::TcpStream::from_std(std_stream).map_err(|e| self.unreachable(e))?;
         let (rd, wr) = stream.into_split();
         let (out, rx) = mpsc::unbounded_channel();
         let waiters: Waiters = Arc::default();
@@ -114,7 +123,11 @@ impl Peer {
                 waiters.lock().expect("waiters lock").clear();
             });
         }
-        let conn = Arc::new(Conn { out, waiters, alive });
+        let conn = Arc::new(Conn {
+            out,
+            waiters,
+            alive,
+        });
         *slot = Some(conn.clone());
         Ok(conn)
     }

@@ -57,7 +57,10 @@ mod tests {
         assert_eq!(counts, [100; 4]);
         assert_eq!(Placement::Local.choose("/f", 3, 4, 9), 3);
         assert!(Placement::Hash.choose("/f", 0, 4, 0) < 4);
-        assert_eq!("round-robin".parse::<Placement>().unwrap(), Placement::RoundRobin);
+        assert_eq!(
+            "round-robin".parse::<Placement>().unwrap(),
+            Placement::RoundRobin
+        );
         assert!("nearby".parse::<Placement>().is_err());
     }
 }

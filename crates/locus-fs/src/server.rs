@@ -86,7 +86,11 @@ impl Daemon {
     }
 }
 
-async fn serve_connection(mut stream: TcpStream, state: Arc<State>, secret: Secret) -> io::Result<()> {
+async fn serve_connection(
+    mut stream: TcpStream,
+    state: Arc<State>,
+    secret: Secret,
+) -> io::Result<()> {
     stream.set_nodelay(true)?;
     match auth::accept(&mut stream, &secret).await? {
         Channel::Rpc => serve_rpc(stream, state).await,
@@ -155,7 +159,9 @@ impl State {
             Request::LinkData { from, to } => {
                 answer(self.blocking(move |s| s.store.link(&from, &to)).await)
             }
-            Request::DropData { path } => answer(self.blocking(move |s| s.store.drop_copy(&path)).await),
+            Request::DropData { path } => {
+                answer(self.blocking(move |s| s.store.drop_copy(&path)).await)
+            }
             write => self.meta.write(write).await,
         }
     }
@@ -172,9 +178,10 @@ impl State {
     async fn status(self: Arc<Self>) -> FsResult<Response> {
         let records = self.meta.record_count()?;
         let (node, store) = (self.node, self.store.clone());
-        let (usage, capacity) = tokio::task::spawn_blocking(move || (store.usage(), store.capacity()))
-            .await
-            .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?;
+        let (usage, capacity) =
+            tokio::task::spawn_blocking(move || (store.usage(), store.capacity()))
+                .await
+                .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?;
         Ok(Response::Status(NodeStatus {
             node,
             pid: std::process::id(),
@@ -204,7 +211,9 @@ fn check_paths(req: &Request) -> FsResult<()> {
         Request::AddEntry { parent, name, .. } | Request::RemoveEntry { parent, name, .. } => {
             checked(parent)?;
             if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-                return Err(FsError::new(Errno::EINVAL, name.as_str()).with_detail("not a file name"));
+                return Err(
+                    FsError::new(Errno::EINVAL, name.as_str()).with_detail("not a file name")
+                );
             }
             Ok(())
         }

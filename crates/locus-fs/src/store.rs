@@ -47,7 +47,8 @@ impl Store {
             rand::random::<u32>()
         );
         let path = self.tmp.join(name);
-        let file = File::create_new(&path).map_err(|e| FsError::io(path.display().to_string(), &e))?;
+        let file =
+            File::create_new(&path).map_err(|e| FsError::io(path.display().to_string(), &e))?;
         Ok((path, file))
     }
 
@@ -87,7 +88,9 @@ impl Store {
     /// Files and bytes held in this store.
     pub fn usage(&self) -> (u64, u64) {
         fn walk(dir: &Path, files: &mut u64, bytes: &mut u64) {
-            let Ok(rd) = std::fs::read_dir(dir) else { return };
+            let Ok(rd) = std::fs::read_dir(dir) else {
+                return;
+            };
             for entry in rd.flatten() {
                 match entry.file_type() {
                     Ok(t) if t.is_dir() => walk(&entry.path(), files, bytes),
@@ -132,7 +135,10 @@ mod tests {
         f.write_all(b"hello").unwrap();
         drop(f);
         store.install(&tmp, "/a/b/c.txt").unwrap();
-        assert_eq!(std::fs::read(store.data_path("/a/b/c.txt")).unwrap(), b"hello");
+        assert_eq!(
+            std::fs::read(store.data_path("/a/b/c.txt")).unwrap(),
+            b"hello"
+        );
         store.link("/a/b/c.txt", "/d.txt").unwrap();
         store.drop_copy("/a/b/c.txt").unwrap();
         assert_eq!(std::fs::read(store.data_path("/d.txt")).unwrap(), b"hello");

@@ -29,7 +29,10 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
                         let sent = io::copy(&mut file.take(size), &mut stream)?;
                         if sent != size {
                             // The file shrank under us: the peer sees a short body.
-                            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank"));
+                            return Err(io::Error::new(
+                                io::ErrorKind::UnexpectedEof,
+                                "file shrank",
+                            ));
                         }
                     }
                     Err(e) => reply_err(&mut stream, FsError::io(path, &e))?,
@@ -80,14 +83,19 @@ fn receive(stream: &mut TcpStream, store: &Store, path: &str, size: u64) -> FsRe
 /// Client side: fetches `path` from the peer into `dest`; returns its size.
 /// An `Err` of the outer result means the connection is unusable.
 pub fn fetch(stream: &mut TcpStream, path: &str, dest: &mut File) -> io::Result<FsResult<u64>> {
-    stream.write_all(&frame::encode(&TransferRequest::Fetch { path: path.to_string() })?)?;
+    stream.write_all(&frame::encode(&TransferRequest::Fetch {
+        path: path.to_string(),
+    })?)?;
     let size = match read_reply(stream)? {
         TransferReply::Ready { size } => size,
         TransferReply::Err(e) => return Ok(Err(e)),
     };
     let got = io::copy(&mut (&mut *stream).take(size), dest)?;
     if got != size {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "transfer cut short"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "transfer cut short",
+        ));
     }
     Ok(Ok(size))
 }
@@ -102,7 +110,10 @@ pub fn push(stream: &mut TcpStream, src: &Path, path: &str) -> io::Result<FsResu
     })?)?;
     let sent = io::copy(&mut file.take(size), stream)?;
     if sent != size {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "local file shrank"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "local file shrank",
+        ));
     }
     Ok(match read_reply(stream)? {
         TransferReply::Ready { size } => Ok(size),
@@ -113,7 +124,10 @@ pub fn push(stream: &mut TcpStream, src: &Path, path: &str) -> io::Result<FsResu
 fn read_reply(stream: &mut TcpStream) -> io::Result<TransferReply> {
     let mut buf = Vec::new();
     if !frame::read_sync(stream, &mut buf)? {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "daemon closed the transfer"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "daemon closed the transfer",
+        ));
     }
     frame::decode(&buf)
 }

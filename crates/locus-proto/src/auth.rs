@@ -113,7 +113,11 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 /// Client side, on a blocking stream: answer the challenge for `channel`.
-pub fn connect<S: Read + Write>(stream: &mut S, secret: &Secret, channel: Channel) -> io::Result<()> {
+pub fn connect<S: Read + Write>(
+    stream: &mut S,
+    secret: &Secret,
+    channel: Channel,
+) -> io::Result<()> {
     let mut hello = [0u8; 4 + NONCE_LEN];
     stream.read_exact(&mut hello)?;
     if &hello[..4] != MAGIC {
@@ -146,7 +150,10 @@ fn refused() -> io::Error {
 mod tests {
     use super::*;
 
-    async fn handshake(server_key: Secret, client_key: Secret) -> (io::Result<Channel>, io::Result<()>) {
+    async fn handshake(
+        server_key: Secret,
+        client_key: Secret,
+    ) -> (io::Result<Channel>, io::Result<()>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let client = std::thread::spawn(move || {

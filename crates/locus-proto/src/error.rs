@@ -95,7 +95,13 @@ impl FsError {
 
 impl fmt::Display for FsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}: {}", self.code, self.subject, self.code.describe())?;
+        write!(
+            f,
+            "{}: {}: {}",
+            self.code,
+            self.subject,
+            self.code.describe()
+        )?;
         if !self.detail.is_empty() {
             write!(f, " ({})", self.detail)?;
         }

@@ -21,7 +21,10 @@ pub fn encode_into<T: Serialize>(out: &mut Vec<u8>, msg: &T) -> io::Result<()> {
     if len > MAX_FRAME {
         body.truncate(start);
         *out = body;
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame too large"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "frame too large",
+        ));
     }
     body[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
     *out = body;

@@ -1,0 +1,127 @@
+//! A real local cluster for integration tests: daemons started by the
+//! `locus` binary exactly as users start them, stopped and purged on drop.
+
+#![allow(dead_code)]
+
+use locus_fs::{Client, ClientOptions};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+pub struct TestCluster {
+    pub dir: tempfile::TempDir,
+    pub nodes: u32,
+}
+
+pub fn locus(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(args)
+        .env_remove("LOCUS_DIR")
+        .output()
+        .expect("run locus")
+}
+
+impl TestCluster {
+    pub fn up(nodes: u32) -> TestCluster {
+        Self::up_with(nodes, &[])
+    }
+
+    pub fn up_with(nodes: u32, extra: &[&str]) -> TestCluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = TestCluster { dir, nodes };
+        let n = nodes.to_string();
+        let mut args = vec!["fs", "up", "--nodes", &n, "--dir", c.path_str()];
+        args.extend_from_slice(extra);
+        let out = locus(&args);
+        assert!(
+            out.status.success(),
+            "fs up failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        c
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path_str(&self) -> &str {
+        self.dir.path().to_str().expect("utf-8 temp path")
+    }
+
+    pub fn client(&self, node: u32) -> Client {
+        self.client_with(ClientOptions {
+            node,
+            ..ClientOptions::default()
+        })
+    }
+
+    pub fn client_with(&self, opts: ClientOptions) -> Client {
+        Client::open(self.path(), opts).expect("client")
+    }
+
+    /// Runs `locus fs ARGS… --dir DIR`.
+    pub fn fs(&self, args: &[&str]) -> Output {
+        let mut all = vec!["fs"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--dir", self.path_str()]);
+        locus(&all)
+    }
+
+    pub fn node_dir(&self, node: u32) -> PathBuf {
+        self.path().join(format!("node-{node}"))
+    }
+
+    pub fn pid(&self, node: u32) -> i32 {
+        std::fs::read_to_string(self.node_dir(node).join("daemon.pid"))
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("pid")
+    }
+
+    /// Sends `sig` to node's daemon and, for fatal signals, waits for it to go.
+    pub fn signal(&self, node: u32, sig: i32) {
+        let pid = self.pid(node);
+        // SAFETY: a plain signal to a daemon this test started.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        if sig == libc::SIGKILL || sig == libc::SIGTERM {
+            for _ in 0..500 {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|s| s.split_whitespace().next());
+                if stat.is_empty() || state == Some("Z") {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            panic!("daemon {pid} did not die");
+        }
+    }
+
+    /// Restarts stopped daemons (`locus fs up` on the existing directory).
+    pub fn restart(&self) {
+        let out = locus(&["fs", "up", "--dir", self.path_str()]);
+        assert!(
+            out.status.success(),
+            "restart failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        let _ = locus(&["fs", "down", "--dir", self.path_str()]);
+    }
+}
+
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}

@@ -1,0 +1,269 @@
+//! Faults and bad input on a real local cluster: crashes, strangers, dead
+//! daemons, malformed frames, and the CLI's one-line errors.
+
+mod common;
+
+use common::{locus, rt, TestCluster};
+use locus_fs::ClientOptions;
+use locus_proto::auth::{self, Channel, Secret};
+use locus_proto::fs::{Envelope, Request, Response};
+use locus_proto::{frame, Errno};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+#[test]
+fn kill_9_keeps_acknowledged_metadata() {
+    let c = TestCluster::up(3);
+    let rt = rt();
+    rt.block_on(async {
+        let cl = c.client(1);
+        cl.mkdir("/keep").await.unwrap();
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..300 {
+            let cl = cl.clone();
+            set.spawn(async move { cl.create_empty(&format!("/keep/f{i}")).await.unwrap() });
+        }
+        while let Some(r) = set.join_next().await {
+            r.unwrap();
+        }
+        cl.put("/keep/data.txt", b"payload").await.unwrap();
+        cl.rename("/keep/f0", "/keep/renamed").await.unwrap();
+        cl.unlink("/keep/f1").await.unwrap();
+        cl.mkdir("/gone").await.unwrap();
+        cl.rmdir("/gone").await.unwrap();
+    });
+    drop(rt);
+    for n in 0..3 {
+        c.signal(n, libc::SIGKILL);
+    }
+    c.restart();
+    let rt = common::rt();
+    rt.block_on(async {
+        let cl = c.client(0);
+        let names: Vec<_> = cl
+            .readdir("/keep")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names.len(), 300);
+        assert!(names.contains(&"renamed".to_string()));
+        assert!(!names.contains(&"f0".to_string()) && !names.contains(&"f1".to_string()));
+        assert_eq!(cl.stat("/keep/f1").await.unwrap_err().code, Errno::ENOENT);
+        assert_eq!(cl.stat("/gone").await.unwrap_err().code, Errno::ENOENT);
+        assert_eq!(cl.stat("/keep/f299").await.unwrap().size, 0);
+        assert_eq!(cl.get("/keep/data.txt").await.unwrap(), b"payload");
+    });
+}
+
+#[test]
+fn connection_without_the_secret_is_refused() {
+    let c = TestCluster::up(1);
+    let spec = locus_fs::ClusterSpec::load(c.path()).unwrap();
+    let addr = spec.nodes[0].addr;
+
+    // A wrong key: the handshake is refused and the connection closed.
+    let mut s = TcpStream::connect(addr).unwrap();
+    let err = auth::connect(&mut s, &Secret::generate(), Channel::Rpc).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+
+    // No handshake at all: a request frame is answered by a closed connection.
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let req = frame::encode(&Envelope {
+        id: 1,
+        body: Request::Status,
+    })
+    .unwrap();
+    let mut padded = req.clone();
+    padded.resize(64, 0);
+    let _ = s.write_all(&padded);
+    let mut hello = [0u8; 36];
+    s.read_exact(&mut hello).unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "the daemon answered a stranger");
+
+    // The client library reports EACCES with the wrong secret file.
+    let wrong = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        c.path().join("cluster.json"),
+        wrong.path().join("cluster.json"),
+    )
+    .unwrap();
+    Secret::generate()
+        .save(&wrong.path().join("secret"))
+        .unwrap();
+    let stranger = locus_fs::Client::open(wrong.path(), ClientOptions::default()).unwrap();
+    let e = rt().block_on(stranger.ping(0)).unwrap_err();
+    assert_eq!(e.code, Errno::EACCES);
+}
+
+#[test]
+fn malformed_frames_close_only_that_connection() {
+    let c = TestCluster::up(1);
+    let spec = locus_fs::ClusterSpec::load(c.path()).unwrap();
+    let secret = Secret::load(&c.path().join("secret")).unwrap();
+    let addr = spec.nodes[0].addr;
+    let bad_streams: [&[u8]; 3] = [
+        &[0xff, 0xff, 0xff, 0x7f],                   // absurd length
+        &[5, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff], // body that does not decode
+        &[100, 0, 0, 0, 1, 2, 3],                    // truncated frame, then EOF
+    ];
+    for bad in bad_streams {
+        let mut s = TcpStream::connect(addr).unwrap();
+        auth::connect(&mut s, &secret, Channel::Rpc).unwrap();
+        s.write_all(bad).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut rest = Vec::new();
+        s.read_to_end(&mut rest).unwrap();
+        assert!(rest.is_empty());
+    }
+    // The daemon still serves a well-behaved connection.
+    let mut s = TcpStream::connect(addr).unwrap();
+    auth::connect(&mut s, &secret, Channel::Rpc).unwrap();
+    s.write_all(
+        &frame::encode(&Envelope {
+            id: 7,
+            body: Request::Ping,
+        })
+        .unwrap(),
+    )
+    .unwrap();
+    let mut buf = Vec::new();
+    assert!(frame::read_sync(&mut s, &mut buf).unwrap());
+    let env: Envelope<Response> = frame::decode(&buf).unwrap();
+    assert_eq!(env.id, 7);
+    assert!(matches!(env.body, Response::Ok));
+    rt().block_on(c.client(0).ping(0)).unwrap();
+}
+
+#[test]
+fn dead_or_hung_daemon_gives_eio_promptly() {
+    let c = TestCluster::up(3);
+    let rt = rt();
+    let cl = c.client_with(ClientOptions {
+        node: 0,
+        timeout: Duration::from_secs(1),
+        ..ClientOptions::default()
+    });
+    // A path whose metadata lives on node 2.
+    let path = (0..)
+        .map(|i| format!("/p{i}"))
+        .find(|p| cl.owner(p) == 2)
+        .unwrap();
+    rt.block_on(cl.put(&path, b"x")).unwrap();
+
+    c.signal(2, libc::SIGSTOP);
+    let t = Instant::now();
+    let e = rt.block_on(cl.stat(&path)).unwrap_err();
+    assert_eq!(e.code, Errno::EIO);
+    assert!(e.subject.contains("node 2"), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+    c.signal(2, libc::SIGCONT);
+    rt.block_on(cl.stat(&path)).unwrap();
+
+    c.signal(2, libc::SIGKILL);
+    let t = Instant::now();
+    let e = rt.block_on(cl.stat(&path)).unwrap_err();
+    assert_eq!(e.code, Errno::EIO);
+    assert!(e.to_string().contains("node 2"), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        t.elapsed()
+    );
+
+    // The CLI says the same in one line, promptly, and the others still serve.
+    let t = Instant::now();
+    let out = c.fs(&["stat", &path]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("locus: EIO: node 2"), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(8));
+    let status = c.fs(&["status"]);
+    assert!(!status.status.success());
+    assert!(String::from_utf8_lossy(&status.stdout).contains("down"));
+    c.restart();
+    rt.block_on(cl.stat(&path)).unwrap();
+}
+
+#[test]
+fn cli_round_trip_and_one_line_errors() {
+    let c = TestCluster::up(3);
+    let ok = |args: &[&str]| {
+        let out = c.fs(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let host = c.path().join("input.txt");
+    std::fs::write(&host, "hello locus\n").unwrap();
+    ok(&["mkdir", "-p", "/a/b"]);
+    ok(&["put", "--node", "1", host.to_str().unwrap(), "/a/b/in.txt"]);
+    assert_eq!(
+        ok(&["locate", "/a/b/in.txt"]).split_whitespace().next(),
+        Some("1")
+    );
+    assert_eq!(ok(&["cat", "--node", "2", "/a/b/in.txt"]), "hello locus\n");
+    assert!(ok(&["locate", "/a/b/in.txt"])
+        .lines()
+        .any(|l| l.starts_with("2 node2")));
+    ok(&["place", "/a/later.txt", "2"]);
+    ok(&["put", host.to_str().unwrap(), "/a/later.txt"]);
+    assert!(ok(&["locate", "/a/later.txt"]).starts_with("2 node2 127.0.0.3"));
+    ok(&["mv", "/a/b/in.txt", "/a/moved.txt"]);
+    let copy = c.path().join("copy.txt");
+    ok(&["get", "/a/moved.txt", copy.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), "hello locus\n");
+    assert_eq!(ok(&["ls", "/a"]), "b/\nlater.txt\nmoved.txt\n");
+    assert!(ok(&["stat", "/a/moved.txt"]).contains("size: 12"));
+    assert!(ok(&["df"]).lines().count() == 4);
+
+    for (args, expect) in [
+        (
+            vec!["stat", "/missing"],
+            "locus: ENOENT: /missing: no such file or directory",
+        ),
+        (
+            vec!["rm", "-d", "/a"],
+            "locus: ENOTEMPTY: /a: directory not empty",
+        ),
+        (vec!["rm", "/a"], "locus: EISDIR: /a: is a directory"),
+        (vec!["mkdir", "/a"], "locus: EEXIST: /a: file exists"),
+        (
+            vec!["cat", "/a/../etc/passwd"],
+            "locus: EINVAL: /a/../etc/passwd: invalid argument",
+        ),
+        (
+            vec!["ls", "--node", "7", "/"],
+            "locus: EINVAL: node 7: invalid argument",
+        ),
+    ] {
+        let out = c.fs(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with(expect), "{args:?}: {err}");
+    }
+    ok(&["rm", "-r", "/a"]);
+    assert_eq!(ok(&["ls", "/"]), "");
+
+    // Without a cluster: a clear line, not a panic.
+    let out = locus(&["fs", "ls", "--dir", "/nonexistent-locus-dir"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("locus fs up"), "{err}");
+}

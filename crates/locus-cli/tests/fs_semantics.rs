@@ -1,0 +1,346 @@
+//! File-system semantics on a real local cluster (FusionFS scenarios).
+
+mod common;
+
+use common::{rt, TestCluster};
+use locus_fs::{ClientOptions, Placement};
+use locus_proto::fs::Kind;
+use locus_proto::Errno;
+use std::io::Write;
+
+#[test]
+fn fusionfs_visibility_across_nodes() {
+    let c = TestCluster::up(4);
+    let rt = rt();
+    let clients: Vec<_> = (0..4).map(|n| c.client(n)).collect();
+    rt.block_on(async {
+        // Create on node 1: visible from every node, held by node 1.
+        clients[1].put("/f.txt", b"from node 1").await.unwrap();
+        for cl in &clients {
+            assert_eq!(cl.get("/f.txt").await.unwrap(), b"from node 1");
+            let names: Vec<_> = cl
+                .readdir("/")
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|e| e.name)
+                .collect();
+            assert_eq!(names, vec!["f.txt"]);
+        }
+        // Readers cached replicas: every node holds it now, node 1 first.
+        let holders = clients[0].locate("/f.txt").await.unwrap();
+        assert_eq!(holders[0], 1);
+        assert_eq!(holders.len(), 4);
+
+        // Modify on the last node: visible everywhere, the writer is now the only holder.
+        let before = clients[0].stat("/f.txt").await.unwrap();
+        let mut w = clients[3].open_write("/f.txt", false).await.unwrap();
+        w.write_all(b", changed on node 3").unwrap();
+        w.close().await.unwrap();
+        let after = clients[0].stat("/f.txt").await.unwrap();
+        assert_eq!(after.version, before.version + 1);
+        assert_eq!(after.holders, vec![3]);
+        for cl in &clients {
+            assert_eq!(
+                cl.get("/f.txt").await.unwrap(),
+                b"from node 1, changed on node 3"
+            );
+            assert_eq!(cl.stat("/f.txt").await.unwrap().size, 30);
+        }
+        // Node 1 re-fetched the new version over its stale copy.
+        let node1_copy = c.node_dir(1).join("data/f.txt");
+        assert_eq!(
+            std::fs::read(node1_copy).unwrap(),
+            b"from node 1, changed on node 3"
+        );
+
+        // Remove on node 1: gone everywhere, stored copies deleted.
+        clients[1].unlink("/f.txt").await.unwrap();
+        for cl in &clients {
+            assert_eq!(cl.stat("/f.txt").await.unwrap_err().code, Errno::ENOENT);
+            assert!(cl.readdir("/").await.unwrap().is_empty());
+        }
+        for n in 0..4 {
+            assert!(
+                !c.node_dir(n).join("data/f.txt").exists(),
+                "copy left on node {n}"
+            );
+        }
+
+        // Directories likewise.
+        clients[1].mkdir("/d").await.unwrap();
+        for cl in &clients {
+            assert_eq!(cl.stat("/d").await.unwrap().kind, Kind::Dir);
+        }
+        clients[3].rmdir("/d").await.unwrap();
+        for cl in &clients {
+            assert_eq!(cl.stat("/d").await.unwrap_err().code, Errno::ENOENT);
+        }
+    });
+}
+
+#[test]
+fn posix_errors_change_nothing() {
+    let c = TestCluster::up(3);
+    let rt = rt();
+    let cl = c.client(0);
+    rt.block_on(async {
+        cl.mkdir("/d").await.unwrap();
+        cl.put("/d/a", b"x").await.unwrap();
+        assert_eq!(cl.mkdir("/d").await.unwrap_err().code, Errno::EEXIST);
+        assert_eq!(cl.create("/d/a").await.err().unwrap().code, Errno::EEXIST);
+        assert_eq!(cl.rmdir("/d").await.unwrap_err().code, Errno::ENOTEMPTY);
+        assert_eq!(cl.unlink("/d").await.unwrap_err().code, Errno::EISDIR);
+        assert_eq!(cl.rmdir("/d/a").await.unwrap_err().code, Errno::ENOTDIR);
+        assert_eq!(cl.readdir("/d/a").await.unwrap_err().code, Errno::ENOTDIR);
+        assert_eq!(cl.mkdir("/d/a/b").await.unwrap_err().code, Errno::ENOTDIR);
+        assert_eq!(cl.mkdir("/nope/b").await.unwrap_err().code, Errno::ENOENT);
+        assert_eq!(cl.unlink("/nope").await.unwrap_err().code, Errno::ENOENT);
+        assert_eq!(cl.get("/d").await.unwrap_err().code, Errno::EISDIR);
+        assert_eq!(
+            cl.open_write("/d", false).await.err().unwrap().code,
+            Errno::EISDIR
+        );
+        assert_eq!(
+            cl.rename("/d", "/d/inside").await.unwrap_err().code,
+            Errno::EINVAL
+        );
+        for bad in ["/d/../etc/passwd", "relative", "/a\0b"] {
+            assert_eq!(
+                cl.stat(bad).await.unwrap_err().code,
+                Errno::EINVAL,
+                "{bad:?}"
+            );
+            assert_eq!(
+                cl.put(bad, b"x").await.unwrap_err().code,
+                Errno::EINVAL,
+                "{bad:?}"
+            );
+        }
+        // Nothing changed.
+        let names: Vec<_> = cl
+            .readdir("/d")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, vec!["a"]);
+        assert_eq!(cl.get("/d/a").await.unwrap(), b"x");
+        assert_eq!(cl.readdir("/").await.unwrap().len(), 1);
+    });
+}
+
+#[test]
+fn second_writer_gets_ebusy() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(1));
+    rt.block_on(async {
+        a.put("/f", b"v1").await.unwrap();
+        let mut w = a.open_write("/f", true).await.unwrap();
+        let err = b.open_write("/f", true).await.err().unwrap();
+        assert_eq!(err.code, Errno::EBUSY);
+        assert_eq!(b.rename("/f", "/g").await.unwrap_err().code, Errno::EBUSY);
+        // Readers see the last closed version while the write is open.
+        w.write_all(b"v2").unwrap();
+        assert_eq!(b.get("/f").await.unwrap(), b"v1");
+        w.close().await.unwrap();
+        assert_eq!(b.get("/f").await.unwrap(), b"v2");
+        // The lock is free again; a writer that gives up releases it too.
+        let w = b.open_write("/f", false).await.unwrap();
+        drop(w);
+        for _ in 0..100 {
+            match a.open_write("/f", false).await {
+                Ok(w) => {
+                    w.close().await.unwrap();
+                    return;
+                }
+                Err(e) => assert_eq!(e.code, Errno::EBUSY),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("the dropped writer's lock was never released");
+    });
+}
+
+#[test]
+fn concurrent_creators_in_one_directory() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    rt.block_on(async {
+        c.client(0).mkdir("/shared").await.unwrap();
+        let mut tasks = Vec::new();
+        for k in 0..4u32 {
+            let cl = c.client(k % 2);
+            tasks.push(tokio::spawn(async move {
+                let mut inner = tokio::task::JoinSet::new();
+                for chunk in 0..16 {
+                    let cl = cl.clone();
+                    inner.spawn(async move {
+                        for i in (chunk..2000).step_by(16) {
+                            cl.create_empty(&format!("/shared/c{k}-{i}")).await.unwrap();
+                        }
+                    });
+                }
+                while let Some(r) = inner.join_next().await {
+                    r.unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        // The same names again: every one is EEXIST, nothing is added.
+        let cl = c.client(1);
+        assert_eq!(
+            cl.create_empty("/shared/c3-1999").await.unwrap_err().code,
+            Errno::EEXIST
+        );
+        let entries = cl.readdir("/shared").await.unwrap();
+        assert_eq!(entries.len(), 8000);
+        let mut names: Vec<_> = entries.iter().map(|e| e.name.clone()).collect();
+        names.dedup();
+        assert_eq!(names.len(), 8000);
+        // Paging: pages of 3,000 cover the same names in order.
+        let mut paged = Vec::new();
+        loop {
+            let (page, more) = cl
+                .readdir_page("/shared", paged.last().map(String::as_str), 3000)
+                .await
+                .unwrap();
+            paged.extend(page.into_iter().map(|e| e.name));
+            if !more {
+                break;
+            }
+        }
+        assert_eq!(paged, names);
+    });
+}
+
+#[test]
+fn rename_files_and_directories() {
+    let c = TestCluster::up(3);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(2));
+    rt.block_on(async {
+        a.mkdir_all("/src/sub").await.unwrap();
+        a.put("/src/one.txt", b"1").await.unwrap();
+        b.put("/src/sub/two.txt", b"2").await.unwrap();
+        a.put("/target.txt", b"old").await.unwrap();
+
+        // A file replaces an existing file; its data keeps its node.
+        a.rename("/src/one.txt", "/target.txt").await.unwrap();
+        assert_eq!(b.get("/target.txt").await.unwrap(), b"1");
+        assert_eq!(
+            b.stat("/src/one.txt").await.unwrap_err().code,
+            Errno::ENOENT
+        );
+        assert!(c.node_dir(0).join("data/target.txt").exists());
+        assert!(!c.node_dir(0).join("data/src/one.txt").exists());
+
+        // A directory tree moves whole.
+        a.rename("/src", "/dst").await.unwrap();
+        assert_eq!(a.get("/dst/sub/two.txt").await.unwrap(), b"2");
+        assert_eq!(a.stat("/src").await.unwrap_err().code, Errno::ENOENT);
+        let names: Vec<_> = a
+            .readdir("/")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, vec!["dst", "target.txt"]);
+        assert_eq!(
+            a.rename("/dst", "/target.txt").await.unwrap_err().code,
+            Errno::ENOTDIR
+        );
+        assert_eq!(
+            a.rename("/target.txt", "/dst").await.unwrap_err().code,
+            Errno::EISDIR
+        );
+        a.remove_all("/dst").await.unwrap();
+        assert_eq!(a.readdir("/").await.unwrap().len(), 1);
+    });
+}
+
+#[test]
+fn placement_policies_and_hints() {
+    let c = TestCluster::up(4);
+    let rt = rt();
+    rt.block_on(async {
+        // place() fixes the node of a file not yet created.
+        let w0 = c.client(0);
+        w0.place("/placed", 2).await.unwrap();
+        w0.put("/placed", b"p").await.unwrap();
+        assert_eq!(w0.locate("/placed").await.unwrap(), vec![2]);
+        assert!(c.node_dir(2).join("data/placed").exists());
+        assert!(!c.node_dir(0).join("data/placed").exists());
+        assert_eq!(
+            w0.place("/placed", 1).await.unwrap_err().code,
+            Errno::EEXIST
+        );
+        assert_eq!(w0.place("/other", 9).await.unwrap_err().code, Errno::EINVAL);
+
+        // round-robin spreads a client's new files evenly over the nodes.
+        let rr = c.client_with(ClientOptions {
+            node: 1,
+            placement: Some(Placement::RoundRobin),
+            ..ClientOptions::default()
+        });
+        let mut per_node = [0; 4];
+        for i in 0..40 {
+            let p = format!("/rr{i}");
+            rr.put(&p, b"r").await.unwrap();
+            per_node[rr.locate(&p).await.unwrap()[0] as usize] += 1;
+        }
+        assert_eq!(per_node, [10; 4]);
+
+        // hash: a path's node does not depend on the writer.
+        let h = |node| {
+            c.client_with(ClientOptions {
+                node,
+                placement: Some(Placement::Hash),
+                ..ClientOptions::default()
+            })
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for i in 0..20 {
+            let p = format!("/h{i}");
+            h(i % 4).put(&p, b"h").await.unwrap();
+            let at = w0.locate(&p).await.unwrap()[0];
+            assert_eq!(at, locus_fs::ring::hash_node(&p, 4));
+            seen.insert(at);
+        }
+        assert!(seen.len() > 1);
+    });
+}
+
+#[test]
+fn local_path_and_commit_for_programs() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(1));
+    rt.block_on(async {
+        // A program on node 1 writes straight into its store; commit registers it.
+        let out = c.node_dir(1).join("data/results/out.dat");
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        a.mkdir("/results").await.unwrap();
+        std::fs::write(&out, b"computed").unwrap();
+        let rec = b.commit("/results/out.dat").await.unwrap();
+        assert_eq!((rec.size, rec.holders.clone()), (8, vec![1]));
+        // A reader on node 0 gets a local path holding the bytes, and a replica is recorded.
+        let p = a.local_path("/results/out.dat").await.unwrap();
+        assert!(p.starts_with(c.node_dir(0)));
+        assert_eq!(std::fs::read(&p).unwrap(), b"computed");
+        assert_eq!(a.locate("/results/out.dat").await.unwrap(), vec![1, 0]);
+        // Committing again after the program rewrote it bumps the version.
+        std::fs::write(&out, b"recomputed").unwrap();
+        let rec2 = b.commit("/results/out.dat").await.unwrap();
+        assert_eq!(rec2.version, rec.version + 1);
+        assert_eq!(a.get("/results/out.dat").await.unwrap(), b"recomputed");
+        // A file created but never written reads as empty.
+        a.create_empty("/results/empty").await.unwrap();
+        assert_eq!(b.get("/results/empty").await.unwrap(), b"");
+    });
+}
