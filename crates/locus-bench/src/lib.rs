@@ -1,1 +1,9 @@
+//! Benchmark workloads. Each prints the machine, then every figure beside a
+//! baseline measured in the same run, as a ratio: absolute times on shared
+//! VMs drift, ratios much less.
 
+pub mod io;
+pub mod machine;
+pub mod meta;
+mod report;
+mod workspace;

@@ -1,36 +1,17 @@
 //! Starting, stopping and inspecting daemons: `locus fs serve|up|down|status`.
-//! A local cluster emulates N nodes on one machine, each daemon on its own
-//! loopback address (127.0.0.K+1) with its own directory under the cluster's.
 
 use crate::fs_ops::ClusterArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use locus_fs::cluster::{CLUSTER_FILE, SECRET_FILE};
+use locus_fs::cluster::CLUSTER_FILE;
+use locus_fs::launch::{self, running_pid, Launch};
 use locus_fs::meta::Durability;
 use locus_fs::server::{Daemon, DaemonConfig};
-use locus_fs::{Client, ClientOptions, ClusterSpec, NodeInfo, Placement};
+use locus_fs::{Client, ClientOptions, ClusterSpec, Placement};
 use locus_proto::auth::Secret;
 use locus_proto::fs::NodeId;
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
-
-const PID_FILE: &str = "daemon.pid";
-const ADDR_FILE: &str = "daemon.addr";
-const LOG_FILE: &str = "daemon.log";
-const START_TIMEOUT: Duration = Duration::from_secs(15);
-
-fn parse_durability(s: &str) -> Result<Durability, String> {
-    match s {
-        "group" => Ok(Durability::Group),
-        "none" => Ok(Durability::None),
-        other => Err(format!(
-            "unknown durability '{other}' (expected group or none)"
-        )),
-    }
-}
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -47,7 +28,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub secret: PathBuf,
     /// group: every acknowledged metadata change is on disk; none: not flushed.
-    #[arg(long, default_value = "group", value_parser = parse_durability)]
+    #[arg(long, default_value = "group")]
     pub durability: Durability,
     /// Write the bound address here once serving.
     #[arg(long)]
@@ -98,108 +79,22 @@ pub struct UpArgs {
     #[arg(long, default_value = "local")]
     pub placement: Placement,
     /// Metadata durability: group (fsync per group commit) or none.
-    #[arg(long, default_value = "group", value_parser = parse_durability)]
+    #[arg(long, default_value = "group")]
     pub durability: Durability,
 }
 
-fn node_dir(dir: &Path, id: NodeId) -> PathBuf {
-    dir.join(format!("node-{id}"))
-}
-
-/// The pid in `node_dir`'s pid file if that process is still a running daemon.
-fn running_pid(node_dir: &Path) -> Option<i32> {
-    let pid: i32 = std::fs::read_to_string(node_dir.join(PID_FILE))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // A zombie (state Z after the command name) is not running.
-    let state = stat.rsplit(')').next()?.split_whitespace().next()?;
-    let is_daemon = String::from_utf8_lossy(&cmdline).contains("serve") && state != "Z";
-    is_daemon.then_some(pid)
-}
-
-/// Starts the daemon of `node` and waits until it serves; returns its address.
-fn start_daemon(
-    node: &NodeInfo,
-    listen: SocketAddr,
-    secret: &Path,
-    durability: Durability,
-) -> Result<SocketAddr> {
-    let addr_file = node.dir.join(ADDR_FILE);
-    let _ = std::fs::remove_file(&addr_file);
-    std::fs::create_dir_all(&node.dir)?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(node.dir.join(LOG_FILE))?;
-    let exe = std::env::current_exe()?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["fs", "serve", "--node"])
-        .arg(node.id.to_string())
-        .arg("--node-dir")
-        .arg(&node.dir)
-        .arg("--listen")
-        .arg(listen.to_string())
-        .arg("--secret")
-        .arg(secret)
-        .arg("--addr-file")
-        .arg(&addr_file)
-        .arg("--durability")
-        .arg(match durability {
-            Durability::Group => "group",
-            Durability::None => "none",
-        })
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    // SAFETY: setsid is async-signal-safe; the daemon leaves our session so it
-    // outlives the terminal that ran `locus fs up`.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().context("starting a daemon")?;
-    std::fs::write(node.dir.join(PID_FILE), child.id().to_string())?;
-    let deadline = Instant::now() + START_TIMEOUT;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(&addr_file) {
-            return text.trim().parse().context("daemon address");
-        }
-        if let Some(status) = child.try_wait()? {
-            let log = std::fs::read_to_string(node.dir.join(LOG_FILE)).unwrap_or_default();
-            let last = log.lines().last().unwrap_or("").to_string();
-            bail!("daemon of node {} exited ({status}): {last}", node.id);
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "daemon of node {} did not start within {START_TIMEOUT:?}",
-                node.id
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn launch(durability: Durability) -> Result<Launch> {
+    Ok(Launch {
+        exe: std::env::current_exe().context("locating the locus binary")?,
+        durability,
+    })
 }
 
 pub fn up(a: UpArgs) -> Result<()> {
     let dir = &a.cluster.dir;
-    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
-    let secret = dir.join(SECRET_FILE);
+    let launch = launch(a.durability)?;
     if dir.join(CLUSTER_FILE).exists() {
-        // An existing cluster: restart whichever daemons are not running, on
-        // their recorded addresses and directories.
-        let spec = ClusterSpec::load(dir)?;
-        let mut restarted = 0;
-        for node in &spec.nodes {
-            if running_pid(&node.dir).is_none() {
-                start_daemon(node, node.addr, &secret, a.durability)?;
-                restarted += 1;
-            }
-        }
+        let (spec, restarted) = launch.restart_stopped(dir)?;
         println!(
             "cluster at {}: {} nodes, {restarted} daemon(s) restarted",
             dir.display(),
@@ -207,28 +102,7 @@ pub fn up(a: UpArgs) -> Result<()> {
         );
         return Ok(());
     }
-    if a.nodes == 0 || a.nodes > 250 {
-        bail!("--nodes must be between 1 and 250");
-    }
-    Secret::generate()
-        .save(&secret)
-        .with_context(|| secret.display().to_string())?;
-    let mut spec = ClusterSpec {
-        nodes: Vec::new(),
-        vnodes: locus_fs::ring::DEFAULT_VNODES,
-        placement: a.placement,
-    };
-    for id in 0..a.nodes {
-        let mut node = NodeInfo {
-            id,
-            name: format!("node{id}"),
-            addr: SocketAddr::from(([127, 0, 0, id as u8 + 1], 0)),
-            dir: node_dir(dir, id),
-        };
-        node.addr = start_daemon(&node, node.addr, &secret, a.durability)?;
-        spec.nodes.push(node);
-    }
-    spec.save(dir)?;
+    let spec = launch.create(dir, a.nodes, a.placement)?;
     println!("cluster at {}: {} nodes up", dir.display(), a.nodes);
     for n in &spec.nodes {
         println!("  node {} {} {}", n.id, n.name, n.addr);
@@ -247,35 +121,11 @@ pub struct DownArgs {
 
 pub fn down(a: DownArgs) -> Result<()> {
     let dir = &a.cluster.dir;
-    let spec = ClusterSpec::load(dir)?;
-    let pids: Vec<i32> = spec
-        .nodes
-        .iter()
-        .filter_map(|n| running_pid(&n.dir))
-        .collect();
-    for &pid in &pids {
-        // SAFETY: plain signal to a process we started (checked via /proc).
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-    }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline && spec.nodes.iter().any(|n| running_pid(&n.dir).is_some()) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    for n in &spec.nodes {
-        if let Some(pid) = running_pid(&n.dir) {
-            // SAFETY: as above; it ignored SIGTERM for 5 s.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-        let _ = std::fs::remove_file(n.dir.join(PID_FILE));
-    }
+    let stopped = launch::stop(dir)?;
     if a.purge {
         std::fs::remove_dir_all(dir).with_context(|| dir.display().to_string())?;
     }
-    println!(
-        "cluster at {}: {} daemon(s) stopped",
-        dir.display(),
-        pids.len()
-    );
+    println!("cluster at {}: {stopped} daemon(s) stopped", dir.display());
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod cluster;
+pub mod launch;
 pub mod meta;
 pub mod path;
 pub mod peer;

@@ -32,6 +32,27 @@ pub enum Durability {
     None,
 }
 
+impl std::str::FromStr for Durability {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "group" => Ok(Durability::Group),
+            "none" => Ok(Durability::None),
+            other => Err(format!("unknown durability '{other}' (expected group or none)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Durability::Group => "group",
+            Durability::None => "none",
+        })
+    }
+}
+
 struct Job {
     op: Request,
     reply: oneshot::Sender<Response>,

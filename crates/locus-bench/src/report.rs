@@ -1,0 +1,27 @@
+//! Printing figures next to their baselines.
+
+/// Prints a header for a table of `label | locus | baseline | ratio` rows.
+pub fn header(unit: &str, baseline: &str) {
+    println!("{:<34} {:>14} {:>14} {:>8}", "", format!("locus {unit}"), format!("{baseline} {unit}"), "ratio");
+}
+
+pub fn row(label: &str, locus: f64, baseline: f64) {
+    let ratio = if baseline > 0.0 { locus / baseline } else { f64::NAN };
+    println!("{label:<34} {locus:>14.0} {baseline:>14.0} {ratio:>8.2}");
+}
+
+pub fn row_precise(label: &str, locus: f64, baseline: f64) {
+    let ratio = if baseline > 0.0 { locus / baseline } else { f64::NAN };
+    println!("{label:<34} {locus:>14.3} {baseline:>14.3} {ratio:>8.2}");
+}
+
+/// Prints whether a target was met.
+pub fn target(what: &str, met: bool) {
+    println!("target {}: {what}", if met { "met" } else { "MISSED" });
+}
+
+/// The median of a non-empty list.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}

@@ -1,0 +1,178 @@
+//! Local clusters: N daemons on one machine, each emulating a node on its own
+//! loopback address (127.0.0.K+1) with its own directory under the cluster's.
+//! Used by `locus fs up|down` and by the benchmarks.
+
+use crate::cluster::{ClusterSpec, NodeInfo, CLUSTER_FILE, SECRET_FILE};
+use crate::meta::Durability;
+use crate::placement::Placement;
+use crate::ring::DEFAULT_VNODES;
+use locus_proto::auth::Secret;
+use locus_proto::fs::NodeId;
+use std::io;
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const PID_FILE: &str = "daemon.pid";
+const ADDR_FILE: &str = "daemon.addr";
+const LOG_FILE: &str = "daemon.log";
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How daemons are started.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The `locus` binary (its `fs serve` runs a daemon).
+    pub exe: PathBuf,
+    pub durability: Durability,
+}
+
+fn fail(msg: String) -> io::Error {
+    io::Error::other(msg)
+}
+
+pub fn node_dir(dir: &Path, id: NodeId) -> PathBuf {
+    dir.join(format!("node-{id}"))
+}
+
+/// The pid in `node_dir`'s pid file if that process is still a running daemon.
+pub fn running_pid(node_dir: &Path) -> Option<i32> {
+    let pid: i32 = std::fs::read_to_string(node_dir.join(PID_FILE)).ok()?.trim().parse().ok()?;
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // A zombie (state Z after the command name) is not running.
+    let state = stat.rsplit(')').next()?.split_whitespace().next()?;
+    let is_daemon = String::from_utf8_lossy(&cmdline).contains("serve") && state != "Z";
+    is_daemon.then_some(pid)
+}
+
+impl Launch {
+    /// Starts the daemon of `node` on `listen` and waits until it serves;
+    /// returns the address it bound.
+    fn start(&self, node: &NodeInfo, listen: SocketAddr, secret: &Path) -> io::Result<SocketAddr> {
+        let addr_file = node.dir.join(ADDR_FILE);
+        let _ = std::fs::remove_file(&addr_file);
+        std::fs::create_dir_all(&node.dir)?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(node.dir.join(LOG_FILE))?;
+        let mut cmd = Command::new(&self.exe);
+        cmd.args(["fs", "serve", "--node"])
+            .arg(node.id.to_string())
+            .arg("--node-dir")
+            .arg(&node.dir)
+            .arg("--listen")
+            .arg(listen.to_string())
+            .arg("--secret")
+            .arg(secret)
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .arg("--durability")
+            .arg(self.durability.to_string())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        // SAFETY: setsid is async-signal-safe; the daemon leaves our session so
+        // it outlives the terminal that started it.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn()?;
+        std::fs::write(node.dir.join(PID_FILE), child.id().to_string())?;
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&addr_file) {
+                return text
+                    .trim()
+                    .parse()
+                    .map_err(|e| fail(format!("node {}: bad address file: {e}", node.id)));
+            }
+            if let Some(status) = child.try_wait()? {
+                let log = std::fs::read_to_string(node.dir.join(LOG_FILE)).unwrap_or_default();
+                let last = log.lines().last().unwrap_or("").to_string();
+                return Err(fail(format!("daemon of node {} exited ({status}): {last}", node.id)));
+            }
+            if Instant::now() > deadline {
+                return Err(fail(format!(
+                    "daemon of node {} did not start within {START_TIMEOUT:?}",
+                    node.id
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Creates a cluster of `nodes` daemons in the new directory `dir`.
+    pub fn create(&self, dir: &Path, nodes: u32, placement: Placement) -> io::Result<ClusterSpec> {
+        if nodes == 0 || nodes > 250 {
+            return Err(fail("the number of nodes must be between 1 and 250".into()));
+        }
+        if dir.join(CLUSTER_FILE).exists() {
+            return Err(fail(format!("{}: a cluster already exists there", dir.display())));
+        }
+        std::fs::create_dir_all(dir)?;
+        let secret = dir.join(SECRET_FILE);
+        Secret::generate().save(&secret)?;
+        let mut spec = ClusterSpec {
+            nodes: Vec::new(),
+            vnodes: DEFAULT_VNODES,
+            placement,
+        };
+        for id in 0..nodes {
+            let mut node = NodeInfo {
+                id,
+                name: format!("node{id}"),
+                addr: SocketAddr::from(([127, 0, 0, id as u8 + 1], 0)),
+                dir: node_dir(dir, id),
+            };
+            node.addr = self.start(&node, node.addr, &secret)?;
+            spec.nodes.push(node);
+        }
+        spec.save(dir)?;
+        Ok(spec)
+    }
+
+    /// Restarts the daemons of the cluster in `dir` that are not running, on
+    /// their recorded addresses; returns the cluster and how many restarted.
+    pub fn restart_stopped(&self, dir: &Path) -> io::Result<(ClusterSpec, usize)> {
+        let spec = ClusterSpec::load(dir)?;
+        let secret = dir.join(SECRET_FILE);
+        let mut restarted = 0;
+        for node in &spec.nodes {
+            if running_pid(&node.dir).is_none() {
+                self.start(node, node.addr, &secret)?;
+                restarted += 1;
+            }
+        }
+        Ok((spec, restarted))
+    }
+}
+
+/// Stops every daemon of the cluster in `dir` (SIGTERM, then SIGKILL after a
+/// grace period); returns how many were running.
+pub fn stop(dir: &Path) -> io::Result<usize> {
+    let spec = ClusterSpec::load(dir)?;
+    let pids: Vec<i32> = spec.nodes.iter().filter_map(|n| running_pid(&n.dir)).collect();
+    for &pid in &pids {
+        // SAFETY: a plain signal to a daemon of this cluster (checked via /proc).
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    while Instant::now() < deadline && spec.nodes.iter().any(|n| running_pid(&n.dir).is_some()) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for n in &spec.nodes {
+        if let Some(pid) = running_pid(&n.dir) {
+            // SAFETY: as above; it ignored SIGTERM for the grace period.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        let _ = std::fs::remove_file(n.dir.join(PID_FILE));
+    }
+    Ok(pids.len())
+}
