@@ -93,6 +93,9 @@ where
     while let Some(msg) = rx.recv().await {
         out.clear();
         encode_into(&mut out, &msg)?;
+        // Let the other ready tasks queue their messages first: under load one
+        // write then carries many frames instead of one system call each.
+        tokio::task::yield_now().await;
         while out.len() < (1 << 20) {
             match rx.try_recv() {
                 Ok(msg) => encode_into(&mut out, &msg)?,
