@@ -309,8 +309,9 @@ impl Client {
         }
     }
 
-    /// Deletes the stored copies of `path` on `nodes`, all at once. A node
-    /// that cannot be reached keeps an orphan copy, never a visible file.
+    /// Tells `nodes` to delete their stored copies of `path` (they answer
+    /// before deleting). A node that cannot be reached keeps an orphan copy,
+    /// never a visible file.
     async fn drop_copies(&self, path: &str, nodes: Vec<NodeId>) {
         let drops: Vec<_> = nodes
             .into_iter()
