@@ -151,7 +151,7 @@ fn timed(f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<Duration> {
 }
 
 pub fn run(opts: IoOpts) -> anyhow::Result<()> {
-    if opts.size == 0 || opts.size % MIB != 0 {
+    if opts.size == 0 || !opts.size.is_multiple_of(MIB) {
         anyhow::bail!("--size must be a positive multiple of 1 MiB");
     }
     let root = opts.dir.clone().unwrap_or_else(|| default_root("io"));

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{rt, TestCluster};
+use common::{eventually, rt, TestCluster};
 use locus_fs::{ClientOptions, Placement};
 use locus_proto::fs::Kind;
 use locus_proto::Errno;
@@ -237,7 +237,8 @@ fn rename_files_and_directories() {
             Errno::ENOENT
         );
         assert!(c.node_dir(0).join("data/target.txt").exists());
-        assert!(!c.node_dir(0).join("data/src/one.txt").exists());
+        let old = c.node_dir(0).join("data/src/one.txt");
+        eventually("old name's copy deleted", || !old.exists());
 
         // A directory tree moves whole.
         a.rename("/src", "/dst").await.unwrap();

@@ -26,6 +26,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Entries asked for per `readdir` round trip.
 const PAGE: u32 = 10_000;
+/// Files at least this large are fetched over several streams at once.
+const PARALLEL_FETCH_MIN: u64 = 16 << 20;
+const FETCH_STREAMS: u64 = 2;
 
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -608,21 +611,24 @@ impl Client {
                 .map_err(|e| FsError::io(path, &e))?;
         } else {
             let dup = file.try_clone().map_err(|e| FsError::io(path, &e))?;
-            self.fetch_into(path, rec.holders.clone(), dup).await?;
+            self.fetch_into(path, rec.holders.clone(), rec.size, dup).await?;
         }
         file.seek(io::SeekFrom::End(0))
             .map_err(|e| FsError::io(path, &e))?;
         Ok(())
     }
 
-    /// Fetches `path` from the first reachable of `holders` into `dest`.
-    async fn fetch_into(&self, path: &str, holders: Vec<NodeId>, mut dest: File) -> FsResult<u64> {
+    /// Fetches `path` (expected to be `size` bytes) from the first reachable
+    /// of `holders` into `dest`. A large file comes over several streams at
+    /// once: one stream's receiver, copying into the page cache, is the
+    /// bottleneck, not the network.
+    async fn fetch_into(&self, path: &str, holders: Vec<NodeId>, size: u64, dest: File) -> FsResult<()> {
         let (client, path) = (self.clone(), path.to_string());
         tokio::task::spawn_blocking(move || {
             let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
             for h in holders {
-                match client.fetch_from(h, &path, &mut dest) {
-                    Ok(size) => return Ok(size),
+                match client.fetch_parts(h, &path, size, &dest) {
+                    Ok(()) => return Ok(()),
                     Err(e) => last = e,
                 }
             }
@@ -630,6 +636,31 @@ impl Client {
         })
         .await
         .map_err(blocking_failed)?
+    }
+
+    fn fetch_parts(&self, node: NodeId, path: &str, size: u64, dest: &File) -> FsResult<()> {
+        let streams = if size >= PARALLEL_FETCH_MIN { FETCH_STREAMS } else { 1 };
+        let part = size.div_ceil(streams);
+        let results: Vec<FsResult<u64>> = std::thread::scope(|s| {
+            let parts: Vec<_> = (0..streams)
+                .map(|k| {
+                    // The last part asks for everything left, however long.
+                    let len = if k + 1 == streams { u64::MAX } else { part };
+                    s.spawn(move || self.with_transfer(node, |st| transfer::fetch(st, path, k * part, len, dest)))
+                })
+                .collect();
+            parts
+                .into_iter()
+                .map(|p| p.join().unwrap_or_else(|_| Err(FsError::new(Errno::EIO, path))))
+                .collect()
+        });
+        for r in results {
+            let found = r?;
+            if streams > 1 && found != size {
+                return Err(FsError::new(Errno::EBUSY, path).with_detail("the file changed while it was fetched"));
+            }
+        }
+        Ok(())
     }
 
     /// Runs `f` on an idle authenticated transfer stream to `node`, returning
@@ -655,10 +686,6 @@ impl Client {
         }
     }
 
-    fn fetch_from(&self, node: NodeId, path: &str, dest: &mut File) -> FsResult<u64> {
-        self.with_transfer(node, |s| transfer::fetch(s, path, dest))
-    }
-
     fn push_to(&self, node: NodeId, src: &Path, path: &str) -> FsResult<u64> {
         self.with_transfer(node, |s| transfer::push(s, src, path))
     }
@@ -668,6 +695,18 @@ impl Client {
     /// fetched whole and registered as a cached replica.
     pub async fn local_path(&self, path: &str) -> FsResult<PathBuf> {
         let path = normalise(path)?;
+        let mut attempts = 0;
+        loop {
+            match self.make_local(&path).await {
+                // Rewritten while we fetched it: fetch the new version.
+                Err(e) if e.code == Errno::EBUSY && attempts < 3 => attempts += 1,
+                other => return other,
+            }
+        }
+    }
+
+    async fn make_local(&self, path: &str) -> FsResult<PathBuf> {
+        let path = path.to_string();
         let rec = self.stat(&path).await?;
         if rec.kind == Kind::Dir {
             return Err(FsError::new(Errno::EISDIR, path));
@@ -679,7 +718,7 @@ impl Client {
         let (tmp, file) = self.inner.store.temp_file()?;
         // A file never closed has no holder: its last closed version is empty.
         if !rec.holders.is_empty() {
-            if let Err(e) = self.fetch_into(&path, rec.holders.clone(), file).await {
+            if let Err(e) = self.fetch_into(&path, rec.holders.clone(), rec.size, file).await {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(e);
             }

@@ -8,7 +8,7 @@ use crate::store::Store;
 use locus_proto::fs::{TransferReply, TransferRequest};
 use locus_proto::{frame, Errno, FsError, FsResult};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
@@ -19,7 +19,7 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
     let mut buf = Vec::new();
     while frame::read_sync(&mut stream, &mut buf)? {
         match frame::decode::<TransferRequest>(&buf)? {
-            TransferRequest::Fetch { path } => {
+            TransferRequest::Fetch { path, offset, len } => {
                 if let Err(e) = checked(&path) {
                     reply_err(&mut stream, e)?;
                     continue;
@@ -27,10 +27,12 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
                 let opened = File::open(store.data_path(&path))
                     .and_then(|f| f.metadata().map(|m| (f, m.len())));
                 match opened {
-                    Ok((file, size)) => {
+                    Ok((mut file, size)) => {
+                        let (start, n) = range(size, offset, len);
                         stream.write_all(&frame::encode(&TransferReply::Ready { size })?)?;
-                        let sent = io::copy(&mut file.take(size), &mut stream)?;
-                        if sent != size {
+                        file.seek(io::SeekFrom::Start(start))?;
+                        let sent = io::copy(&mut file.take(n), &mut stream)?;
+                        if sent != n {
                             // The file shrank under us: the peer sees a short body.
                             return Err(io::Error::new(
                                 io::ErrorKind::UnexpectedEof,
@@ -44,10 +46,7 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
             TransferRequest::Push { path, size } => {
                 // After a failed push the byte stream may be out of step:
                 // answer, then close the connection.
-                let failed = match receive(&mut stream, store, &path, size) {
-                    Ok(()) => None,
-                    Err(e) => Some(e),
-                };
+                let failed = receive(&mut stream, store, &path, size).err();
                 let reply = match &failed {
                     None => TransferReply::Ready { size },
                     Some(e) => TransferReply::Err(e.clone()),
@@ -62,6 +61,12 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
     Ok(())
 }
 
+/// The part of a `size`-byte file a request for `len` bytes at `offset` gets.
+fn range(size: u64, offset: u64, len: u64) -> (u64, u64) {
+    let start = offset.min(size);
+    (start, len.min(size - start))
+}
+
 fn reply_err(stream: &mut TcpStream, e: FsError) -> io::Result<()> {
     stream.write_all(&frame::encode(&TransferReply::Err(e))?)
 }
@@ -70,8 +75,8 @@ fn reply_err(stream: &mut TcpStream, e: FsError) -> io::Result<()> {
 /// it as `path`.
 fn receive(stream: &mut TcpStream, store: &Store, path: &str, size: u64) -> FsResult<()> {
     checked(path)?;
-    let (tmp, mut file) = store.temp_file()?;
-    let copied = receive_into(stream, &mut file, size);
+    let (tmp, file) = store.temp_file()?;
+    let copied = receive_into(stream, &file, 0, size);
     let result = match copied {
         Ok(_) => store.install(&tmp, path),
         Err(e) => Err(FsError::new(Errno::EIO, path).with_detail(e)),
@@ -82,23 +87,22 @@ fn receive(stream: &mut TcpStream, store: &Store, path: &str, size: u64) -> FsRe
     result
 }
 
-/// Client side: fetches `path` from the peer into `dest`; returns its size.
-/// An `Err` of the outer result means the connection is unusable.
-pub fn fetch(stream: &mut TcpStream, path: &str, dest: &mut File) -> io::Result<FsResult<u64>> {
-    stream.write_all(&frame::encode(&TransferRequest::Fetch {
+/// Client side: fetches up to `len` bytes of `path` from `offset` into the
+/// same range of `dest`; returns the whole file's size. An `Err` of the outer
+/// result means the connection is unusable.
+pub fn fetch(stream: &mut TcpStream, path: &str, offset: u64, len: u64, dest: &File) -> io::Result<FsResult<u64>> {
+    let req = TransferRequest::Fetch {
         path: path.to_string(),
-    })?)?;
+        offset,
+        len,
+    };
+    stream.write_all(&frame::encode(&req)?)?;
     let size = match read_reply(stream)? {
         TransferReply::Ready { size } => size,
         TransferReply::Err(e) => return Ok(Err(e)),
     };
-    let got = io::copy(&mut (&mut *stream).take(size), dest)?;
-    if got != size {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "transfer cut short",
-        ));
-    }
+    let (start, n) = range(size, offset, len);
+    receive_into(stream, dest, start, n)?;
     Ok(Ok(size))
 }
 
@@ -123,12 +127,14 @@ pub fn push(stream: &mut TcpStream, src: &Path, path: &str) -> io::Result<FsResu
     })
 }
 
-/// Copies exactly `size` bytes from the socket to the file. The bytes move
-/// socket → pipe → file with `splice`, never through user space (`io::copy`
-/// would use an 8 KiB buffer here: splice needs a pipe at one end).
-fn receive_into(stream: &mut TcpStream, dest: &mut File, size: u64) -> io::Result<u64> {
+/// Copies exactly `size` bytes from the socket to the file at `offset`. The
+/// bytes move socket → pipe → file with `splice`, never through user space
+/// (`io::copy` would use an 8 KiB buffer here: splice needs a pipe at one
+/// end). Explicit offsets let several streams fill one file at once.
+fn receive_into(stream: &mut TcpStream, dest: &File, offset: u64, size: u64) -> io::Result<u64> {
     let pipe = Pipe::new()?;
     let (sock, file) = (stream.as_raw_fd(), dest.as_raw_fd());
+    let mut at = offset as libc::loff_t;
     let mut left = size;
     while left > 0 {
         let want = (left as usize).min(PIPE_SIZE);
@@ -146,8 +152,8 @@ fn receive_into(stream: &mut TcpStream, dest: &mut File, size: u64) -> io::Resul
         }
         let mut in_pipe = n as usize;
         while in_pipe > 0 {
-            // SAFETY: as above.
-            let m = unsafe { libc::splice(pipe.read, null_mut(), file, null_mut(), in_pipe, libc::SPLICE_F_MOVE) };
+            // SAFETY: as above; `at` is a valid offset the call advances.
+            let m = unsafe { libc::splice(pipe.read, null_mut(), file, &mut at, in_pipe, libc::SPLICE_F_MOVE) };
             if m < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {

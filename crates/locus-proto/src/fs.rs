@@ -165,8 +165,9 @@ pub enum Response {
 /// Opening frame on a transfer channel.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum TransferRequest {
-    /// Send the stored bytes of `path`; answered by `Ready` and the raw bytes.
-    Fetch { path: String },
+    /// Send up to `len` stored bytes of `path` from `offset`; answered by
+    /// `Ready` with the file's whole size, then the raw bytes of the range.
+    Fetch { path: String, offset: u64, len: u64 },
     /// Store `size` raw bytes that follow as `path`; answered by `Ready`.
     Push { path: String, size: u64 },
 }

@@ -125,3 +125,14 @@ pub fn rt() -> tokio::runtime::Runtime {
         .build()
         .expect("runtime")
 }
+
+/// Waits up to 5 s for `cond` (for effects a daemon applies after answering).
+pub fn eventually(what: &str, cond: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("never happened: {what}");
+}

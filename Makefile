@@ -1,0 +1,27 @@
+# The two quickstart commands: `make run` and `make test`.
+CARGO ?= cargo
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: setup build run test lint bench-meta bench-io
+
+setup:
+	./scripts/setup.sh
+
+build: setup
+	$(CARGO) build --release
+
+# Installs what is needed, builds, and tours a 4-node local cluster.
+run: build
+	LOCUS=target/release/locus ./scripts/demo.sh
+
+# Format, lints and every test (unit and integration, real daemons).
+test: setup
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) test --workspace
+
+bench-meta: build
+	target/release/locus bench meta
+
+bench-io: build
+	target/release/locus bench io
