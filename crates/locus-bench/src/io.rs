@@ -26,9 +26,16 @@ pub struct IoOpts {
 const MIB: u64 = 1 << 20;
 
 fn dd(args: &[String]) -> anyhow::Result<()> {
-    let out = Command::new("dd").args(args).args(["bs=1M", "status=none"]).output()?;
+    let out = Command::new("dd")
+        .args(args)
+        .args(["bs=1M", "status=none"])
+        .output()?;
     if !out.status.success() {
-        anyhow::bail!("dd {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+        anyhow::bail!(
+            "dd {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(())
 }
@@ -78,7 +85,13 @@ impl Round<'_> {
 
     fn raw_write(&self, i: u32) -> anyhow::Result<Duration> {
         let (of, count) = (self.raw_file(&format!("f{i}")), self.size / MIB);
-        timed(|| dd(&["if=/dev/zero".into(), format!("of={of}"), format!("count={count}")]))
+        timed(|| {
+            dd(&[
+                "if=/dev/zero".into(),
+                format!("of={of}"),
+                format!("count={count}"),
+            ])
+        })
     }
 
     fn raw_read(&self, i: u32) -> anyhow::Result<Duration> {
@@ -88,7 +101,10 @@ impl Round<'_> {
 
     /// A local copy: what a fetch would cost over an infinitely fast network.
     fn raw_copy(&self, i: u32) -> anyhow::Result<Duration> {
-        let (src, dst) = (self.raw_file(&format!("f{i}")), self.raw_file(&format!("copy{i}")));
+        let (src, dst) = (
+            self.raw_file(&format!("f{i}")),
+            self.raw_file(&format!("copy{i}")),
+        );
         timed(|| dd(&[format!("if={src}"), format!("of={dst}")]))
     }
 
@@ -192,7 +208,9 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
             rounds.push(t);
         }
     }
-    let gbps = |f: fn(&Times) -> Duration| median(rounds.iter().map(|t| total / f(t).as_secs_f64()).collect());
+    let gbps = |f: fn(&Times) -> Duration| {
+        median(rounds.iter().map(|t| total / f(t).as_secs_f64()).collect())
+    };
     let (w, raw_w) = (gbps(|t| t.write), gbps(|t| t.raw_write));
     let (r, raw_r) = (gbps(|t| t.read), gbps(|t| t.raw_read));
     let (f, raw_c) = (gbps(|t| t.fetch), gbps(|t| t.raw_copy));

@@ -9,7 +9,10 @@ pub fn describe() -> String {
     let cpuinfo = read("/proc/cpuinfo");
     let model = cpuinfo
         .lines()
-        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split(':').nth(1)))
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .and_then(|r| r.split(':').nth(1))
+        })
         .unwrap_or("unknown cpu")
         .trim()
         .to_string();
@@ -19,7 +22,11 @@ pub fn describe() -> String {
         .find_map(|l| l.strip_prefix("MemTotal:"))
         .and_then(|r| r.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / (1024.0 * 1024.0));
-    let load: Vec<String> = read("/proc/loadavg").split_whitespace().take(3).map(str::to_string).collect();
+    let load: Vec<String> = read("/proc/loadavg")
+        .split_whitespace()
+        .take(3)
+        .map(str::to_string)
+        .collect();
     format!(
         "machine: {cores} cores ({model}), {mem_gib:.0} GiB, Linux {}, load {}",
         read("/proc/sys/kernel/osrelease").trim(),

@@ -50,7 +50,12 @@ impl Layout {
 
 /// Runs `op(client, index)` for every client and `0..files`, each client with
 /// `depth` operations in flight; returns the wall time.
-async fn phase<F, Fut>(clients: &[Client], files: u32, depth: u32, op: F) -> anyhow::Result<Duration>
+async fn phase<F, Fut>(
+    clients: &[Client],
+    files: u32,
+    depth: u32,
+    op: F,
+) -> anyhow::Result<Duration>
 where
     F: Fn(Client, u32, u32) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = FsResult<()>> + Send,
@@ -79,7 +84,13 @@ fn rate(ops: u64, d: Duration) -> f64 {
 }
 
 /// The raw baseline: C threads each doing one operation on K files.
-fn raw_phase(dir: &Path, layout: Layout, clients: u32, files: u32, op: fn(&Path) -> std::io::Result<()>) -> anyhow::Result<Duration> {
+fn raw_phase(
+    dir: &Path,
+    layout: Layout,
+    clients: u32,
+    files: u32,
+    op: fn(&Path) -> std::io::Result<()>,
+) -> anyhow::Result<Duration> {
     let root = dir.to_str().unwrap_or_default().to_string();
     let start = Instant::now();
     std::thread::scope(|s| {
@@ -133,7 +144,12 @@ fn raw_rates(dir: &Path, layout: Layout, clients: u32, files: u32) -> anyhow::Re
     })
 }
 
-async fn locus_rates(clients: &[Client], layout: Layout, files: u32, depth: u32) -> anyhow::Result<Rates> {
+async fn locus_rates(
+    clients: &[Client],
+    layout: Layout,
+    files: u32,
+    depth: u32,
+) -> anyhow::Result<Rates> {
     let root = "/bench";
     let ops = clients.len() as u64 * files as u64;
     let create = phase(clients, files, depth, move |c, k, i| async move {
@@ -171,7 +187,10 @@ pub fn run(opts: MetaOpts) -> anyhow::Result<()> {
     let clients: Vec<Client> = (0..opts.clients)
         .map(|k| ws.client(k % opts.nodes))
         .collect::<anyhow::Result<_>>()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let mut results = Vec::new();
     for layout in [Layout::OwnDirs, Layout::SharedDir] {
         rt.block_on(async {
@@ -182,23 +201,39 @@ pub fn run(opts: MetaOpts) -> anyhow::Result<()> {
             anyhow::Ok(())
         })?;
         let locus = rt.block_on(locus_rates(&clients, layout, opts.files, opts.depth))?;
-        let raw = raw_rates(&ws.raw_dir(layout.label().replace(' ', "-").as_str())?, layout, opts.clients, opts.files)?;
+        let raw = raw_rates(
+            &ws.raw_dir(layout.label().replace(' ', "-").as_str())?,
+            layout,
+            opts.clients,
+            opts.files,
+        )?;
         results.push((layout, locus, raw));
     }
     header("ops/s", "raw");
     for (layout, locus, raw) in &results {
-        row(&format!("create ({})", layout.label()), locus.create, raw.create);
+        row(
+            &format!("create ({})", layout.label()),
+            locus.create,
+            raw.create,
+        );
         row(&format!("stat ({})", layout.label()), locus.stat, raw.stat);
-        row(&format!("remove ({})", layout.label()), locus.remove, raw.remove);
+        row(
+            &format!("remove ({})", layout.label()),
+            locus.remove,
+            raw.remove,
+        );
     }
 
     // Listing one big directory.
     let n = opts.list;
     let listing = rt.block_on(async {
         clients[0].mkdir("/big").await?;
-        phase(&clients, n / opts.clients, opts.depth, |c, k, i| async move {
-            c.create_empty(&format!("/big/c{k}-{i}")).await.map(drop)
-        })
+        phase(
+            &clients,
+            n / opts.clients,
+            opts.depth,
+            |c, k, i| async move { c.create_empty(&format!("/big/c{k}-{i}")).await.map(drop) },
+        )
         .await?;
         let start = Instant::now();
         let entries = clients[0].readdir("/big").await?;
@@ -212,18 +247,41 @@ pub fn run(opts: MetaOpts) -> anyhow::Result<()> {
     let raw_count = std::fs::read_dir(&raw_big)?.count();
     let raw_list = start.elapsed();
     header("s", "raw");
-    row_precise(&format!("list {} entries (s)", listing.1), listing.0.as_secs_f64(), raw_list.as_secs_f64());
+    row_precise(
+        &format!("list {} entries (s)", listing.1),
+        listing.0.as_secs_f64(),
+        raw_list.as_secs_f64(),
+    );
     if raw_count != listing.1 {
-        anyhow::bail!("raw listing found {raw_count} entries, expected {}", listing.1);
+        anyhow::bail!(
+            "raw listing found {raw_count} entries, expected {}",
+            listing.1
+        );
     }
 
     let shared = &results[1].1;
     let best_create = results.iter().map(|r| r.1.create).fold(0.0, f64::max);
     let best_stat = results.iter().map(|r| r.1.stat).fold(0.0, f64::max);
-    target(&format!("creates >= 20,000/s ({best_create:.0}/s; shared dir {:.0}/s)", shared.create), best_create >= 20_000.0);
-    target(&format!("stats >= 50,000/s ({best_stat:.0}/s; shared dir {:.0}/s)", shared.stat), best_stat >= 50_000.0);
     target(
-        &format!("listing {} entries under 2 s ({:.3} s)", listing.1, listing.0.as_secs_f64()),
+        &format!(
+            "creates >= 20,000/s ({best_create:.0}/s; shared dir {:.0}/s)",
+            shared.create
+        ),
+        best_create >= 20_000.0,
+    );
+    target(
+        &format!(
+            "stats >= 50,000/s ({best_stat:.0}/s; shared dir {:.0}/s)",
+            shared.stat
+        ),
+        best_stat >= 50_000.0,
+    );
+    target(
+        &format!(
+            "listing {} entries under 2 s ({:.3} s)",
+            listing.1,
+            listing.0.as_secs_f64()
+        ),
         listing.0 < Duration::from_secs(2),
     );
     Ok(())

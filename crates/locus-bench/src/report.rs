@@ -2,16 +2,30 @@
 
 /// Prints a header for a table of `label | locus | baseline | ratio` rows.
 pub fn header(unit: &str, baseline: &str) {
-    println!("{:<34} {:>14} {:>14} {:>8}", "", format!("locus {unit}"), format!("{baseline} {unit}"), "ratio");
+    println!(
+        "{:<34} {:>14} {:>14} {:>8}",
+        "",
+        format!("locus {unit}"),
+        format!("{baseline} {unit}"),
+        "ratio"
+    );
 }
 
 pub fn row(label: &str, locus: f64, baseline: f64) {
-    let ratio = if baseline > 0.0 { locus / baseline } else { f64::NAN };
+    let ratio = if baseline > 0.0 {
+        locus / baseline
+    } else {
+        f64::NAN
+    };
     println!("{label:<34} {locus:>14.0} {baseline:>14.0} {ratio:>8.2}");
 }
 
 pub fn row_precise(label: &str, locus: f64, baseline: f64) {
-    let ratio = if baseline > 0.0 { locus / baseline } else { f64::NAN };
+    let ratio = if baseline > 0.0 {
+        locus / baseline
+    } else {
+        f64::NAN
+    };
     println!("{label:<34} {locus:>14.3} {baseline:>14.3} {ratio:>8.2}");
 }
 

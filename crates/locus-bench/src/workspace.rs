@@ -12,7 +12,12 @@ pub struct Workspace {
 
 impl Workspace {
     /// Creates `root` (which must not exist) and starts `nodes` daemons in it.
-    pub fn start(root: &Path, nodes: u32, launch: &Launch, keep: bool) -> anyhow::Result<Workspace> {
+    pub fn start(
+        root: &Path,
+        nodes: u32,
+        launch: &Launch,
+        keep: bool,
+    ) -> anyhow::Result<Workspace> {
         if root.exists() {
             anyhow::bail!("{} already exists; give a new --dir", root.display());
         }

@@ -611,7 +611,8 @@ impl Client {
                 .map_err(|e| FsError::io(path, &e))?;
         } else {
             let dup = file.try_clone().map_err(|e| FsError::io(path, &e))?;
-            self.fetch_into(path, rec.holders.clone(), rec.size, dup).await?;
+            self.fetch_into(path, rec.holders.clone(), rec.size, dup)
+                .await?;
         }
         file.seek(io::SeekFrom::End(0))
             .map_err(|e| FsError::io(path, &e))?;
@@ -622,7 +623,13 @@ impl Client {
     /// of `holders` into `dest`. A large file comes over several streams at
     /// once: one stream's receiver, copying into the page cache, is the
     /// bottleneck, not the network.
-    async fn fetch_into(&self, path: &str, holders: Vec<NodeId>, size: u64, dest: File) -> FsResult<()> {
+    async fn fetch_into(
+        &self,
+        path: &str,
+        holders: Vec<NodeId>,
+        size: u64,
+        dest: File,
+    ) -> FsResult<()> {
         let (client, path) = (self.clone(), path.to_string());
         tokio::task::spawn_blocking(move || {
             let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
@@ -639,25 +646,37 @@ impl Client {
     }
 
     fn fetch_parts(&self, node: NodeId, path: &str, size: u64, dest: &File) -> FsResult<()> {
-        let streams = if size >= PARALLEL_FETCH_MIN { FETCH_STREAMS } else { 1 };
+        let streams = if size >= PARALLEL_FETCH_MIN {
+            FETCH_STREAMS
+        } else {
+            1
+        };
         let part = size.div_ceil(streams);
         let results: Vec<FsResult<u64>> = std::thread::scope(|s| {
             let parts: Vec<_> = (0..streams)
                 .map(|k| {
                     // The last part asks for everything left, however long.
                     let len = if k + 1 == streams { u64::MAX } else { part };
-                    s.spawn(move || self.with_transfer(node, |st| transfer::fetch(st, path, k * part, len, dest)))
+                    s.spawn(move || {
+                        self.with_transfer(node, |st| {
+                            transfer::fetch(st, path, k * part, len, dest)
+                        })
+                    })
                 })
                 .collect();
             parts
                 .into_iter()
-                .map(|p| p.join().unwrap_or_else(|_| Err(FsError::new(Errno::EIO, path))))
+                .map(|p| {
+                    p.join()
+                        .unwrap_or_else(|_| Err(FsError::new(Errno::EIO, path)))
+                })
                 .collect()
         });
         for r in results {
             let found = r?;
             if streams > 1 && found != size {
-                return Err(FsError::new(Errno::EBUSY, path).with_detail("the file changed while it was fetched"));
+                return Err(FsError::new(Errno::EBUSY, path)
+                    .with_detail("the file changed while it was fetched"));
             }
         }
         Ok(())
@@ -718,7 +737,10 @@ impl Client {
         let (tmp, file) = self.inner.store.temp_file()?;
         // A file never closed has no holder: its last closed version is empty.
         if !rec.holders.is_empty() {
-            if let Err(e) = self.fetch_into(&path, rec.holders.clone(), rec.size, file).await {
+            if let Err(e) = self
+                .fetch_into(&path, rec.holders.clone(), rec.size, file)
+                .await
+            {
                 let _ = std::fs::remove_file(&tmp);
                 return Err(e);
             }

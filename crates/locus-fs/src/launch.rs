@@ -39,7 +39,11 @@ pub fn node_dir(dir: &Path, id: NodeId) -> PathBuf {
 
 /// The pid in `node_dir`'s pid file if that process is still a running daemon.
 pub fn running_pid(node_dir: &Path) -> Option<i32> {
-    let pid: i32 = std::fs::read_to_string(node_dir.join(PID_FILE)).ok()?.trim().parse().ok()?;
+    let pid: i32 = std::fs::read_to_string(node_dir.join(PID_FILE))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // A zombie (state Z after the command name) is not running.
@@ -96,7 +100,10 @@ impl Launch {
             if let Some(status) = child.try_wait()? {
                 let log = std::fs::read_to_string(node.dir.join(LOG_FILE)).unwrap_or_default();
                 let last = log.lines().last().unwrap_or("").to_string();
-                return Err(fail(format!("daemon of node {} exited ({status}): {last}", node.id)));
+                return Err(fail(format!(
+                    "daemon of node {} exited ({status}): {last}",
+                    node.id
+                )));
             }
             if Instant::now() > deadline {
                 return Err(fail(format!(
@@ -114,7 +121,10 @@ impl Launch {
             return Err(fail("the number of nodes must be between 1 and 250".into()));
         }
         if dir.join(CLUSTER_FILE).exists() {
-            return Err(fail(format!("{}: a cluster already exists there", dir.display())));
+            return Err(fail(format!(
+                "{}: a cluster already exists there",
+                dir.display()
+            )));
         }
         std::fs::create_dir_all(dir)?;
         let secret = dir.join(SECRET_FILE);
@@ -158,7 +168,11 @@ impl Launch {
 /// grace period); returns how many were running.
 pub fn stop(dir: &Path) -> io::Result<usize> {
     let spec = ClusterSpec::load(dir)?;
-    let pids: Vec<i32> = spec.nodes.iter().filter_map(|n| running_pid(&n.dir)).collect();
+    let pids: Vec<i32> = spec
+        .nodes
+        .iter()
+        .filter_map(|n| running_pid(&n.dir))
+        .collect();
     for &pid in &pids {
         // SAFETY: a plain signal to a daemon of this cluster (checked via /proc).
         unsafe { libc::kill(pid, libc::SIGTERM) };

@@ -39,7 +39,9 @@ impl std::str::FromStr for Durability {
         match s {
             "group" => Ok(Durability::Group),
             "none" => Ok(Durability::None),
-            other => Err(format!("unknown durability '{other}' (expected group or none)")),
+            other => Err(format!(
+                "unknown durability '{other}' (expected group or none)"
+            )),
         }
     }
 }
@@ -429,5 +431,94 @@ impl Shard<'_> {
             other => Err(FsError::new(Errno::EINVAL, "metadata store")
                 .with_detail(format!("not a metadata write: {other:?}"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(parent: &str, name: &str) -> Request {
+        Request::AddEntry {
+            parent: parent.into(),
+            name: name.into(),
+            kind: Kind::File,
+        }
+    }
+
+    #[tokio::test]
+    async fn group_commits_are_durable_and_failures_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("meta.redb");
+        {
+            let meta = MetaStore::open(&file, Durability::Group).unwrap();
+            // Many writers at once: they share commits, and each sees the
+            // effects of those queued before it.
+            let mut set = tokio::task::JoinSet::new();
+            for i in 0..500 {
+                let meta = meta.clone();
+                set.spawn(async move { meta.write(add("/", &format!("f{i}"))).await });
+            }
+            while let Some(r) = set.join_next().await {
+                assert!(matches!(r.unwrap(), Response::Ok));
+            }
+            match meta.write(add("/", "f7")).await {
+                Response::Err(e) => assert_eq!(e.code, Errno::EEXIST),
+                other => panic!("{other:?}"),
+            }
+            match meta.write(add("/missing", "x")).await {
+                Response::Err(e) => assert_eq!(e.code, Errno::ENOENT),
+                other => panic!("{other:?}"),
+            }
+        }
+        // The writer thread releases the database once its queue closes.
+        let mut reopened = MetaStore::open(&file, Durability::Group);
+        for _ in 0..100 {
+            if reopened.is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            reopened = MetaStore::open(&file, Durability::Group);
+        }
+        let meta = reopened.unwrap();
+        let (page, more) = meta.list("/", None, 1000).unwrap();
+        assert_eq!((page.len(), more), (500, false));
+        let (page, more) = meta.list("/", Some("f48"), 2).unwrap();
+        assert_eq!(page.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["f480", "f481"]);
+        assert!(more);
+    }
+
+    #[tokio::test]
+    async fn write_lock_is_compare_and_swap() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = MetaStore::open(&dir.path().join("m.redb"), Durability::None).unwrap();
+        let create = Request::CreateRecord {
+            path: "/f".into(),
+            record: Record::new(Kind::File, 0o644, 0),
+        };
+        assert!(matches!(meta.write(create).await, Response::Created { hint: None, .. }));
+        let lock = |token| Request::Lock {
+            path: "/f".into(),
+            token,
+        };
+        assert!(matches!(meta.write(lock(1)).await, Response::Record(_)));
+        match meta.write(lock(2)).await {
+            Response::Err(e) => assert_eq!(e.code, Errno::EBUSY),
+            other => panic!("{other:?}"),
+        }
+        let commit = Request::CommitWrite {
+            path: "/f".into(),
+            token: 1,
+            size: 3,
+            mtime_ns: 5,
+            holder: 4,
+        };
+        match meta.write(commit).await {
+            Response::Committed { record, .. } => {
+                assert_eq!((record.version, record.holders, record.lock), (1, vec![4], None));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(meta.write(lock(2)).await, Response::Record(_)));
     }
 }

@@ -90,7 +90,13 @@ fn receive(stream: &mut TcpStream, store: &Store, path: &str, size: u64) -> FsRe
 /// Client side: fetches up to `len` bytes of `path` from `offset` into the
 /// same range of `dest`; returns the whole file's size. An `Err` of the outer
 /// result means the connection is unusable.
-pub fn fetch(stream: &mut TcpStream, path: &str, offset: u64, len: u64, dest: &File) -> io::Result<FsResult<u64>> {
+pub fn fetch(
+    stream: &mut TcpStream,
+    path: &str,
+    offset: u64,
+    len: u64,
+    dest: &File,
+) -> io::Result<FsResult<u64>> {
     let req = TransferRequest::Fetch {
         path: path.to_string(),
         offset,
@@ -139,7 +145,16 @@ fn receive_into(stream: &mut TcpStream, dest: &File, offset: u64, size: u64) -> 
     while left > 0 {
         let want = (left as usize).min(PIPE_SIZE);
         // SAFETY: valid descriptors; null offsets use and advance the files' own.
-        let n = unsafe { libc::splice(sock, null_mut(), pipe.write, null_mut(), want, libc::SPLICE_F_MOVE) };
+        let n = unsafe {
+            libc::splice(
+                sock,
+                null_mut(),
+                pipe.write,
+                null_mut(),
+                want,
+                libc::SPLICE_F_MOVE,
+            )
+        };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::Interrupted {
@@ -148,12 +163,24 @@ fn receive_into(stream: &mut TcpStream, dest: &File, offset: u64, size: u64) -> 
             return Err(e);
         }
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "transfer cut short"));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "transfer cut short",
+            ));
         }
         let mut in_pipe = n as usize;
         while in_pipe > 0 {
             // SAFETY: as above; `at` is a valid offset the call advances.
-            let m = unsafe { libc::splice(pipe.read, null_mut(), file, &mut at, in_pipe, libc::SPLICE_F_MOVE) };
+            let m = unsafe {
+                libc::splice(
+                    pipe.read,
+                    null_mut(),
+                    file,
+                    &mut at,
+                    in_pipe,
+                    libc::SPLICE_F_MOVE,
+                )
+            };
             if m < 0 {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
