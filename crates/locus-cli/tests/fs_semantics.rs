@@ -357,7 +357,10 @@ fn large_files_fetch_intact_over_parallel_streams() {
         .collect();
     rt.block_on(async {
         a.put("/big.bin", &data).await.unwrap();
-        assert!(b.get("/big.bin").await.unwrap() == data, "fetched bytes differ");
+        assert!(
+            b.get("/big.bin").await.unwrap() == data,
+            "fetched bytes differ"
+        );
         // Appending on the remote node fetches the current bytes first.
         let mut w = b.open_write("/big.bin", false).await.unwrap();
         w.write_all(b"tail").unwrap();

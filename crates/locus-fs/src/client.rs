@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const PAGE: u32 = 10_000;
 /// Files at least this large are fetched over several streams at once.
 const PARALLEL_FETCH_MIN: u64 = 16 << 20;
-const FETCH_STREAMS: u64 = 2;
+const FETCH_STREAMS: u64 = 4;
 
 #[derive(Debug, Clone)]
 pub struct ClientOptions {

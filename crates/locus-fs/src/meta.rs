@@ -484,7 +484,10 @@ mod tests {
         let (page, more) = meta.list("/", None, 1000).unwrap();
         assert_eq!((page.len(), more), (500, false));
         let (page, more) = meta.list("/", Some("f48"), 2).unwrap();
-        assert_eq!(page.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["f480", "f481"]);
+        assert_eq!(
+            page.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+            ["f480", "f481"]
+        );
         assert!(more);
     }
 
@@ -496,7 +499,10 @@ mod tests {
             path: "/f".into(),
             record: Record::new(Kind::File, 0o644, 0),
         };
-        assert!(matches!(meta.write(create).await, Response::Created { hint: None, .. }));
+        assert!(matches!(
+            meta.write(create).await,
+            Response::Created { hint: None, .. }
+        ));
         let lock = |token| Request::Lock {
             path: "/f".into(),
             token,
@@ -515,7 +521,10 @@ mod tests {
         };
         match meta.write(commit).await {
             Response::Committed { record, .. } => {
-                assert_eq!((record.version, record.holders, record.lock), (1, vec![4], None));
+                assert_eq!(
+                    (record.version, record.holders, record.lock),
+                    (1, vec![4], None)
+                );
             }
             other => panic!("{other:?}"),
         }

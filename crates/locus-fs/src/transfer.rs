@@ -1,14 +1,13 @@
 //! Bulk transfers of whole files between nodes, with blocking std I/O off the
-//! async threads. The payload follows its header raw, never framed: senders
-//! use `std::io::copy` (which is `sendfile` from a file to a socket),
-//! receivers read it in large chunks.
+//! async threads. The payload follows its header raw, never framed, and never
+//! passes through user space: senders use `sendfile`, receivers `splice`.
 
 use crate::path::checked;
 use crate::store::Store;
 use locus_proto::fs::{TransferReply, TransferRequest};
 use locus_proto::{frame, Errno, FsError, FsResult};
 use std::fs::File;
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
@@ -27,18 +26,12 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
                 let opened = File::open(store.data_path(&path))
                     .and_then(|f| f.metadata().map(|m| (f, m.len())));
                 match opened {
-                    Ok((mut file, size)) => {
+                    Ok((file, size)) => {
                         let (start, n) = range(size, offset, len);
                         stream.write_all(&frame::encode(&TransferReply::Ready { size })?)?;
-                        file.seek(io::SeekFrom::Start(start))?;
-                        let sent = io::copy(&mut file.take(n), &mut stream)?;
-                        if sent != n {
-                            // The file shrank under us: the peer sees a short body.
-                            return Err(io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                "file shrank",
-                            ));
-                        }
+                        // A file that shrank under us ends the connection: the
+                        // peer sees a short body.
+                        send_range(&file, &stream, start, n)?;
                     }
                     Err(e) => reply_err(&mut stream, FsError::io(path, &e))?,
                 }
@@ -120,17 +113,35 @@ pub fn push(stream: &mut TcpStream, src: &Path, path: &str) -> io::Result<FsResu
         path: path.to_string(),
         size,
     })?)?;
-    let sent = io::copy(&mut file.take(size), stream)?;
-    if sent != size {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "local file shrank",
-        ));
-    }
+    send_range(&file, stream, 0, size)?;
     Ok(match read_reply(stream)? {
         TransferReply::Ready { size } => Ok(size),
         TransferReply::Err(e) => Err(e),
     })
+}
+
+/// Sends exactly `len` bytes of `file` from `offset` with `sendfile`.
+/// (`std::io::copy` falls back to read/write for a `Take<File>`.)
+fn send_range(file: &File, stream: &TcpStream, offset: u64, len: u64) -> io::Result<()> {
+    let mut at = offset as libc::off_t;
+    let mut left = len;
+    while left > 0 {
+        let want = left.min(1 << 30) as usize;
+        // SAFETY: valid descriptors; `at` is a valid offset the call advances.
+        let n = unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut at, want) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank"));
+        }
+        left -= n as u64;
+    }
+    Ok(())
 }
 
 /// Copies exactly `size` bytes from the socket to the file at `offset`. The
