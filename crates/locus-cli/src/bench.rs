@@ -42,8 +42,9 @@ pub enum BenchCommand {
         /// Files per client.
         #[arg(long, default_value_t = 20_000)]
         files: u32,
-        /// Operations each client keeps in flight.
-        #[arg(long, default_value_t = 64)]
+        /// Operations each client keeps in flight (group commit turns depth
+        /// into throughput: each operation waits for a commit).
+        #[arg(long, default_value_t = 128)]
         depth: u32,
         /// Entries in the directory that is listed.
         #[arg(long, default_value_t = 100_000)]

@@ -55,9 +55,12 @@ impl std::fmt::Display for Durability {
     }
 }
 
+/// Called by the writer thread with an operation's durable result.
+pub type Reply = Box<dyn FnOnce(Response) + Send>;
+
 struct Job {
     op: Request,
-    reply: oneshot::Sender<Response>,
+    reply: Reply,
 }
 
 #[derive(Clone)]
@@ -123,12 +126,24 @@ impl MetaStore {
 
     /// Queues a write operation and waits for its durable result.
     pub async fn write(&self, op: Request) -> Response {
-        let (reply, rx) = oneshot::channel();
-        if self.jobs.send(Job { op, reply }).is_err() {
-            return Response::Err(storage_error("writer stopped"));
-        }
+        let (tx, rx) = oneshot::channel();
+        self.submit(
+            op,
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
         rx.await
             .unwrap_or_else(|_| Response::Err(storage_error("writer stopped")))
+    }
+
+    /// Queues a write operation; `reply` gets its result once it is durable.
+    /// The daemon passes a closure that queues the answer on the connection
+    /// directly, saving a task and a wake-up per operation.
+    pub fn submit(&self, op: Request, reply: Reply) {
+        if let Err(mpsc::SendError(job)) = self.jobs.send(Job { op, reply }) {
+            (job.reply)(Response::Err(storage_error("writer stopped")));
+        }
     }
 
     pub fn get(&self, path: &str) -> FsResult<Record> {
@@ -210,13 +225,13 @@ fn writer_loop(db: &Database, rx: mpsc::Receiver<Job>, durability: Durability) {
         match apply_batch(db, &batch, durability) {
             Ok(replies) => {
                 for (job, reply) in batch.into_iter().zip(replies) {
-                    let _ = job.reply.send(reply);
+                    (job.reply)(reply);
                 }
             }
             Err(e) => {
                 tracing::error!("metadata commit failed: {e}");
                 for job in batch {
-                    let _ = job.reply.send(Response::Err(e.clone()));
+                    (job.reply)(Response::Err(e.clone()));
                 }
             }
         }

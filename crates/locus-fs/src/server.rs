@@ -122,12 +122,7 @@ async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
             Ok(env) => env,
             Err(e) => break Err(e),
         };
-        let state = state.clone();
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let body = state.handle(env.body).await;
-            let _ = tx.send(Envelope { id: env.id, body });
-        });
+        state.dispatch(env, &tx);
     };
     drop(tx);
     if result.is_err() {
@@ -143,19 +138,43 @@ fn answer(r: FsResult<Response>) -> Response {
 }
 
 impl State {
-    async fn handle(self: Arc<Self>, req: Request) -> Response {
-        if let Err(e) = check_paths(&req) {
-            return Response::Err(e);
+    /// Answers quick reads inline, hands metadata writes to the group-commit
+    /// writer (which queues the answer itself), and runs the rest as tasks.
+    fn dispatch(
+        self: &Arc<Self>,
+        env: Envelope<Request>,
+        tx: &mpsc::UnboundedSender<Envelope<Response>>,
+    ) {
+        let id = env.id;
+        let send = {
+            let tx = tx.clone();
+            move |body| {
+                let _ = tx.send(Envelope { id, body });
+            }
+        };
+        if let Err(e) = check_paths(&env.body) {
+            return send(Response::Err(e));
         }
-        match req {
-            Request::Ping => Response::Ok,
-            Request::Status => answer(self.status().await),
-            Request::GetRecord { path } => answer(self.meta.get(&path).map(Response::Record)),
-            Request::ListEntries { dir, after, limit } => answer(
+        match env.body {
+            Request::Ping => send(Response::Ok),
+            Request::GetRecord { path } => send(answer(self.meta.get(&path).map(Response::Record))),
+            Request::ListEntries { dir, after, limit } => send(answer(
                 self.meta
                     .list(&dir, after.as_deref(), limit.min(MAX_PAGE))
                     .map(|(entries, more)| Response::Entries { entries, more }),
-            ),
+            )),
+            req @ (Request::Status | Request::LinkData { .. } | Request::DropData { .. }) => {
+                let state = self.clone();
+                tokio::spawn(async move { send(state.handle(req).await) });
+            }
+            write => self.meta.submit(write, Box::new(send)),
+        }
+    }
+
+    /// The requests that touch the store, off the connection's task.
+    async fn handle(self: Arc<Self>, req: Request) -> Response {
+        match req {
+            Request::Status => answer(self.status().await),
             Request::LinkData { from, to } => {
                 answer(self.blocking(move |s| s.store.link(&from, &to)).await)
             }
