@@ -197,7 +197,7 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
         opts.files,
         opts.size / MIB,
         opts.rounds,
-        ws.root.join("raw").display()
+        ws.raw_root.display()
     );
     let writer = ws.client(0)?;
     let reader = ws.client(1)?;

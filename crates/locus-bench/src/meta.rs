@@ -22,6 +22,8 @@ pub struct MetaOpts {
     /// Entries in the directory that is listed.
     pub list: u32,
     pub dir: Option<PathBuf>,
+    /// Where the raw baseline runs (default: beside the stores).
+    pub raw_dir: Option<PathBuf>,
     pub keep: bool,
     pub launch: Launch,
 }
@@ -173,7 +175,10 @@ async fn locus_rates(
 
 pub fn run(opts: MetaOpts) -> anyhow::Result<()> {
     let root = opts.dir.clone().unwrap_or_else(|| default_root("meta"));
-    let ws = Workspace::start(&root, opts.nodes, &opts.launch, opts.keep)?;
+    let mut ws = Workspace::start(&root, opts.nodes, &opts.launch, opts.keep)?;
+    if let Some(d) = &opts.raw_dir {
+        ws.raw_under(d);
+    }
     println!("{}", crate::machine::describe());
     println!(
         "meta: {} daemons ({} metadata), {} clients x {} files, {} in flight per client; raw baseline in {}",
@@ -182,7 +187,7 @@ pub fn run(opts: MetaOpts) -> anyhow::Result<()> {
         opts.clients,
         opts.files,
         opts.depth,
-        ws.root.join("raw").display()
+        ws.raw_root.display()
     );
     let clients: Vec<Client> = (0..opts.clients)
         .map(|k| ws.client(k % opts.nodes))

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 pub struct Workspace {
     pub root: PathBuf,
+    /// Where baselines run: `root/raw`, or a scratch directory elsewhere.
+    pub raw_root: PathBuf,
     keep: bool,
 }
 
@@ -25,6 +27,7 @@ impl Workspace {
         launch.create(&root.join("cluster"), nodes, Placement::Local)?;
         Ok(Workspace {
             root: root.to_path_buf(),
+            raw_root: root.join("raw"),
             keep,
         })
     }
@@ -37,9 +40,15 @@ impl Workspace {
         Ok(Client::open(&self.root.join("cluster"), opts)?)
     }
 
-    /// A scratch directory for baselines, on the same file system as the stores.
+    /// Runs baselines in a new scratch directory under `dir` instead of
+    /// beside the stores (e.g. on tmpfs).
+    pub fn raw_under(&mut self, dir: &Path) {
+        self.raw_root = dir.join(format!("locus-bench-raw-{}", std::process::id()));
+    }
+
+    /// A scratch directory for baselines.
     pub fn raw_dir(&self, name: &str) -> anyhow::Result<PathBuf> {
-        let d = self.root.join("raw").join(name);
+        let d = self.raw_root.join(name);
         std::fs::create_dir_all(&d)?;
         Ok(d)
     }
@@ -49,6 +58,7 @@ impl Drop for Workspace {
     fn drop(&mut self) {
         let _ = launch::stop(&self.root.join("cluster"));
         if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.raw_root);
             let _ = std::fs::remove_dir_all(&self.root);
         }
     }

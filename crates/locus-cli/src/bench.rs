@@ -49,6 +49,10 @@ pub enum BenchCommand {
         /// Entries in the directory that is listed.
         #[arg(long, default_value_t = 100_000)]
         list: u32,
+        /// Run the raw baseline under this directory (e.g. /dev/shm for
+        /// tmpfs) instead of beside the stores.
+        #[arg(long)]
+        raw_dir: Option<PathBuf>,
     },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
@@ -73,7 +77,9 @@ pub fn run(b: BenchCommand) -> Result<()> {
             files,
             depth,
             list,
+            raw_dir,
         } => meta::run(meta::MetaOpts {
+            raw_dir,
             nodes,
             clients,
             files,
