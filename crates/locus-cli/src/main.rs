@@ -1,6 +1,7 @@
 //! `locus`: one binary for every role.
 
 mod bench;
+mod check;
 mod fs_ops;
 mod local_cluster;
 
@@ -23,6 +24,8 @@ enum Command {
     /// The distributed node-local file system.
     #[command(subcommand)]
     Fs(FsCommand),
+    /// Check Swift scripts: every error as file:line:col, or the lowered IR.
+    Check(check::CheckArgs),
     /// Benchmarks, each printed beside a baseline measured in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Down(a)) => local_cluster::down(a),
         Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
         Command::Fs(FsCommand::Op(op)) => fs_ops::run(op),
+        Command::Check(a) => check::run(a),
         Command::Bench(b) => bench::run(b),
     };
     match result {

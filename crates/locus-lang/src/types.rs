@@ -1,0 +1,87 @@
+//! Swift types.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Type {
+    Int,
+    Float,
+    String,
+    Bool,
+    Void,
+    File,
+    Location,
+    Blob,
+    /// `HARD` / `SOFT`.
+    Strictness,
+    /// `RANK` / `NODE`.
+    Accuracy,
+    Array { key: Box<Type>, elem: Box<Type> },
+    Struct(String),
+    /// Stands for a type already reported as wrong, to avoid cascades.
+    Error,
+}
+
+impl Type {
+    pub fn array_of(elem: Type) -> Type {
+        Type::Array {
+            key: Box::new(Type::Int),
+            elem: Box::new(elem),
+        }
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, Type::Array { .. })
+    }
+
+    /// Whether a value of type `from` may be given where `self` is expected.
+    pub fn accepts(&self, from: &Type) -> bool {
+        self == from || *self == Type::Error || *from == Type::Error
+    }
+
+    pub fn is_numeric(&self) -> bool {
+        matches!(self, Type::Int | Type::Float | Type::Error)
+    }
+
+    /// The names a user may write for a primitive type.
+    pub fn primitive(name: &str) -> Option<Type> {
+        Some(match name {
+            "int" => Type::Int,
+            "float" => Type::Float,
+            "string" => Type::String,
+            "boolean" => Type::Bool,
+            "void" => Type::Void,
+            "file" => Type::File,
+            "location" => Type::Location,
+            "blob" => Type::Blob,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Int => f.write_str("int"),
+            Type::Float => f.write_str("float"),
+            Type::String => f.write_str("string"),
+            Type::Bool => f.write_str("boolean"),
+            Type::Void => f.write_str("void"),
+            Type::File => f.write_str("file"),
+            Type::Location => f.write_str("location"),
+            Type::Blob => f.write_str("blob"),
+            Type::Strictness => f.write_str("strictness (HARD|SOFT)"),
+            Type::Accuracy => f.write_str("accuracy (RANK|NODE)"),
+            Type::Array { key, elem } => {
+                if **key == Type::Int {
+                    write!(f, "{elem}[]")
+                } else {
+                    write!(f, "{elem}[{key}]")
+                }
+            }
+            Type::Struct(n) => f.write_str(n),
+            Type::Error => f.write_str("<error>"),
+        }
+    }
+}
