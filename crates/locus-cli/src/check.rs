@@ -24,7 +24,8 @@ pub struct CheckArgs {
 pub fn run(a: CheckArgs) -> Result<()> {
     let mut failed = 0;
     for path in &a.files {
-        let text = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
         let src = Source::new(path.display().to_string(), String::from_utf8_lossy(&text));
         match compile(&src) {
             Ok(program) => {

@@ -15,13 +15,25 @@ pub struct Program {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
-    Import { path: Vec<Ident>, span: Span },
+    Import {
+        path: Vec<Ident>,
+        span: Span,
+    },
     /// `typedef name type[dims];`
-    Typedef { name: Ident, ty: TypeRef },
+    Typedef {
+        name: Ident,
+        ty: TypeRef,
+    },
     /// `type name { type field; … }`
-    Struct { name: Ident, fields: Vec<Param> },
+    Struct {
+        name: Ident,
+        fields: Vec<Param>,
+    },
     Func(FuncDef),
-    Main { body: Block, span: Span },
+    Main {
+        body: Block,
+        span: Span,
+    },
     Stmt(Stmt),
 }
 
@@ -64,7 +76,11 @@ pub enum FuncBody {
     Composite(Block),
     /// `"package" "version" "function"` or `[ "template" ]`: implemented
     /// outside Swift (a builtin of the runtime).
-    Leaf { package: String, version: String, target: String },
+    Leaf {
+        package: String,
+        version: String,
+        target: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -110,12 +126,27 @@ impl LValue {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StmtKind {
     /// `type a, b<map> = e, …;` (`global const` at top level)
-    Decl { ty: Ident, vars: Vec<DeclVar>, global: bool },
+    Decl {
+        ty: Ident,
+        vars: Vec<DeclVar>,
+        global: bool,
+    },
     /// `x = e;`, `A[i] = e;`, `s.f = e;`, `(a, b) = f(…);`
-    Assign { targets: Vec<LValue>, value: Expr },
+    Assign {
+        targets: Vec<LValue>,
+        value: Expr,
+    },
     Expr(Expr),
-    If { cond: Expr, then: Block, otherwise: Option<Block> },
-    Switch { scrutinee: Expr, cases: Vec<(Vec<Expr>, Block)>, default: Option<Block> },
+    If {
+        cond: Expr,
+        then: Block,
+        otherwise: Option<Block>,
+    },
+    Switch {
+        scrutinee: Expr,
+        cases: Vec<(Vec<Expr>, Block)>,
+        default: Option<Block>,
+    },
     Foreach {
         annotations: Vec<Annotation>,
         value: Ident,
@@ -124,8 +155,17 @@ pub enum StmtKind {
         body: Block,
     },
     /// `for (init; cond; update) { … }`: sequential, with loop-carried variables.
-    For { init: Vec<ForVar>, cond: Expr, update: Vec<(Ident, Expr)>, body: Block },
-    Wait { deep: bool, on: Vec<Expr>, body: Block },
+    For {
+        init: Vec<ForVar>,
+        cond: Expr,
+        update: Vec<(Ident, Expr)>,
+        body: Block,
+    },
+    Wait {
+        deep: bool,
+        on: Vec<Expr>,
+        body: Block,
+    },
     /// `a => b => c;`: each runs after the one before finished.
     Chain(Vec<Stmt>),
     Block(Block),
@@ -177,14 +217,22 @@ pub enum ExprKind {
     Str(String),
     Bool(bool),
     Var(String),
-    Call { name: Ident, args: Vec<Expr>, annotations: Vec<Annotation> },
+    Call {
+        name: Ident,
+        args: Vec<Expr>,
+        annotations: Vec<Annotation>,
+    },
     Index(Box<Expr>, Box<Expr>),
     Field(Box<Expr>, Ident),
     Unary(UnOp, Box<Expr>),
     Binary(BinOp, Box<Expr>, Box<Expr>),
     Tuple(Vec<Expr>),
     Array(Vec<Expr>),
-    Range { lo: Box<Expr>, hi: Box<Expr>, step: Option<Box<Expr>> },
+    Range {
+        lo: Box<Expr>,
+        hi: Box<Expr>,
+        step: Option<Box<Expr>>,
+    },
     Dict(Vec<(Expr, Expr)>),
     /// `@f` in an app command line: the file's name.
     FileName(Box<Expr>),

@@ -7,8 +7,8 @@ use crate::types::Type;
 
 /// Modules a script may import. Functions of `builtins` need no import.
 pub const MODULES: &[&str] = &[
-    "assert", "blob", "builtins", "files", "io", "launch", "location", "math", "python", "R", "random", "stats",
-    "string", "sys", "unix",
+    "assert", "blob", "builtins", "files", "io", "launch", "location", "math", "python", "R",
+    "random", "stats", "string", "sys", "unix",
 ];
 
 /// (module, name, signature)
@@ -37,7 +37,11 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("builtins", "min_float", "float float -> float"),
     ("builtins", "abs_integer", "int -> int"),
     ("builtins", "abs_float", "float -> float"),
-    ("builtins", "location", "int strictness accuracy -> location"),
+    (
+        "builtins",
+        "location",
+        "int strictness accuracy -> location",
+    ),
     // Locus storage builtins (seeds 001, 004): where files live.
     ("builtins", "lookup", "string -> string"),
     ("builtins", "ip2rank", "string -> location"),
@@ -50,7 +54,11 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("string", "substring", "string int int -> string"),
     ("string", "find", "string string int int -> int"),
     ("string", "replace", "string string string int -> string"),
-    ("string", "replace_all", "string string string int -> string"),
+    (
+        "string",
+        "replace_all",
+        "string string string int -> string",
+    ),
     ("string", "split", "string string -> string[]"),
     ("string", "string_join", "string[] string -> string"),
     ("string", "trim", "string -> string"),
@@ -158,7 +166,10 @@ pub fn lookup(name: &str) -> Option<Signature> {
             required = inputs.len();
         }
     }
-    let outputs = outs.split_whitespace().map(|w| kind_type(parse_type(w))).collect();
+    let outputs = outs
+        .split_whitespace()
+        .map(|w| kind_type(parse_type(w)))
+        .collect();
     Some(Signature {
         module,
         name,
@@ -170,7 +181,10 @@ pub fn lookup(name: &str) -> Option<Signature> {
 }
 
 pub fn constant(name: &str) -> Option<(&'static str, Type)> {
-    CONSTANTS.iter().find(|(_, n, _)| *n == name).map(|(m, _, t)| (*m, t.clone()))
+    CONSTANTS
+        .iter()
+        .find(|(_, n, _)| *n == name)
+        .map(|(m, _, t)| (*m, t.clone()))
 }
 
 #[cfg(test)]

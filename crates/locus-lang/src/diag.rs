@@ -35,7 +35,11 @@ impl Diagnostic {
         };
         let mut out = self.headline(src);
         let gutter = line.to_string();
-        let _ = write!(out, "\n {gutter} | {text}\n {} | ", " ".repeat(gutter.len()));
+        let _ = write!(
+            out,
+            "\n {gutter} | {text}\n {} | ",
+            " ".repeat(gutter.len())
+        );
         // Keep tabs so the caret lines up with the source.
         for c in text.chars().take(col - 1) {
             out.push(if c == '\t' { '\t' } else { ' ' });

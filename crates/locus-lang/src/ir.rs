@@ -57,7 +57,11 @@ pub enum FnKind {
     /// command line needs before the task is put.
     App(AppTemplate),
     /// Implemented by the runtime (`"package" "version" "function"`).
-    Leaf { package: String, version: String, target: String },
+    Leaf {
+        package: String,
+        version: String,
+        target: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -109,26 +113,96 @@ pub struct CallOpts {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Stmt {
     /// Creates a future; a file may be mapped to the name in `mapping`.
-    Decl { var: VarId, mapping: Option<VarId> },
-    Const { dst: VarId, value: Const },
-    Op { dst: VarId, op: Op, args: Vec<VarId> },
+    Decl {
+        var: VarId,
+        mapping: Option<VarId>,
+    },
+    Const {
+        dst: VarId,
+        value: Const,
+    },
+    Op {
+        dst: VarId,
+        op: Op,
+        args: Vec<VarId>,
+    },
     /// A builtin that produces nothing (`trace`, `printf`, `assert`, …).
-    Effect { op: String, args: Vec<VarId> },
-    Call { func: String, outs: Vec<VarId>, args: Vec<VarId>, opts: CallOpts },
-    Copy { dst: VarId, src: VarId },
-    If { cond: VarId, then: Vec<Stmt>, otherwise: Vec<Stmt> },
-    Switch { on: VarId, cases: Vec<(Vec<i64>, Vec<Stmt>)>, default: Vec<Stmt> },
-    ForeachArray { array: VarId, value: VarId, index: Option<VarId>, body: Vec<Stmt>, opts: LoopOpts },
-    ForeachRange { lo: VarId, hi: VarId, step: Option<VarId>, value: VarId, index: Option<VarId>, body: Vec<Stmt>, opts: LoopOpts },
+    Effect {
+        op: String,
+        args: Vec<VarId>,
+    },
+    Call {
+        func: String,
+        outs: Vec<VarId>,
+        args: Vec<VarId>,
+        opts: CallOpts,
+    },
+    Copy {
+        dst: VarId,
+        src: VarId,
+    },
+    If {
+        cond: VarId,
+        then: Vec<Stmt>,
+        otherwise: Vec<Stmt>,
+    },
+    Switch {
+        on: VarId,
+        cases: Vec<(Vec<i64>, Vec<Stmt>)>,
+        default: Vec<Stmt>,
+    },
+    ForeachArray {
+        array: VarId,
+        value: VarId,
+        index: Option<VarId>,
+        body: Vec<Stmt>,
+        opts: LoopOpts,
+    },
+    ForeachRange {
+        lo: VarId,
+        hi: VarId,
+        step: Option<VarId>,
+        value: VarId,
+        index: Option<VarId>,
+        body: Vec<Stmt>,
+        opts: LoopOpts,
+    },
     /// A sequential `for` loop: each iteration's variables are new futures.
-    Loop { vars: Vec<(VarId, VarId)>, cond: Vec<Stmt>, test: VarId, body: Vec<Stmt>, next: Vec<Stmt>, updates: Vec<(VarId, VarId)> },
-    Wait { vars: Vec<VarId>, deep: bool, body: Vec<Stmt> },
+    Loop {
+        vars: Vec<(VarId, VarId)>,
+        cond: Vec<Stmt>,
+        test: VarId,
+        body: Vec<Stmt>,
+        next: Vec<Stmt>,
+        updates: Vec<(VarId, VarId)>,
+    },
+    Wait {
+        vars: Vec<VarId>,
+        deep: bool,
+        body: Vec<Stmt>,
+    },
     /// `a => b`: each part starts when everything the previous one did is done.
     Seq(Vec<Vec<Stmt>>),
-    ArrayInsert { array: VarId, index: VarId, value: VarId },
-    ArrayGet { dst: VarId, array: VarId, index: VarId },
-    StructSet { target: VarId, field: String, value: VarId },
-    StructGet { dst: VarId, src: VarId, field: String },
+    ArrayInsert {
+        array: VarId,
+        index: VarId,
+        value: VarId,
+    },
+    ArrayGet {
+        dst: VarId,
+        array: VarId,
+        index: VarId,
+    },
+    StructSet {
+        target: VarId,
+        field: String,
+        value: VarId,
+    },
+    StructGet {
+        dst: VarId,
+        src: VarId,
+        field: String,
+    },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -149,7 +223,10 @@ impl Function {
     }
 
     fn vars(&self, ids: &[VarId]) -> String {
-        ids.iter().map(|&i| self.var(i)).collect::<Vec<_>>().join(", ")
+        ids.iter()
+            .map(|&i| self.var(i))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn typed(&self, ids: &[VarId]) -> String {
@@ -190,10 +267,20 @@ impl Function {
             Stmt::Effect { op, args } => {
                 let _ = writeln!(out, "{pad}{op}({})", self.vars(args));
             }
-            Stmt::Call { func, outs, args, opts } => {
+            Stmt::Call {
+                func,
+                outs,
+                args,
+                opts,
+            } => {
                 let mut o = String::new();
                 if let Some(l) = opts.location {
-                    let _ = write!(o, " @location={}{}", v(l), if opts.soft { " SOFT" } else { "" });
+                    let _ = write!(
+                        o,
+                        " @location={}{}",
+                        v(l),
+                        if opts.soft { " SOFT" } else { "" }
+                    );
                 }
                 if let Some(p) = opts.prio {
                     let _ = write!(o, " @prio={}", v(p));
@@ -201,12 +288,21 @@ impl Function {
                 if let Some(p) = opts.par {
                     let _ = write!(o, " @par={}", v(p));
                 }
-                let _ = writeln!(out, "{pad}({}) = call {func}({}){o}", self.vars(outs), self.vars(args));
+                let _ = writeln!(
+                    out,
+                    "{pad}({}) = call {func}({}){o}",
+                    self.vars(outs),
+                    self.vars(args)
+                );
             }
             Stmt::Copy { dst, src } => {
                 let _ = writeln!(out, "{pad}{} = {}", v(*dst), v(*src));
             }
-            Stmt::If { cond, then, otherwise } => {
+            Stmt::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 self.open(out, depth, format!("if {}", v(*cond)), then);
                 if !otherwise.is_empty() {
                     self.open(out, depth, "else".into(), otherwise);
@@ -220,21 +316,63 @@ impl Function {
                 self.open(out, depth + 1, "default".into(), default);
                 let _ = writeln!(out, "{pad}}}");
             }
-            Stmt::ForeachArray { array, value, index, body, opts } => {
+            Stmt::ForeachArray {
+                array,
+                value,
+                index,
+                body,
+                opts,
+            } => {
                 let idx = index.map_or(String::new(), |i| format!(", {}", v(i)));
-                self.open(out, depth, format!("foreach {}{idx} in {} {opts:?}", v(*value), v(*array)), body);
+                self.open(
+                    out,
+                    depth,
+                    format!("foreach {}{idx} in {} {opts:?}", v(*value), v(*array)),
+                    body,
+                );
             }
-            Stmt::ForeachRange { lo, hi, step, value, index, body, opts } => {
+            Stmt::ForeachRange {
+                lo,
+                hi,
+                step,
+                value,
+                index,
+                body,
+                opts,
+            } => {
                 let idx = index.map_or(String::new(), |i| format!(", {}", v(i)));
                 let st = step.map_or(String::new(), |s| format!(":{}", v(s)));
-                self.open(out, depth, format!("foreach {}{idx} in [{}:{}{st}] {opts:?}", v(*value), v(*lo), v(*hi)), body);
+                self.open(
+                    out,
+                    depth,
+                    format!(
+                        "foreach {}{idx} in [{}:{}{st}] {opts:?}",
+                        v(*value),
+                        v(*lo),
+                        v(*hi)
+                    ),
+                    body,
+                );
             }
-            Stmt::Loop { vars, cond, test, body, next, updates } => {
-                let init: Vec<String> = vars.iter().map(|(a, b)| format!("{} = {}", v(*a), v(*b))).collect();
+            Stmt::Loop {
+                vars,
+                cond,
+                test,
+                body,
+                next,
+                updates,
+            } => {
+                let init: Vec<String> = vars
+                    .iter()
+                    .map(|(a, b)| format!("{} = {}", v(*a), v(*b)))
+                    .collect();
                 let _ = writeln!(out, "{pad}loop ({}) {{", init.join(", "));
                 self.open(out, depth + 1, format!("while {}", v(*test)), cond);
                 self.open(out, depth + 1, "body".into(), body);
-                let upd: Vec<String> = updates.iter().map(|(a, b)| format!("{} = {}", v(*a), v(*b))).collect();
+                let upd: Vec<String> = updates
+                    .iter()
+                    .map(|(a, b)| format!("{} = {}", v(*a), v(*b)))
+                    .collect();
                 self.open(out, depth + 1, format!("next ({})", upd.join(", ")), next);
                 let _ = writeln!(out, "{pad}}}");
             }
@@ -249,13 +387,21 @@ impl Function {
                 }
                 let _ = writeln!(out, "{pad}}}");
             }
-            Stmt::ArrayInsert { array, index, value } => {
+            Stmt::ArrayInsert {
+                array,
+                index,
+                value,
+            } => {
                 let _ = writeln!(out, "{pad}{}[{}] = {}", v(*array), v(*index), v(*value));
             }
             Stmt::ArrayGet { dst, array, index } => {
                 let _ = writeln!(out, "{pad}{} = {}[{}]", v(*dst), v(*array), v(*index));
             }
-            Stmt::StructSet { target, field, value } => {
+            Stmt::StructSet {
+                target,
+                field,
+                value,
+            } => {
                 let _ = writeln!(out, "{pad}{}.{field} = {}", v(*target), v(*value));
             }
             Stmt::StructGet { dst, src, field } => {
@@ -292,13 +438,21 @@ impl fmt::Display for Function {
                     })
                     .collect();
                 let _ = writeln!(out, "  command: {}", words.join(" "));
-                for (name, slot) in [("stdin", t.stdin), ("stdout", t.stdout), ("stderr", t.stderr)] {
+                for (name, slot) in [
+                    ("stdin", t.stdin),
+                    ("stdout", t.stdout),
+                    ("stderr", t.stderr),
+                ] {
                     if let Some(i) = slot {
                         let _ = writeln!(out, "  {name}: {}", self.var(i));
                     }
                 }
             }
-            FnKind::Leaf { package, version, target } => {
+            FnKind::Leaf {
+                package,
+                version,
+                target,
+            } => {
                 let _ = writeln!(out, "  implementation: {package} {version} {target:?}");
             }
             FnKind::Composite => {}

@@ -23,8 +23,8 @@ pub struct Token {
 
 /// Symbols, longest first so that `%/` wins over `%`.
 const SYMBOLS: &[&str] = &[
-    "=>", "==", "!=", "<=", ">=", "&&", "||", "**", "%/", "%%", "(", ")", "{", "}", "[", "]", "<", ">", "=", ";",
-    ",", ":", ".", "+", "-", "*", "/", "%", "!", "@",
+    "=>", "==", "!=", "<=", ">=", "&&", "||", "**", "%/", "%%", "(", ")", "{", "}", "[", "]", "<",
+    ">", "=", ";", ",", ":", ".", "+", "-", "*", "/", "%", "!", "@",
 ];
 
 pub fn lex(text: &str) -> (Vec<Token>, Vec<Diagnostic>) {
@@ -90,12 +90,17 @@ impl Lexer<'_> {
                     } else {
                         let ch = rest.chars().next().expect("not at end");
                         self.pos += ch.len_utf8();
-                        self.error(start, self.pos, format!("unexpected character '{}'", ch.escape_default()));
+                        self.error(
+                            start,
+                            self.pos,
+                            format!("unexpected character '{}'", ch.escape_default()),
+                        );
                     }
                 }
             }
         }
-        let end = self.bytes.len();
+        // "found end of file" points just after the last token.
+        let end = self.tokens.last().map_or(0, |t| t.span.end as usize);
         self.tokens.push(Token {
             tok: Tok::Eof,
             span: Span::new(end, end),
@@ -137,7 +142,11 @@ impl Lexer<'_> {
             let text = &self.text[digits..self.pos];
             match i64::from_str_radix(text, radix) {
                 Ok(v) => self.push(Tok::Int(v), start),
-                Err(_) => self.error(start, self.pos, format!("invalid integer literal '{}'", &self.text[start..self.pos])),
+                Err(_) => self.error(
+                    start,
+                    self.pos,
+                    format!("invalid integer literal '{}'", &self.text[start..self.pos]),
+                ),
             }
             return;
         }
@@ -153,7 +162,8 @@ impl Lexer<'_> {
             }
         }
         if matches!(self.peek(0), b'e' | b'E')
-            && (self.peek(1).is_ascii_digit() || (matches!(self.peek(1), b'+' | b'-') && self.peek(2).is_ascii_digit()))
+            && (self.peek(1).is_ascii_digit()
+                || (matches!(self.peek(1), b'+' | b'-') && self.peek(2).is_ascii_digit()))
         {
             is_float = true;
             self.pos += 2;
@@ -165,7 +175,11 @@ impl Lexer<'_> {
             while self.peek(0) == b'_' || self.peek(0).is_ascii_alphanumeric() {
                 self.pos += 1;
             }
-            self.error(start, self.pos, format!("invalid number '{}'", &self.text[start..self.pos]));
+            self.error(
+                start,
+                self.pos,
+                format!("invalid number '{}'", &self.text[start..self.pos]),
+            );
             return;
         }
         let text = &self.text[start..self.pos];
@@ -210,7 +224,11 @@ impl Lexer<'_> {
                     break;
                 }
                 '\n' if !triple => {
-                    self.error(start, start + 1, "unterminated string literal (use \"\"\" for text spanning lines)");
+                    self.error(
+                        start,
+                        start + 1,
+                        "unterminated string literal (use \"\"\" for text spanning lines)",
+                    );
                     return;
                 }
                 '\\' => {
@@ -285,22 +303,30 @@ mod tests {
                 Tok::Eof
             ]
         );
-        assert_eq!(toks("\"\"\"a\n\"b\"\"\"\""), vec![Tok::Str("a\n\"b".into()), Tok::Eof]);
-        assert_eq!(toks("a %/ b %% c % d"), vec![
-            Tok::Ident("a".into()),
-            Tok::Sym("%/"),
-            Tok::Ident("b".into()),
-            Tok::Sym("%%"),
-            Tok::Ident("c".into()),
-            Tok::Sym("%"),
-            Tok::Ident("d".into()),
-            Tok::Eof
-        ]);
+        assert_eq!(
+            toks("\"\"\"a\n\"b\" c\"\"\""),
+            vec![Tok::Str("a\n\"b\" c".into()), Tok::Eof]
+        );
+        assert_eq!(
+            toks("a %/ b %% c % d"),
+            vec![
+                Tok::Ident("a".into()),
+                Tok::Sym("%/"),
+                Tok::Ident("b".into()),
+                Tok::Sym("%%"),
+                Tok::Ident("c".into()),
+                Tok::Sym("%"),
+                Tok::Ident("d".into()),
+                Tok::Eof
+            ]
+        );
     }
 
     #[test]
     fn errors_are_reported_not_panicked() {
-        for bad in ["\"open", "/* open", "0x", "12abc", "\"\\q\"", "$", "\"\\x4\""] {
+        for bad in [
+            "\"open", "/* open", "0x", "12abc", "\"\\q\"", "$", "\"\\x4\"",
+        ] {
             let (_, d) = lex(bad);
             assert!(!d.is_empty(), "{bad}");
         }

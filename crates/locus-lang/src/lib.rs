@@ -18,8 +18,16 @@ pub use source::Source;
 /// sorted by position.
 pub fn compile(src: &Source) -> Result<ir::Program, Vec<Diagnostic>> {
     let (tokens, mut diags) = lexer::lex(&src.text);
+    let eof = tokens.last().map_or(0, |t| t.span.start);
     let (ast, parse_diags) = parser::parse(tokens);
-    diags.extend(parse_diags);
+    // A bad token usually derails the parse of its own line, and an
+    // unterminated string or comment the end of the file: those echoes of a
+    // lexical error are not reported.
+    let lex_lines: Vec<usize> = diags.iter().map(|d| src.line_col(d.span.start).0).collect();
+    diags.extend(parse_diags.into_iter().filter(|d| {
+        lex_lines.is_empty()
+            || !(lex_lines.contains(&src.line_col(d.span.start).0) || d.span.start >= eof)
+    }));
     let (program, check_diags) = lower::lower(&ast);
     // Checking a tree with syntax errors in it would report their echoes.
     if diags.is_empty() {

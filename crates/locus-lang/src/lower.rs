@@ -58,7 +58,11 @@ pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
     for item in &prog.items {
         match item {
             ast::Item::Import { path, span } => {
-                let name = path.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(".");
+                let name = path
+                    .iter()
+                    .map(|p| p.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(".");
                 if !builtins::MODULES.contains(&name.as_str()) {
                     diags.push(Diagnostic::new(*span, format!("unknown module '{name}'")));
                 } else if g.imports.insert(name.clone()) {
@@ -70,7 +74,10 @@ pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
                     || g.structs.contains_key(&name.name)
                     || g.typedefs.contains_key(&name.name)
                 {
-                    diags.push(Diagnostic::new(name.span, format!("type '{}' is already defined", name.name)));
+                    diags.push(Diagnostic::new(
+                        name.span,
+                        format!("type '{}' is already defined", name.name),
+                    ));
                 } else if let ast::Item::Struct { .. } = item {
                     g.structs.insert(name.name.clone(), Vec::new());
                 } else {
@@ -91,7 +98,10 @@ pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
                 let mut out = Vec::new();
                 for f in fields {
                     if !seen.insert(f.name.name.clone()) {
-                        diags.push(Diagnostic::new(f.name.span, format!("field '{}' is defined twice", f.name.name)));
+                        diags.push(Diagnostic::new(
+                            f.name.span,
+                            format!("field '{}' is defined twice", f.name.name),
+                        ));
                     }
                     out.push((f.name.name.clone(), resolve_type(&g, &f.ty, &mut diags)));
                 }
@@ -104,21 +114,37 @@ pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
         match item {
             ast::Item::Func(f) => {
                 if g.functions.contains_key(&f.name.name) {
-                    diags.push(Diagnostic::new(f.name.span, format!("function '{}' is defined twice", f.name.name)));
+                    diags.push(Diagnostic::new(
+                        f.name.span,
+                        format!("function '{}' is defined twice", f.name.name),
+                    ));
                     continue;
                 }
                 let sig = FnSig {
-                    inputs: f.inputs.iter().map(|p| ParamKind::Is(resolve_type(&g, &p.ty, &mut diags))).collect(),
+                    inputs: f
+                        .inputs
+                        .iter()
+                        .map(|p| ParamKind::Is(resolve_type(&g, &p.ty, &mut diags)))
+                        .collect(),
                     required: f.inputs.len(),
                     variadic: false,
-                    outputs: f.outputs.iter().map(|p| resolve_type(&g, &p.ty, &mut diags)).collect(),
+                    outputs: f
+                        .outputs
+                        .iter()
+                        .map(|p| resolve_type(&g, &p.ty, &mut diags))
+                        .collect(),
                     task: !matches!(f.body, ast::FuncBody::Composite(_)),
                     builtin: false,
                 };
                 g.functions.insert(f.name.name.clone(), sig);
             }
             ast::Item::Stmt(ast::Stmt {
-                kind: StmtKind::Decl { ty, vars, global: true },
+                kind:
+                    StmtKind::Decl {
+                        ty,
+                        vars,
+                        global: true,
+                    },
                 ..
             }) => {
                 let t = resolve_type(
@@ -167,7 +193,9 @@ pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
     let mut mains = 0;
     for item in &prog.items {
         match item {
-            ast::Item::Stmt(s) if !matches!(s.kind, StmtKind::Decl { global: true, .. }) => cx.stmt(s, &mut body),
+            ast::Item::Stmt(s) if !matches!(s.kind, StmtKind::Decl { global: true, .. }) => {
+                cx.stmt(s, &mut body)
+            }
             ast::Item::Main { body: b, span } => {
                 mains += 1;
                 if mains > 1 {
@@ -178,7 +206,13 @@ pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
             _ => {}
         }
     }
-    let main = cx.finish("main".into(), ir::FnKind::Composite, Vec::new(), Vec::new(), body);
+    let main = cx.finish(
+        "main".into(),
+        ir::FnKind::Composite,
+        Vec::new(),
+        Vec::new(),
+        body,
+    );
     let structs = g
         .structs
         .iter()
@@ -213,7 +247,10 @@ fn resolve_name(g: &Globals, name: &Ident, diags: &mut Vec<Diagnostic>) -> Type 
     if let Some(t) = g.typedefs.get(&name.name) {
         return t.clone();
     }
-    diags.push(Diagnostic::new(name.span, format!("unknown type '{}'", name.name)));
+    diags.push(Diagnostic::new(
+        name.span,
+        format!("unknown type '{}'", name.name),
+    ));
     Type::Error
 }
 
@@ -225,8 +262,14 @@ fn wrap_dims(g: &Globals, base: Type, dims: &[Option<Ident>], diags: &mut Vec<Di
             None => Type::Int,
             Some(k) => {
                 let kt = resolve_name(g, k, diags);
-                if !matches!(kt, Type::Int | Type::String | Type::Float | Type::Bool | Type::Error) {
-                    diags.push(Diagnostic::new(k.span, format!("arrays cannot be keyed by {kt}")));
+                if !matches!(
+                    kt,
+                    Type::Int | Type::String | Type::Float | Type::Bool | Type::Error
+                ) {
+                    diags.push(Diagnostic::new(
+                        k.span,
+                        format!("arrays cannot be keyed by {kt}"),
+                    ));
                 }
                 kt
             }
@@ -239,7 +282,11 @@ fn wrap_dims(g: &Globals, base: Type, dims: &[Option<Ident>], diags: &mut Vec<Di
     t
 }
 
-fn lower_function(g: &Globals, f: &ast::FuncDef, diags: &mut Vec<Diagnostic>) -> Option<ir::Function> {
+fn lower_function(
+    g: &Globals,
+    f: &ast::FuncDef,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<ir::Function> {
     let mut cx = FnCx::new(g, diags);
     let mut pure_fn = false;
     let mut dispatch = None;
@@ -253,15 +300,25 @@ fn lower_function(g: &Globals, f: &ast::FuncDef, diags: &mut Vec<Diagnostic>) ->
                 _ => cx.error(a.span, "@dispatch takes WORKER, CONTROL or LOCAL"),
             },
             "par" | "builtin_op" | "stc_intrinsic" | "implements" | "sync" | "suppress" => {}
-            other => cx.error(a.name.span, format!("unknown function annotation '@{other}'")),
+            other => cx.error(
+                a.name.span,
+                format!("unknown function annotation '@{other}'"),
+            ),
         }
     }
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
-    for (params, out, is_output) in [(&f.inputs, &mut inputs, false), (&f.outputs, &mut outputs, true)] {
+    for (params, out, is_output) in [
+        (&f.inputs, &mut inputs, false),
+        (&f.outputs, &mut outputs, true),
+    ] {
         for p in params {
             let ty = resolve_type(g, &p.ty, &mut Vec::new());
-            let id = cx.declare(&p.name, ty, if is_output { Role::Output } else { Role::Input });
+            let id = cx.declare(
+                &p.name,
+                ty,
+                if is_output { Role::Output } else { Role::Input },
+            );
             out.push(id);
         }
     }
@@ -273,7 +330,10 @@ fn lower_function(g: &Globals, f: &ast::FuncDef, diags: &mut Vec<Diagnostic>) ->
                 if !cx.ever_assigned.contains(&id) && cx.vars[id as usize].ty != Type::Void {
                     cx.error(
                         p.name.span,
-                        format!("output '{}' of '{}' is never assigned", p.name.name, f.name.name),
+                        format!(
+                            "output '{}' of '{}' is never assigned",
+                            p.name.name, f.name.name
+                        ),
                     );
                 }
             }
@@ -294,7 +354,10 @@ fn lower_function(g: &Globals, f: &ast::FuncDef, diags: &mut Vec<Diagnostic>) ->
                 e.as_ref().map(|e| {
                     let (id, t) = cx.expr(e, body, None);
                     if !matches!(t, Type::File | Type::String | Type::Error) {
-                        cx.error(e.span, format!("a redirection takes a file or a file name, not {t}"));
+                        cx.error(
+                            e.span,
+                            format!("a redirection takes a file or a file name, not {t}"),
+                        );
                     }
                     id
                 })
@@ -405,7 +468,10 @@ impl<'a> FnCx<'a> {
 
     fn temp(&mut self, ty: Type, out: &mut Vec<Stmt>) -> VarId {
         let id = self.new_var("t", ty);
-        out.push(Stmt::Decl { var: id, mapping: None });
+        out.push(Stmt::Decl {
+            var: id,
+            mapping: None,
+        });
         id
     }
 
@@ -416,21 +482,32 @@ impl<'a> FnCx<'a> {
     /// Declares `name` in the innermost scope; shadowing is an error.
     fn declare(&mut self, name: &Ident, ty: Type, role: Role) -> VarId {
         if self.lookup(&name.name).is_some() {
-            let what = if self.scopes.last().is_some_and(|s| s.contains_key(&name.name)) {
+            let what = if self
+                .scopes
+                .last()
+                .is_some_and(|s| s.contains_key(&name.name))
+            {
                 "is already declared"
             } else {
                 "shadows a variable of an enclosing scope"
             };
             self.error(name.span, format!("'{}' {what}", name.name));
         } else if self.g.consts.contains_key(&name.name) {
-            self.error(name.span, format!("'{}' shadows a global constant", name.name));
+            self.error(
+                name.span,
+                format!("'{}' shadows a global constant", name.name),
+            );
         }
         let id = self.new_var(&name.name, ty);
         let loop_depth = self.loop_depth;
-        self.scopes
-            .last_mut()
-            .expect("a scope")
-            .insert(name.name.clone(), Local { id, role, loop_depth });
+        self.scopes.last_mut().expect("a scope").insert(
+            name.name.clone(),
+            Local {
+                id,
+                role,
+                loop_depth,
+            },
+        );
         id
     }
 
@@ -456,7 +533,10 @@ impl<'a> FnCx<'a> {
             None => return,
         };
         if role == Role::Input {
-            self.error(name.span, format!("'{}' is an input and cannot be assigned", name.name));
+            self.error(
+                name.span,
+                format!("'{}' is an input and cannot be assigned", name.name),
+            );
             return;
         }
         if loop_depth < self.loop_depth {
@@ -470,7 +550,10 @@ impl<'a> FnCx<'a> {
             return;
         }
         if self.assigned.contains_key(&id) {
-            self.error(name.span, format!("'{}' is assigned more than once", name.name));
+            self.error(
+                name.span,
+                format!("'{}' is assigned more than once", name.name),
+            );
             return;
         }
         self.assigned.insert(id, name.span);
@@ -532,7 +615,11 @@ impl<'a> FnCx<'a> {
                     self.error(e.span, "only calls can be statements");
                 }
             }
-            StmtKind::If { cond, then, otherwise } => {
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
                 let (c, t) = self.expr(cond, out, Some(&Type::Bool));
                 if !Type::Bool.accepts(&t) {
                     self.error(cond.span, format!("a condition must be boolean, not {t}"));
@@ -551,7 +638,11 @@ impl<'a> FnCx<'a> {
                     otherwise: else_ir,
                 });
             }
-            StmtKind::Switch { scrutinee, cases, default } => {
+            StmtKind::Switch {
+                scrutinee,
+                cases,
+                default,
+            } => {
                 let (on, t) = self.expr(scrutinee, out, Some(&Type::Int));
                 if !Type::Int.accepts(&t) {
                     self.error(scrutinee.span, format!("switch takes an int, not {t}"));
@@ -584,7 +675,11 @@ impl<'a> FnCx<'a> {
                 let mut bodies: Vec<Vec<Stmt>> = vec![Vec::new(); cases.len() + 1];
                 let empty = Vec::new();
                 self.branches(cases.len() + 1, |cx, i| {
-                    let b = if i < cases.len() { &cases[i].1 } else { default.as_ref().unwrap_or(&empty) };
+                    let b = if i < cases.len() {
+                        &cases[i].1
+                    } else {
+                        default.as_ref().unwrap_or(&empty)
+                    };
                     cx.block(b, &mut bodies[i]);
                 });
                 let default_ir = bodies.pop().unwrap_or_default();
@@ -637,7 +732,10 @@ impl<'a> FnCx<'a> {
         if targets.len() > 1 {
             // `(a, b) = f(…)`
             if !matches!(value.kind, ExprKind::Call { .. }) {
-                self.error(value.span, "several variables can only be assigned from a call");
+                self.error(
+                    value.span,
+                    "several variables can only be assigned from a call",
+                );
                 return;
             }
             let mut outs = Vec::new();
@@ -674,7 +772,10 @@ impl<'a> FnCx<'a> {
                             self.error(value.span, "this call returns nothing");
                         }
                         let id = self.declare(name, t, Role::Local);
-                        out.push(Stmt::Decl { var: id, mapping: None });
+                        out.push(Stmt::Decl {
+                            var: id,
+                            mapping: None,
+                        });
                         out.push(Stmt::Copy { dst: id, src });
                         self.note_assign(name, id);
                         return;
@@ -701,8 +802,16 @@ impl<'a> FnCx<'a> {
                     self.ever_assigned.insert(id);
                 }
                 match container {
-                    Container::Index(array, index) => out.push(Stmt::ArrayInsert { array, index, value: v }),
-                    Container::Field(target, field) => out.push(Stmt::StructSet { target, field, value: v }),
+                    Container::Index(array, index) => out.push(Stmt::ArrayInsert {
+                        array,
+                        index,
+                        value: v,
+                    }),
+                    Container::Field(target, field) => out.push(Stmt::StructSet {
+                        target,
+                        field,
+                        value: v,
+                    }),
                     Container::Error => {}
                 }
             }
@@ -729,7 +838,9 @@ impl<'a> FnCx<'a> {
                 let (c, t) = self.lvalue_parent(inner, out);
                 let dst = self.temp(t.clone(), out);
                 match c {
-                    Container::Index(array, index) => out.push(Stmt::ArrayGet { dst, array, index }),
+                    Container::Index(array, index) => {
+                        out.push(Stmt::ArrayGet { dst, array, index })
+                    }
                     Container::Field(src, field) => out.push(Stmt::StructGet { dst, src, field }),
                     Container::Error => return (Container::Error, Type::Error),
                 }
@@ -746,10 +857,18 @@ impl<'a> FnCx<'a> {
                 (Container::Index(bid, k), *elem)
             }
             (ast::LValue::Field(_, field), Type::Struct(s)) => {
-                match self.g.structs.get(&s).and_then(|f| f.iter().find(|(n, _)| *n == field.name)) {
+                match self
+                    .g
+                    .structs
+                    .get(&s)
+                    .and_then(|f| f.iter().find(|(n, _)| *n == field.name))
+                {
                     Some((_, t)) => (Container::Field(bid, field.name.clone()), t.clone()),
                     None => {
-                        self.error(field.span, format!("type {s} has no field '{}'", field.name));
+                        self.error(
+                            field.span,
+                            format!("type {s} has no field '{}'", field.name),
+                        );
                         (Container::Error, Type::Error)
                     }
                 }
@@ -841,7 +960,10 @@ impl<'a> FnCx<'a> {
             Type::Array { key, elem } => (*key, *elem),
             Type::Error => (Type::Error, Type::Error),
             t => {
-                self.error(source.span, format!("foreach iterates over an array or a range, not {t}"));
+                self.error(
+                    source.span,
+                    format!("foreach iterates over an array or a range, not {t}"),
+                );
                 (Type::Error, Type::Error)
             }
         };
@@ -913,9 +1035,15 @@ impl<'a> FnCx<'a> {
             let mut next = Vec::new();
             let mut updates = Vec::new();
             for (name, e) in update {
-                let Some(var) = vars.iter().find(|(id, _)| cx.vars[*id as usize].name == name.name).map(|v| v.0)
+                let Some(var) = vars
+                    .iter()
+                    .find(|(id, _)| cx.vars[*id as usize].name == name.name)
+                    .map(|v| v.0)
                 else {
-                    cx.error(name.span, format!("'{}' is not a variable of this loop", name.name));
+                    cx.error(
+                        name.span,
+                        format!("'{}' is not a variable of this loop", name.name),
+                    );
                     continue;
                 };
                 let ty = cx.vars[var as usize].ty.clone();
@@ -971,7 +1099,11 @@ impl<'a> FnCx<'a> {
                             self.error(key.span, format!("this array is indexed by {kt}, not {t}"));
                         }
                         let dst = self.temp((*elem).clone(), out);
-                        out.push(Stmt::ArrayGet { dst, array: b, index: k });
+                        out.push(Stmt::ArrayGet {
+                            dst,
+                            array: b,
+                            index: k,
+                        });
                         (dst, *elem)
                     }
                     Type::Error => (b, Type::Error),
@@ -985,7 +1117,12 @@ impl<'a> FnCx<'a> {
                 let (b, bt) = self.expr(base, out, None);
                 match &bt {
                     Type::Struct(s) => {
-                        match self.g.structs.get(s).and_then(|f| f.iter().find(|(n, _)| *n == field.name)) {
+                        match self
+                            .g
+                            .structs
+                            .get(s)
+                            .and_then(|f| f.iter().find(|(n, _)| *n == field.name))
+                        {
                             Some((_, t)) => {
                                 let t = t.clone();
                                 let dst = self.temp(t.clone(), out);
@@ -997,7 +1134,10 @@ impl<'a> FnCx<'a> {
                                 (dst, t)
                             }
                             None => {
-                                self.error(field.span, format!("type {s} has no field '{}'", field.name));
+                                self.error(
+                                    field.span,
+                                    format!("type {s} has no field '{}'", field.name),
+                                );
                                 (b, Type::Error)
                             }
                         }
@@ -1015,10 +1155,15 @@ impl<'a> FnCx<'a> {
                     UnOp::Not => Type::Bool.accepts(&t),
                     UnOp::Neg => t.is_numeric(),
                 };
-                if !ok {
+                let t = if !ok {
                     let sym = if *op == UnOp::Not { "!" } else { "-" };
                     self.error(e.span, format!("'{sym}' does not apply to {t}"));
-                }
+                    Type::Error
+                } else if *op == UnOp::Not {
+                    Type::Bool
+                } else {
+                    t
+                };
                 let dst = self.temp(t.clone(), out);
                 out.push(Stmt::Op {
                     dst,
@@ -1029,7 +1174,10 @@ impl<'a> FnCx<'a> {
             }
             ExprKind::Binary(op, l, r) => self.binary(*op, l, r, e.span, out, expected),
             ExprKind::Tuple(_) => {
-                self.error(e.span, "a parenthesised list is only allowed after the format operator '%'");
+                self.error(
+                    e.span,
+                    "a parenthesised list is only allowed after the format operator '%'",
+                );
                 (self.new_var("error", Type::Error), Type::Error)
             }
             ExprKind::Array(items) => {
@@ -1042,9 +1190,10 @@ impl<'a> FnCx<'a> {
                 for it in items {
                     let (v, t) = self.expr(it, out, elem_t.as_ref());
                     match &elem_t {
-                        Some(et) if !et.accepts(&t) => {
-                            self.error(it.span, format!("array elements must all be {et}, found {t}"))
-                        }
+                        Some(et) if !et.accepts(&t) => self.error(
+                            it.span,
+                            format!("array elements must all be {et}, found {t}"),
+                        ),
                         None => elem_t = Some(t),
                         _ => {}
                     }
@@ -1068,7 +1217,9 @@ impl<'a> FnCx<'a> {
             }
             ExprKind::Dict(pairs) => {
                 let (mut kt, mut vt) = match expected {
-                    Some(Type::Array { key, elem }) => (Some((**key).clone()), Some((**elem).clone())),
+                    Some(Type::Array { key, elem }) => {
+                        (Some((**key).clone()), Some((**elem).clone()))
+                    }
                     _ => (None, None),
                 };
                 let mut entries = Vec::new();
@@ -1179,7 +1330,10 @@ impl<'a> FnCx<'a> {
         if op == BinOp::Format {
             let (f, ft) = self.expr(l, out, Some(&Type::String));
             if !Type::String.accepts(&ft) {
-                self.error(l.span, format!("the format operator needs a string on the left, not {ft}"));
+                self.error(
+                    l.span,
+                    format!("the format operator needs a string on the left, not {ft}"),
+                );
             }
             let mut args = vec![f];
             let items: Vec<&Expr> = match &r.kind {
@@ -1202,14 +1356,21 @@ impl<'a> FnCx<'a> {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Pow => expected.cloned(),
             _ => None,
         };
-        let hint = if op == BinOp::Div { Some(Type::Float) } else { hint };
+        let hint = if op == BinOp::Div {
+            Some(Type::Float)
+        } else {
+            hint
+        };
         let (a, mut at) = self.expr(l, out, hint.as_ref());
         let (b, bt) = self.expr(r, out, Some(&at).filter(|t| t.is_numeric()));
         if at == Type::Int && bt == Type::Float && matches!(l.kind, ExprKind::Int(_)) {
             at = Type::Float;
         }
         let mismatch = |cx: &mut Self| {
-            cx.error(span, format!("'{}' cannot combine {at} and {bt}", op_symbol(op)));
+            cx.error(
+                span,
+                format!("'{}' cannot combine {at} and {bt}", op_symbol(op)),
+            );
             Type::Error
         };
         let both = |t: &Type| at.accepts(t) && bt.accepts(t);
@@ -1285,7 +1446,9 @@ impl<'a> FnCx<'a> {
 
     /// A call used as a value: it must return exactly one result.
     fn call_value(&mut self, e: &Expr, out: &mut Vec<Stmt>) -> (VarId, Type) {
-        let ExprKind::Call { name, .. } = &e.kind else { unreachable!("a call") };
+        let ExprKind::Call { name, .. } = &e.kind else {
+            unreachable!("a call")
+        };
         let Some(sig) = self.signature(name) else {
             self.call(e, None, out);
             return (self.new_var("error", Type::Error), Type::Error);
@@ -1302,7 +1465,13 @@ impl<'a> FnCx<'a> {
                 (self.new_var("void", Type::Void), Type::Void)
             }
             n => {
-                self.error(e.span, format!("'{}' returns {n} results; assign them with (a, b, …) = …", name.name));
+                self.error(
+                    e.span,
+                    format!(
+                        "'{}' returns {n} results; assign them with (a, b, …) = …",
+                        name.name
+                    ),
+                );
                 (self.new_var("error", Type::Error), Type::Error)
             }
         }
@@ -1318,7 +1487,14 @@ impl<'a> FnCx<'a> {
     /// Lowers a call whose results go to `outs` (`None`: a statement, so
     /// the results are dropped).
     fn call(&mut self, e: &Expr, outs: Option<&[(VarId, Type)]>, out: &mut Vec<Stmt>) {
-        let ExprKind::Call { name, args, annotations } = &e.kind else { unreachable!("a call") };
+        let ExprKind::Call {
+            name,
+            args,
+            annotations,
+        } = &e.kind
+        else {
+            unreachable!("a call")
+        };
         let Some(sig) = self.signature(name) else {
             self.error(name.span, format!("unknown function '{}'", name.name));
             for a in args {
@@ -1329,7 +1505,10 @@ impl<'a> FnCx<'a> {
         if sig.builtin {
             let module = builtins::lookup(&name.name).map_or("builtins", |s| s.module);
             if !self.g.imports.contains(module) {
-                self.error(name.span, format!("'{}' needs 'import {module};'", name.name));
+                self.error(
+                    name.span,
+                    format!("'{}' needs 'import {module};'", name.name),
+                );
             }
         }
         let n = args.len();
@@ -1343,7 +1522,11 @@ impl<'a> FnCx<'a> {
             };
             self.error(
                 e.span,
-                format!("'{}' takes {want} argument{}, given {n}", name.name, if want == "1" { "" } else { "s" }),
+                format!(
+                    "'{}' takes {want} argument{}, given {n}",
+                    name.name,
+                    if want == "1" { "" } else { "s" }
+                ),
             );
         }
         let mut arg_ids = Vec::new();
@@ -1372,10 +1555,19 @@ impl<'a> FnCx<'a> {
                 let want = match kind {
                     ParamKind::Is(w) => w.to_string(),
                     ParamKind::AnyArray => "an array".into(),
-                    ParamKind::Same => same.clone().map_or("the same type".into(), |s| s.to_string()),
+                    ParamKind::Same => same
+                        .clone()
+                        .map_or("the same type".into(), |s| s.to_string()),
                     ParamKind::Any => "a value".into(),
                 };
-                self.error(a.span, format!("argument {} of '{}' must be {want}, not {t}", i + 1, name.name));
+                self.error(
+                    a.span,
+                    format!(
+                        "argument {} of '{}' must be {want}, not {t}",
+                        i + 1,
+                        name.name
+                    ),
+                );
             }
             arg_ids.push(id);
         }
@@ -1425,19 +1617,31 @@ impl<'a> FnCx<'a> {
                 if !sig.outputs.is_empty() && o.len() != sig.outputs.len() {
                     self.error(
                         e.span,
-                        format!("'{}' returns {} results, {} expected", name.name, sig.outputs.len(), o.len()),
+                        format!(
+                            "'{}' returns {} results, {} expected",
+                            name.name,
+                            sig.outputs.len(),
+                            o.len()
+                        ),
                     );
                 } else if sig.outputs.is_empty() && !o.is_empty() {
                     self.error(e.span, format!("'{}' returns nothing", name.name));
                 }
                 for ((_, want), got) in o.iter().zip(&sig.outputs) {
                     if !want.accepts(got) {
-                        self.error(e.span, format!("expected {want}, but '{}' returns {got}", name.name));
+                        self.error(
+                            e.span,
+                            format!("expected {want}, but '{}' returns {got}", name.name),
+                        );
                     }
                 }
                 o.iter().map(|(id, _)| *id).collect()
             }
-            None => sig.outputs.iter().map(|t| self.temp(t.clone(), out)).collect(),
+            None => sig
+                .outputs
+                .iter()
+                .map(|t| self.temp(t.clone(), out))
+                .collect(),
         };
         if sig.builtin && sig.outputs.is_empty() {
             out.push(Stmt::Effect {

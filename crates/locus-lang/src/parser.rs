@@ -22,7 +22,7 @@ pub fn parse(tokens: Vec<Token>) -> (Program, Vec<Diagnostic>) {
         let before = p.pos;
         match p.item() {
             Ok(item) => items.push(item),
-            Err(()) => p.recover(),
+            Err(()) => p.skip_statement(before, true),
         }
         if p.pos == before {
             p.pos += 1;
@@ -148,22 +148,33 @@ impl Parser {
         }
     }
 
-    /// Skips past the end of the current statement: a `;` or a balanced `}`.
-    fn recover(&mut self) {
-        let mut depth = 0i32;
+    /// After an error in the statement that began at token `from`, skips to
+    /// its end: the `;` or `}` that closes it at its own nesting depth. A `}`
+    /// closing the enclosing block is left for the block, unless
+    /// `top_level` (there is none).
+    fn skip_statement(&mut self, from: usize, top_level: bool) {
+        let mut depth: i32 = 0;
+        for t in &self.toks[from..self.pos.min(self.toks.len())] {
+            match t.tok {
+                Tok::Sym("{") => depth += 1,
+                Tok::Sym("}") => depth -= 1,
+                _ => {}
+            }
+        }
         while !self.at_eof() {
             match self.tok() {
                 Tok::Sym("{") => depth += 1,
                 Tok::Sym("}") => {
+                    if depth <= 0 && !top_level {
+                        return;
+                    }
                     depth -= 1;
                     if depth <= 0 {
-                        if depth == 0 {
-                            self.bump();
-                        }
+                        self.bump();
                         return;
                     }
                 }
-                Tok::Sym(";") if depth == 0 => {
+                Tok::Sym(";") if depth <= 0 => {
                     self.bump();
                     return;
                 }
@@ -202,7 +213,8 @@ impl Parser {
             self.expect_sym(";")?;
             return Ok(Item::Typedef { name, ty });
         }
-        if self.is_word("type") && matches!(self.tok_at(1), Tok::Ident(_)) && self.is_sym_at(2, "{") {
+        if self.is_word("type") && matches!(self.tok_at(1), Tok::Ident(_)) && self.is_sym_at(2, "{")
+        {
             self.bump();
             let name = self.ident()?;
             self.expect_sym("{")?;
@@ -216,7 +228,9 @@ impl Parser {
             }
             return Ok(Item::Struct { name, fields });
         }
-        if self.is_word("main") && (self.is_sym_at(1, "{") || (self.is_sym_at(1, "(") && self.is_sym_at(2, ")"))) {
+        if self.is_word("main")
+            && (self.is_sym_at(1, "{") || (self.is_sym_at(1, "(") && self.is_sym_at(2, ")")))
+        {
             self.bump();
             if self.eat_sym("(") {
                 self.expect_sym(")")?;
@@ -231,7 +245,8 @@ impl Parser {
         if self.is_word("app") || self.starts_func_def() {
             return self.func_def(annotations, start).map(Item::Func);
         }
-        self.stmt_after_annotations(annotations, start).map(Item::Stmt)
+        self.stmt_after_annotations(annotations, start)
+            .map(Item::Stmt)
     }
 
     /// `( … ) name (` starts a composite or leaf function definition.
@@ -267,7 +282,9 @@ impl Parser {
 
     fn dims(&mut self) -> PResult<Vec<Option<Ident>>> {
         let mut dims = Vec::new();
-        while self.is_sym("[") && (self.is_sym_at(1, "]") || (matches!(self.tok_at(1), Tok::Ident(_)) && self.is_sym_at(2, "]")))
+        while self.is_sym("[")
+            && (self.is_sym_at(1, "]")
+                || (matches!(self.tok_at(1), Tok::Ident(_)) && self.is_sym_at(2, "]")))
         {
             self.bump();
             if self.eat_sym("]") {
@@ -294,7 +311,12 @@ impl Parser {
         self.expect_sym("(")?;
         let mut out = Vec::new();
         // `()` and `(void)` both declare no parameters.
-        if self.eat_sym(")") || (self.is_word("void") && self.is_sym_at(1, ")") && self.eat_word("void") && self.eat_sym(")")) {
+        if self.eat_sym(")")
+            || (self.is_word("void")
+                && self.is_sym_at(1, ")")
+                && self.eat_word("void")
+                && self.eat_sym(")"))
+        {
             return Ok(out);
         }
         loop {
@@ -312,10 +334,17 @@ impl Parser {
             let start = self.span();
             self.bump();
             let name = self.ident()?;
-            let value = if self.eat_sym("=") {
-                Some(self.postfix()?)
-            } else {
+            let value = if !self.eat_sym("=") {
                 None
+            } else if name.name == "dispatch" {
+                // `@dispatch=WORKER (int o) f(…)`: a bare mode, never a call.
+                let mode = self.ident()?;
+                Some(Expr {
+                    kind: ExprKind::Var(mode.name),
+                    span: mode.span,
+                })
+            } else {
+                Some(self.postfix()?)
             };
             out.push(Annotation {
                 name,
@@ -328,7 +357,11 @@ impl Parser {
 
     fn func_def(&mut self, annotations: Vec<Annotation>, start: Span) -> PResult<FuncDef> {
         let is_app = self.eat_word("app");
-        let outputs = if self.is_sym("(") { self.params()? } else { Vec::new() };
+        let outputs = if self.is_sym("(") {
+            self.params()?
+        } else {
+            Vec::new()
+        };
         let name = self.ident()?;
         let inputs = self.params()?;
         let body = if is_app {
@@ -386,7 +419,8 @@ impl Parser {
                 let at = self.span();
                 self.bump();
                 if let Tok::Ident(w) = self.tok().clone() {
-                    if matches!(w.as_str(), "stdin" | "stdout" | "stderr") && self.is_sym_at(1, "=") {
+                    if matches!(w.as_str(), "stdin" | "stdout" | "stderr") && self.is_sym_at(1, "=")
+                    {
                         self.bump();
                         self.bump();
                         let e = self.postfix()?;
@@ -428,7 +462,7 @@ impl Parser {
             let before = self.pos;
             match self.stmt() {
                 Ok(s) => stmts.push(s),
-                Err(()) => self.recover_in_block(),
+                Err(()) => self.skip_statement(before, false),
             }
             if self.pos == before {
                 self.bump();
@@ -438,39 +472,17 @@ impl Parser {
         Ok(stmts)
     }
 
-    /// Like `recover`, but stops before the `}` that closes the block.
-    fn recover_in_block(&mut self) {
-        let mut depth = 0i32;
-        while !self.at_eof() {
-            match self.tok() {
-                Tok::Sym("{") => depth += 1,
-                Tok::Sym("}") => {
-                    if depth == 0 {
-                        return;
-                    }
-                    depth -= 1;
-                    if depth == 0 {
-                        self.bump();
-                        return;
-                    }
-                }
-                Tok::Sym(";") if depth == 0 => {
-                    self.bump();
-                    return;
-                }
-                _ => {}
-            }
-            self.bump();
-        }
-    }
-
     fn stmt(&mut self) -> PResult<Stmt> {
         let start = self.span();
         let annotations = self.annotations()?;
         self.stmt_after_annotations(annotations, start)
     }
 
-    fn stmt_after_annotations(&mut self, annotations: Vec<Annotation>, start: Span) -> PResult<Stmt> {
+    fn stmt_after_annotations(
+        &mut self,
+        annotations: Vec<Annotation>,
+        start: Span,
+    ) -> PResult<Stmt> {
         if self.is_word("foreach") {
             return self.foreach(annotations, start);
         }
@@ -571,8 +583,10 @@ impl Parser {
         }
         let e = self.expr()?;
         if !matches!(e.kind, ExprKind::Call { .. }) {
-            self.diags
-                .push(Diagnostic::new(e.span, "this expression does nothing: only calls can be statements"));
+            self.diags.push(Diagnostic::new(
+                e.span,
+                "this expression does nothing: only calls can be statements",
+            ));
             return Err(());
         }
         Ok(StmtKind::Expr(e))
@@ -624,7 +638,11 @@ impl Parser {
             } else {
                 None
             };
-            let init = if self.eat_sym("=") { Some(self.expr()?) } else { None };
+            let init = if self.eat_sym("=") {
+                Some(self.expr()?)
+            } else {
+                None
+            };
             vars.push(DeclVar {
                 name,
                 dims,
@@ -654,7 +672,11 @@ impl Parser {
             None
         };
         Ok(Stmt {
-            kind: StmtKind::If { cond, then, otherwise },
+            kind: StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            },
             span: start.to(self.prev_span()),
         })
     }
@@ -695,7 +717,7 @@ impl Parser {
                 let before = self.pos;
                 match self.stmt() {
                     Ok(s) => body.push(s),
-                    Err(()) => self.recover_in_block(),
+                    Err(()) => self.skip_statement(before, false),
                 }
                 if self.pos == before {
                     self.bump();
@@ -719,7 +741,11 @@ impl Parser {
     fn foreach(&mut self, annotations: Vec<Annotation>, start: Span) -> PResult<Stmt> {
         self.bump();
         let value = self.ident()?;
-        let index = if self.eat_sym(",") { Some(self.ident()?) } else { None };
+        let index = if self.eat_sym(",") {
+            Some(self.ident()?)
+        } else {
+            None
+        };
         if !self.eat_word("in") {
             return self.expected("'in'");
         }
@@ -743,7 +769,11 @@ impl Parser {
         let mut init = Vec::new();
         if !self.is_sym(";") {
             loop {
-                let ty = if matches!(self.tok_at(1), Tok::Ident(_)) { Some(self.ident()?) } else { None };
+                let ty = if matches!(self.tok_at(1), Tok::Ident(_)) {
+                    Some(self.ident()?)
+                } else {
+                    None
+                };
                 let name = self.ident()?;
                 self.expect_sym("=")?;
                 init.push(ForVar {
@@ -818,7 +848,12 @@ impl Parser {
         &[("||", BinOp::Or)],
         &[("&&", BinOp::And)],
         &[("==", BinOp::Eq), ("!=", BinOp::Ne)],
-        &[("<", BinOp::Lt), ("<=", BinOp::Le), (">", BinOp::Gt), (">=", BinOp::Ge)],
+        &[
+            ("<", BinOp::Lt),
+            ("<=", BinOp::Le),
+            (">", BinOp::Gt),
+            (">=", BinOp::Ge),
+        ],
         &[("+", BinOp::Add), ("-", BinOp::Sub)],
         &[
             ("*", BinOp::Mul),
@@ -835,7 +870,10 @@ impl Parser {
         }
         let mut lhs = self.binary(level + 1)?;
         loop {
-            let op = Self::LEVELS[level].iter().find(|(s, _)| self.is_sym(s)).map(|&(_, op)| op);
+            let op = Self::LEVELS[level]
+                .iter()
+                .find(|(s, _)| self.is_sym(s))
+                .map(|&(_, op)| op);
             let Some(op) = op else { return Ok(lhs) };
             self.bump();
             let rhs = self.binary(level + 1)?;
@@ -1016,7 +1054,11 @@ impl Parser {
                 let first = self.expr()?;
                 if self.eat_sym(":") {
                     let hi = self.expr()?;
-                    let step = if self.eat_sym(":") { Some(Box::new(self.expr()?)) } else { None };
+                    let step = if self.eat_sym(":") {
+                        Some(Box::new(self.expr()?))
+                    } else {
+                        None
+                    };
                     self.expect_sym("]")?;
                     return Ok(Expr {
                         kind: ExprKind::Range {

@@ -17,7 +17,10 @@ pub enum Type {
     Strictness,
     /// `RANK` / `NODE`.
     Accuracy,
-    Array { key: Box<Type>, elem: Box<Type> },
+    Array {
+        key: Box<Type>,
+        elem: Box<Type>,
+    },
     Struct(String),
     /// Stands for a type already reported as wrong, to avoid cascades.
     Error,

@@ -1,0 +1,3 @@
+// EXPECT-ERROR: 3: expected int, found int[]
+int A[] = [1];
+int b = A;

@@ -1,0 +1,4 @@
+// EXPECT-ERROR: 3: 'i' is an input
+foreach i in [0:3] {
+  i = 2;
+}

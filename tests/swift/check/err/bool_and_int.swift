@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: '&&' cannot combine boolean and int
+boolean b = true && 1;

@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: expected int, found boolean
+int i = true;

@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: a mapping must be a string, not int
+file f<3>;

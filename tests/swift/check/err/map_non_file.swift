@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: only files can be mapped, not int
+int x<"name.txt">;

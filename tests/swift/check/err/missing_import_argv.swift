@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: needs 'import sys;'
+string a = argv("x");

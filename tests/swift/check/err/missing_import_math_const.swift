@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: 'PI' needs 'import math;'
+float p = PI;

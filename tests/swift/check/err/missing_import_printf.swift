@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: 'printf' needs 'import io;'
+printf("x");

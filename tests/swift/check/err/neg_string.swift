@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: '-' does not apply to string
+string s = -"a";

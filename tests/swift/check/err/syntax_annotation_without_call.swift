@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: expected a name
+@location=L;

@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: invalid escape sequence
+string s = "\q";

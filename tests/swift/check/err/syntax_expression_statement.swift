@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: only calls can be statements
+1 + 2;

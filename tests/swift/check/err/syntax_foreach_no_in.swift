@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: expected 'in'
+foreach i [0:3] { trace(i); }

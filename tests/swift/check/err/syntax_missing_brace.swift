@@ -1,0 +1,3 @@
+// EXPECT-ERROR: 3: expected '}', found end of file
+main {
+  trace(1);

@@ -1,0 +1,3 @@
+// EXPECT-ERROR: 3: expected ';', found 'int'
+int a = 1
+int b = 2;

@@ -1,0 +1,3 @@
+// EXPECT-ERROR: 3: unterminated comment
+int a = 1;
+/* never closed

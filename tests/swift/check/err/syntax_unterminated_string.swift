@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: unterminated string literal
+string s = "oops;

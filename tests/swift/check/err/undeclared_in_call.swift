@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: undeclared variable 'nope'
+trace(nope);

@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: undeclared variable 'b'
+int a = b + 1;

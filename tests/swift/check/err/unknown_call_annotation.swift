@@ -1,0 +1,3 @@
+// EXPECT-ERROR: 3: unknown call annotation '@fast'
+app (void) job() { "true"; }
+@fast job();

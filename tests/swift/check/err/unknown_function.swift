@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: unknown function 'frobnicate'
+frobnicate(1);

@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: unknown module 'nosuchmodule'
+import nosuchmodule;

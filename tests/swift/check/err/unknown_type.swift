@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: unknown type 'widget'
+widget w;

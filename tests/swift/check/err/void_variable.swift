@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: a variable cannot be void
+void v;

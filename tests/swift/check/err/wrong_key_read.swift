@@ -1,0 +1,3 @@
+// EXPECT-ERROR: 3: indexed by string, not int
+int D[string];
+int v = D[1];

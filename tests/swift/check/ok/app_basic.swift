@@ -1,0 +1,2 @@
+app (file o) hello() { "echo" "hello" @stdout=o; }
+file f<"hello.txt"> = hello();

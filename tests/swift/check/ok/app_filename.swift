@@ -1,0 +1,3 @@
+app (file o) copy(file i) { "cp" @i @o; }
+file a<"a.txt">;
+file b<"b.txt"> = copy(a);

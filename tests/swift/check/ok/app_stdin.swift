@@ -1,0 +1,3 @@
+app (file o) sorted(file i) { "sort" @stdin=i @stdout=o; }
+file a<"in.txt">;
+file b = sorted(a);

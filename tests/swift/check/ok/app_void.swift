@@ -1,0 +1,2 @@
+app (void) touch(string name) { "touch" name; }
+touch("x");

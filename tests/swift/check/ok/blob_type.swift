@@ -1,0 +1,2 @@
+(blob b) make() "pkg" "1.0" "make";
+blob x = make();

@@ -1,0 +1,1 @@
+boolean t = true; boolean f = false; trace(t && !f, t || f);

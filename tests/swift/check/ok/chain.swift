@@ -1,0 +1,1 @@
+trace("first") => trace("second") => trace("third");

@@ -1,0 +1,2 @@
+int a = 1;
+trace(a) => { trace("then"); }

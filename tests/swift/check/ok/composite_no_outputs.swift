@@ -1,0 +1,2 @@
+() say(string s) { trace(s); }
+say("hi");

@@ -1,0 +1,2 @@
+int A[] = [3, 1, 2];
+foreach v in A { trace(v); }

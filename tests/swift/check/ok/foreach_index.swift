@@ -1,0 +1,2 @@
+string A[] = ["a", "b"];
+foreach v, i in A { trace(i, v); }

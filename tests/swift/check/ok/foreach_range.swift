@@ -1,0 +1,2 @@
+int n = 5;
+foreach i in [0:n-1] { trace(i); }

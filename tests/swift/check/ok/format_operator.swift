@@ -1,0 +1,2 @@
+import string;
+string s = "%i-%s" % (1, "a"); string t = "%i" % 5; trace(s, t);

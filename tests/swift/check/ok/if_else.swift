@@ -1,0 +1,2 @@
+int a = 3;
+if (a > 2) { trace("big"); } else { trace("small"); }

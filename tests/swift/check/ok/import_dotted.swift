@@ -1,0 +1,4 @@
+import io;
+import location;
+int r = hostmapOneWorker("node1");
+trace(r);

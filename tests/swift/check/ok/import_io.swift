@@ -1,0 +1,2 @@
+import io;
+printf("%i %s", 1, "x");

@@ -1,0 +1,3 @@
+import io;
+import io;
+printf("once");

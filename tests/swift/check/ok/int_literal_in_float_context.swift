@@ -1,0 +1,1 @@
+float a = 2.5; trace(a * 2, a + 1, 3 * a);

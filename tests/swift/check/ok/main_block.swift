@@ -1,0 +1,4 @@
+main {
+  int a = 1;
+  trace(a);
+}

@@ -1,0 +1,1 @@
+main() { trace("old style main"); }

@@ -1,0 +1,3 @@
+app (file o) gen() { "date" @stdout=o; }
+string dir = "/locus/run";
+file f<dir + "/date.txt"> = gen();

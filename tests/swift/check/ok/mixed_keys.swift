@@ -1,0 +1,1 @@
+string M[string][]; M["x"][0] = "a"; trace(M["x"][0]);

@@ -1,0 +1,4 @@
+string s = """first line
+"quoted" second line
+""";
+trace(s);

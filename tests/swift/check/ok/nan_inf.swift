@@ -1,0 +1,1 @@
+float a = NaN; float b = inf; float c = -inf; trace(a, b, c);

@@ -1,0 +1,2 @@
+app (void) job() { "true"; }
+@par=2 job();

@@ -1,0 +1,1 @@
+int R[] = [0:9]; trace(size(R));

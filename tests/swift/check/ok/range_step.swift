@@ -1,0 +1,1 @@
+foreach i in [0:10:2] { trace(i); }

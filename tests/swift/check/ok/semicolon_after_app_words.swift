@@ -1,0 +1,2 @@
+app (file o) two() { "echo" "a"; "b" @stdout=o; }
+file f = two();

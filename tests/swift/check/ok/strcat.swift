@@ -1,0 +1,2 @@
+string s = strcat("a", 1, 2.5, true);
+trace(s);

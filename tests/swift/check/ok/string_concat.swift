@@ -1,0 +1,1 @@
+string s = "a" + "b" + "c"; trace(s);

@@ -1,0 +1,1 @@
+string s = "tab\tnewline\nquote\"backslash\\hex\x41"; trace(s);

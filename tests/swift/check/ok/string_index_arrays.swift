@@ -1,0 +1,3 @@
+string names[] = ["x", "y"];
+string first = names[0];
+trace(first);

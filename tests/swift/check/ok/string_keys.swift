@@ -1,0 +1,1 @@
+string D[string]; D["a"] = "x"; D["b"] = "y"; trace(D["a"]);

@@ -1,0 +1,2 @@
+trace("top level");
+main { trace("main"); }

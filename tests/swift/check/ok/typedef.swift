@@ -1,0 +1,3 @@
+typedef count int;
+count c = 3;
+trace(c + 1);

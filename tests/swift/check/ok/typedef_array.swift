@@ -1,0 +1,3 @@
+typedef names string[];
+names N = ["a", "b"];
+trace(size(N));

@@ -1,0 +1,2 @@
+string s = "héllo wörld ✓";
+trace(s);

@@ -1,0 +1,2 @@
+(void v) nothing(int i) { trace(i); }
+nothing(1);

@@ -1,0 +1,2 @@
+int a = 1;
+wait (a) { trace("a is", a); }
