@@ -14,9 +14,25 @@ pub mod types;
 pub use diag::Diagnostic;
 pub use source::Source;
 
+/// Stack for the recursive descent: enough for the deepest nesting the
+/// parser accepts, whatever thread the caller runs on.
+const STACK: usize = 32 << 20;
+
 /// Checks and lowers one script. Every independent error is reported,
 /// sorted by position.
 pub fn compile(src: &Source) -> Result<ir::Program, Vec<Diagnostic>> {
+    std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("locus-compile".into())
+            .stack_size(STACK)
+            .spawn_scoped(s, || compile_here(src))
+            .expect("spawning the compiler thread")
+            .join()
+            .expect("the compiler does not panic")
+    })
+}
+
+fn compile_here(src: &Source) -> Result<ir::Program, Vec<Diagnostic>> {
     let (tokens, mut diags) = lexer::lex(&src.text);
     let eof = tokens.last().map_or(0, |t| t.span.start);
     let (ast, parse_diags) = parser::parse(tokens);

@@ -8,7 +8,7 @@ use crate::lexer::{Tok, Token};
 use crate::source::Span;
 
 /// Nesting deeper than this is refused rather than overflowing the stack.
-const MAX_DEPTH: u32 = 200;
+const MAX_DEPTH: u32 = 100;
 
 pub fn parse(tokens: Vec<Token>) -> (Program, Vec<Diagnostic>) {
     let mut p = Parser {
@@ -869,20 +869,32 @@ impl Parser {
             return self.power();
         }
         let mut lhs = self.binary(level + 1)?;
-        loop {
+        // Each link of a chain deepens the (left-leaning) tree: count it
+        // against the nesting limit too.
+        let mut links = 0;
+        let result = loop {
             let op = Self::LEVELS[level]
                 .iter()
                 .find(|(s, _)| self.is_sym(s))
                 .map(|&(_, op)| op);
-            let Some(op) = op else { return Ok(lhs) };
+            let Some(op) = op else { break Ok(lhs) };
             self.bump();
-            let rhs = self.binary(level + 1)?;
+            links += 1;
+            if self.enter().is_err() {
+                break Err(());
+            }
+            let rhs = match self.binary(level + 1) {
+                Ok(r) => r,
+                Err(()) => break Err(()),
+            };
             let span = lhs.span.to(rhs.span);
             lhs = Expr {
                 kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
                 span,
             };
-        }
+        };
+        self.depth -= links;
+        result
     }
 
     /// Additive level and tighter: mapping expressions, where `>` closes.
