@@ -2,6 +2,7 @@
 //! baseline measured in the same run, as a ratio: absolute times on shared
 //! VMs drift, ratios much less.
 
+pub mod check;
 pub mod io;
 pub mod machine;
 pub mod meta;

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use locus_bench::{io, meta};
+use locus_bench::{check, io, meta};
 use locus_fs::launch::Launch;
 use locus_fs::Durability;
 use std::path::PathBuf;
@@ -54,6 +54,13 @@ pub enum BenchCommand {
         #[arg(long)]
         raw_dir: Option<PathBuf>,
     },
+    /// Front-end speed on a generated script, beside lexing alone.
+    Check {
+        #[arg(long, default_value_t = 10_000)]
+        lines: usize,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -89,6 +96,7 @@ pub fn run(b: BenchCommand) -> Result<()> {
             dir: common.dir,
             keep: common.keep,
         }),
+        BenchCommand::Check { lines, rounds } => check::run(lines, rounds),
         BenchCommand::Io {
             common,
             files,

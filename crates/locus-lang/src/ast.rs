@@ -72,7 +72,7 @@ pub struct FuncDef {
 #[derive(Debug, Clone, PartialEq)]
 pub enum FuncBody {
     /// `app` functions: a command-line template.
-    App(AppBody),
+    App(Box<AppBody>),
     Composite(Block),
     /// `"package" "version" "function"` or `[ "template" ]`: implemented
     /// outside Swift (a builtin of the runtime).

@@ -365,7 +365,7 @@ impl Parser {
         let name = self.ident()?;
         let inputs = self.params()?;
         let body = if is_app {
-            FuncBody::App(self.app_body()?)
+            FuncBody::App(Box::new(self.app_body()?))
         } else if self.is_sym("{") {
             FuncBody::Composite(self.block()?)
         } else if matches!(self.tok(), Tok::Str(_)) {

@@ -1,0 +1,77 @@
+//! `locus check` as users run it.
+
+mod common;
+
+use common::locus;
+
+fn repo(path: &str) -> String {
+    format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn good_script_checks_and_emits_ir() {
+    let out = locus(&["check", &repo("examples/filecopy-locality.swift")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty());
+    let out = locus(&[
+        "check",
+        "--emit",
+        "ir",
+        &repo("examples/filecopy-locality.swift"),
+    ]);
+    let ir = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        ir.contains("app write_file() -> (file_output%0: file)"),
+        "{ir}"
+    );
+    assert!(ir.contains("call write_file() @location=L1"), "{ir}");
+    assert!(ir.contains("set_rank("), "{ir}");
+}
+
+#[test]
+fn bad_script_reports_every_error_with_position_and_caret() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.swift");
+    std::fs::write(
+        &path,
+        "int a = \"x\";\nint b = nope;\n@location=1 trace(b);\n",
+    )
+    .unwrap();
+    let out = locus(&["check", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    let p = path.display();
+    assert!(
+        err.contains(&format!(
+            "{p}:1:9: error: expected int, found string\n 1 | int a = \"x\";\n   |         ^^^"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{p}:2:9: error: undeclared variable 'nope'")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{p}:3:1: error: @location applies to app and leaf functions"
+        )),
+        "{err}"
+    );
+    assert!(err.trim_end().ends_with("4 errors"), "{err}");
+}
+
+#[test]
+fn unreadable_script_is_one_line() {
+    let out = locus(&["check", "/nonexistent/wf.swift"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("locus: cannot read /nonexistent/wf.swift"),
+        "{err}"
+    );
+}
