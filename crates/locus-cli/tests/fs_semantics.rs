@@ -262,6 +262,24 @@ fn rename_files_and_directories() {
         );
         a.remove_all("/dst").await.unwrap();
         assert_eq!(a.readdir("/").await.unwrap().len(), 1);
+
+        // A holder that lost its copy: the rename fails and changes nothing.
+        b.put("/lost.txt", b"x").await.unwrap();
+        std::fs::remove_file(c.node_dir(2).join("data/lost.txt")).unwrap();
+        assert_eq!(
+            a.rename("/lost.txt", "/found.txt").await.unwrap_err().code,
+            Errno::ENOENT
+        );
+        assert_eq!(a.stat("/found.txt").await.unwrap_err().code, Errno::ENOENT);
+        assert_eq!(a.stat("/lost.txt").await.unwrap().holders, vec![2]);
+        let names: Vec<_> = a
+            .readdir("/")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, vec!["lost.txt", "target.txt"]);
     });
 }
 

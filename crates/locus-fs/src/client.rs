@@ -446,23 +446,33 @@ impl Client {
             self.unlink(to).await?;
             expect_ok(self.meta(to_parent, add).await?)?;
         }
-        for &h in &rec.holders {
-            let link = Request::LinkData {
-                from: from.to_string(),
-                to: to.to_string(),
-            };
-            expect_ok(self.call(h, link).await?)?;
-        }
-        let mut moved = rec.clone();
-        moved.lock = None;
-        self.meta(
-            to,
-            Request::CreateRecord {
+        let moved = async {
+            for &h in &rec.holders {
+                let link = Request::LinkData {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                };
+                expect_ok(self.call(h, link).await?)?;
+            }
+            let mut moved = rec.clone();
+            moved.lock = None;
+            let create = Request::CreateRecord {
                 path: to.to_string(),
                 record: moved,
-            },
-        )
-        .await?;
+            };
+            self.meta(to, create).await.map(drop)
+        };
+        if let Err(e) = moved.await {
+            // Undo the new name and whatever links were made.
+            let undo = Request::RemoveEntry {
+                parent: to_parent.to_string(),
+                name: to_name.to_string(),
+                kind: Kind::File,
+            };
+            let _ = self.meta(to_parent, undo).await;
+            self.drop_copies(to, rec.holders.clone()).await;
+            return Err(e);
+        }
         let remove = Request::RemoveRecord {
             path: from.to_string(),
             kind: Kind::File,
