@@ -4,6 +4,7 @@ mod bench;
 mod check;
 mod fs_ops;
 mod local_cluster;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -24,6 +25,8 @@ enum Command {
     /// The distributed node-local file system.
     #[command(subcommand)]
     Fs(FsCommand),
+    /// Run a Swift workflow on this machine.
+    Run(run::RunArgs),
     /// Check Swift scripts: every error as file:line:col, or the lowered IR.
     Check(check::CheckArgs),
     /// Benchmarks, each printed beside a baseline measured in the same run.
@@ -62,6 +65,7 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
         Command::Fs(FsCommand::Op(op)) => fs_ops::run(op),
         Command::Check(a) => check::run(a),
+        Command::Run(a) => run::run(a),
         Command::Bench(b) => bench::run(b),
     };
     match result {

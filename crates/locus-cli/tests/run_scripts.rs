@@ -1,0 +1,73 @@
+//! Run tests: every `tests/swift/run/NAME.swift` is run with `locus run`.
+//! With `NAME.expected`, it must exit 0 and print every listed line (in any
+//! order); with `NAME.fails`, it must exit non-zero and say that text.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+fn run_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/swift/run")
+}
+
+#[test]
+fn run_corpus() {
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(run_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "swift"))
+        .collect();
+    scripts.sort();
+    assert!(scripts.len() >= 50, "only {} run tests", scripts.len());
+    let mut problems = Vec::new();
+    for script in &scripts {
+        let work = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_locus"))
+            .args(["run", "-n", "2", "--run-dir"])
+            .arg(work.path())
+            .arg(script)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let name = script.file_stem().unwrap().to_string_lossy().to_string();
+        let expected = script.with_extension("expected");
+        if expected.exists() {
+            if !out.status.success() {
+                problems.push(format!("{name}: exit {:?}: {stderr}", out.status.code()));
+                continue;
+            }
+            for line in std::fs::read_to_string(&expected).unwrap().lines() {
+                if !stdout.lines().any(|l| l == line) {
+                    problems.push(format!("{name}: missing line {line:?}; output:\n{stdout}"));
+                }
+            }
+        } else {
+            let want = std::fs::read_to_string(script.with_extension("fails")).unwrap();
+            if out.status.success() {
+                problems.push(format!("{name}: succeeded, but should fail"));
+            } else if !stderr.contains(want.trim()) {
+                problems.push(format!("{name}: stderr lacks {:?}:\n{stderr}", want.trim()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn script_arguments_reach_argv() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("args.swift");
+    std::fs::write(
+        &script,
+        "import sys;\ntrace(argv(\"name\"), argc(), argp(0));\n",
+    )
+    .unwrap();
+    let out = common::locus(&["run", script.to_str().unwrap(), "--name=ada", "first"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "trace: ada,1,first\n");
+}

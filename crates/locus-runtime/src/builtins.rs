@@ -1,0 +1,411 @@
+//! Builtin operators and functions, evaluated by control tasks on values
+//! that are already closed.
+
+use crate::format::sprintf;
+use crate::value::{Key, Location, Value};
+use locus_lang::ast::{BinOp, UnOp};
+use std::collections::BTreeMap;
+
+/// What builtins may read of the run.
+pub struct Context<'a> {
+    pub args: &'a [String],
+}
+
+fn int(v: &Value) -> Result<i64, String> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        other => Err(format!("expected an int, got {}", other.render())),
+    }
+}
+
+fn float(v: &Value) -> Result<f64, String> {
+    match v {
+        Value::Float(x) => Ok(*x),
+        Value::Int(i) => Ok(*i as f64),
+        other => Err(format!("expected a float, got {}", other.render())),
+    }
+}
+
+fn string(v: &Value) -> Result<&str, String> {
+    match v {
+        Value::Str(s) | Value::File(s) => Ok(s),
+        other => Err(format!("expected a string, got {}", other.render())),
+    }
+}
+
+fn members(v: &Value) -> Result<&BTreeMap<Key, Value>, String> {
+    match v {
+        Value::Container(m) => Ok(m),
+        other => Err(format!("expected an array, got {}", other.render())),
+    }
+}
+
+fn array(items: impl IntoIterator<Item = Value>) -> Value {
+    Value::Container(
+        items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| (Key::Int(i as i64), v))
+            .collect(),
+    )
+}
+
+pub fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
+    use Value::*;
+    Ok(match (op, a, b) {
+        (BinOp::Or, Bool(x), Bool(y)) => Bool(*x || *y),
+        (BinOp::And, Bool(x), Bool(y)) => Bool(*x && *y),
+        (BinOp::Eq, x, y) => Bool(x == y),
+        (BinOp::Ne, x, y) => Bool(x != y),
+        (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge, x, y) => {
+            let ord = match (x, y) {
+                (Int(p), Int(q)) => p.partial_cmp(q),
+                (Float(p), Float(q)) => p.partial_cmp(q),
+                (Str(p), Str(q)) => p.partial_cmp(q),
+                _ => None,
+            };
+            let Some(o) = ord else { return Ok(Bool(false)) };
+            Bool(match op {
+                BinOp::Lt => o.is_lt(),
+                BinOp::Le => o.is_le(),
+                BinOp::Gt => o.is_gt(),
+                _ => o.is_ge(),
+            })
+        }
+        (BinOp::Add, Int(x), Int(y)) => Int(x.wrapping_add(*y)),
+        (BinOp::Sub, Int(x), Int(y)) => Int(x.wrapping_sub(*y)),
+        (BinOp::Mul, Int(x), Int(y)) => Int(x.wrapping_mul(*y)),
+        (BinOp::Pow, Int(x), Int(y)) => {
+            if *y < 0 {
+                return Err(format!("{x} ** {y}: negative integer exponent"));
+            }
+            Int(x.wrapping_pow((*y).min(u32::MAX as i64) as u32))
+        }
+        (BinOp::IntDiv | BinOp::Mod, Int(_), Int(0)) => {
+            return Err("integer division by zero".into())
+        }
+        (BinOp::IntDiv, Int(x), Int(y)) => Int(x.div_euclid(*y)),
+        (BinOp::Mod, Int(x), Int(y)) => Int(x.rem_euclid(*y)),
+        (BinOp::Add, Float(x), Float(y)) => Float(x + y),
+        (BinOp::Sub, Float(x), Float(y)) => Float(x - y),
+        (BinOp::Mul, Float(x), Float(y)) => Float(x * y),
+        (BinOp::Div, Float(x), Float(y)) => Float(x / y),
+        (BinOp::Pow, Float(x), Float(y)) => Float(x.powf(*y)),
+        (BinOp::Add, Str(x), Str(y)) => Str(format!("{x}{y}")),
+        (op, x, y) => return Err(format!("{op:?} of {} and {}", x.render(), y.render())),
+    })
+}
+
+pub fn unary(op: UnOp, a: &Value) -> Result<Value, String> {
+    Ok(match (op, a) {
+        (UnOp::Not, Value::Bool(b)) => Value::Bool(!b),
+        (UnOp::Neg, Value::Int(i)) => Value::Int(-i),
+        (UnOp::Neg, Value::Float(x)) => Value::Float(-x),
+        (op, v) => return Err(format!("{op:?} of {}", v.render())),
+    })
+}
+
+/// Value-returning builtins.
+pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
+    let arg = |i: usize| {
+        a.get(i)
+            .ok_or_else(|| format!("{name}: missing argument {}", i + 1))
+    };
+    Ok(match name {
+        "size" => Value::Int(members(arg(0)?)?.len() as i64),
+        "toString" | "fromInt" | "fromFloat" => Value::Str(arg(0)?.render()),
+        "toInt" | "parseInt" => {
+            let s = string(arg(0)?)?;
+            Value::Int(
+                s.trim()
+                    .parse()
+                    .map_err(|_| format!("toInt: '{s}' is not an integer"))?,
+            )
+        }
+        "toFloat" | "parseFloat" => {
+            let s = string(arg(0)?)?;
+            Value::Float(
+                s.trim()
+                    .parse()
+                    .map_err(|_| format!("toFloat: '{s}' is not a number"))?,
+            )
+        }
+        "itof" => Value::Float(int(arg(0)?)? as f64),
+        "strcat" => Value::Str(a.iter().map(Value::render).collect()),
+        "sprintf" => Value::Str(sprintf(string(arg(0)?)?, &a[1..])?),
+        "filename" => Value::Str(string(arg(0)?)?.to_string()),
+        "input" | "input_file" => Value::File(string(arg(0)?)?.to_string()),
+        "contains" => Value::Bool(members(arg(0)?)?.values().any(|v| v == arg(1).unwrap_or(v))),
+        "range" => {
+            let (lo, hi) = (int(arg(0)?)?, int(arg(1)?)?);
+            let step = a.get(2).map(int).transpose()?.unwrap_or(1);
+            if step <= 0 {
+                return Err(format!("range step must be positive, not {step}"));
+            }
+            array((lo..=hi).step_by(step as usize).map(Value::Int))
+        }
+        "sum_integer" => Value::Int(
+            members(arg(0)?)?
+                .values()
+                .map(int)
+                .sum::<Result<i64, _>>()?,
+        ),
+        "sum_float" => Value::Float(
+            members(arg(0)?)?
+                .values()
+                .map(float)
+                .sum::<Result<f64, _>>()?,
+        ),
+        "max_integer" => Value::Int(int(arg(0)?)?.max(int(arg(1)?)?)),
+        "min_integer" => Value::Int(int(arg(0)?)?.min(int(arg(1)?)?)),
+        "max_float" => Value::Float(float(arg(0)?)?.max(float(arg(1)?)?)),
+        "min_float" => Value::Float(float(arg(0)?)?.min(float(arg(1)?)?)),
+        "abs_integer" => Value::Int(int(arg(0)?)?.abs()),
+        "abs_float" => Value::Float(float(arg(0)?)?.abs()),
+        "location" => match (arg(1)?, arg(2)?) {
+            (Value::Strictness(hard), Value::Accuracy(node)) => Value::Location(Location {
+                rank: int(arg(0)?)?,
+                hard: *hard,
+                node: *node,
+            }),
+            _ => return Err("location(rank, HARD|SOFT, RANK|NODE)".into()),
+        },
+        "locationFromRank" => Value::Location(Location {
+            rank: int(arg(0)?)?,
+            hard: true,
+            node: false,
+        }),
+        "argc" => Value::Int(cx.args.iter().filter(|s| !s.starts_with("--")).count() as i64),
+        "argp" => {
+            let i = int(arg(0)?)?;
+            let positional: Vec<&String> =
+                cx.args.iter().filter(|s| !s.starts_with("--")).collect();
+            match usize::try_from(i).ok().and_then(|i| positional.get(i)) {
+                Some(s) => Value::Str((*s).clone()),
+                None => {
+                    return Err(format!(
+                        "argp({i}): there are {} positional arguments",
+                        positional.len()
+                    ))
+                }
+            }
+        }
+        "argv" => {
+            let key = string(arg(0)?)?;
+            let prefix = format!("--{key}=");
+            match cx.args.iter().find_map(|s| s.strip_prefix(&prefix)) {
+                Some(v) => Value::Str(v.to_string()),
+                None => match a.get(1) {
+                    Some(default) => Value::Str(string(default)?.to_string()),
+                    None => return Err(format!("argv: no argument --{key}=… was given")),
+                },
+            }
+        }
+        "argv_contains" => {
+            let key = string(arg(0)?)?;
+            Value::Bool(
+                cx.args
+                    .iter()
+                    .any(|s| s == &format!("--{key}") || s.starts_with(&format!("--{key}="))),
+            )
+        }
+        "getenv" => Value::Str(std::env::var(string(arg(0)?)?).unwrap_or_default()),
+        "strlen" => Value::Int(string(arg(0)?)?.chars().count() as i64),
+        "substring" => {
+            let s: Vec<char> = string(arg(0)?)?.chars().collect();
+            let start = int(arg(1)?)?.clamp(0, s.len() as i64) as usize;
+            let len = int(arg(2)?)?.max(0) as usize;
+            Value::Str(s[start..(start + len).min(s.len())].iter().collect())
+        }
+        "find" => {
+            let (s, sub) = (string(arg(0)?)?, string(arg(1)?)?);
+            let start = int(arg(2)?)?.max(0) as usize;
+            Value::Int(
+                s.get(start..)
+                    .and_then(|r| r.find(sub))
+                    .map_or(-1, |i| (i + start) as i64),
+            )
+        }
+        "replace" => Value::Str(string(arg(0)?)?.replacen(string(arg(1)?)?, string(arg(2)?)?, 1)),
+        "replace_all" => Value::Str(string(arg(0)?)?.replace(string(arg(1)?)?, string(arg(2)?)?)),
+        "split" => array(
+            string(arg(0)?)?
+                .split(string(arg(1)?)?)
+                .map(|p| Value::Str(p.to_string())),
+        ),
+        "string_join" => {
+            let parts: Vec<String> = members(arg(0)?)?.values().map(Value::render).collect();
+            Value::Str(parts.join(string(arg(1)?)?))
+        }
+        "trim" => Value::Str(string(arg(0)?)?.trim().to_string()),
+        "toupper" => Value::Str(string(arg(0)?)?.to_uppercase()),
+        "tolower" => Value::Str(string(arg(0)?)?.to_lowercase()),
+        "sqrt" => Value::Float(float(arg(0)?)?.sqrt()),
+        "pow" => Value::Float(float(arg(0)?)?.powf(float(arg(1)?)?)),
+        "floor" => Value::Float(float(arg(0)?)?.floor()),
+        "ceil" => Value::Float(float(arg(0)?)?.ceil()),
+        "round" => Value::Float(float(arg(0)?)?.round()),
+        "log" => Value::Float(float(arg(0)?)?.ln()),
+        "exp" => Value::Float(float(arg(0)?)?.exp()),
+        "is_nan" => Value::Bool(float(arg(0)?)?.is_nan()),
+        "read" => {
+            let p = string(arg(0)?)?;
+            Value::Str(std::fs::read_to_string(p).map_err(|e| format!("read({p}): {e}"))?)
+        }
+        "file_lines" => {
+            let p = string(arg(0)?)?;
+            let text = std::fs::read_to_string(p).map_err(|e| format!("file_lines({p}): {e}"))?;
+            array(text.lines().map(|l| Value::Str(l.to_string())))
+        }
+        "file_exists" => Value::Bool(std::path::Path::new(string(arg(0)?)?).exists()),
+        "file_size" => {
+            let p = string(arg(0)?)?;
+            Value::Int(
+                std::fs::metadata(p)
+                    .map_err(|e| format!("file_size({p}): {e}"))?
+                    .len() as i64,
+            )
+        }
+        "glob" => {
+            let pattern = string(arg(0)?)?;
+            array(glob(pattern)?.into_iter().map(Value::File))
+        }
+        "random" => Value::Float(pseudo_random()),
+        "randint" => {
+            let (lo, hi) = (int(arg(0)?)?, int(arg(1)?)?);
+            if hi <= lo {
+                return Err(format!("randint({lo}, {hi}): empty range"));
+            }
+            Value::Int(lo + (pseudo_random() * (hi - lo) as f64) as i64)
+        }
+        other => {
+            return Err(format!(
+                "builtin '{other}' is not available in this runtime yet"
+            ))
+        }
+    })
+}
+
+/// Files matching a pattern with `*` and `?` in its last component.
+fn glob(pattern: &str) -> Result<Vec<String>, String> {
+    let path = std::path::Path::new(pattern);
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let pat = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Ok(out);
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if wildcard(pat.as_bytes(), name.as_bytes()) {
+            let full = if path.parent().is_some_and(|p| !p.as_os_str().is_empty()) {
+                dir.join(&name).display().to_string()
+            } else {
+                name
+            };
+            out.push(full);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn wildcard(p: &[u8], s: &[u8]) -> bool {
+    match (p.first(), s.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => wildcard(&p[1..], s) || (!s.is_empty() && wildcard(p, &s[1..])),
+        (Some(b'?'), Some(_)) => wildcard(&p[1..], &s[1..]),
+        (Some(a), Some(b)) if a == b => wildcard(&p[1..], &s[1..]),
+        _ => false,
+    }
+}
+
+fn pseudo_random() -> f64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = RandomState::new().build_hasher();
+    h.write_u64(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Builtins that produce no value; `Ok(Some(line))` is output to print.
+pub fn effect(name: &str, a: &[Value]) -> Result<Option<String>, String> {
+    let msg = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
+    match name {
+        "trace" => Ok(Some(format!(
+            "trace: {}",
+            a.iter().map(Value::render).collect::<Vec<_>>().join(",")
+        ))),
+        "printf" => {
+            let fmt = a.first().map(string).transpose()?.unwrap_or("");
+            Ok(Some(sprintf(fmt, &a[1.min(a.len())..])?))
+        }
+        "assert" => match a.first() {
+            Some(Value::Bool(true)) => Ok(None),
+            _ => Err(format!("assertion failed: {}", msg(1))),
+        },
+        "assertEqual" => {
+            if a.first() == a.get(1) {
+                Ok(None)
+            } else {
+                Err(format!(
+                    "assertEqual failed: {} != {}: {}",
+                    msg(0),
+                    msg(1),
+                    msg(2)
+                ))
+            }
+        }
+        "assertLT" | "assertLTE" => {
+            let op = if name == "assertLT" {
+                BinOp::Lt
+            } else {
+                BinOp::Le
+            };
+            match binary(op, &a[0], &a[1])? {
+                Value::Bool(true) => Ok(None),
+                _ => Err(format!(
+                    "{name} failed: {} vs {}: {}",
+                    msg(0),
+                    msg(1),
+                    msg(2)
+                )),
+            }
+        }
+        other => Err(format!(
+            "builtin '{other}' is not available in this runtime yet"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arithmetic_follows_swift_t() {
+        assert_eq!(
+            binary(BinOp::IntDiv, &Value::Int(-7), &Value::Int(2)).unwrap(),
+            Value::Int(-4)
+        );
+        assert_eq!(
+            binary(BinOp::Mod, &Value::Int(-7), &Value::Int(2)).unwrap(),
+            Value::Int(1)
+        );
+        assert!(binary(BinOp::IntDiv, &Value::Int(1), &Value::Int(0)).is_err());
+        assert_eq!(
+            binary(BinOp::Add, &Value::Str("a".into()), &Value::Str("b".into())).unwrap(),
+            Value::Str("ab".into())
+        );
+        assert!(
+            wildcard(b"*.txt", b"a.txt") && !wildcard(b"*.txt", b"a.dat") && wildcard(b"f?", b"f1")
+        );
+    }
+}

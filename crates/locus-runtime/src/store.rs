@@ -1,0 +1,132 @@
+//! Futures: single-assignment slots that tasks wait on. Scalars close when
+//! set; containers (arrays, structs) gather members and close when their
+//! writers are done. Waiters register before checking, so no wake-up is lost.
+
+use crate::value::{Key, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+
+pub type FutureId = u64;
+
+#[derive(Default)]
+struct Slot {
+    value: Option<Value>,
+    container: bool,
+    members: BTreeMap<Key, Value>,
+    closed: bool,
+    /// The path a file future's data goes to, once known.
+    path: Option<String>,
+    notify: Arc<Notify>,
+}
+
+#[derive(Default)]
+pub struct Store {
+    slots: Mutex<HashMap<FutureId, Slot>>,
+    next: AtomicU64,
+}
+
+impl Store {
+    pub fn create(&self, container: bool) -> FutureId {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let slot = Slot {
+            container,
+            ..Slot::default()
+        };
+        self.slots.lock().expect("store").insert(id, slot);
+        id
+    }
+
+    fn with<T>(&self, id: FutureId, f: impl FnOnce(&mut Slot) -> T) -> T {
+        let mut slots = self.slots.lock().expect("store");
+        f(slots.entry(id).or_default())
+    }
+
+    /// Closes scalar `id` with `v`; a second assignment is an error.
+    pub fn set(&self, id: FutureId, v: Value) -> Result<(), String> {
+        self.with(id, |s| {
+            if s.value.is_some() {
+                return Err("a variable was assigned twice".to_string());
+            }
+            s.value = Some(v);
+            s.closed = true;
+            s.notify.notify_waiters();
+            Ok(())
+        })
+    }
+
+    pub fn set_path(&self, id: FutureId, path: String) {
+        self.with(id, |s| {
+            s.path = Some(path);
+            s.notify.notify_waiters();
+        })
+    }
+
+    /// Adds member `key` to container `id`.
+    pub fn insert(&self, id: FutureId, key: Key, v: Value) -> Result<(), String> {
+        self.with(id, |s| {
+            if s.closed {
+                return Err(format!("an element [{key}] was added to a closed array"));
+            }
+            if s.members.contains_key(&key) {
+                return Err(format!("element [{key}] was assigned twice"));
+            }
+            s.members.insert(key, v);
+            s.notify.notify_waiters();
+            Ok(())
+        })
+    }
+
+    /// Closes container `id` (no more members); idempotent.
+    pub fn close(&self, id: FutureId) {
+        self.with(id, |s| {
+            if s.container && !s.closed {
+                s.closed = true;
+                s.value = Some(Value::Container(std::mem::take(&mut s.members)));
+                s.notify.notify_waiters();
+            }
+        })
+    }
+
+    pub fn is_container(&self, id: FutureId) -> bool {
+        self.with(id, |s| s.container)
+    }
+
+    pub fn is_closed(&self, id: FutureId) -> bool {
+        self.with(id, |s| s.closed)
+    }
+
+    /// Waits until `check` on the slot gives an answer.
+    async fn wait<T>(&self, id: FutureId, check: impl Fn(&Slot) -> Option<T>) -> T {
+        loop {
+            let notify = self.with(id, |s| s.notify.clone());
+            let notified = notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(v) = self.with(id, |s| check(s)) {
+                return v;
+            }
+            notified.await;
+        }
+    }
+
+    /// The value of `id` once closed.
+    pub async fn get(&self, id: FutureId) -> Value {
+        self.wait(id, |s| s.value.clone()).await
+    }
+
+    /// Member `key` of container `id` once present; `None` if the container
+    /// closed without it.
+    pub async fn member(&self, id: FutureId, key: &Key) -> Option<Value> {
+        self.wait(id, |s| match &s.value {
+            Some(Value::Container(m)) => Some(m.get(key).cloned()),
+            _ => s.members.get(key).map(|v| Some(v.clone())),
+        })
+        .await
+    }
+
+    pub async fn path(&self, id: FutureId) -> String {
+        self.wait(id, |s| s.path.clone()).await
+    }
+}

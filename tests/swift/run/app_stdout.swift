@@ -1,0 +1,4 @@
+import files;
+app (file o) greet(string who) { "echo" "hello" who @stdout=o; }
+file g = greet("world");
+trace(read(g));

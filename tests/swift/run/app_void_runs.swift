@@ -1,0 +1,2 @@
+app (void) ok() { "true"; }
+ok() => trace("after");

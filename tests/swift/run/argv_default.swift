@@ -1,0 +1,2 @@
+import sys;
+trace(argv("name", "nobody"));

@@ -1,0 +1,1 @@
+trace(true && false, true || false, !false);

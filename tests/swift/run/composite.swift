@@ -1,0 +1,2 @@
+(int o) twice(int i) { o = i * 2; }
+trace(twice(21));

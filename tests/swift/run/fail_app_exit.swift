@@ -1,0 +1,2 @@
+app (void) broken() { "sh" "-c" "exit 3"; }
+broken();

@@ -1,0 +1,2 @@
+app (void) nothere() { "/nonexistent/program"; }
+nothere();

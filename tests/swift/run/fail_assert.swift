@@ -1,0 +1,2 @@
+import assert;
+assert(2 < 1, "two is not less than one");

@@ -1,0 +1,2 @@
+import assert;
+assertEqual(1, 2, "numbers");

@@ -1,0 +1,2 @@
+int x;
+trace(x + 1);

@@ -1,0 +1,1 @@
+foreach i in [0:10:5] { trace(i); }

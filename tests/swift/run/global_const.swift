@@ -1,0 +1,3 @@
+global const int N = 7;
+(int o) f(int i) { o = i * N; }
+trace(f(6));

@@ -1,0 +1,2 @@
+int a = 5;
+if (a > 3) { trace("big"); } else { trace("small"); }

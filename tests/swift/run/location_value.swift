@@ -1,0 +1,2 @@
+location L = location(2, SOFT, NODE);
+trace(L);

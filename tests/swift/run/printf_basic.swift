@@ -1,0 +1,2 @@
+import io;
+printf("%i + %i = %i", 1, 2, 1 + 2);

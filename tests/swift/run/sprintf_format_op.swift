@@ -1,0 +1,3 @@
+import string;
+string s = "%s-%i" % ("run", 7);
+trace(s);

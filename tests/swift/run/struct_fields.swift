@@ -1,0 +1,4 @@
+type person { string name; int age; }
+person p;
+p.name = "Ada"; p.age = 36;
+trace(p.name, p.age);

@@ -1,0 +1,2 @@
+int a = 9;
+switch (a) { case 1: trace("one"); default: trace("default"); }

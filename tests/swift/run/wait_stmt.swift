@@ -1,0 +1,2 @@
+int a = 5;
+wait (a) { trace("ready", a); }
