@@ -23,3 +23,5 @@ run fs put --dir "$dir" --node 0 "$dir/input.csv" /experiment/result.csv
 run fs locate --dir "$dir" /experiment/result.csv
 run fs ls --dir "$dir" --long /experiment
 run fs status --dir "$dir"
+echo "# and a workflow: futures, a composite function and parallel iterations:"
+run run examples/hello.swift

@@ -103,6 +103,11 @@ impl Frame {
 
 type Body = Arc<Vec<Stmt>>;
 
+/// Paths under this prefix are Locus files (DESIGN.md); this runtime does
+/// not yet stage them through the file system, and must not write them to
+/// the host's root.
+const LOCUS_PREFIX: &str = "/locus/";
+
 /// Whether `s` (or anything nested in it) writes variable `v`.
 fn writes(s: &Stmt, v: VarId) -> bool {
     let any = |b: &[Stmt]| b.iter().any(|s| writes(s, v));
@@ -749,6 +754,12 @@ impl Engine {
             }
         }
         for (_, p) in &out_paths {
+            if p.starts_with(LOCUS_PREFIX) {
+                return Err(format!(
+                    "app '{}' writes {p}: Locus file-system paths are not connected to this runtime yet",
+                    app.name
+                ));
+            }
             if let Some(dir) = std::path::Path::new(p).parent() {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| format!("app '{}': {}: {e}", app.name, dir.display()))?;
