@@ -554,16 +554,7 @@ impl Client {
     pub async fn open_write(&self, path: &str, truncate: bool) -> FsResult<Writer> {
         let path = normalise(path)?;
         let token = rand::random::<u64>();
-        let rec = expect_record(
-            self.meta(
-                &path,
-                Request::Lock {
-                    path: path.clone(),
-                    token,
-                },
-            )
-            .await?,
-        )?;
+        let rec = self.lock(&path, token).await?;
         let keep = (!truncate && rec.size > 0).then_some(rec);
         let me = self.inner.me;
         let opened = self.writer(path.clone(), token, me, keep).await;
@@ -579,6 +570,15 @@ impl Client {
                 .await;
         }
         opened
+    }
+
+    /// Takes the write lock of normalised `path` by compare-and-swap.
+    async fn lock(&self, path: &str, token: u64) -> FsResult<Record> {
+        let req = Request::Lock {
+            path: path.to_string(),
+            token,
+        };
+        expect_record(self.meta(path, req).await?)
     }
 
     async fn writer(
@@ -807,16 +807,7 @@ impl Client {
         match self.create_name(&path, record).await {
             Ok(_) => {}
             Err(e) if e.code == Errno::EEXIST => {
-                expect_record(
-                    self.meta(
-                        &path,
-                        Request::Lock {
-                            path: path.clone(),
-                            token,
-                        },
-                    )
-                    .await?,
-                )?;
+                self.lock(&path, token).await?;
             }
             Err(e) => return Err(e),
         }

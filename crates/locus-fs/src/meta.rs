@@ -147,16 +147,8 @@ impl MetaStore {
     }
 
     pub fn get(&self, path: &str) -> FsResult<Record> {
-        if path == "/" {
-            return Ok(root_record());
-        }
         let txn = self.db.begin_read().map_err(storage_error)?;
-        let table = txn.open_table(RECORDS).map_err(storage_error)?;
-        let found = table.get(path).map_err(storage_error)?;
-        match found {
-            Some(v) => decode_record(v.value()),
-            None => Err(FsError::new(Errno::ENOENT, path)),
-        }
+        read_record(&txn.open_table(RECORDS).map_err(storage_error)?, path)
     }
 
     /// One page of `dir`'s entries after `after`, and whether more follow.
@@ -201,15 +193,23 @@ fn check_dir<T: ReadableTable<&'static str, &'static [u8]>>(
     records: &T,
     dir: &str,
 ) -> FsResult<()> {
-    if dir == "/" {
-        return Ok(());
+    match read_record(records, dir)?.kind {
+        Kind::Dir => Ok(()),
+        Kind::File => Err(FsError::new(Errno::ENOTDIR, dir)),
     }
-    match records.get(dir).map_err(storage_error)? {
-        None => Err(FsError::new(Errno::ENOENT, dir)),
-        Some(v) => match decode_record(v.value())?.kind {
-            Kind::Dir => Ok(()),
-            Kind::File => Err(FsError::new(Errno::ENOTDIR, dir)),
-        },
+}
+
+/// The record of `path` in `records` (`/` always exists).
+fn read_record<T: ReadableTable<&'static str, &'static [u8]>>(
+    records: &T,
+    path: &str,
+) -> FsResult<Record> {
+    if path == "/" {
+        return Ok(root_record());
+    }
+    match records.get(path).map_err(storage_error)? {
+        Some(v) => decode_record(v.value()),
+        None => Err(FsError::new(Errno::ENOENT, path)),
     }
 }
 
@@ -273,13 +273,7 @@ struct Shard<'t> {
 
 impl Shard<'_> {
     fn get(&self, path: &str) -> FsResult<Record> {
-        if path == "/" {
-            return Ok(root_record());
-        }
-        match self.records.get(path).map_err(storage_error)? {
-            Some(v) => decode_record(v.value()),
-            None => Err(FsError::new(Errno::ENOENT, path)),
-        }
+        read_record(&self.records, path)
     }
 
     fn put(&mut self, path: &str, record: &Record) -> FsResult<()> {

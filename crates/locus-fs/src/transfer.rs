@@ -120,6 +120,21 @@ pub fn push(stream: &mut TcpStream, src: &Path, path: &str) -> io::Result<FsResu
     })
 }
 
+/// Runs a byte-moving system call until it is not interrupted; returns
+/// the bytes it moved.
+fn syscall(mut call: impl FnMut() -> isize) -> io::Result<usize> {
+    loop {
+        let n = call();
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Sends exactly `len` bytes of `file` from `offset` with `sendfile`.
 /// (`std::io::copy` falls back to read/write for a `Take<File>`.)
 fn send_range(file: &File, stream: &TcpStream, offset: u64, len: u64) -> io::Result<()> {
@@ -128,14 +143,9 @@ fn send_range(file: &File, stream: &TcpStream, offset: u64, len: u64) -> io::Res
     while left > 0 {
         let want = left.min(1 << 30) as usize;
         // SAFETY: valid descriptors; `at` is a valid offset the call advances.
-        let n = unsafe { libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut at, want) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        let n = syscall(|| unsafe {
+            libc::sendfile(stream.as_raw_fd(), file.as_raw_fd(), &mut at, want)
+        })?;
         if n == 0 {
             return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank"));
         }
@@ -156,7 +166,7 @@ fn receive_into(stream: &mut TcpStream, dest: &File, offset: u64, size: u64) -> 
     while left > 0 {
         let want = (left as usize).min(PIPE_SIZE);
         // SAFETY: valid descriptors; null offsets use and advance the files' own.
-        let n = unsafe {
+        let n = syscall(|| unsafe {
             libc::splice(
                 sock,
                 null_mut(),
@@ -165,24 +175,17 @@ fn receive_into(stream: &mut TcpStream, dest: &File, offset: u64, size: u64) -> 
                 want,
                 libc::SPLICE_F_MOVE,
             )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        })?;
         if n == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
                 "transfer cut short",
             ));
         }
-        let mut in_pipe = n as usize;
+        let mut in_pipe = n;
         while in_pipe > 0 {
             // SAFETY: as above; `at` is a valid offset the call advances.
-            let m = unsafe {
+            in_pipe -= syscall(|| unsafe {
                 libc::splice(
                     pipe.read,
                     null_mut(),
@@ -191,15 +194,7 @@ fn receive_into(stream: &mut TcpStream, dest: &File, offset: u64, size: u64) -> 
                     in_pipe,
                     libc::SPLICE_F_MOVE,
                 )
-            };
-            if m < 0 {
-                let e = io::Error::last_os_error();
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            in_pipe -= m as usize;
+            })?;
         }
         left -= n as u64;
     }
