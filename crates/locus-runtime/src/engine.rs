@@ -6,6 +6,7 @@
 //! `app` calls run as processes, at most `workers` at a time.
 
 use crate::builtins::{self, Context};
+use crate::plan::{plan, Block};
 use crate::store::{FutureId, Store};
 use crate::value::{Key, Value};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
@@ -33,6 +34,8 @@ pub struct RunOptions {
 
 pub struct Engine {
     funcs: HashMap<String, Arc<Function>>,
+    /// Each function's body, prepared once.
+    plans: HashMap<String, Arc<Block>>,
     store: Store,
     opts: RunOptions,
     failure: Mutex<Option<String>>,
@@ -101,40 +104,10 @@ impl Frame {
     }
 }
 
-type Body = Arc<Vec<Stmt>>;
-
 /// Paths under this prefix are Locus files (DESIGN.md); this runtime does
 /// not yet stage them through the file system, and must not write them to
 /// the host's root.
 const LOCUS_PREFIX: &str = "/locus/";
-
-/// Whether `s` (or anything nested in it) writes variable `v`.
-fn writes(s: &Stmt, v: VarId) -> bool {
-    let any = |b: &[Stmt]| b.iter().any(|s| writes(s, v));
-    match s {
-        Stmt::Decl { .. }
-        | Stmt::Effect { .. }
-        | Stmt::ArrayGet { .. }
-        | Stmt::StructGet { .. } => {
-            matches!(s, Stmt::ArrayGet { dst, .. } | Stmt::StructGet { dst, .. } if *dst == v)
-        }
-        Stmt::Const { dst, .. } | Stmt::Op { dst, .. } | Stmt::Copy { dst, .. } => *dst == v,
-        Stmt::Call { outs, .. } => outs.contains(&v),
-        Stmt::ArrayInsert { array, .. } => *array == v,
-        Stmt::StructSet { target, .. } => *target == v,
-        Stmt::If {
-            then, otherwise, ..
-        } => any(then) || any(otherwise),
-        Stmt::Switch { cases, default, .. } => cases.iter().any(|(_, b)| any(b)) || any(default),
-        Stmt::ForeachArray { body, .. }
-        | Stmt::ForeachRange { body, .. }
-        | Stmt::Wait { body, .. } => any(body),
-        Stmt::Loop {
-            cond, body, next, ..
-        } => any(cond) || any(body) || any(next),
-        Stmt::Seq(parts) => parts.iter().any(|p| any(p)),
-    }
-}
 
 fn is_container(t: &Type) -> bool {
     matches!(t, Type::Array { .. } | Type::Struct(_))
@@ -148,8 +121,13 @@ impl Engine {
             .map(|f| (f.name.clone(), Arc::new(f)))
             .collect();
         funcs.insert("main".into(), Arc::new(program.main));
+        let plans = funcs
+            .iter()
+            .map(|(n, f)| (n.clone(), plan(&f.body)))
+            .collect();
         Arc::new(Engine {
             funcs,
+            plans,
             store: Store::default(),
             workers: Semaphore::new(opts.workers.max(1)),
             opts,
@@ -172,7 +150,7 @@ impl Engine {
                 let _ = tx.send(());
             });
             let frame = Frame::new(None);
-            self.exec_block(&main, &frame, Arc::new(main.body.clone()), &root);
+            self.exec_block(&main, &frame, &self.plans["main"], &root);
         }
         let stalled = async {
             let mut last = u64::MAX;
@@ -288,67 +266,55 @@ impl Engine {
         self: &Arc<Self>,
         func: &Arc<Function>,
         frame: &Arc<Frame>,
-        body: Body,
+        block: &Arc<Block>,
         done: &Arc<Done>,
     ) {
-        let mut declared: Vec<(VarId, FutureId, Type)> = Vec::new();
-        for s in body.iter() {
-            if let Stmt::Decl { var, mapping } = s {
-                let ty = func.vars[*var as usize].ty.clone();
-                let f = self.store.create(is_container(&ty));
-                frame.bind(*var, f);
-                if ty == Type::File {
-                    match mapping {
-                        Some(m) => {
-                            let (e, func2, frame2, m) =
-                                (self.clone(), func.clone(), frame.clone(), *m);
-                            tokio::spawn(async move {
-                                let path = e.get(&func2, &frame2, m).await.render();
-                                e.store.set_path(f, path);
-                            });
-                        }
-                        None => {
-                            let n = self.temp_files.fetch_add(1, Ordering::Relaxed);
-                            let path = self.opts.run_dir.join(format!("tmp/f{n}"));
-                            self.store.set_path(f, path.display().to_string());
-                        }
-                    }
-                }
-                declared.push((*var, f, ty));
-            }
-        }
-        let stmts: Vec<usize> = (0..body.len())
-            .filter(|&i| !matches!(body[i], Stmt::Decl { .. }))
-            .collect();
         let mut counts: HashMap<VarId, (FutureId, usize)> = HashMap::new();
-        for (var, f, ty) in &declared {
-            let n = stmts.iter().filter(|&&i| writes(&body[i], *var)).count();
-            if n == 0 {
-                if is_container(ty) {
-                    self.store.close(*f);
-                } else if *ty == Type::File {
-                    let (e, f) = (self.clone(), *f);
+        for s in &block.stmts {
+            let Stmt::Decl { var, mapping } = s else {
+                continue;
+            };
+            let ty = &func.vars[*var as usize].ty;
+            let f = self.store.create(is_container(ty));
+            frame.bind(*var, f);
+            if *ty == Type::File {
+                match mapping {
+                    Some(m) => {
+                        let (e, func2, frame2, m) = (self.clone(), func.clone(), frame.clone(), *m);
+                        tokio::spawn(async move {
+                            let path = e.get(&func2, &frame2, m).await.render();
+                            e.store.set_path(f, path);
+                        });
+                    }
+                    None => self.store.set_path(f, self.temp_path()),
+                }
+            }
+            match block.writers[var] {
+                0 if is_container(ty) => self.store.close(f),
+                0 if *ty == Type::File => {
+                    let e = self.clone();
                     tokio::spawn(async move {
                         let path = e.store.path(f).await;
                         let _ = e.store.set(f, Value::File(path));
                         e.step();
                     });
                 }
-            } else if is_container(ty) {
-                counts.insert(*var, (*f, n));
+                n if is_container(ty) => {
+                    counts.insert(*var, (f, n));
+                }
+                _ => {}
             }
         }
         let counts = Arc::new(Mutex::new(counts));
-        for i in stmts {
-            let written: Vec<VarId> = {
-                let c = counts.lock().expect("counts");
-                c.keys().copied().filter(|v| writes(&body[i], *v)).collect()
-            };
-            let (e, counts) = (self.clone(), counts.clone());
+        for (i, s) in block.stmts.iter().enumerate() {
+            if matches!(s, Stmt::Decl { .. }) {
+                continue;
+            }
+            let (e, counts, block2) = (self.clone(), counts.clone(), block.clone());
             let stmt_done = Done::new(Some(done.clone()), move || {
                 let mut c = counts.lock().expect("counts");
-                for v in written {
-                    if let Some((f, n)) = c.get_mut(&v) {
+                for v in &block2.written[i] {
+                    if let Some((f, n)) = c.get_mut(v) {
                         *n -= 1;
                         if *n == 0 {
                             e.store.close(*f);
@@ -357,14 +323,25 @@ impl Engine {
                     }
                 }
             });
-            let (e, func, frame, body) = (self.clone(), func.clone(), frame.clone(), body.clone());
+            let (e, func, frame, block) =
+                (self.clone(), func.clone(), frame.clone(), block.clone());
             tokio::spawn(async move {
                 if !e.is_failed() {
-                    e.exec(&func, &frame, &body[i], &stmt_done).await;
+                    e.exec(&func, &frame, &block, i, &stmt_done).await;
                 }
                 e.step();
             });
         }
+    }
+
+    /// A fresh path in the run directory for an unmapped file.
+    fn temp_path(&self) -> String {
+        let n = self.temp_files.fetch_add(1, Ordering::Relaxed);
+        self.opts
+            .run_dir
+            .join(format!("tmp/f{n}"))
+            .display()
+            .to_string()
     }
 
     /// Runs `body` in a child frame and waits until it and its work are done.
@@ -372,7 +349,7 @@ impl Engine {
         self: &Arc<Self>,
         func: &Arc<Function>,
         frame: &Arc<Frame>,
-        body: Body,
+        block: &Arc<Block>,
         parent: &Arc<Done>,
     ) {
         let (tx, rx) = oneshot::channel();
@@ -380,7 +357,7 @@ impl Engine {
             let d = Done::new(Some(parent.clone()), move || {
                 let _ = tx.send(());
             });
-            self.exec_block(func, &Frame::new(Some(frame.clone())), body, &d);
+            self.exec_block(func, &Frame::new(Some(frame.clone())), block, &d);
         }
         let _ = rx.await;
     }
@@ -397,10 +374,12 @@ impl Engine {
         self: &Arc<Self>,
         func: &Arc<Function>,
         frame: &Arc<Frame>,
-        s: &Stmt,
+        block: &Arc<Block>,
+        i: usize,
         done: &Arc<Done>,
     ) {
-        match s {
+        let nested = &block.nested[i];
+        match &block.stmts[i] {
             Stmt::Decl { .. } => {}
             Stmt::Const { dst, value } => {
                 let v = match value {
@@ -455,37 +434,29 @@ impl Engine {
                 args,
                 ..
             } => self.call(frame, name, outs, args, done).await,
-            Stmt::If {
-                cond,
-                then,
-                otherwise,
-            } => {
+            Stmt::If { cond, .. } => {
                 let branch = match self.get(func, frame, *cond).await {
-                    Value::Bool(true) => then,
-                    _ => otherwise,
+                    Value::Bool(true) => 0,
+                    _ => 1,
                 };
                 self.exec_block(
                     func,
                     &Frame::new(Some(frame.clone())),
-                    Arc::new(branch.clone()),
+                    &nested[branch],
                     done,
                 );
             }
-            Stmt::Switch { on, cases, default } => {
+            Stmt::Switch { on, cases, .. } => {
                 let v = self.get(func, frame, *on).await;
                 let Value::Int(i) = v else {
                     return self.fail("switch on a non-int".into());
                 };
-                let body = cases
+                // The default block follows the cases.
+                let which = cases
                     .iter()
-                    .find(|(l, _)| l.contains(&i))
-                    .map_or(default, |(_, b)| b);
-                self.exec_block(
-                    func,
-                    &Frame::new(Some(frame.clone())),
-                    Arc::new(body.clone()),
-                    done,
-                );
+                    .position(|(l, _)| l.contains(&i))
+                    .unwrap_or(cases.len());
+                self.exec_block(func, &Frame::new(Some(frame.clone())), &nested[which], done);
             }
             Stmt::ForeachRange {
                 lo,
@@ -493,7 +464,6 @@ impl Engine {
                 step,
                 value,
                 index,
-                body,
                 ..
             } => {
                 let lo = self.get(func, frame, *lo).await;
@@ -508,70 +478,55 @@ impl Engine {
                 if step <= 0 {
                     return self.fail(format!("range step must be positive, not {step}"));
                 }
-                let body: Body = Arc::new(body.clone());
                 for (n, i) in (lo..=hi).step_by(step as usize).enumerate() {
                     let iter = Frame::new(Some(frame.clone()));
                     self.bind_value(&iter, *value, Value::Int(i));
                     if let Some(ix) = index {
                         self.bind_value(&iter, *ix, Value::Int(n as i64));
                     }
-                    self.exec_block(func, &iter, body.clone(), done);
+                    self.exec_block(func, &iter, &nested[0], done);
                 }
             }
             Stmt::ForeachArray {
                 array,
                 value,
                 index,
-                body,
                 ..
             } => {
                 let Value::Container(m) = self.get(func, frame, *array).await else {
                     return self.fail("foreach over a non-array".into());
                 };
-                let body: Body = Arc::new(body.clone());
                 for (k, v) in m {
                     let iter = Frame::new(Some(frame.clone()));
                     self.bind_value(&iter, *value, v);
                     if let Some(ix) = index {
-                        let kv = match k {
-                            Key::Int(i) => Value::Int(i),
-                            Key::Str(s) => Value::Str(s),
-                            Key::Bool(b) => Value::Bool(b),
-                            Key::Float(b) => Value::Float(f64::from_bits(b)),
-                        };
-                        self.bind_value(&iter, *ix, kv);
+                        self.bind_value(&iter, *ix, k.to_value());
                     }
-                    self.exec_block(func, &iter, body.clone(), done);
+                    self.exec_block(func, &iter, &nested[0], done);
                 }
             }
             Stmt::Loop {
                 vars,
-                cond,
                 test,
-                body,
-                next,
                 updates,
+                ..
             } => {
                 let mut current: Vec<Value> = Vec::new();
                 for (_, init) in vars {
                     current.push(self.get(func, frame, *init).await);
                 }
-                let (cond, body, next): (Body, Body, Body) = (
-                    Arc::new(cond.clone()),
-                    Arc::new(body.clone()),
-                    Arc::new(next.clone()),
-                );
+                let (cond, body, next) = (&nested[0], &nested[1], &nested[2]);
                 loop {
                     let iter = Frame::new(Some(frame.clone()));
                     for ((var, _), v) in vars.iter().zip(&current) {
                         self.bind_value(&iter, *var, v.clone());
                     }
-                    self.exec_block(func, &iter, cond.clone(), done);
+                    self.exec_block(func, &iter, cond, done);
                     if self.get(func, &iter, *test).await != Value::Bool(true) || self.is_failed() {
                         break;
                     }
-                    self.exec_block(func, &iter, body.clone(), done);
-                    self.exec_block(func, &iter, next.clone(), done);
+                    self.exec_block(func, &iter, body, done);
+                    self.exec_block(func, &iter, next, done);
                     let mut updated = current.clone();
                     for (var, val) in updates {
                         let pos = vars
@@ -583,18 +538,13 @@ impl Engine {
                     current = updated;
                 }
             }
-            Stmt::Wait { vars, body, .. } => {
+            Stmt::Wait { vars, .. } => {
                 self.get_all(func, frame, vars).await;
-                self.exec_block(
-                    func,
-                    &Frame::new(Some(frame.clone())),
-                    Arc::new(body.clone()),
-                    done,
-                );
+                self.exec_block(func, &Frame::new(Some(frame.clone())), &nested[0], done);
             }
-            Stmt::Seq(parts) => {
-                for p in parts {
-                    self.run_block(func, frame, Arc::new(p.clone()), done).await;
+            Stmt::Seq(_) => {
+                for part in nested {
+                    self.run_block(func, frame, part, done).await;
                 }
             }
             Stmt::ArrayInsert {
@@ -679,20 +629,12 @@ impl Engine {
             let ty = &callee.vars[*p as usize].ty;
             let f = self.store.create(is_container(ty));
             if *ty == Type::File {
-                let n = self.temp_files.fetch_add(1, Ordering::Relaxed);
-                self.store.set_path(
-                    f,
-                    self.opts
-                        .run_dir
-                        .join(format!("tmp/f{n}"))
-                        .display()
-                        .to_string(),
-                );
+                self.store.set_path(f, self.temp_path());
             }
             inner.bind(*p, f);
         }
         match &callee.kind {
-            FnKind::Composite => self.exec_block(&callee, &inner, Arc::new(callee.body.clone()), done),
+            FnKind::Composite => self.exec_block(&callee, &inner, &self.plans[name], done),
             FnKind::App(t) => {
                 if let Err(e) = self.run_app(&callee, &inner, t, done).await {
                     self.fail(e);
@@ -701,6 +643,26 @@ impl Engine {
             FnKind::Leaf { package, target, .. } => {
                 self.fail(format!("'{name}' is implemented by {package} '{target}', which this runtime does not provide"))
             }
+        }
+    }
+
+    /// Where an app's output file goes: its path, known before it is written.
+    async fn output_path(&self, frame: &Frame, v: VarId) -> String {
+        self.store.path(frame.get(v)).await
+    }
+
+    /// The file a redirection names: an output's path, or an input's value.
+    async fn stream(
+        &self,
+        app: &Function,
+        frame: &Frame,
+        outputs: &HashSet<VarId>,
+        v: Option<VarId>,
+    ) -> Option<String> {
+        match v {
+            None => None,
+            Some(v) if outputs.contains(&v) => Some(self.output_path(frame, v).await),
+            Some(v) => Some(self.get(app, frame, v).await.render()),
         }
     }
 
@@ -713,44 +675,30 @@ impl Engine {
         t: &ir::AppTemplate,
         done: &Arc<Done>,
     ) -> Result<(), String> {
-        self.run_block(app, frame, Arc::new(app.body.clone()), done)
+        self.run_block(app, frame, &self.plans[&app.name], done)
             .await;
         let outputs: HashSet<VarId> = app.outputs.iter().copied().collect();
         let mut argv: Vec<String> = Vec::new();
         for w in &t.words {
             match w {
                 Word::Lit(s) => argv.push(s.clone()),
-                Word::Var(v) if outputs.contains(v) => {
-                    argv.push(self.store.path(frame.get(*v)).await)
-                }
+                Word::Var(v) if outputs.contains(v) => argv.push(self.output_path(frame, *v).await),
                 Word::Var(v) => match self.get(app, frame, *v).await {
                     Value::Container(m) => argv.extend(m.values().map(Value::render)),
                     other => argv.push(other.render()),
                 },
             }
         }
-        let stdin = match t.stdin {
-            Some(v) => Some(self.get(app, frame, v).await.render()),
-            None => None,
-        };
-        let stdout = match t.stdout {
-            Some(v) if outputs.contains(&v) => Some(self.store.path(frame.get(v)).await),
-            Some(v) => Some(self.get(app, frame, v).await.render()),
-            None => None,
-        };
-        let stderr = match t.stderr {
-            Some(v) if outputs.contains(&v) => Some(self.store.path(frame.get(v)).await),
-            Some(v) => Some(self.get(app, frame, v).await.render()),
-            None => None,
-        };
+        let stdin = self.stream(app, frame, &outputs, t.stdin).await;
+        let stdout = self.stream(app, frame, &outputs, t.stdout).await;
+        let stderr = self.stream(app, frame, &outputs, t.stderr).await;
         if argv.is_empty() {
             return Err(format!("app '{}' has an empty command line", app.name));
         }
         let mut out_paths = Vec::new();
         for o in &app.outputs {
             if app.vars[*o as usize].ty == Type::File {
-                let p = self.store.path(frame.get(*o)).await;
-                out_paths.push((frame.get(*o), p));
+                out_paths.push((frame.get(*o), self.output_path(frame, *o).await));
             }
         }
         for (_, p) in &out_paths {

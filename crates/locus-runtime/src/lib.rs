@@ -7,6 +7,7 @@
 pub mod builtins;
 pub mod engine;
 pub mod format;
+pub mod plan;
 pub mod store;
 pub mod value;
 

@@ -13,6 +13,18 @@ pub enum Key {
     Float(u64),
 }
 
+impl Key {
+    /// The key as a value (a `foreach` index).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Key::Int(i) => Value::Int(*i),
+            Key::Str(s) => Value::Str(s.clone()),
+            Key::Bool(b) => Value::Bool(*b),
+            Key::Float(b) => Value::Float(f64::from_bits(*b)),
+        }
+    }
+}
+
 impl fmt::Display for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
