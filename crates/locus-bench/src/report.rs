@@ -12,21 +12,20 @@ pub fn header(unit: &str, baseline: &str) {
 }
 
 pub fn row(label: &str, locus: f64, baseline: f64) {
-    let ratio = if baseline > 0.0 {
-        locus / baseline
-    } else {
-        f64::NAN
-    };
-    println!("{label:<34} {locus:>14.0} {baseline:>14.0} {ratio:>8.2}");
+    row_with(label, locus, baseline, 0);
 }
 
 pub fn row_precise(label: &str, locus: f64, baseline: f64) {
+    row_with(label, locus, baseline, 3);
+}
+
+fn row_with(label: &str, locus: f64, baseline: f64, digits: usize) {
     let ratio = if baseline > 0.0 {
         locus / baseline
     } else {
         f64::NAN
     };
-    println!("{label:<34} {locus:>14.3} {baseline:>14.3} {ratio:>8.2}");
+    println!("{label:<34} {locus:>14.digits$} {baseline:>14.digits$} {ratio:>8.2}");
 }
 
 /// Prints whether a target was met.

@@ -787,10 +787,7 @@ impl<'a> FnCx<'a> {
             }
             ast::LValue::Index(..) | ast::LValue::Field(..) => {
                 let (container, ty) = self.lvalue_parent(target, out);
-                let (v, vt) = self.expr(value, out, Some(&ty));
-                if !ty.accepts(&vt) {
-                    self.error(value.span, format!("expected {ty}, found {vt}"));
-                }
+                let v = self.typed_expr(value, out, &ty);
                 if let Some(root) = self.lookup(&target.root().name) {
                     if root.role == Role::Input {
                         let span = target.root().span;
@@ -893,10 +890,7 @@ impl<'a> FnCx<'a> {
             self.call(e, Some(&[(dst, ty.clone())]), out);
             return;
         }
-        let (src, t) = self.expr(e, out, Some(ty));
-        if !ty.accepts(&t) {
-            self.error(e.span, format!("expected {ty}, found {t}"));
-        }
+        let src = self.typed_expr(e, out, ty);
         out.push(Stmt::Copy { dst, src });
     }
 
@@ -986,9 +980,14 @@ impl<'a> FnCx<'a> {
     }
 
     fn int_expr(&mut self, e: &Expr, out: &mut Vec<Stmt>) -> VarId {
-        let (id, t) = self.expr(e, out, Some(&Type::Int));
-        if !Type::Int.accepts(&t) {
-            self.error(e.span, format!("expected int, found {t}"));
+        self.typed_expr(e, out, &Type::Int)
+    }
+
+    /// Lowers `e` where a `want` is expected, reporting anything else.
+    fn typed_expr(&mut self, e: &Expr, out: &mut Vec<Stmt>, want: &Type) -> VarId {
+        let (id, t) = self.expr(e, out, Some(want));
+        if !want.accepts(&t) {
+            self.error(e.span, format!("expected {want}, found {t}"));
         }
         id
     }
@@ -1047,10 +1046,7 @@ impl<'a> FnCx<'a> {
                     continue;
                 };
                 let ty = cx.vars[var as usize].ty.clone();
-                let (val, t) = cx.expr(e, &mut next, Some(&ty));
-                if !ty.accepts(&t) {
-                    cx.error(e.span, format!("expected {ty}, found {t}"));
-                }
+                let val = cx.typed_expr(e, &mut next, &ty);
                 updates.push((var, val));
             }
             cx.loop_depth -= 1;
