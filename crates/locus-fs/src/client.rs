@@ -559,15 +559,7 @@ impl Client {
         let me = self.inner.me;
         let opened = self.writer(path.clone(), token, me, keep).await;
         if opened.is_err() {
-            let _ = self
-                .meta(
-                    &path,
-                    Request::Unlock {
-                        path: path.clone(),
-                        token,
-                    },
-                )
-                .await;
+            let _ = self.unlock(&path, token).await;
         }
         opened
     }
@@ -579,6 +571,15 @@ impl Client {
             token,
         };
         expect_record(self.meta(path, req).await?)
+    }
+
+    /// Releases a write lock this client took, leaving the file unchanged.
+    async fn unlock(&self, path: &str, token: u64) -> FsResult<Response> {
+        let req = Request::Unlock {
+            path: path.to_string(),
+            token,
+        };
+        self.meta(path, req).await
     }
 
     async fn writer(
@@ -910,15 +911,7 @@ impl Writer {
         let (client, path, token) = (self.client.clone(), self.path.clone(), self.token);
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                let _ = client
-                    .meta(
-                        &path,
-                        Request::Unlock {
-                            path: path.clone(),
-                            token,
-                        },
-                    )
-                    .await;
+                let _ = client.unlock(&path, token).await;
             });
         }
     }
