@@ -25,13 +25,23 @@ enum Command {
     /// The distributed node-local file system.
     #[command(subcommand)]
     Fs(FsCommand),
-    /// Run a Swift workflow on this machine.
+    /// Run a Swift workflow: its ranks and file system on this machine, or
+    /// one rank when started by srun/mpiexec.
     Run(run::RunArgs),
+    /// Summarise a finished run from its directory: tasks, busy and idle
+    /// workers, placement and locality.
+    Report(ReportArgs),
     /// Check Swift scripts: every error as file:line:col, or the lowered IR.
     Check(check::CheckArgs),
     /// Benchmarks, each printed beside a baseline measured in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+}
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// The run's directory (`locus run --run-dir`).
+    run_dir: std::path::PathBuf,
 }
 
 #[derive(Subcommand)]
@@ -66,6 +76,9 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Op(op)) => fs_ops::run(op),
         Command::Check(a) => check::run(a),
         Command::Run(a) => run::run(a),
+        Command::Report(a) => locus_runtime::report::Report::load(&a.run_dir)
+            .map(|r| print!("{}", r.text()))
+            .map_err(anyhow::Error::msg),
         Command::Bench(b) => bench::run(b),
     };
     match result {

@@ -1,21 +1,51 @@
-//! `locus run`: check a script and execute it on this machine.
+//! `locus run`: on one machine, launch a run's ranks and file system; as a
+//! rank (launcher variables set by `locus run`, `srun` or `mpiexec`), play
+//! that rank.
 
 use anyhow::{Context, Result};
 use clap::Args;
-use locus_lang::{compile, Source};
-use locus_runtime::{Engine, RunOptions};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use locus_lang::{compile, ir::Program, Source};
+use locus_runtime::launch::{launch_local, LocalRun};
+use locus_runtime::rank::{run_rank, RankOptions};
+use locus_runtime::rendezvous::RankEnv;
+use locus_runtime::Locality;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Workers: leaf tasks (app processes) running at once.
-    #[arg(short = 'n', long = "workers", default_value_t = default_workers())]
-    pub workers: usize,
-    /// Directory for the run's unmapped files (default: a new one under /tmp).
+    /// Ranks in all: workers plus servers (default: one worker per core).
+    #[arg(short = 'n', long = "ranks")]
+    pub ranks: Option<u32>,
+    /// Emulated nodes, each with its own file-system daemon.
+    #[arg(long, default_value_t = 1)]
+    pub nodes: u32,
+    /// Server ranks (the highest ranks; the first one leads).
+    #[arg(long, default_value_t = 1)]
+    pub servers: u32,
+    /// auto: a task without a location runs SOFT on the node holding most
+    /// of its input bytes; off: anywhere.
+    #[arg(long, value_enum, default_value_t = Locality::Auto)]
+    pub locality: Locality,
+    /// Extra attempts for an app that exits non-zero.
+    #[arg(long, default_value_t = 0)]
+    pub retries: u32,
+    /// Milliseconds a SOFT task waits for its busy target before another
+    /// worker may take it.
+    #[arg(long, default_value_t = 0)]
+    pub soft_wait: u64,
+    /// Directory of the run: rendezvous, records, file system (default: a
+    /// new one under /tmp).
     #[arg(long)]
     pub run_dir: Option<PathBuf>,
+    /// Use this existing file-system cluster (`locus fs up --dir`) instead
+    /// of starting one per run.
+    #[arg(long)]
+    pub fs: Option<PathBuf>,
+    /// Print the run's summary (`locus report`) when it ends.
+    #[arg(long)]
+    pub summary: bool,
     /// The Swift script.
     pub script: PathBuf,
     /// Arguments for the script (`--name=value` for argv(), others for argp()).
@@ -23,46 +53,89 @@ pub struct RunArgs {
     pub args: Vec<String>,
 }
 
-fn default_workers() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
+fn load(script: &Path) -> Result<Program, String> {
+    let text = std::fs::read(script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
+    let src = Source::new(script.display().to_string(), String::from_utf8_lossy(&text));
+    compile(&src).map_err(|diags| {
+        diags
+            .iter()
+            .map(|d| d.render(&src))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
-    let text =
-        std::fs::read(&a.script).with_context(|| format!("cannot read {}", a.script.display()))?;
-    let src = Source::new(
-        a.script.display().to_string(),
-        String::from_utf8_lossy(&text),
-    );
-    let program = match compile(&src) {
-        Ok(p) => p,
-        Err(diags) => {
-            for d in &diags {
-                eprintln!("{}", d.render(&src));
-            }
-            std::process::exit(1);
-        }
-    };
-    let run_dir = match a.run_dir {
-        Some(d) => d,
+    if let Some(env) = RankEnv::from_env() {
+        let opts = RankOptions {
+            run_dir: a
+                .run_dir
+                .clone()
+                .context("a rank started by a launcher needs --run-dir (shared by all ranks)")?,
+            servers: a.servers,
+            fs_dir: a.fs.clone(),
+            locality: a.locality,
+            retries: a.retries,
+            soft_wait: Duration::from_millis(a.soft_wait),
+            args: a.args.clone(),
+            stall: Duration::from_millis(500),
+        };
+        let script = a.script.clone();
+        return run_rank(env, opts, move || load(&script)).map_err(anyhow::Error::msg);
+    }
+    // Check the script before starting anything.
+    if let Err(diags) = load(&a.script) {
+        eprintln!("{diags}");
+        std::process::exit(1);
+    }
+    let run_dir = match &a.run_dir {
+        Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("locus-run-{}", std::process::id())),
     };
-    std::fs::create_dir_all(run_dir.join("tmp")).with_context(|| run_dir.display().to_string())?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let engine = Engine::new(
-        program,
-        RunOptions {
-            workers: a.workers,
-            args: a.args,
-            run_dir,
-            out: Arc::new(Mutex::new(std::io::stdout())),
-            stall: Duration::from_millis(500),
-        },
-    );
-    rt.block_on(engine.run()).map_err(anyhow::Error::msg)?;
-    // Tasks left waiting on a failed run must not hold the process open.
-    rt.shutdown_timeout(Duration::from_millis(100));
+    let size = a.ranks.unwrap_or_else(|| default_workers() + a.servers);
+    let run = LocalRun {
+        exe: std::env::current_exe().context("locating the locus binary")?,
+        size,
+        servers: a.servers,
+        nodes: a.nodes,
+        run_dir: run_dir.clone(),
+        fs_dir: a.fs.clone(),
+        rank_args: rank_args(&a),
+    };
+    let code = launch_local(&run).map_err(anyhow::Error::msg)?;
+    if a.summary {
+        if let Ok(s) = locus_runtime::report::Report::load(&run_dir) {
+            eprint!("{}", s.text());
+        }
+    }
+    if code != 0 {
+        std::process::exit(code);
+    }
     Ok(())
+}
+
+/// The options every rank of a local run gets (the launcher adds
+/// `--run-dir` and `--fs`).
+fn rank_args(a: &RunArgs) -> Vec<OsString> {
+    let mut v: Vec<OsString> = vec![
+        "--servers".into(),
+        a.servers.to_string().into(),
+        "--locality".into(),
+        match a.locality {
+            Locality::Auto => "auto",
+            Locality::Off => "off",
+        }
+        .into(),
+        "--retries".into(),
+        a.retries.to_string().into(),
+        "--soft-wait".into(),
+        a.soft_wait.to_string().into(),
+        a.script.clone().into(),
+    ];
+    v.extend(a.args.iter().map(OsString::from));
+    v
+}
+
+fn default_workers() -> u32 {
+    std::thread::available_parallelism().map_or(2, |n| n.get() as u32)
 }

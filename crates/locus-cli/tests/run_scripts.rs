@@ -23,7 +23,7 @@ fn run_corpus() {
     for script in &scripts {
         let work = tempfile::tempdir().unwrap();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_locus"))
-            .args(["run", "-n", "2", "--run-dir"])
+            .args(["run", "-n", "3", "--run-dir"])
             .arg(work.path())
             .arg(script)
             .output()

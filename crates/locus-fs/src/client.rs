@@ -792,6 +792,16 @@ impl Client {
         w.close().await
     }
 
+    /// Where a program should write `path` in this node's store (its parent
+    /// directories made), to be registered afterwards with `commit`.
+    pub fn output_path(&self, path: &str) -> FsResult<PathBuf> {
+        let local = self.inner.store.data_path(&normalise(path)?);
+        if let Some(dir) = local.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| FsError::io(path, &e))?;
+        }
+        Ok(local)
+    }
+
     /// Registers a file a program wrote directly at `local_path(path)` in this
     /// node's store: creates the name if needed, records size and mtime, and
     /// makes this node its only holder.

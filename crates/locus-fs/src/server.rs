@@ -101,6 +101,10 @@ async fn serve_connection(
                 .await
                 .map_err(io::Error::other)?
         }
+        Channel::Ranks => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "a workflow rank called a file-system daemon",
+        )),
     }
 }
 

@@ -23,6 +23,8 @@ pub enum Channel {
     Rpc = 1,
     /// Bulk file transfers with raw byte bodies.
     Transfer = 2,
+    /// Messages between the ranks of a workflow run.
+    Ranks = 3,
 }
 
 impl Channel {
@@ -30,6 +32,7 @@ impl Channel {
         match b {
             1 => Some(Channel::Rpc),
             2 => Some(Channel::Transfer),
+            3 => Some(Channel::Ranks),
             _ => None,
         }
     }

@@ -40,7 +40,7 @@ fn members(v: &Value) -> Result<&BTreeMap<Key, Value>, String> {
     }
 }
 
-fn array(items: impl IntoIterator<Item = Value>) -> Value {
+pub(crate) fn array(items: impl IntoIterator<Item = Value>) -> Value {
     Value::Container(
         items
             .into_iter()
@@ -313,7 +313,7 @@ fn glob(pattern: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn wildcard(p: &[u8], s: &[u8]) -> bool {
+pub(crate) fn wildcard(p: &[u8], s: &[u8]) -> bool {
     match (p.first(), s.first()) {
         (None, None) => true,
         (Some(b'*'), _) => wildcard(&p[1..], s) || (!s.is_empty() && wildcard(p, &s[1..])),

@@ -3,12 +3,17 @@
 //! for the futures it reads, then runs. A statement is *done* when it and
 //! all the work it started are done (tracked by dropping shared guards); a
 //! container closes when every statement of its scope that writes it is done.
-//! `app` calls run as processes, at most `workers` at a time.
+//! Leaf tasks (`app` calls, `sleep`) are put on the servers' queues through
+//! the `Dispatch` and run by workers; the engine places them (explicit
+//! locations, or `--locality auto`) and awaits their outcomes.
 
 use crate::builtins::{self, Context};
 use crate::plan::{plan, Block};
+use crate::server::Dispatch;
+use crate::storage::Storage;
 use crate::store::{FutureId, Store};
 use crate::value::{Key, Value};
+use locus_proto::run::{Arg, Placed, Target, Task, Work};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
 use std::collections::{HashMap, HashSet};
@@ -17,14 +22,28 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{oneshot, Notify, Semaphore};
+use tokio::sync::{oneshot, Notify};
+
+/// Whether leaf tasks without a location are placed by their input data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Locality {
+    /// SOFT NODE at the node holding most of the task's Locus input bytes.
+    Auto,
+    /// Anywhere (the locality-agnostic baseline).
+    Off,
+}
 
 pub struct RunOptions {
-    /// Leaf tasks (`app` processes) running at once.
-    pub workers: usize,
+    /// Where leaf tasks go.
+    pub dispatch: Arc<Dispatch>,
+    /// The run's layout and file system, for placement and storage builtins.
+    pub storage: Storage,
+    pub locality: Locality,
+    /// Names the run's directory of unmapped Locus files, `/locus/tmp/<run>/`.
+    pub run_id: String,
     /// Script arguments (`--name=value` and positional).
     pub args: Vec<String>,
-    /// Where unmapped files go.
+    /// Where unmapped files go when the run has no Locus file system.
     pub run_dir: PathBuf,
     /// Where `trace`/`printf` output goes.
     pub out: Arc<Mutex<dyn Write + Send>>,
@@ -40,7 +59,6 @@ pub struct Engine {
     opts: RunOptions,
     failure: Mutex<Option<String>>,
     failed: Notify,
-    workers: Semaphore,
     /// Bumped by every completed step; the stall detector watches it.
     progress: AtomicU64,
     /// Processes and timers running: no progress is expected meanwhile.
@@ -104,11 +122,6 @@ impl Frame {
     }
 }
 
-/// Paths under this prefix are Locus files (DESIGN.md); this runtime does
-/// not yet stage them through the file system, and must not write them to
-/// the host's root.
-const LOCUS_PREFIX: &str = "/locus/";
-
 fn is_container(t: &Type) -> bool {
     matches!(t, Type::Array { .. } | Type::Struct(_))
 }
@@ -129,7 +142,6 @@ impl Engine {
             funcs,
             plans,
             store: Store::default(),
-            workers: Semaphore::new(opts.workers.max(1)),
             opts,
             failure: Mutex::new(None),
             failed: Notify::new(),
@@ -166,6 +178,7 @@ impl Engine {
         tokio::select! {
             _ = rx => {}
             _ = self.failed.notified() => {}
+            reason = self.opts.dispatch.aborted() => return Err(reason),
             _ = stalled => return Err(self.stall_report()),
         }
         match self.failure.lock().expect("failure").clone() {
@@ -334,9 +347,13 @@ impl Engine {
         }
     }
 
-    /// A fresh path in the run directory for an unmapped file.
+    /// A fresh path for an unmapped file: a Locus file when the run has a
+    /// file system, else one in the run directory.
     fn temp_path(&self) -> String {
         let n = self.temp_files.fetch_add(1, Ordering::Relaxed);
+        if self.opts.storage.fs.is_some() {
+            return format!("{}/tmp/{}/f{n}", crate::files::LOCUS_PREFIX, self.opts.run_id);
+        }
         self.opts
             .run_dir
             .join(format!("tmp/f{n}"))
@@ -399,13 +416,24 @@ impl Engine {
                 let r = match op {
                     ir::Op::Bin(b) => builtins::binary(*b, &a[0], &a[1]),
                     ir::Op::Un(u) => builtins::unary(*u, &a[0]),
-                    ir::Op::Builtin(name) => builtins::call(
-                        name,
-                        &a,
-                        &Context {
-                            args: &self.opts.args,
-                        },
-                    ),
+                    ir::Op::Builtin(name) if name == "write" => {
+                        let path = self.store.path(frame.get(*dst)).await;
+                        let data = a.first().map(Value::render).unwrap_or_default();
+                        match self.opts.storage.write_file(&path, &data).await {
+                            Ok(()) => Ok(Value::File(path)),
+                            Err(e) => Err(e),
+                        }
+                    }
+                    ir::Op::Builtin(name) => match self.opts.storage.call(name, &a).await {
+                        Some(r) => r,
+                        None => builtins::call(
+                            name,
+                            &a,
+                            &Context {
+                                args: &self.opts.args,
+                            },
+                        ),
+                    },
                 };
                 match r {
                     Ok(v) => self.set(frame.get(*dst), v),
@@ -414,7 +442,20 @@ impl Engine {
             }
             Stmt::Effect { op, args } => {
                 let a = self.get_all(func, frame, args).await;
-                match builtins::effect(op, &a) {
+                let done = match op.as_str() {
+                    "sleep" => {
+                        let secs = match a.first() {
+                            Some(Value::Float(x)) => *x,
+                            Some(Value::Int(i)) => *i as f64,
+                            _ => 0.0,
+                        };
+                        let task = self.task(&func.name, None, Placed::Anywhere, 0, Work::Sleep { secs });
+                        self.leaf(task).await.map(|()| None)
+                    }
+                    "set_rank" => self.opts.storage.set_rank(&a).await.map(|()| None),
+                    _ => builtins::effect(op, &a),
+                };
+                match done {
                     Ok(Some(line)) => {
                         let mut out = self.opts.out.lock().expect("output");
                         let _ = writeln!(out, "{line}");
@@ -432,8 +473,8 @@ impl Engine {
                 func: name,
                 outs,
                 args,
-                ..
-            } => self.call(frame, name, outs, args, done).await,
+                opts,
+            } => self.call(func, frame, name, outs, args, opts, done).await,
             Stmt::If { cond, .. } => {
                 let branch = match self.get(func, frame, *cond).await {
                     Value::Bool(true) => 0,
@@ -606,12 +647,58 @@ impl Engine {
         self.set(f, v);
     }
 
+    /// The placement a call asked for: its location option evaluated in
+    /// the caller's frame and checked against the run's ranks.
+    async fn call_target(
+        &self,
+        caller: &Function,
+        frame: &Frame,
+        name: &str,
+        opts: &ir::CallOpts,
+    ) -> Result<(Option<Target>, i64), String> {
+        let prio = match opts.prio {
+            Some(p) => match self.get(caller, frame, p).await {
+                Value::Int(i) => i,
+                other => return Err(format!("call of '{name}': @prio must be an int, not {}", other.render())),
+            },
+            None => 0,
+        };
+        let Some(loc) = opts.location else {
+            return Ok((None, prio));
+        };
+        let Value::Location(l) = self.get(caller, frame, loc).await else {
+            return Err(format!("call of '{name}': @location needs a location"));
+        };
+        let rank = self
+            .opts
+            .storage
+            .layout
+            .check_target(l.rank)
+            .map_err(|e| {
+                format!(
+                    "call of '{name}': location({}, {}, {}): {e}",
+                    l.rank,
+                    if l.hard && !opts.soft { "HARD" } else { "SOFT" },
+                    if l.node { "NODE" } else { "RANK" }
+                )
+            })?;
+        let target = Target {
+            rank,
+            hard: l.hard && !opts.soft,
+            node: l.node,
+        };
+        Ok((Some(target), prio))
+    }
+
+    #[allow(clippy::too_many_arguments)]
     async fn call(
         self: &Arc<Self>,
+        caller: &Arc<Function>,
         frame: &Arc<Frame>,
         name: &str,
         outs: &[VarId],
         args: &[VarId],
+        opts: &ir::CallOpts,
         done: &Arc<Done>,
     ) {
         let Some(callee) = self.funcs.get(name).cloned() else {
@@ -636,7 +723,11 @@ impl Engine {
         match &callee.kind {
             FnKind::Composite => self.exec_block(&callee, &inner, &self.plans[name], done),
             FnKind::App(t) => {
-                if let Err(e) = self.run_app(&callee, &inner, t, done).await {
+                let placed = match self.call_target(caller, frame, name, opts).await {
+                    Ok(p) => p,
+                    Err(e) => return self.fail(e),
+                };
+                if let Err(e) = self.run_app(&callee, &inner, t, placed, done).await {
                     self.fail(e);
                 }
             }
@@ -646,9 +737,40 @@ impl Engine {
         }
     }
 
+    fn task(&self, func: &str, target: Option<Target>, placed: Placed, prio: i64, work: Work) -> Task {
+        Task {
+            id: self.opts.dispatch.task_id(),
+            func: func.to_string(),
+            target,
+            placed,
+            prio,
+            work,
+        }
+    }
+
+    /// Runs a leaf task on a worker and waits for it.
+    async fn leaf(&self, task: Task) -> Result<(), String> {
+        self.external.fetch_add(1, Ordering::AcqRel);
+        let outcome = self.opts.dispatch.run(task).await;
+        self.external.fetch_sub(1, Ordering::AcqRel);
+        self.step();
+        match outcome.error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// Where an app's output file goes: its path, known before it is written.
     async fn output_path(&self, frame: &Frame, v: VarId) -> String {
         self.store.path(frame.get(v)).await
+    }
+
+    /// A command-line word or redirection for a value: files are inputs.
+    fn input_arg(v: &Value) -> Arg {
+        match v {
+            Value::File(p) => Arg::In(p.clone()),
+            other => Arg::Lit(other.render()),
+        }
     }
 
     /// The file a redirection names: an output's path, or an input's value.
@@ -658,34 +780,37 @@ impl Engine {
         frame: &Frame,
         outputs: &HashSet<VarId>,
         v: Option<VarId>,
-    ) -> Option<String> {
+    ) -> Option<Arg> {
         match v {
             None => None,
-            Some(v) if outputs.contains(&v) => Some(self.output_path(frame, v).await),
-            Some(v) => Some(self.get(app, frame, v).await.render()),
+            Some(v) if outputs.contains(&v) => Some(Arg::Out(self.output_path(frame, v).await)),
+            Some(v) => Some(Self::input_arg(&self.get(app, frame, v).await)),
         }
     }
 
-    /// Waits for an app's inputs, builds its command line, runs it as a
-    /// process, and closes its output files when it exits 0.
+    /// Waits for an app's inputs, builds its command line, places it and
+    /// runs it as a leaf task; closes its output files when it succeeds.
     async fn run_app(
         self: &Arc<Self>,
         app: &Arc<Function>,
         frame: &Arc<Frame>,
         t: &ir::AppTemplate,
+        (target, prio): (Option<Target>, i64),
         done: &Arc<Done>,
     ) -> Result<(), String> {
         self.run_block(app, frame, &self.plans[&app.name], done)
             .await;
         let outputs: HashSet<VarId> = app.outputs.iter().copied().collect();
-        let mut argv: Vec<String> = Vec::new();
+        let mut argv: Vec<Arg> = Vec::new();
         for w in &t.words {
             match w {
-                Word::Lit(s) => argv.push(s.clone()),
-                Word::Var(v) if outputs.contains(v) => argv.push(self.output_path(frame, *v).await),
+                Word::Lit(s) => argv.push(Arg::Lit(s.clone())),
+                Word::Var(v) if outputs.contains(v) => {
+                    argv.push(Arg::Out(self.output_path(frame, *v).await))
+                }
                 Word::Var(v) => match self.get(app, frame, *v).await {
-                    Value::Container(m) => argv.extend(m.values().map(Value::render)),
-                    other => argv.push(other.render()),
+                    Value::Container(m) => argv.extend(m.values().map(Self::input_arg)),
+                    other => argv.push(Self::input_arg(&other)),
                 },
             }
         }
@@ -695,65 +820,57 @@ impl Engine {
         if argv.is_empty() {
             return Err(format!("app '{}' has an empty command line", app.name));
         }
-        let mut out_paths = Vec::new();
+        let mut out_files = Vec::new();
         for o in &app.outputs {
             if app.vars[*o as usize].ty == Type::File {
-                out_paths.push((frame.get(*o), self.output_path(frame, *o).await));
+                out_files.push((frame.get(*o), self.output_path(frame, *o).await));
             }
         }
-        for (_, p) in &out_paths {
-            if p.starts_with(LOCUS_PREFIX) {
-                return Err(format!(
-                    "app '{}' writes {p}: Locus file-system paths are not connected to this runtime yet",
-                    app.name
-                ));
-            }
-            if let Some(dir) = std::path::Path::new(p).parent() {
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| format!("app '{}': {}: {e}", app.name, dir.display()))?;
-            }
-        }
-        let permit = self.workers.acquire().await.map_err(|e| e.to_string())?;
-        self.external.fetch_add(1, Ordering::AcqRel);
-        let status = run_process(&argv, stdin, stdout, stderr).await;
-        self.external.fetch_sub(1, Ordering::AcqRel);
-        drop(permit);
-        self.step();
-        let code = status
-            .map_err(|e| format!("app '{}': cannot run `{}`: {e}", app.name, argv.join(" ")))?;
-        if code != 0 {
-            return Err(format!(
-                "app '{}' failed: `{}` exited with code {code}",
-                app.name,
-                argv.join(" ")
-            ));
-        }
-        for (f, p) in out_paths {
+        let (target, placed) = match target {
+            Some(t) => (Some(t), Placed::Explicit),
+            None => self.auto_target(&argv, &stdin).await,
+        };
+        let work = Work::App {
+            argv,
+            stdin,
+            stdout,
+            stderr,
+        };
+        self.leaf(self.task(&app.name, target, placed, prio, work))
+            .await?;
+        for (f, p) in out_files {
             self.set(f, Value::File(p));
         }
         Ok(())
     }
-}
 
-async fn run_process(
-    argv: &[String],
-    stdin: Option<String>,
-    stdout: Option<String>,
-    stderr: Option<String>,
-) -> std::io::Result<i32> {
-    use std::process::Stdio;
-    let mut cmd = tokio::process::Command::new(&argv[0]);
-    cmd.args(&argv[1..]);
-    cmd.stdin(match stdin {
-        Some(p) => Stdio::from(std::fs::File::open(p)?),
-        None => Stdio::null(),
-    });
-    if let Some(p) = stdout {
-        cmd.stdout(Stdio::from(std::fs::File::create(p)?));
+    /// `--locality auto`: SOFT NODE at the node holding most input bytes.
+    async fn auto_target(&self, argv: &[Arg], stdin: &Option<Arg>) -> (Option<Target>, Placed) {
+        if self.opts.locality == Locality::Off {
+            return (None, Placed::Anywhere);
+        }
+        let inputs: Vec<&str> = argv
+            .iter()
+            .chain(stdin)
+            .filter_map(|a| match a {
+                Arg::In(p) => Some(p.as_str()),
+                _ => None,
+            })
+            .collect();
+        let storage = &self.opts.storage;
+        let Some(node) = storage.heaviest_node(&inputs).await else {
+            return (None, Placed::Anywhere);
+        };
+        match storage.layout.workers_on(node).next() {
+            Some(rank) => (
+                Some(Target {
+                    rank,
+                    hard: false,
+                    node: true,
+                }),
+                Placed::Auto,
+            ),
+            None => (None, Placed::Anywhere),
+        }
     }
-    if let Some(p) = stderr {
-        cmd.stderr(Stdio::from(std::fs::File::create(p)?));
-    }
-    let status = cmd.status().await?;
-    Ok(status.code().unwrap_or(128 + 9))
 }

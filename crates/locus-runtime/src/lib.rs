@@ -1,14 +1,26 @@
-//! The Locus runtime. This first part is the dataflow engine on one machine:
-//! it executes a checked program's IR with every variable a future, every
-//! statement a control task released when its inputs close, and `app` calls
-//! as processes limited to the number of workers. The balancer over ranks
-//! and nodes, and file-system-aware placement, build on it.
+//! The Locus runtime (Turbine/ADLB model): the dataflow `engine` on the
+//! leader executes a program's IR and puts leaf tasks on the servers'
+//! queues (`server`, `balancer`); `worker` ranks run them next to their
+//! data (`files`, `storage`); ranks find each other through the run
+//! directory (`rendezvous`, `layout`); `record` keeps one line per task.
 
+pub mod balancer;
 pub mod builtins;
 pub mod engine;
+pub mod files;
 pub mod format;
+pub mod launch;
+pub mod layout;
 pub mod plan;
+pub mod rank;
+pub mod record;
+pub mod report;
+pub mod rendezvous;
+pub mod server;
+pub mod storage;
 pub mod store;
 pub mod value;
+pub mod wire;
+pub mod worker;
 
-pub use engine::{Engine, RunOptions};
+pub use engine::{Engine, Locality, RunOptions};

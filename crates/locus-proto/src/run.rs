@@ -1,0 +1,102 @@
+//! Messages between the ranks of a workflow run: workers ask their server for
+//! work and report outcomes, the leader puts leaf tasks on servers, servers
+//! steal from each other.
+
+use serde::{Deserialize, Serialize};
+
+pub type Rank = u32;
+
+/// Where a task must or should run (`location(rank, HARD|SOFT, RANK|NODE)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    pub rank: Rank,
+    /// HARD: never elsewhere. SOFT: preferred, may spill.
+    pub hard: bool,
+    /// NODE: any worker of `rank`'s node. RANK: that worker.
+    pub node: bool,
+}
+
+/// How a task's target was chosen, for the records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Placed {
+    /// No target: any worker.
+    Anywhere,
+    /// `@location`, `@soft_location` or a `location` argument.
+    Explicit,
+    /// `--locality auto`: the node holding most of the input bytes.
+    Auto,
+}
+
+/// One word of a command line or a redirection: text, or a file the worker
+/// makes local first (`In`) or registers after success (`Out`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Arg {
+    Lit(String),
+    In(String),
+    Out(String),
+}
+
+impl Arg {
+    pub fn text(&self) -> &str {
+        match self {
+            Arg::Lit(s) | Arg::In(s) | Arg::Out(s) => s,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Work {
+    /// An `app` call: a process.
+    App {
+        argv: Vec<Arg>,
+        stdin: Option<Arg>,
+        stdout: Option<Arg>,
+        stderr: Option<Arg>,
+    },
+    /// `sleep(secs)`, a builtin leaf task (Swift/T dispatches it to workers).
+    Sleep { secs: f64 },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub id: u64,
+    /// The Swift function called.
+    pub func: String,
+    pub target: Option<Target>,
+    pub placed: Placed,
+    /// `@prio`: higher runs first.
+    pub prio: i64,
+    pub work: Work,
+}
+
+/// What became of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub id: u64,
+    pub rank: Rank,
+    /// The failure, worded for the user, or `None` on success.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum RankMsg {
+    /// First message on every connection: who is calling.
+    Hello { rank: Rank },
+    /// Worker → its server: ready for a task.
+    Want,
+    /// Server → worker.
+    Run(Task),
+    /// Worker → server, and server → leader.
+    Done(Outcome),
+    /// Leader → server: queue this task.
+    Put(Task),
+    /// Server → server: these workers (rank, node index) are idle; send work
+    /// they may run.
+    Steal { idle: Vec<(Rank, u32)> },
+    /// Answer to `Steal` (possibly empty).
+    Gift { tasks: Vec<Task> },
+    /// Server → leader: the run cannot go on (a worker went away).
+    Abort { reason: String },
+    /// The run is over.
+    Shutdown,
+}

@@ -1,0 +1,145 @@
+//! `locus run` on one machine: starts a file-system daemon per emulated
+//! node (unless the run uses an existing cluster), then every rank as a
+//! process of the same binary with the launcher variables a site launcher
+//! would set, waits for them, and stops what it started.
+
+use crate::layout::Layout;
+use crate::record::records_dir;
+use crate::rendezvous::ranks_dir;
+use locus_fs::launch::{self, Launch};
+use locus_fs::{ClusterSpec, Durability, Placement};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FAILED_GRACE: Duration = Duration::from_millis(500);
+
+pub struct LocalRun {
+    /// The `locus` binary.
+    pub exe: PathBuf,
+    pub size: u32,
+    pub servers: u32,
+    /// Emulated nodes (ignored with an existing cluster).
+    pub nodes: u32,
+    pub run_dir: PathBuf,
+    /// An existing file-system cluster; otherwise one is started in
+    /// `RUN_DIR/fs` and stopped at the end.
+    pub fs_dir: Option<PathBuf>,
+    /// The `locus run` arguments every rank gets (options, script, its args).
+    pub rank_args: Vec<OsString>,
+}
+
+/// The file-system directory a run uses.
+pub fn fs_dir_of(r: &LocalRun) -> PathBuf {
+    r.fs_dir.clone().unwrap_or_else(|| r.run_dir.join("fs"))
+}
+
+/// Runs all ranks; returns the exit code of the run.
+pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
+    if r.servers == 0 || r.servers >= r.size {
+        return Err(format!(
+            "-n {} cannot hold {} server(s) and at least one worker",
+            r.size, r.servers
+        ));
+    }
+    let dir_err = |e: std::io::Error| format!("run directory {}: {e}", r.run_dir.display());
+    std::fs::create_dir_all(&r.run_dir).map_err(dir_err)?;
+    for stale in [ranks_dir(&r.run_dir), records_dir(&r.run_dir)] {
+        if stale.exists() {
+            std::fs::remove_dir_all(&stale).map_err(dir_err)?;
+        }
+    }
+    let fs_dir = fs_dir_of(r);
+    let spec = match &r.fs_dir {
+        Some(d) => ClusterSpec::load(d).map_err(|e| e.to_string())?,
+        None => {
+            if fs_dir.exists() {
+                std::fs::remove_dir_all(&fs_dir).map_err(dir_err)?;
+            }
+            Launch {
+                exe: r.exe.clone(),
+                durability: Durability::Group,
+            }
+            .create(&fs_dir, r.nodes, Placement::Local)
+            .map_err(|e| format!("starting the run's file system: {e}"))?
+        }
+    };
+    let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+    let rank_nodes = Layout::emulated_names(r.size, r.servers, &names);
+    let result = run_ranks(r, &fs_dir, &rank_nodes);
+    if r.fs_dir.is_none() {
+        let _ = launch::stop(&fs_dir);
+    }
+    result
+}
+
+fn run_ranks(r: &LocalRun, fs_dir: &std::path::Path, nodes: &[String]) -> Result<i32, String> {
+    let mut children: Vec<(u32, Child)> = Vec::new();
+    for (rank, node) in nodes.iter().enumerate() {
+        let spawned = Command::new(&r.exe)
+            .arg("run")
+            .arg("--run-dir")
+            .arg(&r.run_dir)
+            .arg("--fs")
+            .arg(fs_dir)
+            .args(&r.rank_args)
+            .env("LOCUS_RANK", rank.to_string())
+            .env("LOCUS_SIZE", r.size.to_string())
+            .env("LOCUS_NODE", node)
+            .stdin(Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(c) => children.push((rank as u32, c)),
+            Err(e) => {
+                stop_all(&mut children);
+                return Err(format!("cannot start rank {rank}: {e}"));
+            }
+        }
+    }
+    let leader = r.size - r.servers;
+    let mut codes: Vec<Option<i32>> = vec![None; children.len()];
+    let mut failed_at: Option<Instant> = None;
+    loop {
+        for (rank, child) in &mut children {
+            if codes[*rank as usize].is_none() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let code = status.code().unwrap_or(128 + 9);
+                    codes[*rank as usize] = Some(code);
+                    if code != 0 {
+                        failed_at.get_or_insert_with(Instant::now);
+                    }
+                }
+            }
+        }
+        if codes.iter().all(Option::is_some) {
+            break;
+        }
+        // One rank failed: the rest get a moment to stop on their own.
+        if failed_at.is_some_and(|t| t.elapsed() > FAILED_GRACE) {
+            stop_all(&mut children);
+            for (rank, child) in &mut children {
+                if codes[*rank as usize].is_none() {
+                    codes[*rank as usize] = Some(child.wait().map_or(1, |s| s.code().unwrap_or(1)));
+                }
+            }
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let leader_code = codes[leader as usize].unwrap_or(1);
+    Ok(if leader_code != 0 {
+        leader_code
+    } else {
+        codes.iter().flatten().copied().find(|c| *c != 0).unwrap_or(0)
+    })
+}
+
+/// Stops ranks still running (they are ours: we spawned them).
+fn stop_all(children: &mut [(u32, Child)]) {
+    for (_, c) in children.iter_mut() {
+        if let Ok(None) = c.try_wait() {
+            let _ = c.kill();
+        }
+    }
+}

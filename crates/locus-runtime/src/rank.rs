@@ -1,0 +1,201 @@
+//! One rank of a run, started by `locus run` itself or by a site launcher
+//! (`srun`, `mpiexec`): finds the others, then serves as a worker or a
+//! server; the leader (first server) also runs the dataflow engine.
+
+use crate::engine::{Engine, Locality, RunOptions};
+use crate::layout::Layout;
+use crate::record::now_us;
+use crate::rendezvous::{self, Entry, RankEnv};
+use crate::server::{Server, ServerConfig};
+use crate::storage::Storage;
+use crate::worker::{run_worker, WorkerConfig};
+use locus_fs::{Client, ClientOptions, ClusterSpec};
+use locus_lang::ir::Program;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const GATHER_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub struct RankOptions {
+    pub run_dir: PathBuf,
+    pub servers: u32,
+    /// The Locus file system of the run (a `locus fs up` directory).
+    pub fs_dir: Option<PathBuf>,
+    pub locality: Locality,
+    pub retries: u32,
+    pub soft_wait: Duration,
+    pub args: Vec<String>,
+    /// How long without progress (and no task running) means stuck.
+    pub stall: Duration,
+}
+
+/// What the leader writes to `RUN_DIR/run.json` for `locus report`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub layout: Layout,
+    pub start_us: u64,
+    pub end_us: u64,
+    pub error: Option<String>,
+}
+
+pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
+    run_dir.join("run.json")
+}
+
+/// Where a server listens: loopback unless `LOCUS_LISTEN` names an address
+/// other nodes can reach.
+fn listen_addr() -> Result<SocketAddr, String> {
+    match std::env::var("LOCUS_LISTEN") {
+        Ok(a) => a
+            .parse()
+            .map_err(|e| format!("LOCUS_LISTEN={a}: {e}")),
+        Err(_) => Ok(SocketAddr::from(([127, 0, 0, 1], 0))),
+    }
+}
+
+/// Runs this process's rank to the end of the run. `program` is needed on
+/// the leader only and compiled on demand.
+pub fn run_rank(
+    env: RankEnv,
+    opts: RankOptions,
+    program: impl FnOnce() -> Result<Program, String>,
+) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let result = rt.block_on(rank_main(env, opts, program));
+    // Tasks left waiting on a failed run must not hold the process open.
+    rt.shutdown_timeout(Duration::from_millis(100));
+    result
+}
+
+async fn rank_main(
+    env: RankEnv,
+    opts: RankOptions,
+    program: impl FnOnce() -> Result<Program, String>,
+) -> Result<(), String> {
+    let me = env.rank;
+    if opts.servers == 0 || opts.servers >= env.size {
+        return Err(format!(
+            "{} ranks cannot hold {} server(s) and at least one worker",
+            env.size, opts.servers
+        ));
+    }
+    let is_server = me >= env.size - opts.servers;
+    let dir_err = |e: std::io::Error| format!("run directory {}: {e}", opts.run_dir.display());
+    std::fs::create_dir_all(&opts.run_dir).map_err(dir_err)?;
+    let secret = rendezvous::shared_secret(&opts.run_dir).map_err(dir_err)?;
+    let server = if is_server {
+        let addr = listen_addr()?;
+        Some(
+            Server::bind(addr)
+                .await
+                .map_err(|e| format!("server rank {me} cannot listen on {addr}: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let entry = Entry {
+        rank: me,
+        node: rendezvous::node_name(),
+        addr: match &server {
+            Some(s) => Some(s.local_addr().map_err(|e| e.to_string())?),
+            None => None,
+        },
+        pid: std::process::id(),
+    };
+    rendezvous::publish(&opts.run_dir, &entry).map_err(dir_err)?;
+    let (dir, size) = (opts.run_dir.clone(), env.size);
+    let entries = tokio::task::spawn_blocking(move || rendezvous::gather(&dir, size, GATHER_TIMEOUT))
+        .await
+        .map_err(|e| e.to_string())??;
+    let names: Vec<String> = entries.iter().map(|e| e.node.clone()).collect();
+    let layout = Arc::new(Layout::from_names(opts.servers, &names)?);
+    let fs = match &opts.fs_dir {
+        Some(d) => Some(open_fs(d, &entry.node)?),
+        None => None,
+    };
+    let Some(server) = server else {
+        let server_rank = layout.server_of(me);
+        let cfg = WorkerConfig {
+            me,
+            server: entries[server_rank as usize]
+                .addr
+                .ok_or_else(|| format!("server rank {server_rank} published no address"))?,
+            layout,
+            secret,
+            fs: fs.map(|(c, _)| c),
+            run_dir: opts.run_dir.clone(),
+            retries: opts.retries,
+        };
+        return run_worker(cfg).await;
+    };
+    let dispatch = server.dispatch();
+    let serving = server
+        .start(ServerConfig {
+            me,
+            layout: layout.clone(),
+            entries,
+            secret,
+            soft_wait: opts.soft_wait,
+        })
+        .await?;
+    if me != layout.leader() {
+        return serving.await;
+    }
+    let start_us = now_us();
+    let engine = Engine::new(
+        program()?,
+        RunOptions {
+            dispatch: dispatch.clone(),
+            storage: Storage {
+                layout: layout.clone(),
+                fs,
+            },
+            locality: opts.locality,
+            run_id: format!("{:08x}", rand::random::<u32>()),
+            args: opts.args,
+            run_dir: opts.run_dir.clone(),
+            out: Arc::new(Mutex::new(std::io::stdout())),
+            stall: opts.stall,
+        },
+    );
+    let serve = tokio::spawn(serving);
+    let result = engine.run().await;
+    dispatch.finish();
+    let _ = serve.await;
+    let summary = RunSummary {
+        layout: (*layout).clone(),
+        start_us,
+        end_us: now_us(),
+        error: result.clone().err(),
+    };
+    let written = serde_json::to_vec_pretty(&summary)
+        .map_err(std::io::Error::other)
+        .and_then(|b| std::fs::write(summary_path(&opts.run_dir), b));
+    let _ = std::io::stdout().flush();
+    result?;
+    written.map_err(|e| format!("{}: {e}", summary_path(&opts.run_dir).display()))
+}
+
+/// A client of the run's file system acting on this rank's node: the
+/// daemon whose node name is this rank's node, else the first.
+fn open_fs(dir: &std::path::Path, node: &str) -> Result<(Client, Vec<String>), String> {
+    let spec = ClusterSpec::load(dir).map_err(|e| e.to_string())?;
+    let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+    let id = names.iter().position(|n| n == node).unwrap_or(0) as u32;
+    let client = Client::open(
+        dir,
+        ClientOptions {
+            node: id,
+            ..ClientOptions::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    Ok((client, names))
+}

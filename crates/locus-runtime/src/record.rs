@@ -1,0 +1,89 @@
+//! One record per leaf task, written by the worker that ran it to
+//! `RUN_DIR/records/rank-R.jsonl`: what ran, where, how it was placed, when,
+//! and how many input bytes were local or fetched.
+
+use locus_proto::run::{Placed, Rank, Target};
+use serde::{Deserialize, Serialize};
+use std::io::{self, BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub id: u64,
+    pub func: String,
+    pub rank: Rank,
+    pub node: String,
+    pub target: Option<Target>,
+    pub placed: Placed,
+    /// Microseconds since the Unix epoch.
+    pub start_us: u64,
+    pub end_us: u64,
+    pub local_bytes: u64,
+    pub remote_bytes: u64,
+    /// The process's exit code (`None` for builtin tasks or no process).
+    pub exit: Option<i32>,
+    pub attempts: u32,
+    pub error: Option<String>,
+}
+
+pub fn records_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("records")
+}
+
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
+/// Appends one worker's records.
+pub struct Recorder {
+    out: BufWriter<std::fs::File>,
+}
+
+impl Recorder {
+    pub fn create(run_dir: &Path, rank: Rank) -> io::Result<Recorder> {
+        let dir = records_dir(run_dir);
+        std::fs::create_dir_all(&dir)?;
+        let file = std::fs::File::create(dir.join(format!("rank-{rank}.jsonl")))?;
+        Ok(Recorder {
+            out: BufWriter::with_capacity(256 << 10, file),
+        })
+    }
+
+    pub fn write(&mut self, r: &TaskRecord) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, r)?;
+        self.out.write_all(b"\n")
+    }
+
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Every record of a run, ordered by start time.
+pub fn load(run_dir: &Path) -> io::Result<Vec<TaskRecord>> {
+    let dir = records_dir(run_dir);
+    let mut out = Vec::new();
+    let rd = std::fs::read_dir(&dir)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    for entry in rd {
+        let path = entry?.path();
+        if path.extension().is_none_or(|x| x != "jsonl") {
+            continue;
+        }
+        let f = io::BufReader::new(std::fs::File::open(&path)?);
+        for (i, line) in f.lines().enumerate() {
+            let line = line?;
+            let r = serde_json::from_str(&line).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}:{}: {e}", path.display(), i + 1),
+                )
+            })?;
+            out.push(r);
+        }
+    }
+    out.sort_by_key(|r: &TaskRecord| (r.start_us, r.id));
+    Ok(out)
+}

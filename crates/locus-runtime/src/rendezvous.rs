@@ -1,0 +1,185 @@
+//! How the ranks of a run find each other. Each rank learns its rank and
+//! the run's size from the launcher's environment (ours, Slurm, MPICH/PMI,
+//! Open MPI), publishes where it is in the run directory, and waits until
+//! every rank has done so. The run directory also holds the run's secret.
+
+use locus_proto::auth::Secret;
+use locus_proto::run::Rank;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Rank and size as a launcher gave them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankEnv {
+    pub rank: Rank,
+    pub size: u32,
+}
+
+/// (rank variable, size variable), ours first.
+const LAUNCHERS: &[(&str, &str)] = &[
+    ("LOCUS_RANK", "LOCUS_SIZE"),
+    ("SLURM_PROCID", "SLURM_NTASKS"),
+    ("PMI_RANK", "PMI_SIZE"),
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+    ("PMIX_RANK", "PMIX_SIZE"),
+];
+
+impl RankEnv {
+    /// The rank this process was started as, if a launcher started it as
+    /// one of several.
+    pub fn from_env() -> Option<RankEnv> {
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    fn from_vars(get: impl Fn(&str) -> Option<String>) -> Option<RankEnv> {
+        LAUNCHERS.iter().find_map(|(r, s)| {
+            let rank = get(r)?.trim().parse().ok()?;
+            let size: u32 = get(s)?.trim().parse().ok()?;
+            (size > 1 && rank < size).then_some(RankEnv { rank, size })
+        })
+    }
+}
+
+/// This machine's name, or `LOCUS_NODE` when set (emulated nodes).
+pub fn node_name() -> String {
+    if let Ok(n) = std::env::var("LOCUS_NODE") {
+        return n;
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// What one rank publishes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub rank: Rank,
+    pub node: String,
+    /// Where a server listens; workers do not listen.
+    pub addr: Option<SocketAddr>,
+    pub pid: u32,
+}
+
+pub fn ranks_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("ranks")
+}
+
+/// Publishes `e`; a rank's entry already there belongs to another run.
+pub fn publish(run_dir: &Path, e: &Entry) -> io::Result<()> {
+    let dir = ranks_dir(run_dir);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{}.json", e.rank));
+    if path.exists() {
+        return Err(io::Error::other(format!(
+            "{} is left from another run; give each run its own --run-dir",
+            path.display()
+        )));
+    }
+    let tmp = dir.join(format!(".{}.{}", e.rank, e.pid));
+    std::fs::write(&tmp, serde_json::to_vec(e)?)?;
+    std::fs::rename(&tmp, &path)
+}
+
+/// Waits until all `size` ranks have published, or `timeout` passes.
+pub fn gather(run_dir: &Path, size: u32, timeout: Duration) -> Result<Vec<Entry>, String> {
+    let dir = ranks_dir(run_dir);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut entries = Vec::with_capacity(size as usize);
+        let mut missing = Vec::new();
+        for r in 0..size {
+            match std::fs::read(dir.join(format!("{r}.json"))) {
+                Ok(b) => entries.push(
+                    serde_json::from_slice(&b)
+                        .map_err(|e| format!("{}/{r}.json: {e}", dir.display()))?,
+                ),
+                Err(_) => missing.push(r.to_string()),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(entries);
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "ranks {} did not start within {timeout:?} (rendezvous in {})",
+                missing.join(","),
+                dir.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The run's secret: created by whichever rank comes first, read by the rest.
+pub fn shared_secret(run_dir: &Path) -> io::Result<Secret> {
+    let path = run_dir.join("secret");
+    if let Ok(s) = Secret::load(&path) {
+        return Ok(s);
+    }
+    let tmp = run_dir.join(format!(".secret.{}", std::process::id()));
+    Secret::generate().save(&tmp)?;
+    // A hard link publishes the complete file or fails if another won.
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    Secret::load(&path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn launcher_variables_are_recognised() {
+        let vars: HashMap<&str, &str> = [("PMI_RANK", "2"), ("PMI_SIZE", "4")].into();
+        let got = RankEnv::from_vars(|k| vars.get(k).map(|v| v.to_string()));
+        assert_eq!(got, Some(RankEnv { rank: 2, size: 4 }));
+        let single: HashMap<&str, &str> = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1")].into();
+        assert_eq!(
+            RankEnv::from_vars(|k| single.get(k).map(|v| v.to_string())),
+            None
+        );
+    }
+
+    #[test]
+    fn entries_gather_and_stale_ones_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        for rank in 0..2 {
+            let e = Entry {
+                rank,
+                node: "n".into(),
+                addr: None,
+                pid: 1,
+            };
+            publish(dir.path(), &e).unwrap();
+        }
+        let got = gather(dir.path(), 2, Duration::from_millis(10)).unwrap();
+        assert_eq!(got[1].rank, 1);
+        let again = Entry {
+            rank: 0,
+            node: "n".into(),
+            addr: None,
+            pid: 2,
+        };
+        assert!(publish(dir.path(), &again).is_err());
+        let err = gather(dir.path(), 3, Duration::from_millis(10)).unwrap_err();
+        assert!(err.contains("ranks 2 did not start"), "{err}");
+    }
+
+    #[test]
+    fn one_secret_for_all_ranks() {
+        let dir = tempfile::tempdir().unwrap();
+        shared_secret(dir.path()).unwrap();
+        let first = std::fs::read(dir.path().join("secret")).unwrap();
+        shared_secret(dir.path()).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("secret")).unwrap(), first);
+    }
+}

@@ -1,0 +1,447 @@
+//! A server rank: accepts its workers and the other servers, keeps its
+//! share of the work queues (`balancer`), hands tasks to idle workers,
+//! steals for them from other servers when it has nothing they may run,
+//! and passes outcomes to the leader. The leader is the first server; its
+//! dataflow engine puts leaf tasks through a `Dispatch`.
+
+use crate::balancer::Balancer;
+use crate::layout::Layout;
+use crate::rendezvous::Entry;
+use crate::wire::{self, Reader};
+use locus_proto::auth::Secret;
+use locus_proto::run::{Outcome, Rank, RankMsg, Task};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Steal retry delays after a round of empty answers.
+const STEAL_BACKOFF_MIN: Duration = Duration::from_micros(500);
+const STEAL_BACKOFF_MAX: Duration = Duration::from_millis(20);
+
+pub struct ServerConfig {
+    pub me: Rank,
+    pub layout: Arc<Layout>,
+    /// Every rank's published entry (servers' addresses).
+    pub entries: Vec<Entry>,
+    pub secret: Secret,
+    /// How long a SOFT task waits for its busy target before it may spill.
+    pub soft_wait: Duration,
+}
+
+enum Event {
+    Joined(Rank, mpsc::UnboundedSender<RankMsg>),
+    Msg(Rank, RankMsg),
+    Closed(Rank),
+    /// From the leader's engine.
+    Put(Task),
+    /// The leader's engine is done: end the run.
+    Finish,
+}
+
+/// The leader's engine puts leaf tasks here and awaits their outcomes.
+pub struct Dispatch {
+    events: mpsc::UnboundedSender<Event>,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Outcome>>>,
+    next_id: AtomicU64,
+    abort: Mutex<Option<String>>,
+    aborted: Notify,
+}
+
+impl Dispatch {
+    pub fn task_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Queues `task` and waits for its outcome.
+    pub async fn run(&self, task: Task) -> Outcome {
+        let id = task.id;
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("pending").insert(id, tx);
+        let _ = self.events.send(Event::Put(task));
+        rx.await.unwrap_or_else(|_| Outcome {
+            id,
+            rank: 0,
+            error: Some("the run was stopped".into()),
+        })
+    }
+
+    fn complete(&self, o: Outcome) {
+        if let Some(tx) = self.pending.lock().expect("pending").remove(&o.id) {
+            let _ = tx.send(o);
+        }
+    }
+
+    fn abort(&self, reason: String) {
+        self.abort.lock().expect("abort").get_or_insert(reason);
+        self.aborted.notify_one();
+    }
+
+    /// Resolves when a server reports that the run cannot go on.
+    pub async fn aborted(&self) -> String {
+        loop {
+            let notified = self.aborted.notified();
+            if let Some(r) = self.abort.lock().expect("abort").clone() {
+                return r;
+            }
+            notified.await;
+        }
+    }
+
+    /// Ends the run: every rank is told to stop.
+    pub fn finish(&self) {
+        let _ = self.events.send(Event::Finish);
+    }
+}
+
+/// A bound server rank, ready to be published and run.
+pub struct Server {
+    listener: TcpListener,
+    events: mpsc::UnboundedSender<Event>,
+    rx: mpsc::UnboundedReceiver<Event>,
+    dispatch: Arc<Dispatch>,
+}
+
+impl Server {
+    pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<Server> {
+        let listener = TcpListener::bind(addr).await?;
+        let (events, rx) = mpsc::unbounded_channel();
+        let dispatch = Arc::new(Dispatch {
+            events: events.clone(),
+            pending: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            abort: Mutex::default(),
+            aborted: Notify::new(),
+        });
+        Ok(Server {
+            listener,
+            events,
+            rx,
+            dispatch,
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// The engine's handle (used on the leader).
+    pub fn dispatch(&self) -> Arc<Dispatch> {
+        self.dispatch.clone()
+    }
+
+    /// Connects the ranks this server talks to; returns once all have
+    /// joined, with the loop that serves them until the run ends.
+    pub async fn start(
+        self,
+        cfg: ServerConfig,
+    ) -> Result<impl std::future::Future<Output = Result<(), String>>, String> {
+        let Server {
+            listener,
+            events,
+            mut rx,
+            dispatch,
+        } = self;
+        let layout = cfg.layout.clone();
+        let me = cfg.me;
+        // Workers and lower servers call us; we call the higher servers.
+        let mut expected: HashSet<Rank> = (0..layout.workers())
+            .filter(|w| layout.server_of(*w) == me)
+            .chain(layout.workers()..me)
+            .collect();
+        {
+            let (events, secret) = (events.clone(), cfg.secret.clone());
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let (events, secret) = (events.clone(), secret.clone());
+                    tokio::spawn(async move {
+                        if let Ok((rank, reader, wr)) = wire::accept(stream, &secret).await {
+                            attach(rank, reader, wr, events);
+                        }
+                    });
+                }
+            });
+        }
+        for s in me + 1..layout.size() {
+            let addr = cfg.entries[s as usize]
+                .addr
+                .ok_or_else(|| format!("server rank {s} published no address"))?;
+            let (reader, wr) = wire::connect(addr, &cfg.secret, me)
+                .await
+                .map_err(|e| format!("rank {me} cannot reach server rank {s} at {addr}: {e}"))?;
+            attach(s, reader, wr, events.clone());
+            expected.insert(s);
+        }
+        let mut state = State {
+            me,
+            balancer: Balancer::new(layout.clone(), cfg.soft_wait),
+            layout: layout.clone(),
+            peers: HashMap::new(),
+            dispatch,
+            next_server: 0,
+            stealing: false,
+            steal_round: 0,
+            next_steal: Instant::now(),
+            backoff: STEAL_BACKOFF_MIN,
+            closing: false,
+        };
+        let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
+        let mut early = Vec::new();
+        while !expected.iter().all(|r| state.peers.contains_key(r)) {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(Event::Joined(r, tx))) => {
+                    state.peers.insert(r, tx);
+                }
+                Ok(Some(ev)) => early.push(ev),
+                _ => {
+                    let mut missing: Vec<_> = expected
+                        .iter()
+                        .filter(|r| !state.peers.contains_key(r))
+                        .map(|r| r.to_string())
+                        .collect();
+                    missing.sort();
+                    return Err(format!(
+                        "server rank {me}: ranks {} did not connect within {JOIN_TIMEOUT:?}",
+                        missing.join(",")
+                    ));
+                }
+            }
+        }
+        Ok(async move {
+            for ev in early {
+                if !state.handle(ev) {
+                    return Ok(());
+                }
+            }
+            loop {
+                let ev = match state.wake_at() {
+                    Some(at) => {
+                        match tokio::time::timeout_at(at.into(), rx.recv()).await {
+                            Ok(ev) => ev,
+                            Err(_) => {
+                                state.after_events();
+                                continue;
+                            }
+                        }
+                    }
+                    None => rx.recv().await,
+                };
+                let Some(ev) = ev else { return Ok(()) };
+                if !state.handle(ev) {
+                    return Ok(());
+                }
+                // Take everything queued before matching: one pass per burst.
+                while let Ok(ev) = rx.try_recv() {
+                    if !state.handle(ev) {
+                        return Ok(());
+                    }
+                }
+                state.after_events();
+            }
+        })
+    }
+}
+
+/// Feeds one connection's messages to the server loop.
+fn attach(
+    rank: Rank,
+    mut reader: Reader,
+    wr: tokio::net::tcp::OwnedWriteHalf,
+    events: mpsc::UnboundedSender<Event>,
+) {
+    let (tx, out) = mpsc::unbounded_channel();
+    tokio::spawn(locus_proto::frame::write_batched(wr, out));
+    let _ = events.send(Event::Joined(rank, tx));
+    tokio::spawn(async move {
+        while let Ok(Some(msg)) = reader.next().await {
+            if events.send(Event::Msg(rank, msg)).is_err() {
+                return;
+            }
+        }
+        let _ = events.send(Event::Closed(rank));
+    });
+}
+
+struct State {
+    me: Rank,
+    layout: Arc<Layout>,
+    balancer: Balancer,
+    peers: HashMap<Rank, mpsc::UnboundedSender<RankMsg>>,
+    dispatch: Arc<Dispatch>,
+    /// Round-robin cursor for untargeted tasks (leader) and steal victims.
+    next_server: u32,
+    stealing: bool,
+    /// Victims asked in the current round without getting work.
+    steal_round: u32,
+    next_steal: Instant,
+    backoff: Duration,
+    closing: bool,
+}
+
+impl State {
+    fn send(&self, to: Rank, msg: RankMsg) {
+        if let Some(tx) = self.peers.get(&to) {
+            let _ = tx.send(msg);
+        }
+    }
+
+    /// Handles one event; `false` ends the loop.
+    fn handle(&mut self, ev: Event) -> bool {
+        let now = Instant::now();
+        match ev {
+            Event::Joined(r, tx) => {
+                self.peers.insert(r, tx);
+            }
+            Event::Put(task) => self.route(task, now),
+            Event::Msg(from, msg) => match msg {
+                RankMsg::Want => self.balancer.ready(from),
+                RankMsg::Done(o) => {
+                    if self.layout.is_worker(from) {
+                        self.balancer.ready(from);
+                    }
+                    self.deliver(o);
+                }
+                RankMsg::Put(task) => {
+                    self.balancer.put(task, now);
+                }
+                RankMsg::Steal { idle } => {
+                    let tasks = self.balancer.give(&idle, now);
+                    self.send(from, RankMsg::Gift { tasks });
+                }
+                RankMsg::Gift { tasks } => {
+                    self.stealing = false;
+                    if tasks.is_empty() {
+                        self.steal_round += 1;
+                        if self.steal_round + 1 >= self.layout.servers {
+                            self.steal_round = 0;
+                            self.next_steal = now + self.backoff;
+                            self.backoff = (self.backoff * 2).min(STEAL_BACKOFF_MAX);
+                        }
+                    } else {
+                        self.steal_round = 0;
+                        self.backoff = STEAL_BACKOFF_MIN;
+                        for t in tasks {
+                            self.balancer.put(t, now);
+                        }
+                    }
+                }
+                RankMsg::Abort { reason } => self.dispatch.abort(reason),
+                RankMsg::Shutdown => {
+                    self.shutdown();
+                    return false;
+                }
+                RankMsg::Hello { .. } | RankMsg::Run(_) => {}
+            },
+            Event::Closed(r) => {
+                if !self.closing && self.layout.is_worker(r) {
+                    let running = self.balancer.lost(r);
+                    let what = match running {
+                        Some(id) => format!(" while running task {id}"),
+                        None => String::new(),
+                    };
+                    self.report_abort(format!(
+                        "worker rank {r} on {} exited{what}",
+                        self.layout.node_name(r)
+                    ));
+                }
+                self.peers.remove(&r);
+            }
+            Event::Finish => {
+                for s in self.layout.workers()..self.layout.size() {
+                    if s != self.me {
+                        self.send(s, RankMsg::Shutdown);
+                    }
+                }
+                self.shutdown();
+                return false;
+            }
+        }
+        true
+    }
+
+    fn shutdown(&mut self) {
+        self.closing = true;
+        let mine: Vec<Rank> = (0..self.layout.workers())
+            .filter(|w| self.layout.server_of(*w) == self.me)
+            .collect();
+        for w in mine {
+            self.send(w, RankMsg::Shutdown);
+        }
+    }
+
+    fn report_abort(&self, reason: String) {
+        if self.me == self.layout.leader() {
+            self.dispatch.abort(reason);
+        } else {
+            self.send(self.layout.leader(), RankMsg::Abort { reason });
+        }
+    }
+
+    fn deliver(&self, o: Outcome) {
+        if self.me == self.layout.leader() {
+            self.dispatch.complete(o);
+        } else {
+            self.send(self.layout.leader(), RankMsg::Done(o));
+        }
+    }
+
+    /// On the leader: targeted tasks go to their target's server, others
+    /// round-robin over the servers.
+    fn route(&mut self, task: Task, now: Instant) {
+        let server = match task.target {
+            Some(t) => self.layout.server_of(t.rank),
+            None => {
+                let servers = self.layout.servers.min(self.layout.workers());
+                self.next_server = (self.next_server + 1) % servers;
+                self.layout.workers() + self.next_server
+            }
+        };
+        if server == self.me {
+            self.balancer.put(task, now);
+        } else {
+            self.send(server, RankMsg::Put(task));
+        }
+    }
+
+    /// Matches work to idle workers, and steals for those left idle.
+    fn after_events(&mut self) {
+        let now = Instant::now();
+        for (w, task) in self.balancer.dispatch(now) {
+            self.send(w, RankMsg::Run(task));
+        }
+        if self.layout.servers < 2 || self.stealing || self.closing || now < self.next_steal {
+            return;
+        }
+        let idle: Vec<(Rank, u32)> = self
+            .balancer
+            .idle()
+            .map(|w| (w, self.layout.node_of(w)))
+            .collect();
+        if idle.is_empty() {
+            return;
+        }
+        let others = self.layout.servers - 1;
+        let offset = self.me - self.layout.workers();
+        self.next_server = (self.next_server + 1) % others;
+        let victim = self.layout.workers() + (offset + 1 + self.next_server) % self.layout.servers;
+        self.stealing = true;
+        self.send(victim, RankMsg::Steal { idle });
+    }
+
+    /// When the loop must wake without an event: a steal retry or a SOFT
+    /// task becoming free to spill.
+    fn wake_at(&self) -> Option<Instant> {
+        if self.closing || self.balancer.idle().next().is_none() {
+            return None;
+        }
+        let now = Instant::now();
+        let steal = (self.layout.servers > 1 && !self.stealing).then_some(self.next_steal);
+        [steal, self.balancer.next_spill(now)]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}

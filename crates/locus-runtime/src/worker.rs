@@ -1,0 +1,254 @@
+//! A worker rank: asks its server for tasks and runs them one at a time.
+//! An `app` task's Locus inputs are made local first (fetched if another
+//! node holds them), its Locus outputs are written into this node's store
+//! and registered when the process succeeds; host files are used as they are.
+
+use crate::files::{fs_parent, fs_path};
+use crate::layout::Layout;
+use crate::record::{now_us, Recorder, TaskRecord};
+use crate::wire;
+use locus_fs::Client;
+use locus_proto::auth::Secret;
+use locus_proto::run::{Arg, Outcome, Rank, RankMsg, Task, Work};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+
+pub struct WorkerConfig {
+    pub me: Rank,
+    pub layout: Arc<Layout>,
+    pub server: SocketAddr,
+    pub secret: Secret,
+    /// This node's file-system client, when the run has a Locus file system.
+    pub fs: Option<Client>,
+    pub run_dir: PathBuf,
+    /// Extra attempts for a process that exits non-zero.
+    pub retries: u32,
+}
+
+/// Serves tasks until the server says the run is over.
+pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
+    let me = cfg.me;
+    let (mut reader, mut wr) = wire::connect(cfg.server, &cfg.secret, me)
+        .await
+        .map_err(|e| format!("worker rank {me} cannot reach its server {}: {e}", cfg.server))?;
+    let mut records = Recorder::create(&cfg.run_dir, me)
+        .map_err(|e| format!("worker rank {me}: records: {e}"))?;
+    let lost = |e: std::io::Error| format!("worker rank {me}: connection to its server: {e}");
+    wire::send(&mut wr, &RankMsg::Want).await.map_err(lost)?;
+    loop {
+        match reader.next().await.map_err(lost)? {
+            Some(RankMsg::Run(task)) => {
+                let (outcome, record) = execute(&cfg, task).await;
+                records
+                    .write(&record)
+                    .map_err(|e| format!("worker rank {me}: records: {e}"))?;
+                wire::send(&mut wr, &RankMsg::Done(outcome))
+                    .await
+                    .map_err(lost)?;
+            }
+            Some(RankMsg::Shutdown) | None => break,
+            Some(_) => {}
+        }
+    }
+    records
+        .flush()
+        .map_err(|e| format!("worker rank {me}: records: {e}"))
+}
+
+/// Bytes a task read from files already on this node, and fetched.
+#[derive(Default)]
+struct Bytes {
+    local: u64,
+    remote: u64,
+}
+
+async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
+    let start_us = now_us();
+    let mut bytes = Bytes::default();
+    let mut exit = None;
+    let mut attempts = 1;
+    let result = match &task.work {
+        Work::Sleep { secs } => {
+            if *secs > 0.0 {
+                tokio::time::sleep(std::time::Duration::from_secs_f64(*secs)).await;
+            }
+            Ok(())
+        }
+        Work::App {
+            argv,
+            stdin,
+            stdout,
+            stderr,
+        } => {
+            let app = App {
+                cfg,
+                func: &task.func,
+            };
+            app.run(argv, [stdin, stdout, stderr], &mut bytes, &mut exit, &mut attempts)
+                .await
+        }
+    };
+    let error = result.err();
+    let record = TaskRecord {
+        id: task.id,
+        func: task.func.clone(),
+        rank: cfg.me,
+        node: cfg.layout.node_name(cfg.me).to_string(),
+        target: task.target,
+        placed: task.placed,
+        start_us,
+        end_us: now_us(),
+        local_bytes: bytes.local,
+        remote_bytes: bytes.remote,
+        exit,
+        attempts,
+        error: error.clone(),
+    };
+    let outcome = Outcome {
+        id: task.id,
+        rank: cfg.me,
+        error,
+    };
+    (outcome, record)
+}
+
+struct App<'a> {
+    cfg: &'a WorkerConfig,
+    func: &'a str,
+}
+
+impl App<'_> {
+    fn fs(&self, path: &str) -> Result<&Client, String> {
+        self.cfg.fs.as_ref().ok_or_else(|| {
+            format!(
+                "app '{}' uses {path}, but this run has no Locus file system",
+                self.func
+            )
+        })
+    }
+
+    /// The host path a process uses for `arg`, staging Locus inputs.
+    async fn stage(&self, arg: &Arg, bytes: &mut Bytes) -> Result<String, String> {
+        let fail = |p: &str, e: &dyn std::fmt::Display| format!("app '{}': {p}: {e}", self.func);
+        match arg {
+            Arg::Lit(s) => Ok(s.clone()),
+            Arg::In(p) => match fs_path(p) {
+                None => Ok(p.clone()),
+                Some(fp) => {
+                    let fs = self.fs(p)?;
+                    let rec = fs.stat(fp).await.map_err(|e| fail(p, &e))?;
+                    if rec.holders.contains(&fs.node()) {
+                        bytes.local += rec.size;
+                    } else {
+                        bytes.remote += rec.size;
+                    }
+                    let local = fs.local_path(fp).await.map_err(|e| fail(p, &e))?;
+                    Ok(local.display().to_string())
+                }
+            },
+            Arg::Out(p) => match fs_path(p) {
+                None => {
+                    if let Some(dir) = std::path::Path::new(p).parent() {
+                        std::fs::create_dir_all(dir).map_err(|e| fail(p, &e))?;
+                    }
+                    Ok(p.clone())
+                }
+                Some(fp) => {
+                    let local = self.fs(p)?.output_path(fp).map_err(|e| fail(p, &e))?;
+                    Ok(local.display().to_string())
+                }
+            },
+        }
+    }
+
+    async fn run(
+        &self,
+        argv: &[Arg],
+        streams: [&Option<Arg>; 3],
+        bytes: &mut Bytes,
+        exit: &mut Option<i32>,
+        attempts: &mut u32,
+    ) -> Result<(), String> {
+        let mut words = Vec::with_capacity(argv.len());
+        for a in argv {
+            words.push(self.stage(a, bytes).await?);
+        }
+        let mut files = Vec::new();
+        for s in streams {
+            files.push(match s {
+                Some(a) => Some(self.stage(a, bytes).await?),
+                None => None,
+            });
+        }
+        let command = words.join(" ");
+        let cfg = self.cfg;
+        let node = cfg.layout.node_name(cfg.me);
+        loop {
+            let code = spawn(cfg, &words, &files).await.map_err(|e| {
+                format!(
+                    "app '{}': cannot run `{command}` on {node} (rank {}): {e}",
+                    self.func, cfg.me
+                )
+            })?;
+            *exit = Some(code);
+            if code == 0 {
+                break;
+            }
+            if *attempts > cfg.retries {
+                return Err(format!(
+                    "app '{}' failed on {node} (rank {}): `{command}` exited with code {code}{}",
+                    self.func,
+                    cfg.me,
+                    if *attempts > 1 {
+                        format!(" ({attempts} attempts)")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            *attempts += 1;
+        }
+        // Register Locus outputs written into this node's store.
+        for a in argv.iter().chain(streams.into_iter().flatten()) {
+            let Arg::Out(p) = a else { continue };
+            let Some(fp) = fs_path(p) else { continue };
+            let fs = self.fs(p)?;
+            let registered = async {
+                fs.mkdir_all(fs_parent(fp)).await?;
+                fs.commit(fp).await
+            };
+            registered
+                .await
+                .map_err(|e| format!("app '{}': registering {p}: {e}", self.func))?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs one process with the rank's environment; returns its exit code.
+async fn spawn(cfg: &WorkerConfig, words: &[String], files: &[Option<String>]) -> std::io::Result<i32> {
+    let mut cmd = tokio::process::Command::new(&words[0]);
+    cmd.args(&words[1..])
+        .env("ADLB_RANK_SELF", cfg.me.to_string())
+        .env("ADLB_RANK_OFFSET", cfg.layout.offset(cfg.me).to_string())
+        .env("ADLB_RANK_LEADER", cfg.layout.node_leader(cfg.me).to_string())
+        .env("LOCUS_RANK", cfg.me.to_string())
+        .env("LOCUS_NODE", cfg.layout.node_name(cfg.me))
+        // A process that runs `locus` itself is not one of this run's ranks.
+        .env_remove("LOCUS_SIZE")
+        .kill_on_drop(true);
+    cmd.stdin(match &files[0] {
+        Some(p) => Stdio::from(std::fs::File::open(p)?),
+        None => Stdio::null(),
+    });
+    if let Some(p) = &files[1] {
+        cmd.stdout(Stdio::from(std::fs::File::create(p)?));
+    }
+    if let Some(p) = &files[2] {
+        cmd.stderr(Stdio::from(std::fs::File::create(p)?));
+    }
+    let status = cmd.status().await?;
+    Ok(status.code().unwrap_or(128 + 9))
+}
