@@ -261,6 +261,21 @@ impl Client {
             .map(drop)
     }
 
+    /// The record of a name that exists: a concurrent creator may have added
+    /// the name and not yet its record, so `ENOENT` is retried for a while.
+    async fn stat_created(&self, path: &str) -> FsResult<Record> {
+        let mut tries = 0;
+        loop {
+            match self.stat(path).await {
+                Err(e) if e.code == Errno::ENOENT && tries < 200 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// `mkdir -p`: creates missing ancestors; an existing directory is fine.
     pub async fn mkdir_all(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
@@ -270,7 +285,7 @@ impl Client {
             prefix.push_str(part);
             match self.mkdir(&prefix).await {
                 Err(e) if e.code == Errno::EEXIST => {
-                    if self.stat(&prefix).await?.kind != Kind::Dir {
+                    if self.stat_created(&prefix).await?.kind != Kind::Dir {
                         return Err(FsError::new(Errno::ENOTDIR, prefix));
                     }
                 }

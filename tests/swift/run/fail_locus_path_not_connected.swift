@@ -1,2 +1,0 @@
-app (file o) gen() { "echo" "x" @stdout=o; }
-file f<"/locus/out/x.txt"> = gen();
