@@ -338,12 +338,13 @@ impl Engine {
             });
             let (e, func, frame, block) =
                 (self.clone(), func.clone(), frame.clone(), block.clone());
-            tokio::spawn(async move {
+            let task = async move {
                 if !e.is_failed() {
                     e.exec(&func, &frame, &block, i, &stmt_done).await;
                 }
                 e.step();
-            });
+            };
+            tokio::spawn(task);
         }
     }
 
@@ -419,12 +420,12 @@ impl Engine {
                     ir::Op::Builtin(name) if name == "write" => {
                         let path = self.store.path(frame.get(*dst)).await;
                         let data = a.first().map(Value::render).unwrap_or_default();
-                        match self.opts.storage.write_file(&path, &data).await {
+                        match Box::pin(self.opts.storage.write_file(&path, &data)).await {
                             Ok(()) => Ok(Value::File(path)),
                             Err(e) => Err(e),
                         }
                     }
-                    ir::Op::Builtin(name) => match self.opts.storage.call(name, &a).await {
+                    ir::Op::Builtin(name) => match Box::pin(self.opts.storage.call(name, &a)).await {
                         Some(r) => r,
                         None => builtins::call(
                             name,
@@ -450,9 +451,11 @@ impl Engine {
                             _ => 0.0,
                         };
                         let task = self.task(&func.name, None, Placed::Anywhere, 0, Work::Sleep { secs });
-                        self.leaf(task).await.map(|()| None)
+                        Box::pin(self.leaf(task)).await.map(|()| None)
                     }
-                    "set_rank" => self.opts.storage.set_rank(&a).await.map(|()| None),
+                    "set_rank" => Box::pin(self.opts.storage.set_rank(&a))
+                        .await
+                        .map(|()| None),
                     _ => builtins::effect(op, &a),
                 };
                 match done {
@@ -474,7 +477,7 @@ impl Engine {
                 outs,
                 args,
                 opts,
-            } => self.call(func, frame, name, outs, args, opts, done).await,
+            } => Box::pin(self.call(func, frame, name, outs, args, opts, done)).await,
             Stmt::If { cond, .. } => {
                 let branch = match self.get(func, frame, *cond).await {
                     Value::Bool(true) => 0,
@@ -551,34 +554,7 @@ impl Engine {
                 test,
                 updates,
                 ..
-            } => {
-                let mut current: Vec<Value> = Vec::new();
-                for (_, init) in vars {
-                    current.push(self.get(func, frame, *init).await);
-                }
-                let (cond, body, next) = (&nested[0], &nested[1], &nested[2]);
-                loop {
-                    let iter = Frame::new(Some(frame.clone()));
-                    for ((var, _), v) in vars.iter().zip(&current) {
-                        self.bind_value(&iter, *var, v.clone());
-                    }
-                    self.exec_block(func, &iter, cond, done);
-                    if self.get(func, &iter, *test).await != Value::Bool(true) || self.is_failed() {
-                        break;
-                    }
-                    self.exec_block(func, &iter, body, done);
-                    self.exec_block(func, &iter, next, done);
-                    let mut updated = current.clone();
-                    for (var, val) in updates {
-                        let pos = vars
-                            .iter()
-                            .position(|(v, _)| v == var)
-                            .expect("a loop variable");
-                        updated[pos] = self.get(func, &iter, *val).await;
-                    }
-                    current = updated;
-                }
-            }
+            } => Box::pin(self.run_loop(func, frame, nested, vars, *test, updates, done)).await,
             Stmt::Wait { vars, .. } => {
                 self.get_all(func, frame, vars).await;
                 self.exec_block(func, &Frame::new(Some(frame.clone())), &nested[0], done);
@@ -624,6 +600,47 @@ impl Engine {
                 self.member(func, frame, *dst, *src, Key::Str(field.clone()))
                     .await;
             }
+        }
+    }
+
+    /// `for` loops: each iteration's condition, body and updates see the
+    /// previous iteration's values.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_loop(
+        self: &Arc<Self>,
+        func: &Arc<Function>,
+        frame: &Arc<Frame>,
+        nested: &[Arc<Block>],
+        vars: &[(VarId, VarId)],
+        test: VarId,
+        updates: &[(VarId, VarId)],
+        done: &Arc<Done>,
+    ) {
+        let mut current: Vec<Value> = Vec::new();
+        for (_, init) in vars {
+            current.push(self.get(func, frame, *init).await);
+        }
+        let (cond, body, next) = (&nested[0], &nested[1], &nested[2]);
+        loop {
+            let iter = Frame::new(Some(frame.clone()));
+            for ((var, _), v) in vars.iter().zip(&current) {
+                self.bind_value(&iter, *var, v.clone());
+            }
+            self.exec_block(func, &iter, cond, done);
+            if self.get(func, &iter, test).await != Value::Bool(true) || self.is_failed() {
+                break;
+            }
+            self.exec_block(func, &iter, body, done);
+            self.exec_block(func, &iter, next, done);
+            let mut updated = current.clone();
+            for (var, val) in updates {
+                let pos = vars
+                    .iter()
+                    .position(|(v, _)| v == var)
+                    .expect("a loop variable");
+                updated[pos] = self.get(func, &iter, *val).await;
+            }
+            current = updated;
         }
     }
 

@@ -64,7 +64,9 @@ pub fn run_rank(
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, String>,
 ) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // One thread per rank: ranks are processes, one per core, and a single
+    // thread spares the engine's futures cross-thread wake-ups.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
