@@ -74,6 +74,8 @@ pub struct Task {
 pub struct Outcome {
     pub id: u64,
     pub rank: Rank,
+    /// How long the task ran, in microseconds.
+    pub micros: u64,
     /// The failure, worded for the user, or `None` on success.
     pub error: Option<String>,
 }
@@ -84,7 +86,8 @@ pub enum RankMsg {
     Hello { rank: Rank },
     /// Worker → its server: ready for a task.
     Want,
-    /// Server → worker.
+    /// Server → worker; a worker may be sent several short tasks ahead and
+    /// runs them in order.
     Run(Task),
     /// Worker → server, and server → leader.
     Done(Outcome),

@@ -19,7 +19,8 @@ struct Queued {
     prio: i64,
     seq: u64,
     since: Instant,
-    task: Task,
+    /// Boxed: heaps move their entries on every push and pop.
+    task: Box<Task>,
 }
 
 impl Queued {
@@ -96,7 +97,7 @@ impl Balancer {
             prio: task.prio,
             seq: self.seq,
             since: now,
-            task,
+            task: Box::new(task),
         });
     }
 
@@ -163,7 +164,7 @@ impl Balancer {
         if heap.is_empty() {
             self.queues.remove(&slot);
         }
-        q.task
+        *q.task
     }
 
     /// The worker's own work, most specific first among equal priorities.

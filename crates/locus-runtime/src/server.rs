@@ -21,6 +21,14 @@ const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Steal retry delays after a round of empty answers.
 const STEAL_BACKOFF_MIN: Duration = Duration::from_micros(500);
 const STEAL_BACKOFF_MAX: Duration = Duration::from_millis(20);
+/// Tasks a worker may be sent ahead, when they are short (below).
+const PREFETCH: u32 = 32;
+/// A function whose runs so far averaged less than this is short: its
+/// tasks may queue at a worker, which costs the balance at most
+/// `PREFETCH` times this and saves a round trip per task.
+const SHORT_TASK: Duration = Duration::from_millis(1);
+/// Runs of a function seen before it can count as short.
+const SHORT_AFTER: u64 = 4;
 
 pub struct ServerConfig {
     pub me: Rank,
@@ -65,6 +73,7 @@ impl Dispatch {
         rx.await.unwrap_or_else(|_| Outcome {
             id,
             rank: 0,
+            micros: 0,
             error: Some("the run was stopped".into()),
         })
     }
@@ -187,6 +196,9 @@ impl Server {
             next_steal: Instant::now(),
             backoff: STEAL_BACKOFF_MIN,
             closing: false,
+            outstanding: HashMap::new(),
+            sent: HashMap::new(),
+            runtimes: HashMap::new(),
         };
         let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
         let mut early = Vec::new();
@@ -279,6 +291,12 @@ struct State {
     next_steal: Instant,
     backoff: Duration,
     closing: bool,
+    /// Per worker: tasks sent and not done, and how many of them are long.
+    outstanding: HashMap<Rank, (u32, u32)>,
+    /// Tasks sent to workers: their function, and whether it was short.
+    sent: HashMap<u64, (String, bool)>,
+    /// Per function: total run time (µs) and runs, from outcomes.
+    runtimes: HashMap<String, (u64, u64)>,
 }
 
 impl State {
@@ -300,7 +318,7 @@ impl State {
                 RankMsg::Want => self.balancer.ready(from),
                 RankMsg::Done(o) => {
                     if self.layout.is_worker(from) {
-                        self.balancer.ready(from);
+                        self.finished(from, &o);
                     }
                     self.deliver(o);
                 }
@@ -406,11 +424,56 @@ impl State {
         }
     }
 
+    fn is_short(&self, func: &str) -> bool {
+        self.runtimes
+            .get(func)
+            .is_some_and(|(total, n)| *n >= SHORT_AFTER && total / n < SHORT_TASK.as_micros() as u64)
+    }
+
+    /// Whether `w` may be sent another task: it has none, or only short
+    /// ones and fewer than `PREFETCH`.
+    fn has_room(&self, w: Rank) -> bool {
+        let (all, long) = self.outstanding.get(&w).copied().unwrap_or_default();
+        all == 0 || (long == 0 && all < PREFETCH)
+    }
+
+    fn sent_to(&mut self, w: Rank, task: Task) {
+        let short = self.is_short(&task.func);
+        let o = self.outstanding.entry(w).or_default();
+        o.0 += 1;
+        o.1 += u32::from(!short);
+        self.sent.insert(task.id, (task.func.clone(), short));
+        self.send(w, RankMsg::Run(task));
+        if self.has_room(w) {
+            self.balancer.ready(w);
+        }
+    }
+
+    fn finished(&mut self, w: Rank, o: &Outcome) {
+        if let Some((func, short)) = self.sent.remove(&o.id) {
+            let out = self.outstanding.entry(w).or_default();
+            out.0 = out.0.saturating_sub(1);
+            out.1 = out.1.saturating_sub(u32::from(!short));
+            let r = self.runtimes.entry(func).or_default();
+            r.0 += o.micros;
+            r.1 += 1;
+        }
+        if self.has_room(w) {
+            self.balancer.ready(w);
+        }
+    }
+
     /// Matches work to idle workers, and steals for those left idle.
     fn after_events(&mut self) {
         let now = Instant::now();
-        for (w, task) in self.balancer.dispatch(now) {
-            self.send(w, RankMsg::Run(task));
+        loop {
+            let assigned = self.balancer.dispatch(now);
+            if assigned.is_empty() {
+                break;
+            }
+            for (w, task) in assigned {
+                self.sent_to(w, task);
+            }
         }
         if self.layout.servers < 2 || self.stealing || self.closing || now < self.next_steal {
             return;

@@ -3,8 +3,7 @@
 //! writers are done. Waiters register before checking, so no wake-up is lost.
 
 use crate::value::{Key, Value};
-use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
@@ -18,29 +17,37 @@ struct Slot {
     closed: bool,
     /// The path a file future's data goes to, once known.
     path: Option<String>,
-    notify: Arc<Notify>,
+    /// Made when a task first waits on the slot.
+    notify: Option<Arc<Notify>>,
 }
 
+impl Slot {
+    fn wake(&self) {
+        if let Some(n) = &self.notify {
+            n.notify_waiters();
+        }
+    }
+}
+
+/// Futures by id; ids are indexes, handed out in order.
 #[derive(Default)]
 pub struct Store {
-    slots: Mutex<HashMap<FutureId, Slot>>,
-    next: AtomicU64,
+    slots: Mutex<Vec<Slot>>,
 }
 
 impl Store {
     pub fn create(&self, container: bool) -> FutureId {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let slot = Slot {
+        let mut slots = self.slots.lock().expect("store");
+        slots.push(Slot {
             container,
             ..Slot::default()
-        };
-        self.slots.lock().expect("store").insert(id, slot);
-        id
+        });
+        (slots.len() - 1) as FutureId
     }
 
     fn with<T>(&self, id: FutureId, f: impl FnOnce(&mut Slot) -> T) -> T {
         let mut slots = self.slots.lock().expect("store");
-        f(slots.entry(id).or_default())
+        f(&mut slots[id as usize])
     }
 
     /// Closes scalar `id` with `v`; a second assignment is an error.
@@ -51,7 +58,7 @@ impl Store {
             }
             s.value = Some(v);
             s.closed = true;
-            s.notify.notify_waiters();
+            s.wake();
             Ok(())
         })
     }
@@ -59,7 +66,7 @@ impl Store {
     pub fn set_path(&self, id: FutureId, path: String) {
         self.with(id, |s| {
             s.path = Some(path);
-            s.notify.notify_waiters();
+            s.wake();
         })
     }
 
@@ -73,7 +80,7 @@ impl Store {
                 return Err(format!("element [{key}] was assigned twice"));
             }
             s.members.insert(key, v);
-            s.notify.notify_waiters();
+            s.wake();
             Ok(())
         })
     }
@@ -84,7 +91,7 @@ impl Store {
             if s.container && !s.closed {
                 s.closed = true;
                 s.value = Some(Value::Container(std::mem::take(&mut s.members)));
-                s.notify.notify_waiters();
+                s.wake();
             }
         })
     }
@@ -100,7 +107,14 @@ impl Store {
     /// Waits until `check` on the slot gives an answer.
     async fn wait<T>(&self, id: FutureId, check: impl Fn(&Slot) -> Option<T>) -> T {
         loop {
-            let notify = self.with(id, |s| s.notify.clone());
+            let notify = self.with(id, |s| match check(s) {
+                Some(v) => Err(v),
+                None => Ok(s.notify.get_or_insert_with(Arc::default).clone()),
+            });
+            let notify = match notify {
+                Ok(n) => n,
+                Err(v) => return v,
+            };
             let notified = notify.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();

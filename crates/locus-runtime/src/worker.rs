@@ -9,11 +9,13 @@ use crate::record::{now_us, Recorder, TaskRecord};
 use crate::wire;
 use locus_fs::Client;
 use locus_proto::auth::Secret;
+use locus_proto::frame;
 use locus_proto::run::{Arg, Outcome, Rank, RankMsg, Task, Work};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
+use tokio::sync::mpsc;
 
 pub struct WorkerConfig {
     pub me: Rank,
@@ -37,21 +39,33 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
         .map_err(|e| format!("worker rank {me}: records: {e}"))?;
     let lost = |e: std::io::Error| format!("worker rank {me}: connection to its server: {e}");
     wire::send(&mut wr, &RankMsg::Want).await.map_err(lost)?;
-    loop {
-        match reader.next().await.map_err(lost)? {
+    // Outcomes go out through a batching writer; tasks sent ahead queue here.
+    let (out, rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(frame::write_batched(wr, rx));
+    let (tasks, mut queue) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let msg = reader.next().await;
+            let end = !matches!(msg, Ok(Some(RankMsg::Run(_))));
+            if tasks.send(msg).is_err() || end {
+                return;
+            }
+        }
+    });
+    while let Some(msg) = queue.recv().await {
+        match msg.map_err(lost)? {
             Some(RankMsg::Run(task)) => {
                 let (outcome, record) = execute(&cfg, task).await;
                 records
                     .write(&record)
                     .map_err(|e| format!("worker rank {me}: records: {e}"))?;
-                wire::send(&mut wr, &RankMsg::Done(outcome))
-                    .await
-                    .map_err(lost)?;
+                let _ = out.send(RankMsg::Done(outcome));
             }
-            Some(RankMsg::Shutdown) | None => break,
-            Some(_) => {}
+            _ => break,
         }
     }
+    drop(out);
+    let _ = writer.await;
     records
         .flush()
         .map_err(|e| format!("worker rank {me}: records: {e}"))
@@ -109,6 +123,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
     let outcome = Outcome {
         id: task.id,
         rank: cfg.me,
+        micros: record.end_us.saturating_sub(start_us),
         error,
     };
     (outcome, record)
