@@ -7,4 +7,5 @@ pub mod io;
 pub mod machine;
 pub mod meta;
 mod report;
+pub mod tasks;
 mod workspace;

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use locus_bench::{check, io, meta};
+use locus_bench::{check, io, meta, tasks};
 use locus_fs::launch::Launch;
 use locus_fs::Durability;
 use std::path::PathBuf;
@@ -61,6 +61,18 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// Leaf-task throughput of `locus run` (1 server, 2 workers): builtin
+    /// tasks beside the engine alone, `/bin/true` apps beside raw fork/exec.
+    Tasks {
+        /// No-op builtin tasks per round.
+        #[arg(long, default_value_t = 200_000)]
+        builtin: u32,
+        /// `/bin/true` app tasks per round.
+        #[arg(long, default_value_t = 4_000)]
+        apps: u32,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -97,6 +109,16 @@ pub fn run(b: BenchCommand) -> Result<()> {
             keep: common.keep,
         }),
         BenchCommand::Check { lines, rounds } => check::run(lines, rounds),
+        BenchCommand::Tasks {
+            builtin,
+            apps,
+            rounds,
+        } => tasks::run(tasks::TasksOpts {
+            exe: std::env::current_exe().context("locating the locus binary")?,
+            builtin,
+            apps,
+            rounds,
+        }),
         BenchCommand::Io {
             common,
             files,

@@ -1,0 +1,101 @@
+//! `locus bench tasks`: leaf-task throughput of `locus run` with one server
+//! and two workers. No-op builtin tasks (`sleep(0.0)`, a worker task in
+//! Swift/T) beside the engine alone running as many control statements;
+//! `app` tasks running `/bin/true` beside raw fork/exec from two threads,
+//! all in the same run.
+
+use crate::report::{header, median, row, target};
+use anyhow::{bail, Context, Result};
+use locus_runtime::rank::{summary_path, RunSummary};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+pub struct TasksOpts {
+    pub exe: PathBuf,
+    pub builtin: u32,
+    pub apps: u32,
+    pub rounds: u32,
+}
+
+/// Runs `script` with 1 server and 2 workers; returns the seconds from the
+/// engine's start to its end, as the leader recorded them.
+fn timed_run(exe: &Path, dir: &Path, name: &str, script: &str) -> Result<f64> {
+    let file = dir.join(format!("{name}.swift"));
+    std::fs::write(&file, script)?;
+    let run_dir = dir.join(name);
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let out = Command::new(exe)
+        .args(["run", "-n", "3", "--servers", "1", "--run-dir"])
+        .arg(&run_dir)
+        .arg(&file)
+        .output()
+        .context("running locus")?;
+    if !out.status.success() {
+        bail!("{name}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let s: RunSummary = serde_json::from_slice(&std::fs::read(summary_path(&run_dir))?)?;
+    let _ = std::fs::remove_dir_all(&run_dir);
+    Ok(s.end_us.saturating_sub(s.start_us) as f64 / 1e6)
+}
+
+/// `/bin/true` `n` times from two threads, as two workers would.
+fn raw_spawns(n: u32) -> Result<f64> {
+    let t = Instant::now();
+    let threads: Vec<_> = (0..2)
+        .map(|i| {
+            std::thread::spawn(move || -> std::io::Result<()> {
+                for _ in 0..(n / 2 + i * (n % 2)) {
+                    Command::new("/bin/true").status()?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().map_err(|_| anyhow::anyhow!("spawn thread panicked"))??;
+    }
+    Ok(t.elapsed().as_secs_f64())
+}
+
+pub fn run(o: TasksOpts) -> Result<()> {
+    println!("{}", crate::machine::describe());
+    println!(
+        "tasks: locus run -n 3 (1 server, 2 workers); {} builtin tasks, {} app tasks; median of {} rounds",
+        o.builtin, o.apps, o.rounds
+    );
+    let dir = tempfile_dir()?;
+    let builtin = format!("import sys;\nforeach i in [1:{}] {{ sleep(0.0); }}\n", o.builtin);
+    let control = format!("foreach i in [1:{}] {{ int x = i + 1; }}\n", o.builtin);
+    let apps = format!(
+        "app (void o) t() {{ \"/bin/true\" }}\nforeach i in [1:{}] {{ t(); }}\n",
+        o.apps
+    );
+    let (mut b, mut c, mut a, mut r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..o.rounds.max(1) {
+        b.push(o.builtin as f64 / timed_run(&o.exe, &dir, "builtin", &builtin)?);
+        c.push(o.builtin as f64 / timed_run(&o.exe, &dir, "control", &control)?);
+        a.push(o.apps as f64 / timed_run(&o.exe, &dir, "apps", &apps)?);
+        r.push(o.apps as f64 / raw_spawns(o.apps)?);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let (b, c, a, r) = (median(b), median(c), median(a), median(r));
+    header("tasks/s", "baseline");
+    row("builtin leaf tasks (vs engine alone)", b, c);
+    row("app /bin/true (vs raw fork/exec)", a, r);
+    target(
+        &format!("≥ 50,000 no-op builtin leaf tasks/s ({b:.0})"),
+        b >= 50_000.0,
+    );
+    target(
+        &format!("app tasks ≥ 70% of raw fork/exec ({:.0}%)", 100.0 * a / r),
+        a >= 0.7 * r,
+    );
+    Ok(())
+}
+
+fn tempfile_dir() -> Result<PathBuf> {
+    let d = std::env::temp_dir().join(format!("locus-bench-tasks-{}", std::process::id()));
+    std::fs::create_dir_all(&d)?;
+    Ok(d)
+}
