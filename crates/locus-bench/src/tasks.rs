@@ -53,7 +53,8 @@ fn raw_spawns(n: u32) -> Result<f64> {
         })
         .collect();
     for th in threads {
-        th.join().map_err(|_| anyhow::anyhow!("spawn thread panicked"))??;
+        th.join()
+            .map_err(|_| anyhow::anyhow!("spawn thread panicked"))??;
     }
     Ok(t.elapsed().as_secs_f64())
 }
@@ -65,7 +66,10 @@ pub fn run(o: TasksOpts) -> Result<()> {
         o.builtin, o.apps, o.rounds
     );
     let dir = tempfile_dir()?;
-    let builtin = format!("import sys;\nforeach i in [1:{}] {{ sleep(0.0); }}\n", o.builtin);
+    let builtin = format!(
+        "import sys;\nforeach i in [1:{}] {{ sleep(0.0); }}\n",
+        o.builtin
+    );
     let control = format!("foreach i in [1:{}] {{ int x = i + 1; }}\n", o.builtin);
     let apps = format!(
         "app (void o) t() {{ \"/bin/true\" }}\nforeach i in [1:{}] {{ t(); }}\n",

@@ -54,7 +54,8 @@ pub struct RunArgs {
 }
 
 fn load(script: &Path) -> Result<Program, String> {
-    let text = std::fs::read(script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
+    let text =
+        std::fs::read(script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
     let src = Source::new(script.display().to_string(), String::from_utf8_lossy(&text));
     compile(&src).map_err(|diags| {
         diags

@@ -7,6 +7,10 @@
 //! given only to a server that has an idle worker there; a SOFT task runs on
 //! its target when it can, and *spills* to another worker (same node first)
 //! once its target is busy and it has waited `soft_wait`.
+//!
+//! A busy worker may also be sent work *ahead* (the server decides when),
+//! but only work that could not run better elsewhere: HARD RANK tasks for
+//! it, and untargeted tasks no idle worker took.
 
 use crate::layout::Layout;
 use locus_proto::run::{Rank, Task};
@@ -66,6 +70,8 @@ pub struct Balancer {
     queues: HashMap<Slot, Heap>,
     /// Idle workers of this server, in the order they asked.
     idle: VecDeque<Rank>,
+    /// Busy workers that may be sent a task ahead.
+    ahead: VecDeque<Rank>,
     /// The task each busy worker of this server runs.
     running: HashMap<Rank, u64>,
 }
@@ -78,6 +84,7 @@ impl Balancer {
             seq: 0,
             queues: HashMap::new(),
             idle: VecDeque::new(),
+            ahead: VecDeque::new(),
             running: HashMap::new(),
         }
     }
@@ -108,14 +115,23 @@ impl Balancer {
     /// `worker` is ready for a task (it asked, or finished its last one).
     pub fn ready(&mut self, worker: Rank) {
         self.running.remove(&worker);
+        self.ahead.retain(|w| *w != worker);
         if !self.idle.contains(&worker) {
             self.idle.push_back(worker);
+        }
+    }
+
+    /// `worker` is busy but may be sent a task ahead.
+    pub fn ready_ahead(&mut self, worker: Rank) {
+        if !self.idle.contains(&worker) && !self.ahead.contains(&worker) {
+            self.ahead.push_back(worker);
         }
     }
 
     /// Forgets a worker that went away; returns the task it was running.
     pub fn lost(&mut self, worker: Rank) -> Option<u64> {
         self.idle.retain(|w| *w != worker);
+        self.ahead.retain(|w| *w != worker);
         self.running.remove(&worker)
     }
 
@@ -125,12 +141,20 @@ impl Balancer {
 
     /// Matches idle workers with tasks they may run: first each worker's own
     /// work, then spilled SOFT work, to a worker of the target's node if one
-    /// is idle.
+    /// is idle; then busy workers with room get work ahead.
     pub fn dispatch(&mut self, now: Instant) -> Vec<(Rank, Task)> {
         let mut out = Vec::new();
         let mut waiting = VecDeque::new();
         while let Some(w) = self.idle.pop_front() {
-            match self.take_own(w) {
+            let node = self.layout.node_of(w);
+            let own = [
+                Slot::HardRank(w),
+                Slot::SoftRank(w),
+                Slot::HardNode(node),
+                Slot::SoftNode(node),
+                Slot::Any,
+            ];
+            match self.take_own(&own) {
                 Some(t) => out.push((w, t)),
                 None => waiting.push_back(w),
             }
@@ -148,6 +172,14 @@ impl Balancer {
             let w = self.idle.remove(pos).expect("an idle worker");
             out.push((w, self.pop(slot)));
         }
+        let mut waiting = VecDeque::new();
+        while let Some(w) = self.ahead.pop_front() {
+            match self.take_own(&[Slot::HardRank(w), Slot::Any]) {
+                Some(t) => out.push((w, t)),
+                None => waiting.push_back(w),
+            }
+        }
+        self.ahead = waiting;
         for (w, t) in &out {
             self.running.insert(*w, t.id);
         }
@@ -167,16 +199,9 @@ impl Balancer {
         *q.task
     }
 
-    /// The worker's own work, most specific first among equal priorities.
-    fn take_own(&mut self, w: Rank) -> Option<Task> {
-        let node = self.layout.node_of(w);
-        let own = [
-            Slot::HardRank(w),
-            Slot::SoftRank(w),
-            Slot::HardNode(node),
-            Slot::SoftNode(node),
-            Slot::Any,
-        ];
+    /// The most urgent task in `own` (a worker's queues, most specific
+    /// first), the more specific among equal priorities.
+    fn take_own(&mut self, own: &[Slot]) -> Option<Task> {
         let best = own
             .iter()
             .enumerate()
@@ -238,9 +263,9 @@ impl Balancer {
             let ok = match *slot {
                 Slot::Any => true,
                 Slot::HardNode(n) => idle.iter().any(|(_, m)| *m == n),
-                Slot::SoftRank(_) | Slot::SoftNode(_) => heap
-                    .peek()
-                    .is_some_and(|q| self.spillable(*slot, q, now)),
+                Slot::SoftRank(_) | Slot::SoftNode(_) => {
+                    heap.peek().is_some_and(|q| self.spillable(*slot, q, now))
+                }
                 Slot::HardRank(_) => false,
             };
             if ok {
@@ -267,7 +292,10 @@ mod tests {
 
     /// Ranks 0,1 on node a; 2,3 on node b; 4 the server.
     fn layout() -> Arc<Layout> {
-        let names: Vec<String> = ["a", "a", "b", "b", "a"].iter().map(|s| s.to_string()).collect();
+        let names: Vec<String> = ["a", "a", "b", "b", "a"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         Arc::new(Layout::from_names(1, &names).unwrap())
     }
 
@@ -297,6 +325,26 @@ mod tests {
         assert!(b.give(&[(1, 0), (2, 1)], now).is_empty());
         b.ready(3);
         assert_eq!(ids(&b.dispatch(now)), vec![(3, 1)]);
+    }
+
+    #[test]
+    fn work_ahead_is_only_hard_rank_or_untargeted() {
+        let mut b = Balancer::new(layout(), Duration::ZERO);
+        let now = Instant::now();
+        b.put(task(1, Some((0, false, false)), 0), now);
+        b.put(task(2, Some((0, true, true)), 0), now);
+        b.ready_ahead(0);
+        assert!(b.dispatch(now).is_empty());
+        b.put(task(3, Some((0, true, false)), 0), now);
+        b.put(task(4, None, 0), now);
+        let got: Vec<u64> = (0..2)
+            .flat_map(|_| {
+                b.ready_ahead(0);
+                ids(&b.dispatch(now))
+            })
+            .map(|(_, id)| id)
+            .collect();
+        assert_eq!(got, vec![3, 4]);
     }
 
     #[test]

@@ -13,9 +13,9 @@ use crate::server::Dispatch;
 use crate::storage::Storage;
 use crate::store::{FutureId, Store};
 use crate::value::{Key, Value};
-use locus_proto::run::{Arg, Placed, Target, Task, Work};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
+use locus_proto::run::{Arg, Placed, Target, Task, Work};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
@@ -353,7 +353,11 @@ impl Engine {
     fn temp_path(&self) -> String {
         let n = self.temp_files.fetch_add(1, Ordering::Relaxed);
         if self.opts.storage.fs.is_some() {
-            return format!("{}/tmp/{}/f{n}", crate::files::LOCUS_PREFIX, self.opts.run_id);
+            return format!(
+                "{}/tmp/{}/f{n}",
+                crate::files::LOCUS_PREFIX,
+                self.opts.run_id
+            );
         }
         self.opts
             .run_dir
@@ -425,7 +429,8 @@ impl Engine {
                             Err(e) => Err(e),
                         }
                     }
-                    ir::Op::Builtin(name) => match Box::pin(self.opts.storage.call(name, &a)).await {
+                    ir::Op::Builtin(name) => match Box::pin(self.opts.storage.call(name, &a)).await
+                    {
                         Some(r) => r,
                         None => builtins::call(
                             name,
@@ -450,7 +455,8 @@ impl Engine {
                             Some(Value::Int(i)) => *i as f64,
                             _ => 0.0,
                         };
-                        let task = self.task(&func.name, None, Placed::Anywhere, 0, Work::Sleep { secs });
+                        let task =
+                            self.task(&func.name, None, Placed::Anywhere, 0, Work::Sleep { secs });
                         Box::pin(self.leaf(task)).await.map(|()| None)
                     }
                     "set_rank" => Box::pin(self.opts.storage.set_rank(&a))
@@ -676,7 +682,12 @@ impl Engine {
         let prio = match opts.prio {
             Some(p) => match self.get(caller, frame, p).await {
                 Value::Int(i) => i,
-                other => return Err(format!("call of '{name}': @prio must be an int, not {}", other.render())),
+                other => {
+                    return Err(format!(
+                        "call of '{name}': @prio must be an int, not {}",
+                        other.render()
+                    ))
+                }
             },
             None => 0,
         };
@@ -686,19 +697,14 @@ impl Engine {
         let Value::Location(l) = self.get(caller, frame, loc).await else {
             return Err(format!("call of '{name}': @location needs a location"));
         };
-        let rank = self
-            .opts
-            .storage
-            .layout
-            .check_target(l.rank)
-            .map_err(|e| {
-                format!(
-                    "call of '{name}': location({}, {}, {}): {e}",
-                    l.rank,
-                    if l.hard && !opts.soft { "HARD" } else { "SOFT" },
-                    if l.node { "NODE" } else { "RANK" }
-                )
-            })?;
+        let rank = self.opts.storage.layout.check_target(l.rank).map_err(|e| {
+            format!(
+                "call of '{name}': location({}, {}, {}): {e}",
+                l.rank,
+                if l.hard && !opts.soft { "HARD" } else { "SOFT" },
+                if l.node { "NODE" } else { "RANK" }
+            )
+        })?;
         let target = Target {
             rank,
             hard: l.hard && !opts.soft,
@@ -754,7 +760,14 @@ impl Engine {
         }
     }
 
-    fn task(&self, func: &str, target: Option<Target>, placed: Placed, prio: i64, work: Work) -> Task {
+    fn task(
+        &self,
+        func: &str,
+        target: Option<Target>,
+        placed: Placed,
+        prio: i64,
+        work: Work,
+    ) -> Task {
         Task {
             id: self.opts.dispatch.task_id(),
             func: func.to_string(),

@@ -131,7 +131,12 @@ fn run_ranks(r: &LocalRun, fs_dir: &std::path::Path, nodes: &[String]) -> Result
     Ok(if leader_code != 0 {
         leader_code
     } else {
-        codes.iter().flatten().copied().find(|c| *c != 0).unwrap_or(0)
+        codes
+            .iter()
+            .flatten()
+            .copied()
+            .find(|c| *c != 0)
+            .unwrap_or(0)
     })
 }
 

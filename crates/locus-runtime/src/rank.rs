@@ -50,9 +50,7 @@ pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
 /// other nodes can reach.
 fn listen_addr() -> Result<SocketAddr, String> {
     match std::env::var("LOCUS_LISTEN") {
-        Ok(a) => a
-            .parse()
-            .map_err(|e| format!("LOCUS_LISTEN={a}: {e}")),
+        Ok(a) => a.parse().map_err(|e| format!("LOCUS_LISTEN={a}: {e}")),
         Err(_) => Ok(SocketAddr::from(([127, 0, 0, 1], 0))),
     }
 }
@@ -113,9 +111,10 @@ async fn rank_main(
     };
     rendezvous::publish(&opts.run_dir, &entry).map_err(dir_err)?;
     let (dir, size) = (opts.run_dir.clone(), env.size);
-    let entries = tokio::task::spawn_blocking(move || rendezvous::gather(&dir, size, GATHER_TIMEOUT))
-        .await
-        .map_err(|e| e.to_string())??;
+    let entries =
+        tokio::task::spawn_blocking(move || rendezvous::gather(&dir, size, GATHER_TIMEOUT))
+            .await
+            .map_err(|e| e.to_string())??;
     let names: Vec<String> = entries.iter().map(|e| e.node.clone()).collect();
     let layout = Arc::new(Layout::from_names(opts.servers, &names)?);
     let fs = match &opts.fs_dir {

@@ -17,7 +17,11 @@ impl Report {
     pub fn load(run_dir: &Path) -> Result<Report, String> {
         let path = summary_path(run_dir);
         let text = std::fs::read(&path).map_err(|e| {
-            format!("{}: {e} (is {} a finished run's directory?)", path.display(), run_dir.display())
+            format!(
+                "{}: {e} (is {} a finished run's directory?)",
+                path.display(),
+                run_dir.display()
+            )
         })?;
         let run = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let tasks = record::load(run_dir).map_err(|e| e.to_string())?;
@@ -70,7 +74,9 @@ impl Report {
         let _ = writeln!(s, "workers:");
         for w in 0..self.run.layout.workers() {
             let mine = self.tasks.iter().filter(|t| t.rank == w);
-            let (n, busy) = mine.fold((0, 0u64), |(n, b), t| (n + 1, b + t.end_us.saturating_sub(t.start_us)));
+            let (n, busy) = mine.fold((0, 0u64), |(n, b), t| {
+                (n + 1, b + t.end_us.saturating_sub(t.start_us))
+            });
             busy_total += busy;
             let _ = writeln!(
                 s,

@@ -230,15 +230,13 @@ impl Server {
             }
             loop {
                 let ev = match state.wake_at() {
-                    Some(at) => {
-                        match tokio::time::timeout_at(at.into(), rx.recv()).await {
-                            Ok(ev) => ev,
-                            Err(_) => {
-                                state.after_events();
-                                continue;
-                            }
+                    Some(at) => match tokio::time::timeout_at(at.into(), rx.recv()).await {
+                        Ok(ev) => ev,
+                        Err(_) => {
+                            state.after_events();
+                            continue;
                         }
-                    }
+                    },
                     None => rx.recv().await,
                 };
                 let Some(ev) = ev else { return Ok(()) };
@@ -315,7 +313,7 @@ impl State {
             }
             Event::Put(task) => self.route(task, now),
             Event::Msg(from, msg) => match msg {
-                RankMsg::Want => self.balancer.ready(from),
+                RankMsg::Want => self.offer(from),
                 RankMsg::Done(o) => {
                     if self.layout.is_worker(from) {
                         self.finished(from, &o);
@@ -425,16 +423,21 @@ impl State {
     }
 
     fn is_short(&self, func: &str) -> bool {
-        self.runtimes
-            .get(func)
-            .is_some_and(|(total, n)| *n >= SHORT_AFTER && total / n < SHORT_TASK.as_micros() as u64)
+        self.runtimes.get(func).is_some_and(|(total, n)| {
+            *n >= SHORT_AFTER && total / n < SHORT_TASK.as_micros() as u64
+        })
     }
 
-    /// Whether `w` may be sent another task: it has none, or only short
-    /// ones and fewer than `PREFETCH`.
-    fn has_room(&self, w: Rank) -> bool {
+    /// Tells the balancer whether `w` may be sent another task: when it has
+    /// none; ahead, when it runs one (the next is then there when it
+    /// finishes, instead of a round trip later) or only short ones.
+    fn offer(&mut self, w: Rank) {
         let (all, long) = self.outstanding.get(&w).copied().unwrap_or_default();
-        all == 0 || (long == 0 && all < PREFETCH)
+        if all == 0 {
+            self.balancer.ready(w);
+        } else if all < 2 || (long == 0 && all < PREFETCH) {
+            self.balancer.ready_ahead(w);
+        }
     }
 
     fn sent_to(&mut self, w: Rank, task: Task) {
@@ -444,9 +447,7 @@ impl State {
         o.1 += u32::from(!short);
         self.sent.insert(task.id, (task.func.clone(), short));
         self.send(w, RankMsg::Run(task));
-        if self.has_room(w) {
-            self.balancer.ready(w);
-        }
+        self.offer(w);
     }
 
     fn finished(&mut self, w: Rank, o: &Outcome) {
@@ -458,9 +459,7 @@ impl State {
             r.0 += o.micros;
             r.1 += 1;
         }
-        if self.has_room(w) {
-            self.balancer.ready(w);
-        }
+        self.offer(w);
     }
 
     /// Matches work to idle workers, and steals for those left idle.

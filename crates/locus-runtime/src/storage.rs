@@ -41,7 +41,8 @@ impl Storage {
 
     /// A Locus path's file-system path, or an error naming the builtin.
     fn locus<'p>(&self, name: &str, path: &'p str) -> Result<&'p str, String> {
-        fs_path(path).ok_or_else(|| format!("{name}({path}): not a Locus file (paths start /locus/)"))
+        fs_path(path)
+            .ok_or_else(|| format!("{name}({path}): not a Locus file (paths start /locus/)"))
     }
 
     /// The first worker on the node called `host`.
@@ -61,7 +62,10 @@ impl Storage {
     async fn holder(&self, name: &str, path: &str) -> Result<String, String> {
         let fp = self.locus(name, path)?;
         let (client, names) = self.fs(name, path)?;
-        let holders = client.locate(fp).await.map_err(|e| format!("{name}({path}): {e}"))?;
+        let holders = client
+            .locate(fp)
+            .await
+            .map_err(|e| format!("{name}({path}): {e}"))?;
         let first = holders
             .first()
             .ok_or_else(|| format!("{name}({path}): the file has no data yet"))?;
@@ -181,8 +185,14 @@ impl Storage {
         match fs_path(path) {
             Some(fp) => {
                 let client = self.client("write", path)?;
-                client.mkdir_all(fs_parent(fp)).await.map_err(|e| fail(&e))?;
-                client.put(fp, data.as_bytes()).await.map_err(|e| fail(&e))?;
+                client
+                    .mkdir_all(fs_parent(fp))
+                    .await
+                    .map_err(|e| fail(&e))?;
+                client
+                    .put(fp, data.as_bytes())
+                    .await
+                    .map_err(|e| fail(&e))?;
             }
             None => {
                 if let Some(dir) = std::path::Path::new(path).parent() {
@@ -207,7 +217,9 @@ impl Storage {
                 }
             }
         }
-        let (best, _) = bytes.into_iter().max_by_key(|(n, b)| (*b, std::cmp::Reverse(*n)))?;
+        let (best, _) = bytes
+            .into_iter()
+            .max_by_key(|(n, b)| (*b, std::cmp::Reverse(*n)))?;
         self.layout.node_index(&names[best as usize])
     }
 }

@@ -34,7 +34,12 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     let me = cfg.me;
     let (mut reader, mut wr) = wire::connect(cfg.server, &cfg.secret, me)
         .await
-        .map_err(|e| format!("worker rank {me} cannot reach its server {}: {e}", cfg.server))?;
+        .map_err(|e| {
+            format!(
+                "worker rank {me} cannot reach its server {}: {e}",
+                cfg.server
+            )
+        })?;
     let mut records = Recorder::create(&cfg.run_dir, me)
         .map_err(|e| format!("worker rank {me}: records: {e}"))?;
     let lost = |e: std::io::Error| format!("worker rank {me}: connection to its server: {e}");
@@ -100,8 +105,14 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
                 cfg,
                 func: &task.func,
             };
-            app.run(argv, [stdin, stdout, stderr], &mut bytes, &mut exit, &mut attempts)
-                .await
+            app.run(
+                argv,
+                [stdin, stdout, stderr],
+                &mut bytes,
+                &mut exit,
+                &mut attempts,
+            )
+            .await
         }
     };
     let error = result.err();
@@ -243,12 +254,19 @@ impl App<'_> {
 }
 
 /// Runs one process with the rank's environment; returns its exit code.
-async fn spawn(cfg: &WorkerConfig, words: &[String], files: &[Option<String>]) -> std::io::Result<i32> {
+async fn spawn(
+    cfg: &WorkerConfig,
+    words: &[String],
+    files: &[Option<String>],
+) -> std::io::Result<i32> {
     let mut cmd = tokio::process::Command::new(&words[0]);
     cmd.args(&words[1..])
         .env("ADLB_RANK_SELF", cfg.me.to_string())
         .env("ADLB_RANK_OFFSET", cfg.layout.offset(cfg.me).to_string())
-        .env("ADLB_RANK_LEADER", cfg.layout.node_leader(cfg.me).to_string())
+        .env(
+            "ADLB_RANK_LEADER",
+            cfg.layout.node_leader(cfg.me).to_string(),
+        )
         .env("LOCUS_RANK", cfg.me.to_string())
         .env("LOCUS_NODE", cfg.layout.node_name(cfg.me))
         // A process that runs `locus` itself is not one of this run's ranks.
