@@ -32,8 +32,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 0)]
     pub retries: u32,
     /// Milliseconds a SOFT task waits for its busy target before another
-    /// worker may take it.
-    #[arg(long, default_value_t = 0)]
+    /// worker may take it (same node first).
+    #[arg(long, default_value_t = 100)]
     pub soft_wait: u64,
     /// Directory of the run: rendezvous, records, file system (default: a
     /// new one under /tmp).

@@ -263,6 +263,8 @@ impl Balancer {
             let ok = match *slot {
                 Slot::Any => true,
                 Slot::HardNode(n) => idle.iter().any(|(_, m)| *m == n),
+                // Their node's workers elsewhere are as good as the target.
+                Slot::SoftNode(n) if idle.iter().any(|(_, m)| *m == n) => true,
                 Slot::SoftRank(_) | Slot::SoftNode(_) => {
                     heap.peek().is_some_and(|q| self.spillable(*slot, q, now))
                 }

@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const FAILED_GRACE: Duration = Duration::from_millis(500);
+/// How long the other ranks get to stop on their own once the leader is
+/// done or a rank failed.
+const STOP_GRACE: Duration = Duration::from_secs(2);
 
 pub struct LocalRun {
     /// The `locus` binary.
@@ -99,15 +101,15 @@ fn run_ranks(r: &LocalRun, fs_dir: &std::path::Path, nodes: &[String]) -> Result
     }
     let leader = r.size - r.servers;
     let mut codes: Vec<Option<i32>> = vec![None; children.len()];
-    let mut failed_at: Option<Instant> = None;
+    let mut ended_at: Option<Instant> = None;
     loop {
         for (rank, child) in &mut children {
             if codes[*rank as usize].is_none() {
                 if let Ok(Some(status)) = child.try_wait() {
                     let code = status.code().unwrap_or(128 + 9);
                     codes[*rank as usize] = Some(code);
-                    if code != 0 {
-                        failed_at.get_or_insert_with(Instant::now);
+                    if code != 0 || *rank == leader {
+                        ended_at.get_or_insert_with(Instant::now);
                     }
                 }
             }
@@ -115,8 +117,7 @@ fn run_ranks(r: &LocalRun, fs_dir: &std::path::Path, nodes: &[String]) -> Result
         if codes.iter().all(Option::is_some) {
             break;
         }
-        // One rank failed: the rest get a moment to stop on their own.
-        if failed_at.is_some_and(|t| t.elapsed() > FAILED_GRACE) {
+        if ended_at.is_some_and(|t| t.elapsed() > STOP_GRACE) {
             stop_all(&mut children);
             for (rank, child) in &mut children {
                 if codes[*rank as usize].is_none() {

@@ -18,6 +18,11 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a server that is done waits for its last messages to go out.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The task writing one connection's messages.
+type Writer = tokio::task::JoinHandle<std::io::Result<()>>;
 /// Steal retry delays after a round of empty answers.
 const STEAL_BACKOFF_MIN: Duration = Duration::from_micros(500);
 const STEAL_BACKOFF_MAX: Duration = Duration::from_millis(20);
@@ -41,7 +46,7 @@ pub struct ServerConfig {
 }
 
 enum Event {
-    Joined(Rank, mpsc::UnboundedSender<RankMsg>),
+    Joined(Rank, mpsc::UnboundedSender<RankMsg>, Writer),
     Msg(Rank, RankMsg),
     Closed(Rank),
     /// From the leader's engine.
@@ -196,6 +201,7 @@ impl Server {
             next_steal: Instant::now(),
             backoff: STEAL_BACKOFF_MIN,
             closing: false,
+            writers: Vec::new(),
             outstanding: HashMap::new(),
             sent: HashMap::new(),
             runtimes: HashMap::new(),
@@ -204,8 +210,9 @@ impl Server {
         let mut early = Vec::new();
         while !expected.iter().all(|r| state.peers.contains_key(r)) {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(Event::Joined(r, tx))) => {
+                Ok(Some(Event::Joined(r, tx, w))) => {
                     state.peers.insert(r, tx);
+                    state.writers.push(w);
                 }
                 Ok(Some(ev)) => early.push(ev),
                 _ => {
@@ -223,9 +230,25 @@ impl Server {
             }
         }
         Ok(async move {
+            state.serve(early, rx).await;
+            // Messages still queued (the last `Shutdown`s) must go out
+            // before the process ends.
+            state.peers.clear();
+            for w in state.writers.drain(..) {
+                let _ = tokio::time::timeout(FLUSH_TIMEOUT, w).await;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl State {
+    async fn serve(&mut self, early: Vec<Event>, mut rx: mpsc::UnboundedReceiver<Event>) {
+        let state = self;
+        {
             for ev in early {
                 if !state.handle(ev) {
-                    return Ok(());
+                    return;
                 }
             }
             loop {
@@ -239,19 +262,19 @@ impl Server {
                     },
                     None => rx.recv().await,
                 };
-                let Some(ev) = ev else { return Ok(()) };
+                let Some(ev) = ev else { return };
                 if !state.handle(ev) {
-                    return Ok(());
+                    return;
                 }
                 // Take everything queued before matching: one pass per burst.
                 while let Ok(ev) = rx.try_recv() {
                     if !state.handle(ev) {
-                        return Ok(());
+                        return;
                     }
                 }
                 state.after_events();
             }
-        })
+        }
     }
 }
 
@@ -263,8 +286,8 @@ fn attach(
     events: mpsc::UnboundedSender<Event>,
 ) {
     let (tx, out) = mpsc::unbounded_channel();
-    tokio::spawn(locus_proto::frame::write_batched(wr, out));
-    let _ = events.send(Event::Joined(rank, tx));
+    let writer = tokio::spawn(locus_proto::frame::write_batched(wr, out));
+    let _ = events.send(Event::Joined(rank, tx, writer));
     tokio::spawn(async move {
         while let Ok(Some(msg)) = reader.next().await {
             if events.send(Event::Msg(rank, msg)).is_err() {
@@ -289,6 +312,7 @@ struct State {
     next_steal: Instant,
     backoff: Duration,
     closing: bool,
+    writers: Vec<Writer>,
     /// Per worker: tasks sent and not done, and how many of them are long.
     outstanding: HashMap<Rank, (u32, u32)>,
     /// Tasks sent to workers: their function, and whether it was short.
@@ -308,8 +332,9 @@ impl State {
     fn handle(&mut self, ev: Event) -> bool {
         let now = Instant::now();
         match ev {
-            Event::Joined(r, tx) => {
+            Event::Joined(r, tx, w) => {
                 self.peers.insert(r, tx);
+                self.writers.push(w);
             }
             Event::Put(task) => self.route(task, now),
             Event::Msg(from, msg) => match msg {
@@ -364,6 +389,11 @@ impl State {
                     ));
                 }
                 self.peers.remove(&r);
+                // Without the leader the run is over, whatever happened to it.
+                if r == self.layout.leader() && !self.closing {
+                    self.shutdown();
+                    return false;
+                }
             }
             Event::Finish => {
                 for s in self.layout.workers()..self.layout.size() {

@@ -1,0 +1,252 @@
+//! Placement of leaf tasks on a real run: ranks and file-system daemons
+//! started by `locus run`, checked through the task records.
+
+mod common;
+
+use locus_runtime::record::{self, TaskRecord};
+use std::path::Path;
+use std::process::Output;
+
+struct Run {
+    out: Output,
+    dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn new(opts: &[&str], script: &str) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.swift");
+        std::fs::write(&file, script).unwrap();
+        let run_dir = dir.path().join("run");
+        let mut args = vec!["run", "--run-dir", run_dir.to_str().unwrap()];
+        args.extend_from_slice(opts);
+        args.push(file.to_str().unwrap());
+        let out = common::locus(&args);
+        Run { out, dir }
+    }
+
+    fn ok(self) -> Run {
+        assert!(
+            self.out.status.success(),
+            "run failed: {}{}",
+            String::from_utf8_lossy(&self.out.stdout),
+            String::from_utf8_lossy(&self.out.stderr)
+        );
+        self
+    }
+
+    fn records(&self, func: &str) -> Vec<TaskRecord> {
+        let all = record::load(&self.dir.path().join("run")).unwrap();
+        all.into_iter().filter(|r| r.func == func).collect()
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).to_string()
+    }
+
+    fn run_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("run")
+    }
+}
+
+/// 4 workers (0,1 on node0; 2,3 on node1) and 2 servers.
+const TWO_NODES: &[&str] = &["-n", "6", "--servers", "2", "--nodes", "2"];
+
+#[test]
+fn hard_rank_calls_run_on_their_rank_and_see_it() {
+    let script = r#"
+import assert; import files; import string;
+app (file o) whoami() { "sh" "-c" "echo $ADLB_RANK_SELF $LOCUS_RANK $LOCUS_NODE" @stdout=o; }
+foreach i in [0:499] {
+  int r = i %% 4;
+  file f = @location=location(r, HARD, RANK) whoami();
+  string want = sprintf("%i %i node%i", r, r, r %/ 2);
+  assertEqual(trim(read(f)), want, sprintf("task %i", i));
+}
+"#;
+    let run = Run::new(TWO_NODES, script).ok();
+    let recs = run.records("whoami");
+    assert_eq!(recs.len(), 500);
+    for r in &recs {
+        let t = r.target.expect("a target");
+        assert!(t.hard && !t.node);
+        assert_eq!(r.rank, t.rank, "task {} ran off its HARD target", r.id);
+    }
+}
+
+#[test]
+fn hard_node_calls_stay_on_the_node_and_use_its_workers() {
+    let script = r#"
+app (void o) nap() { "sleep" "0.05" }
+foreach i in [0:39] { @location=location(2, HARD, NODE) nap(); }
+"#;
+    let run = Run::new(TWO_NODES, script).ok();
+    let recs = run.records("nap");
+    assert_eq!(recs.len(), 40);
+    assert!(recs.iter().all(|r| r.node == "node1"), "{recs:?}");
+    // Any worker of the node, not only the target rank.
+    assert!(recs.iter().any(|r| r.rank == 3) && recs.iter().any(|r| r.rank == 2));
+}
+
+#[test]
+fn soft_calls_spill_when_the_target_is_busy_and_hard_ones_do_not() {
+    let script = |how: &str| {
+        format!(
+            "app (void o) nap() {{ \"sleep\" \"0.1\" }}\nforeach i in [0:11] {{ @location=location(0, {how}, RANK) nap(); }}\n"
+        )
+    };
+    let soft = Run::new(TWO_NODES, &script("SOFT")).ok();
+    let recs = soft.records("nap");
+    assert_eq!(recs.len(), 12);
+    let elsewhere = recs.iter().filter(|r| r.rank != 0).count();
+    assert!(elsewhere > 0, "no SOFT task left its busy target");
+    // Same node first: rank 1 shares node0 with the target.
+    assert!(recs.iter().any(|r| r.rank == 1));
+    let hard = Run::new(TWO_NODES, &script("HARD")).ok();
+    assert!(hard.records("nap").iter().all(|r| r.rank == 0));
+}
+
+#[test]
+fn work_is_stolen_between_servers() {
+    // Untargeted tasks are put round-robin on the two servers; those that
+    // queue on one server's share are stolen by the other's idle workers.
+    let script = r#"
+app (void o) nap(int i) { "sleep" "0.02" }
+foreach i in [0:59] { @prio=i nap(i); }
+"#;
+    let run = Run::new(TWO_NODES, script).ok();
+    let recs = run.records("nap");
+    assert_eq!(recs.len(), 60);
+    for w in 0..4 {
+        assert!(recs.iter().any(|r| r.rank == w), "worker {w} ran nothing");
+    }
+}
+
+fn storage_script(annotated: bool) -> String {
+    let place = if annotated {
+        "@location=ip2rank(lookup(filename(f[i])))"
+    } else {
+        ""
+    };
+    format!(
+        r#"
+import files; import string;
+app (file o) make() {{ "head" "-c" "300000" "/dev/zero" @stdout=o; }}
+app (file o) count(file i) {{ "wc" "-c" i @stdout=o; }}
+file f[];
+foreach i in [0:7] {{
+  f[i] = @location=location(2, HARD, NODE) make();
+}}
+foreach i in [0:7] {{
+  file c = {place} count(f[i]);
+  trace(lookup(filename(f[i])), size(split(trim(read(c)), " ")));
+}}
+"#
+    )
+}
+
+fn remote_bytes(run: &Run) -> u64 {
+    let recs = run.records("count");
+    assert_eq!(recs.len(), 8);
+    recs.iter().map(|r| r.remote_bytes).sum()
+}
+
+#[test]
+fn lookup_reports_the_writer_node_and_ip2rank_reads_locally() {
+    let run = Run::new(TWO_NODES, &storage_script(true)).ok();
+    assert!(
+        run.stdout()
+            .lines()
+            .filter(|l| l.starts_with("trace: node1,"))
+            .count()
+            == 8,
+        "{}",
+        run.stdout()
+    );
+    assert_eq!(remote_bytes(&run), 0);
+    let recs = run.records("count");
+    assert!(recs
+        .iter()
+        .all(|r| r.node == "node1" && r.local_bytes == 300_000));
+}
+
+#[test]
+fn automatic_locality_reads_locally_and_off_does_not() {
+    let auto = Run::new(TWO_NODES, &storage_script(false)).ok();
+    assert_eq!(remote_bytes(&auto), 0);
+    assert!(auto
+        .records("count")
+        .iter()
+        .all(|r| r.placed == locus_proto::run::Placed::Auto));
+    let mut opts = TWO_NODES.to_vec();
+    opts.extend_from_slice(&["--locality", "off"]);
+    let off = Run::new(&opts, &storage_script(false)).ok();
+    assert!(
+        remote_bytes(&off) > 0,
+        "locality off still read everything locally"
+    );
+    // The report shows the difference.
+    let report = common::locus(&["report", off.run_dir().to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("locality:") && text.contains("fetched"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_failing_app_names_command_node_and_code_and_retries_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("once");
+    let script = format!(
+        "app (void o) flaky() {{ \"sh\" \"-c\" \"test -e {f} || {{ touch {f}; exit 3; }}\" }}\nflaky();\n",
+        f = flag.display()
+    );
+    let failed = Run::new(&["-n", "2"], &script);
+    assert!(!failed.out.status.success());
+    let err = String::from_utf8_lossy(&failed.out.stderr);
+    assert!(
+        err.contains("app 'flaky' failed on node0 (rank 0)") && err.contains("exited with code 3"),
+        "{err}"
+    );
+    std::fs::remove_file(&flag).unwrap();
+    let retried = Run::new(&["-n", "2", "--retries", "1"], &script).ok();
+    assert_eq!(retried.records("flaky")[0].attempts, 2);
+}
+
+#[test]
+fn run_ends_soon_after_its_last_task() {
+    // Not a timing assertion: the leader's recorded end follows the last
+    // task's end, and every rank has exited when `locus run` returns.
+    let run = Run::new(
+        &["-n", "3"],
+        "app (void o) t() { \"true\" }\nforeach i in [1:20] { t(); }\n",
+    )
+    .ok();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.run_dir().join("run.json")).unwrap()).unwrap();
+    let last = run.records("t").iter().map(|r| r.end_us).max().unwrap();
+    assert!(summary["end_us"].as_u64().unwrap() >= last);
+    let ranks = std::fs::read_dir(run.run_dir().join("ranks")).unwrap();
+    for e in ranks {
+        let entry: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(e.unwrap().path()).unwrap()).unwrap();
+        let pid = entry["pid"].as_u64().unwrap();
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists() || is_zombie(pid),
+            "rank pid {pid} still running"
+        );
+    }
+}
+
+fn is_zombie(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(true)
+}
