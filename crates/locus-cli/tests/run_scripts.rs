@@ -18,7 +18,7 @@ fn run_corpus() {
         .filter(|p| p.extension().is_some_and(|x| x == "swift"))
         .collect();
     scripts.sort();
-    assert!(scripts.len() >= 50, "only {} run tests", scripts.len());
+    assert!(scripts.len() >= 100, "only {} run tests", scripts.len());
     let mut problems = Vec::new();
     for script in &scripts {
         let work = tempfile::tempdir().unwrap();
@@ -70,4 +70,37 @@ fn script_arguments_reach_argv() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "trace: ada,1,first\n");
+}
+
+#[test]
+fn ranks_started_by_mpich_find_each_other() {
+    // Debian's MPICH launcher (installed by scripts/setup.sh) starts the
+    // ranks; they read PMI_RANK/PMI_SIZE and meet in the run directory.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("mpi.swift");
+    std::fs::write(
+        &script,
+        "import files; import string;\n\
+         app (file o) who() { \"sh\" \"-c\" \"echo $ADLB_RANK_SELF $PMI_RANK\" @stdout=o; }\n\
+         foreach i in [0:2] { file f = @location=location(i, HARD, RANK) who(); trace(trim(read(f))); }\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new("mpiexec.mpich")
+        .args(["-n", "4", env!("CARGO_BIN_EXE_locus"), "run", "--run-dir"])
+        .arg(dir.path().join("run"))
+        .arg(&script)
+        .output()
+        .expect("mpiexec.mpich (apt package mpich, installed by scripts/setup.sh)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for r in 0..3 {
+        assert!(
+            stdout.lines().any(|l| l == format!("trace: {r} {r}")),
+            "{stdout}"
+        );
+    }
 }

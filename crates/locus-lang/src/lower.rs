@@ -720,7 +720,12 @@ impl<'a> FnCx<'a> {
                 for p in parts {
                     let mut b = Vec::new();
                     self.stmt(p, &mut b);
-                    seq.push(b);
+                    // A variable declared in a part is visible after the
+                    // chain: it belongs to the enclosing block.
+                    let (decls, rest): (Vec<Stmt>, Vec<Stmt>) =
+                        b.into_iter().partition(|s| matches!(s, Stmt::Decl { .. }));
+                    out.extend(decls);
+                    seq.push(rest);
                 }
                 out.push(Stmt::Seq(seq));
             }

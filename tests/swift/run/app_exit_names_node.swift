@@ -1,0 +1,2 @@
+app (void o) bad() { "sh" "-c" "exit 5" }
+bad();

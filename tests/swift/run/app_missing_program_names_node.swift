@@ -1,0 +1,2 @@
+app (void o) bad() { "/no/such/program" }
+bad();

@@ -1,0 +1,3 @@
+import location;
+string h[] = hostmapList();
+trace(size(h), h[0]);

@@ -1,0 +1,2 @@
+import location;
+trace(hostmapOneWorker("node0"));

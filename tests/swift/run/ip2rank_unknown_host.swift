@@ -1,0 +1,2 @@
+location L = ip2rank("nowhere");
+trace(1);

@@ -1,0 +1,2 @@
+import files;
+trace(file_exists("/locus/nothing/here"));

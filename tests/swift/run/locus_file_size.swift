@@ -1,0 +1,3 @@
+import files;
+file f<"/locus/data/s.txt"> = write("12345");
+trace(file_size(f));

@@ -1,0 +1,3 @@
+import files;
+file f = input("/locus/missing.txt");
+trace(read(f));

@@ -1,0 +1,2 @@
+string h = lookup("/etc/hostname");
+trace(h);

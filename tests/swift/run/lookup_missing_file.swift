@@ -1,0 +1,2 @@
+string h = lookup("/locus/no/such/file");
+trace(h);

@@ -1,0 +1,3 @@
+import files;
+file f<"/locus/w/a.txt"> = write("data");
+trace(lookup(filename(f)));

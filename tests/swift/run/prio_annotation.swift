@@ -1,0 +1,3 @@
+app (void o) t() { "true" }
+foreach i in [1:10] { @prio=i t(); }
+trace("ran");

@@ -1,0 +1,1 @@
+set_rank("/locus/p/d.txt", 2);

@@ -1,0 +1,3 @@
+import sys;
+sleep(0.01) => trace("after");
+trace("any order");

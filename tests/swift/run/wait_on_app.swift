@@ -1,0 +1,2 @@
+app (void o) t() { "true" }
+t() => trace("after app");

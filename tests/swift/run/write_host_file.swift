@@ -1,0 +1,3 @@
+import files;
+file f<"/tmp/locus-run-test-write.txt"> = write("host");
+trace(read(f));
