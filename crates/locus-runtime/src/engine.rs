@@ -366,7 +366,7 @@ impl Engine {
             .to_string()
     }
 
-    /// Runs `body` in a child frame and waits until it and its work are done.
+    /// Runs `block` in `frame` and waits until it and its work are done.
     async fn run_block(
         self: &Arc<Self>,
         func: &Arc<Function>,
@@ -379,7 +379,7 @@ impl Engine {
             let d = Done::new(Some(parent.clone()), move || {
                 let _ = tx.send(());
             });
-            self.exec_block(func, &Frame::new(Some(frame.clone())), block, &d);
+            self.exec_block(func, frame, block, &d);
         }
         let _ = rx.await;
     }
@@ -567,7 +567,8 @@ impl Engine {
             }
             Stmt::Seq(_) => {
                 for part in nested {
-                    self.run_block(func, frame, part, done).await;
+                    self.run_block(func, &Frame::new(Some(frame.clone())), part, done)
+                        .await;
                 }
             }
             Stmt::ArrayInsert {

@@ -154,10 +154,7 @@ async fn rank_main(
         program()?,
         RunOptions {
             dispatch: dispatch.clone(),
-            storage: Storage {
-                layout: layout.clone(),
-                fs,
-            },
+            storage: Storage::new(layout.clone(), fs),
             locality: opts.locality,
             run_id: format!("{:08x}", rand::random::<u32>()),
             args: opts.args,

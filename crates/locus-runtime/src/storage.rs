@@ -11,13 +11,25 @@ use locus_fs::Client;
 use locus_proto::fs::{Kind, NodeId};
 use locus_proto::run::Rank;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub struct Storage {
     pub layout: Arc<Layout>,
     /// The leader node's file-system client, and the file system's node
     /// names by id, when the run has one.
     pub fs: Option<(Client, Vec<String>)>,
+    /// Ranks given by `set_rank`, for `get_rank` of files not written yet.
+    pub placed: Mutex<HashMap<String, Rank>>,
+}
+
+impl Storage {
+    pub fn new(layout: Arc<Layout>, fs: Option<(Client, Vec<String>)>) -> Storage {
+        Storage {
+            layout,
+            fs,
+            placed: Mutex::default(),
+        }
+    }
 }
 
 fn text(a: &[Value], i: usize, name: &str) -> Result<String, String> {
@@ -90,10 +102,7 @@ impl Storage {
                     node: true,
                 }))
             }),
-            "get_rank" => match self.lookup(a).await {
-                Ok(Value::Str(h)) => self.worker_on(name, &h).map(|r| Value::Int(r as i64)),
-                other => other,
-            },
+            "get_rank" => self.get_rank(a).await,
             "hostmapOneWorker" => text(a, 0, name)
                 .and_then(|h| self.worker_on(name, &h))
                 .map(|r| Value::Int(r as i64)),
@@ -119,6 +128,17 @@ impl Storage {
         self.holder("lookup", &path).await.map(Value::Str)
     }
 
+    /// The first worker on the node holding a file, or for a file not
+    /// written yet, the rank `set_rank` gave it.
+    async fn get_rank(&self, a: &[Value]) -> Result<Value, String> {
+        let path = text(a, 0, "get_rank")?;
+        let rank = match self.holder("get_rank", &path).await {
+            Ok(host) => self.worker_on("get_rank", &host)?,
+            Err(e) => *self.placed.lock().expect("placed").get(&path).ok_or(e)?,
+        };
+        Ok(Value::Int(rank as i64))
+    }
+
     /// `set_rank(path, rank)`: new data of `path` goes to `rank`'s node.
     pub async fn set_rank(&self, a: &[Value]) -> Result<(), String> {
         let path = text(a, 0, "set_rank")?;
@@ -138,7 +158,9 @@ impl Storage {
         client
             .place(fp, node)
             .await
-            .map_err(|e| format!("set_rank({path}, {rank}): {e}"))
+            .map_err(|e| format!("set_rank({path}, {rank}): {e}"))?;
+        self.placed.lock().expect("placed").insert(path, rank);
+        Ok(())
     }
 
     async fn file_builtin(&self, name: &str, a: &[Value]) -> Result<Value, String> {
