@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io
+.PHONY: setup build run test lint bench-meta bench-io bench-tasks
 
 setup:
 	./scripts/setup.sh
@@ -22,6 +22,9 @@ test: setup
 
 bench-meta: build
 	target/release/locus bench meta
+
+bench-tasks: build
+	target/release/locus bench tasks
 
 bench-io: build
 	target/release/locus bench io

@@ -23,5 +23,8 @@ run fs put --dir "$dir" --node 0 "$dir/input.csv" /experiment/result.csv
 run fs locate --dir "$dir" /experiment/result.csv
 run fs ls --dir "$dir" --long /experiment
 run fs status --dir "$dir"
-echo "# and a workflow: futures, a composite function and parallel iterations:"
+echo "# a workflow: futures, a composite function and parallel iterations:"
 run run examples/hello.swift
+echo "# seed 001, Fig. 4 on 4 emulated nodes (each with its own file-system daemon):"
+echo "# inputs spread over the nodes, each task placed where its input lives"
+run run -n 9 --nodes 4 --summary examples/locality-loop.swift
