@@ -9,6 +9,12 @@ mod run;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+// The runtime allocates and frees many small objects per task (futures,
+// frames, messages); mimalloc does that faster than glibc's malloc, which
+// fragments under this pattern.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "locus",

@@ -49,6 +49,8 @@ pub struct RunOptions {
     pub out: Arc<Mutex<dyn Write + Send>>,
     /// How long without progress (and nothing running) means stuck.
     pub stall: Duration,
+    /// Leaf tasks done / put, shown while the run goes (a terminal only).
+    pub progress: Option<indicatif::ProgressBar>,
 }
 
 pub struct Engine {
@@ -94,26 +96,39 @@ impl Drop for Done {
 
 /// Variable bindings of one function activation, or of one iteration or
 /// branch inside it (which sees its parent's).
+/// Bindings sorted by variable id: cheaper than a map for the few
+/// variables most frames bind.
 struct Frame {
-    vars: Mutex<HashMap<VarId, FutureId>>,
+    vars: Mutex<Vec<(VarId, FutureId)>>,
     parent: Option<Arc<Frame>>,
 }
 
 impl Frame {
     fn new(parent: Option<Arc<Frame>>) -> Arc<Frame> {
         Arc::new(Frame {
-            vars: Mutex::new(HashMap::new()),
+            vars: Mutex::new(Vec::new()),
             parent,
         })
     }
 
     fn bind(&self, var: VarId, f: FutureId) {
-        self.vars.lock().expect("frame").insert(var, f);
+        let mut vars = self.vars.lock().expect("frame");
+        // Variables are mostly bound in id order: usually an append.
+        match vars.binary_search_by_key(&var, |(v, _)| *v) {
+            Ok(i) => vars[i].1 = f,
+            Err(i) => vars.insert(i, (var, f)),
+        }
     }
 
     fn get(&self, var: VarId) -> FutureId {
-        if let Some(f) = self.vars.lock().expect("frame").get(&var) {
-            return *f;
+        let found = {
+            let vars = self.vars.lock().expect("frame");
+            vars.binary_search_by_key(&var, |(v, _)| *v)
+                .ok()
+                .map(|i| vars[i].1)
+        };
+        if let Some(f) = found {
+            return f;
         }
         match &self.parent {
             Some(p) => p.get(var),
@@ -320,8 +335,14 @@ impl Engine {
         }
         let counts = Arc::new(Mutex::new(counts));
         for (i, s) in block.stmts.iter().enumerate() {
-            if matches!(s, Stmt::Decl { .. }) {
-                continue;
+            match s {
+                Stmt::Decl { .. } => continue,
+                // Nothing to wait for: set now rather than as a task.
+                Stmt::Const { dst, value } => {
+                    self.set(frame.get(*dst), constant(value));
+                    continue;
+                }
+                _ => {}
             }
             let (e, counts, block2) = (self.clone(), counts.clone(), block.clone());
             let stmt_done = Done::new(Some(done.clone()), move || {
@@ -403,19 +424,7 @@ impl Engine {
         let nested = &block.nested[i];
         match &block.stmts[i] {
             Stmt::Decl { .. } => {}
-            Stmt::Const { dst, value } => {
-                let v = match value {
-                    Const::Int(i) => Value::Int(*i),
-                    Const::Float(x) => Value::Float(*x),
-                    Const::Str(s) => Value::Str(s.clone()),
-                    Const::Bool(b) => Value::Bool(*b),
-                    Const::Hard => Value::Strictness(true),
-                    Const::Soft => Value::Strictness(false),
-                    Const::Rank => Value::Accuracy(false),
-                    Const::Node => Value::Accuracy(true),
-                };
-                self.set(frame.get(*dst), v);
-            }
+            Stmt::Const { dst, value } => self.set(frame.get(*dst), constant(value)),
             Stmt::Op { dst, op, args } => {
                 let a = self.get_all(func, frame, args).await;
                 let r = match op {
@@ -782,7 +791,13 @@ impl Engine {
     /// Runs a leaf task on a worker and waits for it.
     async fn leaf(&self, task: Task) -> Result<(), String> {
         self.external.fetch_add(1, Ordering::AcqRel);
+        if let Some(p) = &self.opts.progress {
+            p.inc_length(1);
+        }
         let outcome = self.opts.dispatch.run(task).await;
+        if let Some(p) = &self.opts.progress {
+            p.inc(1);
+        }
         self.external.fetch_sub(1, Ordering::AcqRel);
         self.step();
         match outcome.error {
@@ -903,5 +918,18 @@ impl Engine {
             ),
             None => (None, Placed::Anywhere),
         }
+    }
+}
+
+fn constant(c: &Const) -> Value {
+    match c {
+        Const::Int(i) => Value::Int(*i),
+        Const::Float(x) => Value::Float(*x),
+        Const::Str(s) => Value::Str(s.clone()),
+        Const::Bool(b) => Value::Bool(*b),
+        Const::Hard => Value::Strictness(true),
+        Const::Soft => Value::Strictness(false),
+        Const::Rank => Value::Accuracy(false),
+        Const::Node => Value::Accuracy(true),
     }
 }

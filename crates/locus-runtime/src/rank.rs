@@ -12,7 +12,7 @@ use crate::worker::{run_worker, WorkerConfig};
 use locus_fs::{Client, ClientOptions, ClusterSpec};
 use locus_lang::ir::Program;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -150,6 +150,15 @@ async fn rank_main(
         return serving.await;
     }
     let start_us = now_us();
+    let progress = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} tasks ({per_sec})",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    });
     let engine = Engine::new(
         program()?,
         RunOptions {
@@ -161,10 +170,14 @@ async fn rank_main(
             run_dir: opts.run_dir.clone(),
             out: Arc::new(Mutex::new(std::io::stdout())),
             stall: opts.stall,
+            progress: progress.clone(),
         },
     );
     let serve = tokio::spawn(serving);
     let result = engine.run().await;
+    if let Some(p) = progress {
+        p.finish_and_clear();
+    }
     dispatch.finish();
     let _ = serve.await;
     let summary = RunSummary {
