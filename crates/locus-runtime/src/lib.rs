@@ -9,6 +9,7 @@ pub mod builtins;
 pub mod engine;
 pub mod files;
 pub mod format;
+pub mod ids;
 pub mod launch;
 pub mod layout;
 pub mod plan;

@@ -5,6 +5,7 @@
 //! dataflow engine puts leaf tasks through a `Dispatch`.
 
 use crate::balancer::Balancer;
+use crate::ids::IdMap;
 use crate::layout::Layout;
 use crate::rendezvous::Entry;
 use crate::wire::{self, Reader};
@@ -58,7 +59,7 @@ enum Event {
 /// The leader's engine puts leaf tasks here and awaits their outcomes.
 pub struct Dispatch {
     events: mpsc::UnboundedSender<Event>,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Outcome>>>,
+    pending: Mutex<IdMap<oneshot::Sender<Outcome>>>,
     next_id: AtomicU64,
     abort: Mutex<Option<String>>,
     aborted: Notify,
@@ -203,8 +204,9 @@ impl Server {
             closing: false,
             writers: Vec::new(),
             outstanding: HashMap::new(),
-            sent: HashMap::new(),
-            runtimes: HashMap::new(),
+            sent: IdMap::default(),
+            functions: HashMap::new(),
+            runtimes: Vec::new(),
         };
         let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
         let mut early = Vec::new();
@@ -315,10 +317,13 @@ struct State {
     writers: Vec<Writer>,
     /// Per worker: tasks sent and not done, and how many of them are long.
     outstanding: HashMap<Rank, (u32, u32)>,
-    /// Tasks sent to workers: their function, and whether it was short.
-    sent: HashMap<u64, (String, bool)>,
+    /// Tasks sent to workers: their function's index in `runtimes`, and
+    /// whether it was short.
+    sent: IdMap<(usize, bool)>,
+    /// Function names → index in `runtimes`.
+    functions: HashMap<String, usize>,
     /// Per function: total run time (µs) and runs, from outcomes.
-    runtimes: HashMap<String, (u64, u64)>,
+    runtimes: Vec<(u64, u64)>,
 }
 
 impl State {
@@ -452,10 +457,19 @@ impl State {
         }
     }
 
-    fn is_short(&self, func: &str) -> bool {
-        self.runtimes.get(func).is_some_and(|(total, n)| {
-            *n >= SHORT_AFTER && total / n < SHORT_TASK.as_micros() as u64
-        })
+    fn function(&mut self, name: &str) -> usize {
+        if let Some(i) = self.functions.get(name) {
+            return *i;
+        }
+        self.runtimes.push((0, 0));
+        self.functions
+            .insert(name.to_string(), self.runtimes.len() - 1);
+        self.runtimes.len() - 1
+    }
+
+    fn is_short(&self, func: usize) -> bool {
+        let (total, n) = self.runtimes[func];
+        n >= SHORT_AFTER && total / n < SHORT_TASK.as_micros() as u64
     }
 
     /// Tells the balancer whether `w` may be sent another task: when it has
@@ -471,11 +485,12 @@ impl State {
     }
 
     fn sent_to(&mut self, w: Rank, task: Task) {
-        let short = self.is_short(&task.func);
+        let func = self.function(&task.func);
+        let short = self.is_short(func);
         let o = self.outstanding.entry(w).or_default();
         o.0 += 1;
         o.1 += u32::from(!short);
-        self.sent.insert(task.id, (task.func.clone(), short));
+        self.sent.insert(task.id, (func, short));
         self.send(w, RankMsg::Run(task));
         self.offer(w);
     }
@@ -485,7 +500,7 @@ impl State {
             let out = self.outstanding.entry(w).or_default();
             out.0 = out.0.saturating_sub(1);
             out.1 = out.1.saturating_sub(u32::from(!short));
-            let r = self.runtimes.entry(func).or_default();
+            let r = &mut self.runtimes[func];
             r.0 += o.micros;
             r.1 += 1;
         }
