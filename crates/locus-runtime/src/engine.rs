@@ -236,24 +236,31 @@ impl Engine {
 
     async fn get(&self, func: &Function, frame: &Frame, var: VarId) -> Value {
         let f = frame.get(var);
-        if !self.store.is_closed(f) {
-            let name = func
-                .vars
-                .get(var as usize)
-                .map_or("?".into(), |v| format!("{}:{}", func.name, v.name));
-            self.waiting
-                .lock()
-                .expect("waiting")
-                .entry(f)
-                .or_insert((name, 0))
-                .1 += 1;
-            let v = self.store.get(f).await;
-            if let Some(w) = self.waiting.lock().expect("waiting").get_mut(&f) {
-                w.1 -= 1;
-            }
-            return v;
+        match self.store.try_get(f) {
+            Some(v) => v,
+            // Boxed: a waiting read is rare next to a ready one, and would
+            // otherwise size every statement's future.
+            None => Box::pin(self.wait_for(func, var, f)).await,
         }
-        self.store.get(f).await
+    }
+
+    /// Waits for future `f` (variable `var`), noted for the stall report.
+    async fn wait_for(&self, func: &Function, var: VarId, f: FutureId) -> Value {
+        let name = func
+            .vars
+            .get(var as usize)
+            .map_or("?".into(), |v| format!("{}:{}", func.name, v.name));
+        self.waiting
+            .lock()
+            .expect("waiting")
+            .entry(f)
+            .or_insert((name, 0))
+            .1 += 1;
+        let v = self.store.get(f).await;
+        if let Some(w) = self.waiting.lock().expect("waiting").get_mut(&f) {
+            w.1 -= 1;
+        }
+        v
     }
 
     async fn get_all(&self, func: &Function, frame: &Frame, vars: &[VarId]) -> Vec<Value> {

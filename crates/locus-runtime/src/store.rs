@@ -125,6 +125,11 @@ impl Store {
         }
     }
 
+    /// The value of `id` if it is closed.
+    pub fn try_get(&self, id: FutureId) -> Option<Value> {
+        self.with(id, |s| s.value.clone())
+    }
+
     /// The value of `id` once closed.
     pub async fn get(&self, id: FutureId) -> Value {
         self.wait(id, |s| s.value.clone()).await
