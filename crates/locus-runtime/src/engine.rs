@@ -545,6 +545,7 @@ impl Engine {
                     return self.fail(format!("range step must be positive, not {step}"));
                 }
                 for (n, i) in (lo..=hi).step_by(step as usize).enumerate() {
+                    yield_between_slices(n).await;
                     let iter = Frame::new(Some(frame.clone()));
                     self.bind_value(&iter, *value, Value::Int(i));
                     if let Some(ix) = index {
@@ -562,7 +563,8 @@ impl Engine {
                 let Value::Container(m) = self.get(func, frame, *array).await else {
                     return self.fail("foreach over a non-array".into());
                 };
-                for (k, v) in m {
+                for (n, (k, v)) in m.into_iter().enumerate() {
+                    yield_between_slices(n).await;
                     let iter = Frame::new(Some(frame.clone()));
                     self.bind_value(&iter, *value, v);
                     if let Some(ix) = index {
@@ -938,5 +940,17 @@ fn constant(c: &Const) -> Value {
         Const::Soft => Value::Strictness(false),
         Const::Rank => Value::Accuracy(false),
         Const::Node => Value::Accuracy(true),
+    }
+}
+
+/// Iterations a `foreach` starts before letting the rest of the leader run.
+const FOREACH_SLICE: usize = 256;
+
+/// A large `foreach` is started in slices: between two, the leader's other
+/// work (routing the tasks already released, taking outcomes) goes on, so
+/// workers start on the first iterations while later ones are created.
+async fn yield_between_slices(n: usize) {
+    if n > 0 && n % FOREACH_SLICE == 0 {
+        tokio::task::yield_now().await;
     }
 }
