@@ -950,7 +950,7 @@ const FOREACH_SLICE: usize = 256;
 /// work (routing the tasks already released, taking outcomes) goes on, so
 /// workers start on the first iterations while later ones are created.
 async fn yield_between_slices(n: usize) {
-    if n > 0 && n % FOREACH_SLICE == 0 {
+    if n > 0 && n.is_multiple_of(FOREACH_SLICE) {
         tokio::task::yield_now().await;
     }
 }
