@@ -944,7 +944,7 @@ fn constant(c: &Const) -> Value {
 }
 
 /// Iterations a `foreach` starts before letting the rest of the leader run.
-const FOREACH_SLICE: usize = 256;
+const FOREACH_SLICE: usize = 4096;
 
 /// A large `foreach` is started in slices: between two, the leader's other
 /// work (routing the tasks already released, taking outcomes) goes on, so
