@@ -65,7 +65,8 @@ pub fn run(o: TasksOpts) -> Result<()> {
         "tasks: locus run -n 3 (1 server, 2 workers); {} builtin tasks, {} app tasks; median of {} rounds after a warm-up round",
         o.builtin, o.apps, o.rounds
     );
-    let dir = tempfile_dir()?;
+    let dir = crate::workspace::default_root("tasks");
+    std::fs::create_dir_all(&dir)?;
     let builtin = format!(
         "import sys;\nforeach i in [1:{}] {{ sleep(0.0); }}\n",
         o.builtin
@@ -106,10 +107,4 @@ pub fn run(o: TasksOpts) -> Result<()> {
         a >= 0.7 * r,
     );
     Ok(())
-}
-
-fn tempfile_dir() -> Result<PathBuf> {
-    let d = std::env::temp_dir().join(format!("locus-bench-tasks-{}", std::process::id()));
-    std::fs::create_dir_all(&d)?;
-    Ok(d)
 }

@@ -72,8 +72,6 @@ pub struct Balancer {
     idle: VecDeque<Rank>,
     /// Busy workers that may be sent a task ahead.
     ahead: VecDeque<Rank>,
-    /// The task each busy worker of this server runs.
-    running: HashMap<Rank, u64>,
 }
 
 impl Balancer {
@@ -85,7 +83,6 @@ impl Balancer {
             queues: HashMap::new(),
             idle: VecDeque::new(),
             ahead: VecDeque::new(),
-            running: HashMap::new(),
         }
     }
 
@@ -114,7 +111,6 @@ impl Balancer {
 
     /// `worker` is ready for a task (it asked, or finished its last one).
     pub fn ready(&mut self, worker: Rank) {
-        self.running.remove(&worker);
         self.ahead.retain(|w| *w != worker);
         if !self.idle.contains(&worker) {
             self.idle.push_back(worker);
@@ -128,11 +124,10 @@ impl Balancer {
         }
     }
 
-    /// Forgets a worker that went away; returns the task it was running.
-    pub fn lost(&mut self, worker: Rank) -> Option<u64> {
+    /// Forgets a worker that went away.
+    pub fn lost(&mut self, worker: Rank) {
         self.idle.retain(|w| *w != worker);
         self.ahead.retain(|w| *w != worker);
-        self.running.remove(&worker)
     }
 
     pub fn idle(&self) -> impl Iterator<Item = Rank> + '_ {
@@ -180,9 +175,6 @@ impl Balancer {
             }
         }
         self.ahead = waiting;
-        for (w, t) in &out {
-            self.running.insert(*w, t.id);
-        }
         out
     }
 

@@ -32,11 +32,6 @@ pub struct LocalRun {
     pub rank_args: Vec<OsString>,
 }
 
-/// The file-system directory a run uses.
-pub fn fs_dir_of(r: &LocalRun) -> PathBuf {
-    r.fs_dir.clone().unwrap_or_else(|| r.run_dir.join("fs"))
-}
-
 /// Runs all ranks; returns the exit code of the run.
 pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
     if r.servers == 0 || r.servers >= r.size {
@@ -52,7 +47,7 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
             std::fs::remove_dir_all(&stale).map_err(dir_err)?;
         }
     }
-    let fs_dir = fs_dir_of(r);
+    let fs_dir = r.fs_dir.clone().unwrap_or_else(|| r.run_dir.join("fs"));
     let spec = match &r.fs_dir {
         Some(d) => ClusterSpec::load(d).map_err(|e| e.to_string())?,
         None => {

@@ -77,6 +77,11 @@ impl Layout {
         self.workers() + worker % self.servers
     }
 
+    /// The workers `server` queues work for.
+    pub fn workers_of(&self, server: Rank) -> impl Iterator<Item = Rank> + '_ {
+        (0..self.workers()).filter(move |w| self.server_of(*w) == server)
+    }
+
     /// The first server: it runs the dataflow engine.
     pub fn leader(&self) -> Rank {
         self.workers()

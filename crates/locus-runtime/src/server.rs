@@ -163,10 +163,8 @@ impl Server {
         let layout = cfg.layout.clone();
         let me = cfg.me;
         // Workers and lower servers call us; we call the higher servers.
-        let mut expected: HashSet<Rank> = (0..layout.workers())
-            .filter(|w| layout.server_of(*w) == me)
-            .chain(layout.workers()..me)
-            .collect();
+        let mut expected: HashSet<Rank> =
+            layout.workers_of(me).chain(layout.workers()..me).collect();
         {
             let (events, secret) = (events.clone(), cfg.secret.clone());
             tokio::spawn(async move {
@@ -245,37 +243,35 @@ impl Server {
 }
 
 impl State {
+    /// Handles events until the run is over for this server.
     async fn serve(&mut self, early: Vec<Event>, mut rx: mpsc::UnboundedReceiver<Event>) {
-        let state = self;
-        {
-            for ev in early {
-                if !state.handle(ev) {
-                    return;
-                }
+        for ev in early {
+            if !self.handle(ev) {
+                return;
             }
-            loop {
-                let ev = match state.wake_at() {
-                    Some(at) => match tokio::time::timeout_at(at.into(), rx.recv()).await {
-                        Ok(ev) => ev,
-                        Err(_) => {
-                            state.after_events();
-                            continue;
-                        }
-                    },
-                    None => rx.recv().await,
-                };
-                let Some(ev) = ev else { return };
-                if !state.handle(ev) {
-                    return;
-                }
-                // Take everything queued before matching: one pass per burst.
-                while let Ok(ev) = rx.try_recv() {
-                    if !state.handle(ev) {
-                        return;
+        }
+        loop {
+            let ev = match self.wake_at() {
+                Some(at) => match tokio::time::timeout_at(at.into(), rx.recv()).await {
+                    Ok(ev) => ev,
+                    Err(_) => {
+                        self.after_events();
+                        continue;
                     }
-                }
-                state.after_events();
+                },
+                None => rx.recv().await,
+            };
+            let Some(ev) = ev else { return };
+            if !self.handle(ev) {
+                return;
             }
+            // Take everything queued before matching: one pass per burst.
+            while let Ok(ev) = rx.try_recv() {
+                if !self.handle(ev) {
+                    return;
+                }
+            }
+            self.after_events();
         }
     }
 }
@@ -317,9 +313,9 @@ struct State {
     writers: Vec<Writer>,
     /// Per worker: tasks sent and not done, and how many of them are long.
     outstanding: HashMap<Rank, (u32, u32)>,
-    /// Tasks sent to workers: their function's index in `runtimes`, and
-    /// whether it was short.
-    sent: IdMap<(usize, bool)>,
+    /// Tasks sent to workers and not done: the worker, the function's index
+    /// in `runtimes`, and whether it was short.
+    sent: IdMap<(Rank, usize, bool)>,
     /// Function names → index in `runtimes`.
     functions: HashMap<String, usize>,
     /// Per function: total run time (µs) and runs, from outcomes.
@@ -383,7 +379,14 @@ impl State {
             },
             Event::Closed(r) => {
                 if !self.closing && self.layout.is_worker(r) {
-                    let running = self.balancer.lost(r);
+                    self.balancer.lost(r);
+                    // Its oldest task not done is the one it was running.
+                    let running = self
+                        .sent
+                        .iter()
+                        .filter(|(_, (w, _, _))| *w == r)
+                        .map(|(id, _)| *id)
+                        .min();
                     let what = match running {
                         Some(id) => format!(" while running task {id}"),
                         None => String::new(),
@@ -415,9 +418,7 @@ impl State {
 
     fn shutdown(&mut self) {
         self.closing = true;
-        let mine: Vec<Rank> = (0..self.layout.workers())
-            .filter(|w| self.layout.server_of(*w) == self.me)
-            .collect();
+        let mine: Vec<Rank> = self.layout.workers_of(self.me).collect();
         for w in mine {
             self.send(w, RankMsg::Shutdown);
         }
@@ -490,13 +491,13 @@ impl State {
         let o = self.outstanding.entry(w).or_default();
         o.0 += 1;
         o.1 += u32::from(!short);
-        self.sent.insert(task.id, (func, short));
+        self.sent.insert(task.id, (w, func, short));
         self.send(w, RankMsg::Run(task));
         self.offer(w);
     }
 
     fn finished(&mut self, w: Rank, o: &Outcome) {
-        if let Some((func, short)) = self.sent.remove(&o.id) {
+        if let Some((_, func, short)) = self.sent.remove(&o.id) {
             let out = self.outstanding.entry(w).or_default();
             out.0 = out.0.saturating_sub(1);
             out.1 = out.1.saturating_sub(u32::from(!short));

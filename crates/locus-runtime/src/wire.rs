@@ -30,7 +30,7 @@ impl Reader {
 }
 
 /// Writes one message as a frame.
-pub async fn send(w: &mut OwnedWriteHalf, msg: &RankMsg) -> io::Result<()> {
+async fn send(w: &mut OwnedWriteHalf, msg: &RankMsg) -> io::Result<()> {
     w.write_all(&frame::encode(msg)?).await
 }
 

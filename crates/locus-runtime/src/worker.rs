@@ -32,7 +32,7 @@ pub struct WorkerConfig {
 /// Serves tasks until the server says the run is over.
 pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     let me = cfg.me;
-    let (mut reader, mut wr) = wire::connect(cfg.server, &cfg.secret, me)
+    let (mut reader, wr) = wire::connect(cfg.server, &cfg.secret, me)
         .await
         .map_err(|e| {
             format!(
@@ -40,13 +40,13 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                 cfg.server
             )
         })?;
-    let mut records = Recorder::create(&cfg.run_dir, me)
-        .map_err(|e| format!("worker rank {me}: records: {e}"))?;
+    let records_err = |e: std::io::Error| format!("worker rank {me}: records: {e}");
+    let mut records = Recorder::create(&cfg.run_dir, me).map_err(records_err)?;
     let lost = |e: std::io::Error| format!("worker rank {me}: connection to its server: {e}");
-    wire::send(&mut wr, &RankMsg::Want).await.map_err(lost)?;
-    // Outcomes go out through a batching writer; tasks sent ahead queue here.
+    // Messages go out through a batching writer; tasks sent ahead queue here.
     let (out, rx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(frame::write_batched(wr, rx));
+    let _ = out.send(RankMsg::Want);
     let (tasks, mut queue) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         loop {
@@ -61,9 +61,7 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
         match msg.map_err(lost)? {
             Some(RankMsg::Run(task)) => {
                 let (outcome, record) = execute(&cfg, task).await;
-                records
-                    .write(&record)
-                    .map_err(|e| format!("worker rank {me}: records: {e}"))?;
+                records.write(&record).map_err(records_err)?;
                 let _ = out.send(RankMsg::Done(outcome));
             }
             _ => break,
@@ -71,9 +69,7 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     }
     drop(out);
     let _ = writer.await;
-    records
-        .flush()
-        .map_err(|e| format!("worker rank {me}: records: {e}"))
+    records.flush().map_err(records_err)
 }
 
 /// Bytes a task read from files already on this node, and fetched.
