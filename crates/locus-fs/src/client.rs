@@ -739,6 +739,12 @@ impl Client {
     /// returns where it is, for handing to a program. A remote file is
     /// fetched whole and registered as a cached replica.
     pub async fn local_path(&self, path: &str) -> FsResult<PathBuf> {
+        self.local_copy(path).await.map(|c| c.path)
+    }
+
+    /// `local_path`, also saying how big the file is and whether it was
+    /// fetched from another node.
+    pub async fn local_copy(&self, path: &str) -> FsResult<LocalCopy> {
         let path = normalise(path)?;
         let mut attempts = 0;
         loop {
@@ -750,14 +756,18 @@ impl Client {
         }
     }
 
-    async fn make_local(&self, path: &str) -> FsResult<PathBuf> {
+    async fn make_local(&self, path: &str) -> FsResult<LocalCopy> {
         let path = path.to_string();
         let rec = self.stat(&path).await?;
         if rec.kind == Kind::Dir {
             return Err(FsError::new(Errno::EISDIR, path));
         }
-        let local = self.inner.store.data_path(&path);
-        if rec.holders.contains(&self.inner.me) {
+        let local = LocalCopy {
+            path: self.inner.store.data_path(&path),
+            size: rec.size,
+            fetched: !rec.holders.contains(&self.inner.me),
+        };
+        if !local.fetched {
             return Ok(local);
         }
         let (tmp, file) = self.inner.store.temp_file()?;
@@ -866,6 +876,15 @@ impl Client {
             other => Err(unexpected(other)),
         }
     }
+}
+
+/// Where a file's data is on this node, once `local_copy` made it local.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalCopy {
+    pub path: PathBuf,
+    pub size: u64,
+    /// The data came from another node (it was not here before).
+    pub fetched: bool,
 }
 
 /// An open file being written. Bytes go to a private temporary file in this

@@ -159,15 +159,13 @@ impl App<'_> {
             Arg::In(p) => match fs_path(p) {
                 None => Ok(p.clone()),
                 Some(fp) => {
-                    let fs = self.fs(p)?;
-                    let rec = fs.stat(fp).await.map_err(|e| fail(p, &e))?;
-                    if rec.holders.contains(&fs.node()) {
-                        bytes.local += rec.size;
+                    let copy = self.fs(p)?.local_copy(fp).await.map_err(|e| fail(p, &e))?;
+                    if copy.fetched {
+                        bytes.remote += copy.size;
                     } else {
-                        bytes.remote += rec.size;
+                        bytes.local += copy.size;
                     }
-                    let local = fs.local_path(fp).await.map_err(|e| fail(p, &e))?;
-                    Ok(local.display().to_string())
+                    Ok(copy.path.display().to_string())
                 }
             },
             Arg::Out(p) => match fs_path(p) {
