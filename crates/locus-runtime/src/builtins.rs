@@ -26,7 +26,7 @@ fn float(v: &Value) -> Result<f64, String> {
     }
 }
 
-fn string(v: &Value) -> Result<&str, String> {
+pub(crate) fn string(v: &Value) -> Result<&str, String> {
     match v {
         Value::Str(s) | Value::File(s) => Ok(s),
         other => Err(format!("expected a string, got {}", other.render())),

@@ -3,7 +3,7 @@
 //! `get_rank`, `set_rank`), Swift/T's hostmap builtins, and the file
 //! builtins (`read`, `write`, …) when their path is a Locus file.
 
-use crate::builtins::{array, wildcard};
+use crate::builtins::{array, string, wildcard};
 use crate::files::{fs_parent, fs_path};
 use crate::layout::Layout;
 use crate::value::{Location, Value};
@@ -32,12 +32,14 @@ impl Storage {
     }
 }
 
+/// Argument `i` as text (a string or a file's path).
 fn text(a: &[Value], i: usize, name: &str) -> Result<String, String> {
-    match a.get(i) {
-        Some(Value::Str(s) | Value::File(s)) => Ok(s.clone()),
-        Some(Value::Int(n)) => Ok(n.to_string()),
-        _ => Err(format!("{name}: argument {} must be a string", i + 1)),
-    }
+    let v = a
+        .get(i)
+        .ok_or_else(|| format!("{name}: missing argument {}", i + 1))?;
+    string(v)
+        .map(str::to_string)
+        .map_err(|e| format!("{name}: {e}"))
 }
 
 impl Storage {
