@@ -365,6 +365,42 @@ fn local_path_and_commit_for_programs() {
 }
 
 #[test]
+fn a_diskless_client_moves_every_byte_over_the_network() {
+    let c = TestCluster::up(1);
+    let rt = rt();
+    let scratch = tempfile::tempdir().unwrap();
+    let node = c.client(0);
+    let remote = c.client_with(ClientOptions {
+        node: 0,
+        scratch: Some(scratch.path().to_path_buf()),
+        ..ClientOptions::default()
+    });
+    rt.block_on(async {
+        // Written through the diskless client: stored on the node, not in the scratch.
+        remote.put("/w.dat", b"written").await.unwrap();
+        assert_eq!(
+            std::fs::read(c.node_dir(0).join("data/w.dat")).unwrap(),
+            b"written"
+        );
+        assert!(!scratch.path().join("data/w.dat").exists());
+        // Read: staged in the scratch every time, never recorded as a holder.
+        node.put("/r.dat", b"on the node").await.unwrap();
+        let copy = remote.local_copy("/r.dat").await.unwrap();
+        assert!(copy.fetched && copy.path.starts_with(scratch.path()));
+        assert_eq!(std::fs::read(&copy.path).unwrap(), b"on the node");
+        assert_eq!(remote.locate("/r.dat").await.unwrap(), vec![0]);
+        assert!(remote.local_copy("/r.dat").await.unwrap().fetched);
+        // A program's output is pushed to the node on commit and leaves the scratch.
+        let out = remote.output_path("/prog.out").unwrap();
+        std::fs::write(&out, b"program output").unwrap();
+        let rec = remote.commit("/prog.out").await.unwrap();
+        assert_eq!((rec.size, rec.holders), (14, vec![0]));
+        assert!(!out.exists());
+        assert_eq!(node.get("/prog.out").await.unwrap(), b"program output");
+    });
+}
+
+#[test]
 fn large_files_fetch_intact_over_parallel_streams() {
     let c = TestCluster::up(2);
     let rt = rt();

@@ -38,6 +38,10 @@ pub struct ClientOptions {
     pub placement: Option<Placement>,
     /// Bound on connecting to a daemon and on any one request.
     pub timeout: Duration,
+    /// Set when this client runs where no daemon of the cluster does (a
+    /// client of a central store): every read and write crosses the network,
+    /// staged in this directory, and new files go to `node`.
+    pub scratch: Option<PathBuf>,
 }
 
 impl Default for ClientOptions {
@@ -46,6 +50,7 @@ impl Default for ClientOptions {
             node: 0,
             placement: None,
             timeout: Duration::from_secs(5),
+            scratch: None,
         }
     }
 }
@@ -57,7 +62,9 @@ pub struct Client {
 
 struct Inner {
     me: NodeId,
+    /// This node's store, or the scratch directory of a diskless client.
     store: Store,
+    diskless: bool,
     peers: Vec<Peer>,
     ring: Ring,
     placement: Placement,
@@ -111,8 +118,9 @@ impl Client {
             FsError::new(Errno::EINVAL, format!("node {}", opts.node))
                 .with_detail(format!("the cluster has nodes 0..{}", spec.nodes.len() - 1))
         })?;
-        let store =
-            Store::open(&me.dir).map_err(|e| FsError::io(me.dir.display().to_string(), &e))?;
+        let store_dir = opts.scratch.as_deref().unwrap_or(&me.dir);
+        let store = Store::open(store_dir)
+            .map_err(|e| FsError::io(store_dir.display().to_string(), &e))?;
         let peers = spec
             .nodes
             .iter()
@@ -130,6 +138,7 @@ impl Client {
             inner: Arc::new(Inner {
                 me: opts.node,
                 store,
+                diskless: opts.scratch.is_some(),
                 peers,
                 ring: spec.ring(),
                 placement: opts.placement.unwrap_or(spec.placement),
@@ -142,6 +151,11 @@ impl Client {
     /// The node this client acts on.
     pub fn node(&self) -> NodeId {
         self.inner.me
+    }
+
+    /// Whether this node's store holds a copy of `rec`'s current data.
+    fn holds(&self, rec: &Record) -> bool {
+        !self.inner.diskless && rec.holders.contains(&self.inner.me)
     }
 
     pub fn node_count(&self) -> usize {
@@ -632,7 +646,7 @@ impl Client {
         tmp: &Path,
         file: &mut File,
     ) -> FsResult<()> {
-        if rec.holders.contains(&self.inner.me) {
+        if self.holds(rec) {
             std::fs::copy(self.inner.store.data_path(path), tmp)
                 .map_err(|e| FsError::io(path, &e))?;
         } else {
@@ -765,7 +779,7 @@ impl Client {
         let local = LocalCopy {
             path: self.inner.store.data_path(&path),
             size: rec.size,
-            fetched: !rec.holders.contains(&self.inner.me),
+            fetched: !self.holds(&rec),
         };
         if !local.fetched {
             return Ok(local);
@@ -782,6 +796,10 @@ impl Client {
             }
         }
         self.inner.store.install(&tmp, &path)?;
+        if self.inner.diskless {
+            // A staged copy, not a replica the cluster can serve.
+            return Ok(local);
+        }
         let cached = Request::AddHolder {
             path: path.clone(),
             version: rec.version,
@@ -846,6 +864,19 @@ impl Client {
                 self.lock(&path, token).await?;
             }
             Err(e) => return Err(e),
+        }
+        if self.inner.diskless {
+            // The staged bytes go to the home node, then leave the scratch.
+            let (c, me, p, l) = (self.clone(), self.inner.me, path.clone(), local.clone());
+            let pushed = tokio::task::spawn_blocking(move || c.push_to(me, &l, &p))
+                .await
+                .map_err(blocking_failed)
+                .and_then(|r| r);
+            let _ = std::fs::remove_file(&local);
+            if let Err(e) = pushed {
+                let _ = self.unlock(&path, token).await;
+                return Err(e);
+            }
         }
         self.commit_write(&path, token, meta.len(), self.inner.me)
             .await
@@ -920,7 +951,7 @@ impl Writer {
             .len();
         drop(file);
         let client = self.client.clone();
-        let stored = if self.target == client.node() {
+        let stored = if self.target == client.node() && !client.inner.diskless {
             client.inner.store.install(&self.tmp, &self.path)
         } else {
             let (c, target, tmp, path) = (

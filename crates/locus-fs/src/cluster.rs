@@ -20,6 +20,9 @@ pub struct NodeInfo {
     pub addr: SocketAddr,
     /// The node's directory: metadata shard, data store, daemon log.
     pub dir: PathBuf,
+    /// The network namespace its daemon runs in (an emulated node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -79,6 +79,9 @@ impl Launch {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
+        if let Some(ns) = &node.netns {
+            crate::netns::enter(&mut cmd, ns)?;
+        }
         // SAFETY: setsid is async-signal-safe; the daemon leaves our session so
         // it outlives the terminal that started it.
         unsafe {
@@ -115,11 +118,33 @@ impl Launch {
         }
     }
 
-    /// Creates a cluster of `nodes` daemons in the new directory `dir`.
+    /// Creates a cluster of `nodes` daemons in the new directory `dir`, each
+    /// emulating a node on its own loopback address.
     pub fn create(&self, dir: &Path, nodes: u32, placement: Placement) -> io::Result<ClusterSpec> {
         if nodes == 0 || nodes > 250 {
             return Err(fail("the number of nodes must be between 1 and 250".into()));
         }
+        let nodes = (0..nodes)
+            .map(|id| NodeInfo {
+                id,
+                name: format!("node{id}"),
+                addr: SocketAddr::from(([127, 0, 0, id as u8 + 1], 0)),
+                dir: node_dir(dir, id),
+                netns: None,
+            })
+            .collect();
+        self.create_nodes(dir, nodes, placement)
+    }
+
+    /// Creates a cluster in the new directory `dir` from `nodes` (numbered
+    /// 0..N-1), starting each node's daemon on its address, in its network
+    /// namespace if it has one; port 0 picks a free port.
+    pub fn create_nodes(
+        &self,
+        dir: &Path,
+        nodes: Vec<NodeInfo>,
+        placement: Placement,
+    ) -> io::Result<ClusterSpec> {
         if dir.join(CLUSTER_FILE).exists() {
             return Err(fail(format!(
                 "{}: a cluster already exists there",
@@ -134,14 +159,16 @@ impl Launch {
             vnodes: DEFAULT_VNODES,
             placement,
         };
-        for id in 0..nodes {
-            let mut node = NodeInfo {
-                id,
-                name: format!("node{id}"),
-                addr: SocketAddr::from(([127, 0, 0, id as u8 + 1], 0)),
-                dir: node_dir(dir, id),
-            };
-            node.addr = self.start(&node, node.addr, &secret)?;
+        for mut node in nodes {
+            match self.start(&node, node.addr, &secret) {
+                Ok(addr) => node.addr = addr,
+                Err(e) => {
+                    // Leave nothing running for a cluster that was not made.
+                    spec.nodes.push(node);
+                    stop_nodes(&spec);
+                    return Err(e);
+                }
+            }
             spec.nodes.push(node);
         }
         spec.save(dir)?;
@@ -167,7 +194,10 @@ impl Launch {
 /// Stops every daemon of the cluster in `dir` (SIGTERM, then SIGKILL after a
 /// grace period); returns how many were running.
 pub fn stop(dir: &Path) -> io::Result<usize> {
-    let spec = ClusterSpec::load(dir)?;
+    Ok(stop_nodes(&ClusterSpec::load(dir)?))
+}
+
+fn stop_nodes(spec: &ClusterSpec) -> usize {
     let pids: Vec<i32> = spec
         .nodes
         .iter()
@@ -188,5 +218,5 @@ pub fn stop(dir: &Path) -> io::Result<usize> {
         }
         let _ = std::fs::remove_file(n.dir.join(PID_FILE));
     }
-    Ok(pids.len())
+    pids.len()
 }

@@ -6,6 +6,7 @@ pub mod client;
 pub mod cluster;
 pub mod launch;
 pub mod meta;
+pub mod netns;
 pub mod path;
 pub mod peer;
 pub mod placement;
