@@ -3,6 +3,7 @@
 //! VMs drift, ratios much less.
 
 pub mod check;
+pub mod emulate;
 pub mod io;
 pub mod machine;
 pub mod meta;

@@ -2,6 +2,7 @@
 
 mod bench;
 mod check;
+mod cluster;
 mod fs_ops;
 mod local_cluster;
 mod run;
@@ -31,6 +32,9 @@ enum Command {
     /// The distributed node-local file system.
     #[command(subcommand)]
     Fs(FsCommand),
+    /// An emulated cluster of network namespaces with shaped links.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
     /// Run a Swift workflow: its ranks and file system on this machine, or
     /// one rank when started by srun/mpiexec.
     Run(run::RunArgs),
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
         Command::Fs(FsCommand::Op(op)) => fs_ops::run(op),
         Command::Check(a) => check::run(a),
+        Command::Cluster(c) => cluster::run(c),
         Command::Run(a) => run::run(a),
         Command::Report(a) => locus_runtime::report::Report::load(&a.run_dir)
             .map(|r| print!("{}", r.text()))

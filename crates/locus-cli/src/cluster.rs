@@ -1,0 +1,126 @@
+//! `locus cluster up|down|status`: the emulated cluster (network namespaces
+//! with shaped links) that runs and benchmarks use.
+
+use crate::fs_ops::ClusterArgs;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use locus_bench::emulate::{self, Emulation, FsMode, Rate, UpOptions};
+use locus_fs::launch::{running_pid, Launch};
+use locus_fs::{ClusterSpec, Durability};
+
+#[derive(Subcommand)]
+pub enum ClusterCommand {
+    /// Create an emulated cluster: N node namespaces and a storage namespace
+    /// on a bridge, each link shaped with tc tbf, a Locus daemon on every node
+    /// and a central file system on the storage host. Needs root.
+    Up(UpArgs),
+    /// Remove everything `up` created: daemons, processes left in the
+    /// namespaces, the namespaces and their links.
+    Down(DownArgs),
+    /// Show the cluster's hosts, links and daemons.
+    Status(ClusterArgs),
+}
+
+#[derive(Args)]
+pub struct UpArgs {
+    /// Emulate the cluster on this machine (the only kind `up` makes).
+    #[arg(long)]
+    pub emulate: bool,
+    #[arg(long, default_value_t = 4)]
+    pub nodes: u32,
+    /// Each node's link, both ways (tc units: 100mbit, 1gbit, 50mbps).
+    #[arg(long, default_value = "1gbit")]
+    pub link: Rate,
+    /// The storage host's link (default: the node link).
+    #[arg(long)]
+    pub storage_link: Option<Rate>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Metadata durability of the daemons: group (durable) or none.
+    #[arg(long, default_value = "group")]
+    pub durability: Durability,
+}
+
+#[derive(Args)]
+pub struct DownArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Also delete the cluster's directory (all its data).
+    #[arg(long)]
+    pub purge: bool,
+}
+
+pub fn run(c: ClusterCommand) -> Result<()> {
+    match c {
+        ClusterCommand::Up(a) => up(a),
+        ClusterCommand::Down(a) => down(a),
+        ClusterCommand::Status(a) => status(a),
+    }
+}
+
+fn up(a: UpArgs) -> Result<()> {
+    if !a.emulate {
+        bail!("`locus cluster up` builds an emulated cluster on this machine: pass --emulate (for daemons on loopback only, use `locus fs up`)");
+    }
+    let o = UpOptions {
+        nodes: a.nodes,
+        link: a.link,
+        storage_link: a.storage_link.unwrap_or(a.link),
+        launch: Launch {
+            exe: std::env::current_exe().context("locating the locus binary")?,
+            durability: a.durability,
+        },
+    };
+    let e = emulate::up(&a.cluster.dir, &o)?;
+    println!(
+        "emulated cluster at {}: {} nodes at {} each, storage at {}",
+        a.cluster.dir.display(),
+        e.nodes.len(),
+        e.link,
+        e.storage_link
+    );
+    Ok(())
+}
+
+fn down(a: DownArgs) -> Result<()> {
+    let dir = &a.cluster.dir;
+    let r = emulate::down(dir)?;
+    if a.purge {
+        std::fs::remove_dir_all(dir).with_context(|| dir.display().to_string())?;
+    }
+    println!(
+        "emulated cluster at {}: {} daemon(s) stopped, {} other process(es) killed, {} namespace(s) removed",
+        dir.display(),
+        r.daemons,
+        r.processes,
+        r.namespaces
+    );
+    Ok(())
+}
+
+fn status(a: ClusterArgs) -> Result<()> {
+    let (dir, e) = Emulation::load(&a.dir)?;
+    println!("cluster {} at {}", e.id, dir.display());
+    println!("{:<8} {:<15} {:<10} {:<28} daemon", "host", "address", "link", "namespace");
+    let local = ClusterSpec::load(&Emulation::fs_dir(&dir, FsMode::Local))?;
+    let central = ClusterSpec::load(&Emulation::fs_dir(&dir, FsMode::Central))?;
+    let hosts = e.nodes.iter().map(|h| (h, e.link, &local));
+    for (h, link, fs) in hosts.chain([(&e.storage, e.storage_link, &central)]) {
+        let daemon = fs
+            .nodes
+            .iter()
+            .find(|n| n.name == h.name)
+            .map_or("-".to_string(), |n| match running_pid(&n.dir) {
+                Some(pid) => format!("{} pid {pid}", n.addr),
+                None => format!("{} down", n.addr),
+            });
+        println!(
+            "{:<8} {:<15} {:<10} {:<28} {daemon}",
+            h.name,
+            h.addr.to_string(),
+            link.to_string(),
+            h.netns
+        );
+    }
+    Ok(())
+}
