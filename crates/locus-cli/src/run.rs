@@ -4,8 +4,9 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
+use locus_bench::emulate::{Emulation, FsMode};
 use locus_lang::{compile, ir::Program, Source};
-use locus_runtime::launch::{launch_local, LocalRun};
+use locus_runtime::launch::{launch_local, Host, LocalRun};
 use locus_runtime::rank::{run_rank, RankOptions};
 use locus_runtime::rendezvous::RankEnv;
 use locus_runtime::Locality;
@@ -41,8 +42,16 @@ pub struct RunArgs {
     pub run_dir: Option<PathBuf>,
     /// Use this existing file-system cluster (`locus fs up --dir`) instead
     /// of starting one per run.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cluster")]
     pub fs: Option<PathBuf>,
+    /// Run on an emulated cluster (`locus cluster up --emulate`; its
+    /// directory or its emulation.json): each rank in its node's namespace.
+    #[arg(long, conflicts_with = "nodes")]
+    pub cluster: Option<PathBuf>,
+    /// With --cluster: local uses Locus (a daemon per node); central keeps
+    /// all data and metadata on the storage host, like a shared file system.
+    #[arg(long, value_enum, default_value_t = FsMode::Local, requires = "cluster")]
+    pub fs_mode: FsMode,
     /// Print the run's summary (`locus report`) when it ends.
     #[arg(long)]
     pub summary: bool,
@@ -94,14 +103,30 @@ pub fn run(a: RunArgs) -> Result<()> {
         None => std::env::temp_dir().join(format!("locus-run-{}", std::process::id())),
     };
     let size = a.ranks.unwrap_or_else(|| default_workers() + a.servers);
+    let (fs_dir, hosts) = match &a.cluster {
+        Some(at) => {
+            let (dir, e) = Emulation::load(at)?;
+            let hosts = e.nodes.iter().map(|h| Host {
+                name: h.name.clone(),
+                netns: h.netns.clone(),
+                addr: h.addr.into(),
+            });
+            (
+                Some(Emulation::fs_dir(&dir, a.fs_mode)),
+                Some(hosts.collect()),
+            )
+        }
+        None => (a.fs.clone(), None),
+    };
     let run = LocalRun {
         exe: std::env::current_exe().context("locating the locus binary")?,
         size,
         servers: a.servers,
         nodes: a.nodes,
         run_dir: run_dir.clone(),
-        fs_dir: a.fs.clone(),
+        fs_dir,
         rank_args: rank_args(&a),
+        hosts,
     };
     let code = launch_local(&run).map_err(anyhow::Error::msg)?;
     if a.summary {

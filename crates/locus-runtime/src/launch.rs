@@ -9,6 +9,7 @@ use crate::rendezvous::ranks_dir;
 use locus_fs::launch::{self, Launch};
 use locus_fs::{ClusterSpec, Durability, Placement};
 use std::ffi::OsString;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,6 +31,18 @@ pub struct LocalRun {
     pub fs_dir: Option<PathBuf>,
     /// The `locus run` arguments every rank gets (options, script, its args).
     pub rank_args: Vec<OsString>,
+    /// The emulated machines to start ranks on, instead of emulating nodes
+    /// by name only; needs `fs_dir`.
+    pub hosts: Option<Vec<Host>>,
+}
+
+/// An emulated machine: ranks on it run in its network namespace and its
+/// servers listen on its address.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub name: String,
+    pub netns: String,
+    pub addr: IpAddr,
 }
 
 /// Runs all ranks; returns the exit code of the run.
@@ -47,6 +60,9 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
             std::fs::remove_dir_all(&stale).map_err(dir_err)?;
         }
     }
+    if r.hosts.is_some() && r.fs_dir.is_none() {
+        return Err("ranks on emulated hosts need the hosts' file system".into());
+    }
     let fs_dir = r.fs_dir.clone().unwrap_or_else(|| r.run_dir.join("fs"));
     let spec = match &r.fs_dir {
         Some(d) => ClusterSpec::load(d).map_err(|e| e.to_string())?,
@@ -62,7 +78,10 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
             .map_err(|e| format!("starting the run's file system: {e}"))?
         }
     };
-    let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+    let names: Vec<String> = match &r.hosts {
+        Some(hosts) => hosts.iter().map(|h| h.name.clone()).collect(),
+        None => spec.nodes.iter().map(|n| n.name.clone()).collect(),
+    };
     let rank_nodes = Layout::emulated_names(r.size, r.servers, &names);
     let result = run_ranks(r, &fs_dir, &rank_nodes);
     if r.fs_dir.is_none() {
@@ -74,7 +93,15 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
 fn run_ranks(r: &LocalRun, fs_dir: &std::path::Path, nodes: &[String]) -> Result<i32, String> {
     let mut children: Vec<(u32, Child)> = Vec::new();
     for (rank, node) in nodes.iter().enumerate() {
-        let spawned = Command::new(&r.exe)
+        let mut cmd = Command::new(&r.exe);
+        if let Some(h) = r.hosts.iter().flatten().find(|h| &h.name == node) {
+            if let Err(e) = locus_fs::netns::enter(&mut cmd, &h.netns) {
+                stop_all(&mut children);
+                return Err(format!("cannot start rank {rank} on {node}: {e}"));
+            }
+            cmd.env("LOCUS_LISTEN", std::net::SocketAddr::new(h.addr, 0).to_string());
+        }
+        let spawned = cmd
             .arg("run")
             .arg("--run-dir")
             .arg(&r.run_dir)

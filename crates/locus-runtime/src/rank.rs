@@ -118,7 +118,7 @@ async fn rank_main(
     let names: Vec<String> = entries.iter().map(|e| e.node.clone()).collect();
     let layout = Arc::new(Layout::from_names(opts.servers, &names)?);
     let fs = match &opts.fs_dir {
-        Some(d) => Some(open_fs(d, &entry.node)?),
+        Some(d) => Some(open_fs(d, &entry.node, &opts.run_dir)?),
         None => None,
     };
     let Some(server) = server else {
@@ -195,18 +195,26 @@ async fn rank_main(
 }
 
 /// A client of the run's file system acting on this rank's node: the
-/// daemon whose node name is this rank's node, else the first.
-fn open_fs(dir: &std::path::Path, node: &str) -> Result<(Client, Vec<String>), String> {
+/// daemon whose node name is this rank's node. A node with no daemon of
+/// that file system (one of a central store) reaches it over the network,
+/// staging data in `RUN_DIR/scratch/NODE`.
+fn open_fs(
+    dir: &std::path::Path,
+    node: &str,
+    run_dir: &std::path::Path,
+) -> Result<(Client, Vec<String>), String> {
     let spec = ClusterSpec::load(dir).map_err(|e| e.to_string())?;
     let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
-    let id = names.iter().position(|n| n == node).unwrap_or(0) as u32;
-    let client = Client::open(
-        dir,
-        ClientOptions {
-            node: id,
+    let opts = match names.iter().position(|n| n == node) {
+        Some(id) => ClientOptions {
+            node: id as u32,
             ..ClientOptions::default()
         },
-    )
-    .map_err(|e| e.to_string())?;
+        None => ClientOptions {
+            scratch: Some(run_dir.join("scratch").join(node)),
+            ..ClientOptions::default()
+        },
+    };
+    let client = Client::open(dir, opts).map_err(|e| e.to_string())?;
     Ok((client, names))
 }
