@@ -20,6 +20,15 @@ pub struct TaskRecord {
     pub end_us: u64,
     pub local_bytes: u64,
     pub remote_bytes: u64,
+    /// Bytes of the Locus files it wrote.
+    #[serde(default)]
+    pub written_bytes: u64,
+    /// Microseconds spent making inputs local (fetching remote ones) and
+    /// registering outputs (pushing them, for a diskless node).
+    #[serde(default)]
+    pub stage_us: u64,
+    #[serde(default)]
+    pub commit_us: u64,
     /// The process's exit code (`None` for builtin tasks or no process).
     pub exit: Option<i32>,
     pub attempts: u32,

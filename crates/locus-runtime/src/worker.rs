@@ -15,6 +15,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::mpsc;
 
 pub struct WorkerConfig {
@@ -72,16 +73,20 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     records.flush().map_err(records_err)
 }
 
-/// Bytes a task read from files already on this node, and fetched.
+/// A task's file I/O outside its process: input bytes already on this
+/// node and fetched, output bytes registered, and the time each part took.
 #[derive(Default)]
-struct Bytes {
+struct Io {
     local: u64,
     remote: u64,
+    written: u64,
+    stage_us: u64,
+    commit_us: u64,
 }
 
 async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
     let start_us = now_us();
-    let mut bytes = Bytes::default();
+    let mut io = Io::default();
     let mut exit = None;
     let mut attempts = 1;
     let result = match &task.work {
@@ -104,7 +109,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             app.run(
                 argv,
                 [stdin, stdout, stderr],
-                &mut bytes,
+                &mut io,
                 &mut exit,
                 &mut attempts,
             )
@@ -121,8 +126,11 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         placed: task.placed,
         start_us,
         end_us: now_us(),
-        local_bytes: bytes.local,
-        remote_bytes: bytes.remote,
+        local_bytes: io.local,
+        remote_bytes: io.remote,
+        written_bytes: io.written,
+        stage_us: io.stage_us,
+        commit_us: io.commit_us,
         exit,
         attempts,
         error: error.clone(),
@@ -152,7 +160,7 @@ impl App<'_> {
     }
 
     /// The host path a process uses for `arg`, staging Locus inputs.
-    async fn stage(&self, arg: &Arg, bytes: &mut Bytes) -> Result<String, String> {
+    async fn stage(&self, arg: &Arg, io: &mut Io) -> Result<String, String> {
         let fail = |p: &str, e: &dyn std::fmt::Display| format!("app '{}': {p}: {e}", self.func);
         match arg {
             Arg::Lit(s) => Ok(s.clone()),
@@ -161,9 +169,9 @@ impl App<'_> {
                 Some(fp) => {
                     let copy = self.fs(p)?.local_copy(fp).await.map_err(|e| fail(p, &e))?;
                     if copy.fetched {
-                        bytes.remote += copy.size;
+                        io.remote += copy.size;
                     } else {
-                        bytes.local += copy.size;
+                        io.local += copy.size;
                     }
                     Ok(copy.path.display().to_string())
                 }
@@ -187,21 +195,23 @@ impl App<'_> {
         &self,
         argv: &[Arg],
         streams: [&Option<Arg>; 3],
-        bytes: &mut Bytes,
+        io: &mut Io,
         exit: &mut Option<i32>,
         attempts: &mut u32,
     ) -> Result<(), String> {
+        let staging = Instant::now();
         let mut words = Vec::with_capacity(argv.len());
         for a in argv {
-            words.push(self.stage(a, bytes).await?);
+            words.push(self.stage(a, io).await?);
         }
         let mut files = Vec::new();
         for s in streams {
             files.push(match s {
-                Some(a) => Some(self.stage(a, bytes).await?),
+                Some(a) => Some(self.stage(a, io).await?),
                 None => None,
             });
         }
+        io.stage_us = staging.elapsed().as_micros() as u64;
         let command = words.join(" ");
         let cfg = self.cfg;
         let node = cfg.layout.node_name(cfg.me);
@@ -231,6 +241,7 @@ impl App<'_> {
             *attempts += 1;
         }
         // Register Locus outputs written into this node's store.
+        let committing = Instant::now();
         for a in argv.iter().chain(streams.into_iter().flatten()) {
             let Arg::Out(p) = a else { continue };
             let Some(fp) = fs_path(p) else { continue };
@@ -239,10 +250,12 @@ impl App<'_> {
                 fs.mkdir_all(fs_parent(fp)).await?;
                 fs.commit(fp).await
             };
-            registered
+            let record = registered
                 .await
                 .map_err(|e| format!("app '{}': registering {p}: {e}", self.func))?;
+            io.written += record.size;
         }
+        io.commit_us = committing.elapsed().as_micros() as u64;
         Ok(())
     }
 }
