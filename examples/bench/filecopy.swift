@@ -1,5 +1,5 @@
-// Seed 004 §V.A (and seed 001 §3): n write tasks, each followed by a read
-// task of the file it wrote. `locus bench filecopy` runs it in the
+// Seed 004 §V.A (and seed 001 §3): n write tasks, then a read task of each
+// file written. `locus bench filecopy` runs it in the
 // configurations of seed 004 Table I:
 //   --dp=default   writers run wherever the balancer puts them (the file is
 //                  stored on the writer's node)
@@ -45,6 +45,7 @@ main {
   string scope = argv("scope", "NODE");
   int count = bytes %/ chunk;
   string hosts[] = hostmapList();
+  file written[];
   foreach i in [0:n-1] {
     file f<sprintf("%s/f%i.dat", dir, i)>;
     if (dp == "informed") {
@@ -53,12 +54,17 @@ main {
     } else {
       f = write_task(chunk, count);
     }
-    if (tp == "aware") {
-      wait (f) {
+    written[i] = f;
+  }
+  // Every file is written before the first read, so the phases are timed
+  // apart.
+  wait (written) {
+    foreach f in written {
+      if (tp == "aware") {
         @location=placed(get_rank(filename(f)), strict, scope) read_task(f, chunk);
+      } else {
+        read_task(f, chunk);
       }
-    } else {
-      read_task(f, chunk);
     }
   }
 }

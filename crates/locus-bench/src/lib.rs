@@ -4,6 +4,9 @@
 
 pub mod check;
 pub mod emulate;
+pub mod emulated;
+pub mod filecopy;
+pub mod html;
 pub mod io;
 pub mod machine;
 pub mod meta;

@@ -2,6 +2,9 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use locus_bench::emulate::Rate;
+use locus_bench::emulated::ClusterOpts;
+use locus_bench::filecopy::{self, Scaling};
 use locus_bench::{check, io, meta, tasks};
 use locus_fs::launch::Launch;
 use locus_fs::Durability;
@@ -27,6 +30,36 @@ impl Common {
             durability: self.durability,
         })
     }
+}
+
+/// The emulated cluster a workflow benchmark runs on.
+#[derive(Args)]
+pub struct EmulatedArgs {
+    /// Each node's link (tc units).
+    #[arg(long, default_value = "500mbit")]
+    pub link: Rate,
+    /// The storage host's link, the central file system's only way in.
+    #[arg(long, default_value = "500mbit")]
+    pub storage_link: Rate,
+    /// Use this emulated cluster (`locus cluster up --emulate`) instead of
+    /// making one per step; its node count then fixes --nodes.
+    #[arg(long)]
+    pub cluster: Option<PathBuf>,
+    /// Where results (JSON and the HTML report) are written.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn list(s: &str) -> Result<Vec<u32>, String> {
+    s.split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("'{x}' is not a positive number"))
+        })
+        .collect()
 }
 
 #[derive(Subcommand)]
@@ -73,6 +106,41 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// Seed 004's filecopy on an emulated cluster (needs root): writers then
+    /// readers in the Table I configurations and on a central file system,
+    /// beside raw link and dd rates; writes an HTML report.
+    Filecopy {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        emulated: EmulatedArgs,
+        /// Node counts to run on, e.g. 2,4,8.
+        #[arg(long, default_value = "8", value_parser = list)]
+        nodes: std::vec::Vec<u32>,
+        /// Workers per node, e.g. 1,2.
+        #[arg(long, default_value = "1", value_parser = list)]
+        workers_per_node: std::vec::Vec<u32>,
+        #[arg(long, value_enum, default_value_t = Scaling::Weak)]
+        scaling: Scaling,
+        /// Weak scaling: files per worker.
+        #[arg(long, default_value_t = 1)]
+        files_per_worker: u32,
+        /// Strong scaling: files in all.
+        #[arg(long, default_value_t = 16)]
+        files: u32,
+        /// MiB per file.
+        #[arg(long, default_value_t = 128)]
+        size_mib: u64,
+        /// KiB per write or read call.
+        #[arg(long, default_value_t = 8192)]
+        chunk_kib: u64,
+        /// Strictness of the locality-aware configurations: HARD or SOFT.
+        #[arg(long, default_value = "HARD", value_parser = ["HARD", "SOFT"])]
+        strict: String,
+        /// Scope of the locality-aware configurations: NODE or RANK.
+        #[arg(long, default_value = "NODE", value_parser = ["NODE", "RANK"])]
+        scope: String,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -109,6 +177,53 @@ pub fn run(b: BenchCommand) -> Result<()> {
             keep: common.keep,
         }),
         BenchCommand::Check { lines, rounds } => check::run(lines, rounds),
+        BenchCommand::Filecopy {
+            common,
+            emulated,
+            nodes,
+            workers_per_node,
+            scaling,
+            files_per_worker,
+            files,
+            size_mib,
+            chunk_kib,
+            strict,
+            scope,
+        } => {
+            let cluster = emulated.cluster.clone();
+            let nodes = match &cluster {
+                Some(at) => vec![locus_bench::emulate::Emulation::load(at)?.1.nodes.len() as u32],
+                None => nodes,
+            };
+            let work = common
+                .dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join(format!("locus-bench-filecopy-{}", std::process::id())));
+            let result = filecopy::run(filecopy::FilecopyOpts {
+                cluster: ClusterOpts {
+                    exe: std::env::current_exe().context("locating the locus binary")?,
+                    launch: common.launch()?,
+                    link: emulated.link,
+                    storage_link: emulated.storage_link,
+                    cluster,
+                },
+                nodes,
+                workers_per_node,
+                scaling,
+                files_per_worker,
+                files,
+                size: size_mib << 20,
+                chunk: chunk_kib << 10,
+                strict,
+                scope,
+                work: work.clone(),
+                out: emulated.out.unwrap_or_else(|| PathBuf::from("bench-results/filecopy")),
+            });
+            if !common.keep {
+                let _ = std::fs::remove_dir_all(&work);
+            }
+            result
+        }
         BenchCommand::Tasks {
             builtin,
             apps,

@@ -50,8 +50,12 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ReportArgs {
-    /// The run's directory (`locus run --run-dir`).
-    run_dir: std::path::PathBuf,
+    /// The run's directory (`locus run --run-dir`), or a benchmark's
+    /// results directory (holding filecopy.json).
+    dir: std::path::PathBuf,
+    /// Also write a self-contained HTML page here.
+    #[arg(long)]
+    html: Option<std::path::PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -87,9 +91,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Cluster(c) => cluster::run(c),
         Command::Run(a) => run::run(a),
-        Command::Report(a) => locus_runtime::report::Report::load(&a.run_dir)
-            .map(|r| print!("{}", r.text()))
-            .map_err(anyhow::Error::msg),
+        Command::Report(a) => report(a),
         Command::Bench(b) => bench::run(b),
     };
     match result {
@@ -99,6 +101,33 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `locus report`: a run's text summary, or a benchmark's; `--html` also
+/// writes the page.
+fn report(a: ReportArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let bench = a.dir.join("filecopy.json");
+    let page = if bench.exists() {
+        let r: locus_bench::filecopy::Results =
+            serde_json::from_slice(&std::fs::read(&bench)?).context("filecopy.json")?;
+        println!("filecopy results: {} step(s)", r.steps.len());
+        locus_bench::html::filecopy(&r)
+    } else {
+        let r = locus_runtime::report::Report::load(&a.dir).map_err(anyhow::Error::msg)?;
+        print!("{}", r.text());
+        let config = locus_bench::emulated::Config {
+            name: a.dir.display().to_string(),
+            central: false,
+            locality_off: false,
+            args: Vec::new(),
+        };
+        locus_bench::html::run(&locus_bench::emulated::outcome(&a.dir, config)?)
+    };
+    if let Some(out) = a.html {
+        std::fs::write(&out, page).with_context(|| out.display().to_string())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,332 @@
+//! Running workflow benchmarks on an emulated cluster: bringing one up for
+//! the benchmark (or using the caller's), running a script in one
+//! configuration, reading what its records say, and the raw baselines the
+//! figures are compared with (link bandwidth, dd on the host).
+
+use crate::emulate::{self, Emulation, Rate, UpOptions};
+use anyhow::{bail, Context, Result};
+use locus_fs::launch::Launch;
+use locus_runtime::rank::{summary_path, RunSummary};
+use locus_runtime::record::{self, TaskRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+/// An emulated cluster for one benchmark step, removed on drop unless it
+/// was the caller's.
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub emulation: Emulation,
+    owned: bool,
+}
+
+impl Cluster {
+    pub fn up(dir: &Path, opts: &UpOptions) -> Result<Cluster> {
+        let emulation = emulate::up(dir, opts)?;
+        Ok(Cluster {
+            dir: dir.to_path_buf(),
+            emulation,
+            owned: true,
+        })
+    }
+
+    /// The caller's cluster, left as it is at the end.
+    pub fn existing(at: &Path) -> Result<Cluster> {
+        let (dir, emulation) = Emulation::load(at)?;
+        Ok(Cluster {
+            dir,
+            emulation,
+            owned: false,
+        })
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.owned {
+            let _ = emulate::down(&self.dir);
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// One way of running a workload: its file system, locality mode and script
+/// arguments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Config {
+    /// As the seeds name it, e.g. `DP-inf TP-loc-aw HARD NODE`.
+    pub name: String,
+    pub central: bool,
+    pub locality_off: bool,
+    pub args: Vec<String>,
+}
+
+/// A task as the report draws it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Span {
+    pub func: String,
+    pub rank: u32,
+    /// Seconds from the run's start.
+    pub start: f64,
+    pub end: f64,
+    pub stage: f64,
+    pub commit: f64,
+    pub local_bytes: u64,
+    pub remote_bytes: u64,
+    pub written_bytes: u64,
+}
+
+/// What one configuration's run did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub config: Config,
+    /// Seconds from the engine's start to its end.
+    pub seconds: f64,
+    /// Worker ranks and their nodes.
+    pub workers: Vec<(u32, String)>,
+    pub spans: Vec<Span>,
+    /// SOFT tasks that ran off their target.
+    pub spilled: usize,
+}
+
+impl Outcome {
+    pub fn tasks<'a>(&'a self, func: &'a str) -> impl Iterator<Item = &'a Span> + 'a {
+        self.spans.iter().filter(move |s| s.func == func)
+    }
+
+    /// Seconds from the first start to the last end of `func`'s tasks.
+    pub fn phase_seconds(&self, func: &str) -> f64 {
+        let (mut lo, mut hi) = (f64::MAX, 0.0f64);
+        for s in self.tasks(func) {
+            lo = lo.min(s.start);
+            hi = hi.max(s.end);
+        }
+        (hi - lo).max(0.0)
+    }
+
+    /// Average over `func`'s tasks of bytes moved per second of the task.
+    pub fn per_task_rate(&self, func: &str, bytes: impl Fn(&Span) -> u64) -> f64 {
+        let rates: Vec<f64> = self
+            .tasks(func)
+            .filter(|s| s.end > s.start)
+            .map(|s| bytes(s) as f64 / (s.end - s.start))
+            .collect();
+        rates.iter().sum::<f64>() / rates.len().max(1) as f64
+    }
+
+    /// Share of all worker time spent idle between the run's start and end.
+    pub fn idle_share(&self) -> f64 {
+        let busy: f64 = self.spans.iter().map(|s| s.end - s.start).sum();
+        let total = self.seconds * self.workers.len() as f64;
+        if total <= 0.0 {
+            return 0.0;
+        }
+        (1.0 - busy / total).max(0.0)
+    }
+
+    /// Bytes fetched from other nodes by `func`'s tasks, per reading node.
+    pub fn remote_in(&self, func: &str) -> BTreeMap<String, u64> {
+        let node_of: BTreeMap<u32, &str> =
+            self.workers.iter().map(|(r, n)| (*r, n.as_str())).collect();
+        let mut per = BTreeMap::new();
+        for s in self.tasks(func) {
+            let node = node_of.get(&s.rank).copied().unwrap_or("?");
+            *per.entry(node.to_string()).or_default() += s.remote_bytes;
+        }
+        per
+    }
+}
+
+/// Runs `script` (its text) on `cluster` in configuration `c` with
+/// `workers_per_node` workers on every node and one server.
+pub fn run_config(
+    exe: &Path,
+    cluster: &Cluster,
+    work: &Path,
+    script: &str,
+    workers_per_node: u32,
+    c: &Config,
+) -> Result<Outcome> {
+    let file = work.join("workload.swift");
+    std::fs::write(&file, script)?;
+    let run_dir = work.join(c.name.replace(' ', "_"));
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let ranks = workers_per_node * cluster.emulation.nodes.len() as u32 + 1;
+    let mode = if c.central { "central" } else { "local" };
+    let out = Command::new(exe)
+        .arg("run")
+        .arg("--cluster")
+        .arg(&cluster.dir)
+        .args(["--fs-mode", mode, "-n", &ranks.to_string(), "--run-dir"])
+        .arg(&run_dir)
+        .args(["--locality", if c.locality_off { "off" } else { "auto" }])
+        .arg(&file)
+        .args(&c.args)
+        .output()
+        .context("running locus")?;
+    if !out.status.success() {
+        bail!(
+            "{}: locus run failed: {}",
+            c.name,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    outcome(&run_dir, c.clone())
+}
+
+/// What the finished run in `run_dir` did, as configuration `config`.
+pub fn outcome(run_dir: &Path, config: Config) -> Result<Outcome> {
+    let path = summary_path(run_dir);
+    let text = std::fs::read(&path).with_context(|| {
+        format!(
+            "{} (is {} a finished run's directory?)",
+            path.display(),
+            run_dir.display()
+        )
+    })?;
+    let summary: RunSummary = serde_json::from_slice(&text)?;
+    let tasks = record::load(run_dir)?;
+    let report = locus_runtime::report::Report {
+        run: summary.clone(),
+        tasks: tasks.clone(),
+    };
+    let t0 = summary.start_us;
+    let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
+    let layout = &summary.layout;
+    Ok(Outcome {
+        config,
+        seconds: summary.end_us.saturating_sub(t0) as f64 / 1e6,
+        workers: (0..layout.workers())
+            .map(|r| (r, layout.node_name(r).to_string()))
+            .collect(),
+        spans: tasks
+            .iter()
+            .map(|t: &TaskRecord| Span {
+                func: t.func.clone(),
+                rank: t.rank,
+                start: secs(t.start_us),
+                end: secs(t.end_us),
+                stage: t.stage_us as f64 / 1e6,
+                commit: t.commit_us as f64 / 1e6,
+                local_bytes: t.local_bytes,
+                remote_bytes: t.remote_bytes,
+                written_bytes: t.written_bytes,
+            })
+            .collect(),
+        spilled: report.spilled(),
+    })
+}
+
+/// Raw TCP throughput in bytes/s from namespace `from` to `to` (address
+/// `to_addr`), one stream of `bytes`: what a link gives without Locus.
+pub fn link_rate(from: &str, to: &str, to_addr: std::net::Ipv4Addr, bytes: u64) -> Result<f64> {
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let to = to.to_string();
+    let receiver = std::thread::spawn(move || -> Result<f64> {
+        locus_fs::netns::enter_thread(&to)?;
+        let l = TcpListener::bind(SocketAddr::from((to_addr, 0)))?;
+        ready_tx.send(l.local_addr()?)?;
+        let (mut s, _) = l.accept()?;
+        let mut buf = vec![0u8; 1 << 20];
+        let (mut got, t) = (0u64, Instant::now());
+        loop {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            got += n as u64;
+        }
+        Ok(got as f64 / t.elapsed().as_secs_f64())
+    });
+    let addr = ready_rx.recv().context("link receiver did not start")?;
+    let from = from.to_string();
+    let sender = std::thread::spawn(move || -> Result<()> {
+        locus_fs::netns::enter_thread(&from)?;
+        let mut s = TcpStream::connect(addr)?;
+        let buf = vec![7u8; 1 << 20];
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(buf.len() as u64) as usize;
+            s.write_all(&buf[..n])?;
+            left -= n as u64;
+        }
+        Ok(())
+    });
+    sender
+        .join()
+        .map_err(|_| anyhow::anyhow!("link sender panicked"))??;
+    receiver
+        .join()
+        .map_err(|_| anyhow::anyhow!("link receiver panicked"))?
+}
+
+/// Aggregate bytes/s of `writers` concurrent `dd` writes of `size` bytes
+/// in `chunk`-byte blocks into `dir`, then of reading them back: the host's
+/// own local I/O with the same concurrency as the workload.
+pub fn dd_rates(dir: &Path, writers: u32, size: u64, chunk: u64) -> Result<(f64, f64)> {
+    std::fs::create_dir_all(dir)?;
+    let count = (size / chunk).max(1);
+    let files: Vec<PathBuf> = (0..writers).map(|i| dir.join(format!("dd{i}"))).collect();
+    let all = |args: &dyn Fn(&Path) -> Vec<String>| -> Result<f64> {
+        let t = Instant::now();
+        let children: Vec<_> = files
+            .iter()
+            .map(|f| Command::new("dd").args(args(f)).arg("status=none").spawn())
+            .collect::<std::io::Result<_>>()?;
+        for mut c in children {
+            if !c.wait()?.success() {
+                bail!("dd failed");
+            }
+        }
+        Ok((writers as u64 * count * chunk) as f64 / t.elapsed().as_secs_f64())
+    };
+    let write = all(&|f| {
+        vec![
+            "if=/dev/zero".into(),
+            format!("of={}", f.display()),
+            format!("bs={chunk}"),
+            format!("count={count}"),
+        ]
+    })?;
+    let read = all(&|f| {
+        vec![
+            format!("if={}", f.display()),
+            "of=/dev/null".into(),
+            format!("bs={chunk}"),
+        ]
+    })?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok((write, read))
+}
+
+/// Options shared by the workflow benchmarks.
+pub struct ClusterOpts {
+    pub exe: PathBuf,
+    pub launch: Launch,
+    pub link: Rate,
+    pub storage_link: Rate,
+    /// An existing emulated cluster to use instead of making one per step.
+    pub cluster: Option<PathBuf>,
+}
+
+impl ClusterOpts {
+    /// The cluster for a step with `nodes` nodes under `work`.
+    pub fn cluster(&self, work: &Path, nodes: u32) -> Result<Cluster> {
+        match &self.cluster {
+            Some(at) => Cluster::existing(at),
+            None => Cluster::up(
+                &work.join(format!("cluster-{nodes}")),
+                &UpOptions {
+                    nodes,
+                    link: self.link,
+                    storage_link: self.storage_link,
+                    launch: self.launch.clone(),
+                },
+            ),
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! `locus bench filecopy`: seed 004 §V.A on an emulated cluster. n writers
+//! then n readers (`examples/bench/filecopy.swift`) in the configurations of
+//! seed 004 Table I, Locus's automatic locality, and the central file system
+//! standing in for GPFS; scaled over nodes and workers per node. Figures sit
+//! beside the links' raw TCP rate and the host's own dd, measured in the
+//! same run.
+
+use crate::emulated::{dd_rates, link_rate, ClusterOpts, Config, Outcome};
+use crate::report::target;
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+pub const SCRIPT: &str = include_str!("../../../examples/bench/filecopy.swift");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+pub enum Scaling {
+    /// Files grow with the workers (`--files-per-worker` each).
+    Weak,
+    /// `--files` in all, whatever the number of workers.
+    Strong,
+}
+
+pub struct FilecopyOpts {
+    pub cluster: ClusterOpts,
+    pub nodes: Vec<u32>,
+    pub workers_per_node: Vec<u32>,
+    pub scaling: Scaling,
+    pub files_per_worker: u32,
+    pub files: u32,
+    pub size: u64,
+    pub chunk: u64,
+    /// The aware configurations' target mode, e.g. `HARD NODE`.
+    pub strict: String,
+    pub scope: String,
+    pub work: PathBuf,
+    pub out: PathBuf,
+}
+
+/// Raw rates measured on the step's cluster, in bytes/s.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Baselines {
+    pub link: f64,
+    pub storage_link: f64,
+    pub dd_write: f64,
+    pub dd_read: f64,
+}
+
+/// One scaling step: a cluster shape and every configuration run on it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Step {
+    pub nodes: u32,
+    pub workers_per_node: u32,
+    pub files: u32,
+    pub size: u64,
+    pub baselines: Baselines,
+    pub outcomes: Vec<Outcome>,
+}
+
+/// `locus bench filecopy`'s results (`OUT/filecopy.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    pub machine: String,
+    pub link: String,
+    pub storage_link: String,
+    pub scaling: Scaling,
+    pub steps: Vec<Step>,
+}
+
+fn configs(o: &FilecopyOpts) -> Vec<Config> {
+    let cfg = |name: String, central, off, dp: &str, tp: &str| Config {
+        name,
+        central,
+        locality_off: off,
+        args: vec![
+            format!("--dp={dp}"),
+            format!("--tp={tp}"),
+            format!("--strict={}", o.strict),
+            format!("--scope={}", o.scope),
+        ],
+    };
+    let aw = format!("TP-loc-aw {} {}", o.strict, o.scope);
+    vec![
+        cfg("central".into(), true, true, "default", "agnostic"),
+        cfg("DP-def TP-loc-ag".into(), false, true, "default", "agnostic"),
+        cfg("DP-inf TP-loc-ag".into(), false, true, "informed", "agnostic"),
+        cfg(format!("DP-def {aw}"), false, false, "default", "aware"),
+        cfg(format!("DP-inf {aw}"), false, false, "informed", "aware"),
+        cfg("DP-def TP-auto".into(), false, false, "default", "auto"),
+    ]
+}
+
+const MB: f64 = 1e6;
+
+/// Time the read phase could take at best: every node pulls its remote
+/// bytes through its own link at the measured rate, and all bytes are read
+/// at the host's measured concurrent dd rate.
+pub fn read_bound(o: &Outcome, b: &Baselines) -> f64 {
+    let remote = o.remote_in("read_task").into_values().max().unwrap_or(0);
+    let total: u64 = o.tasks("read_task").map(|s| s.local_bytes + s.remote_bytes).sum();
+    remote as f64 / b.link + total as f64 / b.dd_read
+}
+
+pub fn run(o: FilecopyOpts) -> Result<()> {
+    let machine = crate::machine::describe();
+    println!("{machine}");
+    std::fs::create_dir_all(&o.work)?;
+    let mut results = Results {
+        machine,
+        link: o.cluster.link.to_string(),
+        storage_link: o.cluster.storage_link.to_string(),
+        scaling: o.scaling,
+        steps: Vec::new(),
+    };
+    for &nodes in &o.nodes {
+        for &wpn in &o.workers_per_node {
+            let step = run_step(&o, nodes, wpn)?;
+            print_step(&step);
+            results.steps.push(step);
+        }
+    }
+    std::fs::create_dir_all(&o.out)?;
+    let json = o.out.join("filecopy.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(&results)?)?;
+    let html = o.out.join("filecopy.html");
+    std::fs::write(&html, crate::html::filecopy(&results))?;
+    println!("results: {} and {}", json.display(), html.display());
+    Ok(())
+}
+
+fn run_step(o: &FilecopyOpts, nodes: u32, wpn: u32) -> Result<Step> {
+    let workers = nodes * wpn;
+    let files = match o.scaling {
+        Scaling::Weak => workers * o.files_per_worker,
+        Scaling::Strong => o.files,
+    };
+    let work = o.work.join(format!("n{nodes}-w{wpn}"));
+    std::fs::create_dir_all(&work)?;
+    let cluster = o.cluster.cluster(&work, nodes)?;
+    let e = &cluster.emulation;
+    let probe = (o.size * 2).clamp(8 << 20, 64 << 20);
+    let far = &e.nodes[e.nodes.len() - 1];
+    let baselines = Baselines {
+        link: if e.nodes.len() > 1 {
+            link_rate(&e.nodes[0].netns, &far.netns, far.addr, probe)?
+        } else {
+            e.link.bytes_per_sec()
+        },
+        storage_link: link_rate(&e.nodes[0].netns, &e.storage.netns, e.storage.addr, probe)?,
+        dd_write: 0.0,
+        dd_read: 0.0,
+    };
+    let (dd_write, dd_read) = dd_rates(&work.join("dd"), workers, o.size, o.chunk)?;
+    let baselines = Baselines {
+        dd_write,
+        dd_read,
+        ..baselines
+    };
+    let mut outcomes = Vec::new();
+    for (k, mut c) in configs(o).into_iter().enumerate() {
+        c.args.extend([
+            format!("--n={files}"),
+            format!("--size={}", o.size),
+            format!("--chunk={}", o.chunk),
+            format!("--dir=/locus/filecopy/c{k}"),
+        ]);
+        eprintln!("  {} nodes × {wpn} workers: {}", nodes, c.name);
+        outcomes.push(crate::emulated::run_config(
+            &o.cluster.exe,
+            &cluster,
+            &work,
+            SCRIPT,
+            wpn,
+            &c,
+        )?);
+    }
+    Ok(Step {
+        nodes,
+        workers_per_node: wpn,
+        files,
+        size: o.size,
+        baselines,
+        outcomes,
+    })
+}
+
+fn print_step(s: &Step) {
+    let b = &s.baselines;
+    println!(
+        "\n{} nodes × {} workers, {} files of {} MiB: link {:.1} MB/s, storage link {:.1} MB/s, dd write {:.0} MB/s, dd read {:.0} MB/s (raw, same run)",
+        s.nodes,
+        s.workers_per_node,
+        s.files,
+        s.size >> 20,
+        b.link / MB,
+        b.storage_link / MB,
+        b.dd_write / MB,
+        b.dd_read / MB
+    );
+    println!(
+        "{:<28} {:>10} {:>10} {:>12} {:>8} {:>7} {:>9} {:>8}",
+        "configuration", "write MB/s", "read MB/s", "workflow MB/s", "remote", "idle", "read/bound", "vs central"
+    );
+    let central = s.outcomes.iter().find(|o| o.config.central);
+    let total = 2.0 * s.files as f64 * s.size as f64;
+    for o in &s.outcomes {
+        let write = o.per_task_rate("write_task", |t| t.written_bytes) / MB;
+        let read = o.per_task_rate("read_task", |t| t.local_bytes + t.remote_bytes) / MB;
+        let (remote, all) = o.tasks("read_task").fold((0, 0), |(r, a), t| {
+            (r + t.remote_bytes, a + t.local_bytes + t.remote_bytes)
+        });
+        let bound = if o.config.central {
+            f64::NAN
+        } else {
+            read_bound(o, b) / o.phase_seconds("read_task")
+        };
+        let speedup = central.map_or(f64::NAN, |c| c.seconds / o.seconds);
+        println!(
+            "{:<28} {:>10.1} {:>10.1} {:>12.1} {:>7.0}% {:>6.1}% {:>10.2} {:>8.2}",
+            o.config.name,
+            write,
+            read,
+            total / o.seconds / MB,
+            100.0 * remote as f64 / all.max(1) as f64,
+            100.0 * o.idle_share(),
+            bound,
+            speedup
+        );
+    }
+    let aware: Vec<&Outcome> = s
+        .outcomes
+        .iter()
+        .filter(|o| o.config.args.iter().any(|a| a == "--tp=aware"))
+        .collect();
+    let worst = aware
+        .iter()
+        .map(|o| read_bound(o, b) / o.phase_seconds("read_task"))
+        .fold(f64::MAX, f64::min);
+    target(
+        &format!("locality-aware reads ≥ 80% of the bound from local and link rates (worst {:.0}%)", 100.0 * worst),
+        worst >= 0.8,
+    );
+    if let Some(c) = central {
+        let best = s
+            .outcomes
+            .iter()
+            .filter(|o| !o.config.central)
+            .map(|o| c.seconds / o.seconds)
+            .fold(0.0, f64::max);
+        let ratio = s.nodes as f64 * b.link / b.storage_link;
+        target(
+            &format!(
+                "workflow vs central ≥ 80% of aggregate node / storage bandwidth ({best:.1}x vs {ratio:.1}x)"
+            ),
+            best >= 0.8 * ratio,
+        );
+    }
+}

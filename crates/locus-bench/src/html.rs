@@ -1,0 +1,347 @@
+//! Self-contained HTML reports (inline SVG and CSS, no scripts or fonts
+//! from elsewhere): per-worker timelines like seed 004 Fig. 10, throughput
+//! per configuration like Fig. 6, I/O breakdowns like Figs. 7–9, and a
+//! locality panel.
+
+use crate::emulated::Outcome;
+use crate::filecopy::{read_bound, Results};
+use std::fmt::Write;
+
+const COLORS: [&str; 8] = [
+    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d",
+];
+const MB: f64 = 1e6;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{t}</title>
+<style>
+body{{font-family:sans-serif;margin:2em;color:#222;max-width:1100px}}
+h1{{font-size:1.5em}} h2{{font-size:1.2em;margin-top:2em}} h3{{font-size:1em}}
+table{{border-collapse:collapse;margin:1em 0}} td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
+th:first-child,td:first-child{{text-align:left}}
+svg{{display:block;margin:0.5em 0}} .legend span{{display:inline-block;margin-right:1em}}
+.sw{{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}}
+</style></head><body>
+<h1>{t}</h1>
+{body}
+</body></html>
+"#,
+        t = esc(title)
+    )
+}
+
+fn legend(names: &[String]) -> String {
+    let mut s = String::from("<div class=\"legend\">");
+    for (i, n) in names.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<span><i class=\"sw\" style=\"background:{}\"></i>{}</span>",
+            COLORS[i % COLORS.len()],
+            esc(n)
+        );
+    }
+    s.push_str("</div>");
+    s
+}
+
+/// Horizontal grouped bars: one group per label, one bar per series.
+fn bars(unit: &str, groups: &[(String, Vec<f64>)], series: &[String]) -> String {
+    let max = groups
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let (bar, gap, left, width) = (14.0, 10.0, 170.0, 560.0);
+    let per_group = series.len() as f64 * bar + gap;
+    let height = groups.len() as f64 * per_group + 30.0;
+    let mut s = format!(
+        "<svg class=\"chart\" width=\"{}\" height=\"{height}\" role=\"img\">",
+        left + width + 90.0
+    );
+    for (g, (label, values)) in groups.iter().enumerate() {
+        let y0 = g as f64 * per_group;
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{}\" font-size=\"12\">{}</text>",
+            y0 + per_group / 2.0,
+            esc(label)
+        );
+        for (i, v) in values.iter().enumerate() {
+            let v = if v.is_finite() { *v } else { 0.0 };
+            let w = (v / max * width).max(1.0);
+            let y = y0 + i as f64 * bar;
+            let _ = write!(
+                s,
+                "<rect class=\"bar\" x=\"{left}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\"><title>{}: {v:.1} {unit}</title></rect><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{v:.1}</text>",
+                bar - 2.0,
+                COLORS[i % COLORS.len()],
+                esc(&series[i]),
+                left + w + 4.0,
+                y + bar - 4.0
+            );
+        }
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{left}\" y=\"{}\" font-size=\"11\">{}</text></svg>",
+        height - 8.0,
+        esc(unit)
+    );
+    s
+}
+
+/// Per-worker timeline: busy spans coloured by function on an idle (dark
+/// red) background, as in seed 004 Fig. 10, with each worker's idle share.
+fn timeline(o: &Outcome) -> String {
+    let funcs: Vec<String> = {
+        let mut f: Vec<String> = o.spans.iter().map(|s| s.func.clone()).collect();
+        f.sort();
+        f.dedup();
+        f
+    };
+    let (row, left, width) = (16.0, 110.0, 760.0);
+    let total = o.seconds.max(1e-6);
+    let height = o.workers.len() as f64 * row + 30.0;
+    let mut s = format!(
+        "<svg class=\"chart\" width=\"{}\" height=\"{height}\" role=\"img\">",
+        left + width + 70.0
+    );
+    for (i, (rank, node)) in o.workers.iter().enumerate() {
+        let y = i as f64 * row;
+        let busy: f64 = o
+            .spans
+            .iter()
+            .filter(|t| t.rank == *rank)
+            .map(|t| t.end - t.start)
+            .sum();
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"11\">rank {rank} {}</text><rect x=\"{left}\" y=\"{y}\" width=\"{width}\" height=\"{}\" fill=\"#8b1a1a\"/>",
+            y + row - 4.0,
+            esc(node),
+            row - 2.0
+        );
+        for t in o.spans.iter().filter(|t| t.rank == *rank) {
+            let x = left + t.start / total * width;
+            let w = ((t.end - t.start) / total * width).max(0.5);
+            let c = funcs.iter().position(|f| *f == t.func).unwrap_or(0);
+            let _ = write!(
+                s,
+                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\"><title>{} {:.3}–{:.3} s</title></rect>",
+                row - 2.0,
+                COLORS[c % COLORS.len()],
+                esc(&t.func),
+                t.start,
+                t.end
+            );
+        }
+        let idle = 100.0 * (1.0 - busy / total).max(0.0);
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{:.1}\" font-size=\"11\">idle {idle:.1}%</text>",
+            left + width + 6.0,
+            y + row - 4.0
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{left}\" y=\"{}\" font-size=\"11\">0 s</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{total:.2} s</text></svg>",
+        height - 8.0,
+        left + width,
+        height - 8.0
+    );
+    let mut names = funcs;
+    names.push("idle".into());
+    let mut lg = legend(&names[..names.len() - 1]);
+    lg.insert_str(
+        lg.len() - 6,
+        "<span><i class=\"sw\" style=\"background:#8b1a1a\"></i>idle</span>",
+    );
+    format!(
+        "{lg}{s}<p>busy {:.1}% of worker time</p>",
+        100.0 * (1.0 - o.idle_share())
+    )
+}
+
+/// Average seconds per task in each I/O part: for writers the program and
+/// registering its output, for readers staging inputs and the program.
+fn breakdown(o: &Outcome) -> Vec<(String, f64)> {
+    let avg = |func: &str, f: &dyn Fn(&crate::emulated::Span) -> f64| {
+        let v: Vec<f64> = o.tasks(func).map(f).collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let mut parts = Vec::new();
+    let mut funcs: Vec<&str> = o.spans.iter().map(|s| s.func.as_str()).collect();
+    funcs.sort();
+    funcs.dedup();
+    for func in funcs {
+        parts.push((
+            format!("{func}: staging inputs"),
+            avg(func, &|s| s.stage),
+        ));
+        parts.push((
+            format!("{func}: program"),
+            avg(func, &|s| (s.end - s.start - s.stage - s.commit).max(0.0)),
+        ));
+        parts.push((
+            format!("{func}: registering outputs"),
+            avg(func, &|s| s.commit),
+        ));
+    }
+    parts
+}
+
+/// The locality panel: local and fetched input bytes, SOFT spills.
+fn locality_table(outcomes: &[&Outcome]) -> String {
+    let mut s = String::from(
+        "<table><tr><th>configuration</th><th>local MB</th><th>fetched MB</th><th>local share</th><th>SOFT spills</th></tr>",
+    );
+    for o in outcomes {
+        let (l, r) = o.spans.iter().fold((0u64, 0u64), |(l, r), t| {
+            (l + t.local_bytes, r + t.remote_bytes)
+        });
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.0}%</td><td>{}</td></tr>",
+            esc(&o.config.name),
+            l as f64 / MB,
+            r as f64 / MB,
+            100.0 * l as f64 / (l + r).max(1) as f64,
+            o.spilled
+        );
+    }
+    s.push_str("</table>");
+    s
+}
+
+pub fn filecopy(r: &Results) -> String {
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p>{}<br>links {} per node, storage link {}; {:?} scaling. Central = all data and metadata on the storage host (the shared file system of the seeds).</p>",
+        esc(&r.machine),
+        esc(&r.link),
+        esc(&r.storage_link),
+        r.scaling
+    );
+    let Some(last) = r.steps.last() else {
+        return page("Locus filecopy benchmark", &(body + "<p>no results</p>"));
+    };
+    let names: Vec<String> = last.outcomes.iter().map(|o| o.config.name.clone()).collect();
+    let step_label = |s: &crate::filecopy::Step| {
+        format!("{} nodes × {} workers", s.nodes, s.workers_per_node)
+    };
+    type Metric = fn(&crate::filecopy::Step, &Outcome) -> f64;
+    let metrics: [(&str, &str, Metric); 3] = [
+        ("Write throughput per task (Fig. 6a)", "MB/s", |_, o| {
+            o.per_task_rate("write_task", |t| t.written_bytes) / MB
+        }),
+        ("Read throughput per task (Fig. 6b)", "MB/s", |_, o| {
+            o.per_task_rate("read_task", |t| t.local_bytes + t.remote_bytes) / MB
+        }),
+        ("Whole-workflow throughput (Fig. 6c)", "MB/s", |s, o| {
+            2.0 * s.files as f64 * s.size as f64 / o.seconds / MB
+        }),
+    ];
+    for (title, unit, f) in metrics {
+        let groups: Vec<(String, Vec<f64>)> = r
+            .steps
+            .iter()
+            .map(|s| (step_label(s), s.outcomes.iter().map(|o| f(s, o)).collect()))
+            .collect();
+        let _ = write!(
+            body,
+            "<h2>{}</h2>{}{}",
+            esc(title),
+            legend(&names),
+            bars(unit, &groups, &names)
+        );
+    }
+    let _ = write!(
+        body,
+        "<h2>I/O breakdown, average seconds per task (Figs. 7–9), {}</h2>",
+        esc(&step_label(last))
+    );
+    let parts: Vec<String> = last
+        .outcomes
+        .first()
+        .map(|o| breakdown(o).into_iter().map(|(n, _)| n).collect())
+        .unwrap_or_default();
+    let groups: Vec<(String, Vec<f64>)> = last
+        .outcomes
+        .iter()
+        .map(|o| {
+            (
+                o.config.name.clone(),
+                breakdown(o).into_iter().map(|(_, v)| v).collect(),
+            )
+        })
+        .collect();
+    let _ = write!(body, "{}{}", legend(&parts), bars("s", &groups, &parts));
+    let b = &last.baselines;
+    let _ = write!(
+        body,
+        "<h2>Locality, {}</h2>{}<p>Read phase against its bound (remote bytes through one link at {:.1} MB/s, all bytes at the host's dd rate {:.0} MB/s): {}</p>",
+        esc(&step_label(last)),
+        locality_table(&last.outcomes.iter().collect::<Vec<_>>()),
+        b.link / MB,
+        b.dd_read / MB,
+        last.outcomes
+            .iter()
+            .filter(|o| !o.config.central)
+            .map(|o| format!(
+                "{} {:.0}%",
+                esc(&o.config.name),
+                100.0 * read_bound(o, b) / o.phase_seconds("read_task")
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = write!(
+        body,
+        "<h2>Per-worker timelines (Fig. 10), {}</h2>",
+        esc(&step_label(last))
+    );
+    for o in &last.outcomes {
+        let _ = write!(
+            body,
+            "<h3>{} — {:.2} s, idle {:.1}%</h3>{}",
+            esc(&o.config.name),
+            o.seconds,
+            100.0 * o.idle_share(),
+            timeline(o)
+        );
+    }
+    page("Locus filecopy benchmark", &body)
+}
+
+/// A page for one run: its timeline, I/O breakdown and locality.
+pub fn run(o: &Outcome) -> String {
+    let parts = breakdown(o);
+    let names: Vec<String> = parts.iter().map(|(n, _)| n.clone()).collect();
+    let groups = vec![(
+        o.config.name.clone(),
+        parts.iter().map(|(_, v)| *v).collect(),
+    )];
+    let body = format!(
+        "<p>{} tasks in {:.3} s on {} workers</p><h2>Per-worker timeline</h2>{}<h2>I/O breakdown, average seconds per task</h2>{}{}<h2>Locality</h2>{}",
+        o.spans.len(),
+        o.seconds,
+        o.workers.len(),
+        timeline(o),
+        legend(&names),
+        bars("s", &groups, &names),
+        locality_table(&[o])
+    );
+    page(&format!("Locus run {}", o.config.name), &body)
+}
