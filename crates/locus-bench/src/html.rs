@@ -61,7 +61,7 @@ fn bars(unit: &str, groups: &[(String, Vec<f64>)], series: &[String]) -> String 
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max)
         .max(1e-9);
-    let (bar, gap, left, width) = (14.0, 10.0, 170.0, 560.0);
+    let (bar, gap, left, width) = (14.0, 10.0, 210.0, 560.0);
     let per_group = series.len() as f64 * bar + gap;
     let height = groups.len() as f64 * per_group + 30.0;
     let mut s = format!(
@@ -90,6 +90,56 @@ fn bars(unit: &str, groups: &[(String, Vec<f64>)], series: &[String]) -> String 
                 y + bar - 4.0
             );
         }
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{left}\" y=\"{}\" font-size=\"11\">{}</text></svg>",
+        height - 8.0,
+        esc(unit)
+    );
+    s
+}
+
+/// Horizontal stacked bars: one bar per row, one segment per part.
+fn stacked(unit: &str, rows: &[(String, Vec<f64>)], parts: &[String]) -> String {
+    let max = rows
+        .iter()
+        .map(|(_, v)| v.iter().sum::<f64>())
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let (bar, left, width) = (20.0, 210.0, 560.0);
+    let height = rows.len() as f64 * bar + 30.0;
+    let mut s = format!(
+        "<svg class=\"chart\" width=\"{}\" height=\"{height}\" role=\"img\">",
+        left + width + 90.0
+    );
+    for (r, (label, values)) in rows.iter().enumerate() {
+        let y = r as f64 * bar;
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{}</text>",
+            y + bar - 6.0,
+            esc(label)
+        );
+        let mut x = left;
+        for (i, v) in values.iter().enumerate() {
+            let w = v / max * width;
+            let _ = write!(
+                s,
+                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\"><title>{}: {v:.3} {unit}</title></rect>",
+                bar - 4.0,
+                COLORS[i % COLORS.len()],
+                esc(&parts[i])
+            );
+            x += w;
+        }
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{:.3}</text>",
+            x + 4.0,
+            y + bar - 8.0,
+            values.iter().sum::<f64>()
+        );
     }
     let _ = write!(
         s,
@@ -173,8 +223,8 @@ fn timeline(o: &Outcome) -> String {
     )
 }
 
-/// Average seconds per task in each I/O part: for writers the program and
-/// registering its output, for readers staging inputs and the program.
+/// Average seconds per task of each function in each part: staging its
+/// inputs, its program, registering its outputs.
 fn breakdown(o: &Outcome) -> Vec<(String, f64)> {
     let avg = |func: &str, f: &dyn Fn(&crate::emulated::Span) -> f64| {
         let v: Vec<f64> = o.tasks(func).map(f).collect();
@@ -199,6 +249,26 @@ fn breakdown(o: &Outcome) -> Vec<(String, f64)> {
         ));
     }
     parts
+}
+
+/// One stacked bar per outcome of the parts any of them spent time in.
+fn breakdown_chart(outcomes: &[Outcome]) -> String {
+    let all: Vec<Vec<(String, f64)>> = outcomes.iter().map(breakdown).collect();
+    let mut parts: Vec<String> = Vec::new();
+    for (name, v) in all.iter().flatten() {
+        if *v > 0.0005 && !parts.contains(name) {
+            parts.push(name.clone());
+        }
+    }
+    let rows: Vec<(String, Vec<f64>)> = outcomes
+        .iter()
+        .zip(&all)
+        .map(|(o, b)| {
+            let value = |p: &String| b.iter().find(|(n, _)| n == p).map_or(0.0, |(_, v)| *v);
+            (o.config.name.clone(), parts.iter().map(value).collect())
+        })
+        .collect();
+    format!("{}{}", legend(&parts), stacked("s", &rows, &parts))
 }
 
 /// The locality panel: local and fetched input bytes, SOFT spills.
@@ -272,22 +342,7 @@ pub fn filecopy(r: &Results) -> String {
         "<h2>I/O breakdown, average seconds per task (Figs. 7–9), {}</h2>",
         esc(&step_label(last))
     );
-    let parts: Vec<String> = last
-        .outcomes
-        .first()
-        .map(|o| breakdown(o).into_iter().map(|(n, _)| n).collect())
-        .unwrap_or_default();
-    let groups: Vec<(String, Vec<f64>)> = last
-        .outcomes
-        .iter()
-        .map(|o| {
-            (
-                o.config.name.clone(),
-                breakdown(o).into_iter().map(|(_, v)| v).collect(),
-            )
-        })
-        .collect();
-    let _ = write!(body, "{}{}", legend(&parts), bars("s", &groups, &parts));
+    let _ = write!(body, "{}", breakdown_chart(&last.outcomes));
     let b = &last.baselines;
     let _ = write!(
         body,
@@ -327,20 +382,13 @@ pub fn filecopy(r: &Results) -> String {
 
 /// A page for one run: its timeline, I/O breakdown and locality.
 pub fn run(o: &Outcome) -> String {
-    let parts = breakdown(o);
-    let names: Vec<String> = parts.iter().map(|(n, _)| n.clone()).collect();
-    let groups = vec![(
-        o.config.name.clone(),
-        parts.iter().map(|(_, v)| *v).collect(),
-    )];
     let body = format!(
-        "<p>{} tasks in {:.3} s on {} workers</p><h2>Per-worker timeline</h2>{}<h2>I/O breakdown, average seconds per task</h2>{}{}<h2>Locality</h2>{}",
+        "<p>{} tasks in {:.3} s on {} workers</p><h2>Per-worker timeline</h2>{}<h2>I/O breakdown, average seconds per task</h2>{}<h2>Locality</h2>{}",
         o.spans.len(),
         o.seconds,
         o.workers.len(),
         timeline(o),
-        legend(&names),
-        bars("s", &groups, &names),
+        breakdown_chart(std::slice::from_ref(o)),
         locality_table(&[o])
     );
     page(&format!("Locus run {}", o.config.name), &body)

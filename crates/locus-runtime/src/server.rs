@@ -202,6 +202,7 @@ impl Server {
             closing: false,
             writers: Vec::new(),
             outstanding: HashMap::new(),
+            workers: layout.workers_of(me).count(),
             sent: IdMap::default(),
             functions: HashMap::new(),
             runtimes: Vec::new(),
@@ -311,8 +312,11 @@ struct State {
     backoff: Duration,
     closing: bool,
     writers: Vec<Writer>,
-    /// Per worker: tasks sent and not done, and how many of them are long.
+    /// Per worker that has asked for work: tasks sent and not done, and how
+    /// many of them are long.
     outstanding: HashMap<Rank, (u32, u32)>,
+    /// This server's workers.
+    workers: usize,
     /// Tasks sent to workers and not done: the worker, the function's index
     /// in `runtimes`, and whether it was short.
     sent: IdMap<(Rank, usize, bool)>,
@@ -339,7 +343,10 @@ impl State {
             }
             Event::Put(task) => self.route(task, now),
             Event::Msg(from, msg) => match msg {
-                RankMsg::Want => self.offer(from),
+                RankMsg::Want => {
+                    self.outstanding.entry(from).or_default();
+                    self.offer(from);
+                }
                 RankMsg::Done(o) => {
                     if self.layout.is_worker(from) {
                         self.finished(from, &o);
@@ -475,12 +482,14 @@ impl State {
 
     /// Tells the balancer whether `w` may be sent another task: when it has
     /// none; ahead, when it runs one (the next is then there when it
-    /// finishes, instead of a round trip later) or only short ones.
+    /// finishes, instead of a round trip later) or only short ones. Nothing
+    /// goes ahead before every worker has asked once, or the first to ask
+    /// would take work from those still starting.
     fn offer(&mut self, w: Rank) {
         let (all, long) = self.outstanding.get(&w).copied().unwrap_or_default();
         if all == 0 {
             self.balancer.ready(w);
-        } else if all < 2 || (long == 0 && all < PREFETCH) {
+        } else if self.outstanding.len() == self.workers && (all < 2 || (long == 0 && all < PREFETCH)) {
             self.balancer.ready_ahead(w);
         }
     }
