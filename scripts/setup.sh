@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 
-packages=(build-essential pkg-config ca-certificates mpich)
+packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -220,7 +220,10 @@ pub fn up(dir: &Path, o: &UpOptions) -> Result<Emulation> {
         bail!("the number of nodes must be between 1 and {MAX_NODES}");
     }
     if dir.join(EMULATION_FILE).exists() {
-        bail!("{}: an emulated cluster already exists there", dir.display());
+        bail!(
+            "{}: an emulated cluster already exists there",
+            dir.display()
+        );
     }
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     let id = format!("{:08x}", rand::random::<u32>());
@@ -270,7 +273,11 @@ fn build(dir: &Path, e: &Emulation, launch: &Launch) -> Result<()> {
         .context("starting the nodes' daemons")?;
     let central = Emulation::fs_dir(dir, FsMode::Central);
     launch
-        .create_nodes(&central, vec![node(0, &e.storage, &central)], Placement::Local)
+        .create_nodes(
+            &central,
+            vec![node(0, &e.storage, &central)],
+            Placement::Local,
+        )
         .context("starting the storage daemon")?;
     Ok(())
 }

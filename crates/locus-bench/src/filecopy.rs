@@ -82,8 +82,20 @@ fn configs(o: &FilecopyOpts) -> Vec<Config> {
     let aw = format!("TP-loc-aw {} {}", o.strict, o.scope);
     vec![
         cfg("central".into(), true, true, "default", "agnostic"),
-        cfg("DP-def TP-loc-ag".into(), false, true, "default", "agnostic"),
-        cfg("DP-inf TP-loc-ag".into(), false, true, "informed", "agnostic"),
+        cfg(
+            "DP-def TP-loc-ag".into(),
+            false,
+            true,
+            "default",
+            "agnostic",
+        ),
+        cfg(
+            "DP-inf TP-loc-ag".into(),
+            false,
+            true,
+            "informed",
+            "agnostic",
+        ),
         cfg(format!("DP-def {aw}"), false, false, "default", "aware"),
         cfg(format!("DP-inf {aw}"), false, false, "informed", "aware"),
         cfg("DP-def TP-auto".into(), false, false, "default", "auto"),
@@ -97,7 +109,10 @@ const MB: f64 = 1e6;
 /// at the host's measured concurrent dd rate.
 pub fn read_bound(o: &Outcome, b: &Baselines) -> f64 {
     let remote = o.remote_in("read_task").into_values().max().unwrap_or(0);
-    let total: u64 = o.tasks("read_task").map(|s| s.local_bytes + s.remote_bytes).sum();
+    let total: u64 = o
+        .tasks("read_task")
+        .map(|s| s.local_bytes + s.remote_bytes)
+        .sum();
     remote as f64 / b.link + total as f64 / b.dd_read
 }
 
@@ -199,7 +214,14 @@ fn print_step(s: &Step) {
     );
     println!(
         "{:<28} {:>10} {:>10} {:>12} {:>8} {:>7} {:>9} {:>8}",
-        "configuration", "write MB/s", "read MB/s", "workflow MB/s", "remote", "idle", "read/bound", "vs central"
+        "configuration",
+        "write MB/s",
+        "read MB/s",
+        "workflow MB/s",
+        "remote",
+        "idle",
+        "read/bound",
+        "vs central"
     );
     let central = s.outcomes.iter().find(|o| o.config.central);
     let total = 2.0 * s.files as f64 * s.size as f64;
@@ -237,7 +259,10 @@ fn print_step(s: &Step) {
         .map(|o| read_bound(o, b) / o.phase_seconds("read_task"))
         .fold(f64::MAX, f64::min);
     target(
-        &format!("locality-aware reads ≥ 80% of the bound from local and link rates (worst {:.0}%)", 100.0 * worst),
+        &format!(
+            "locality-aware reads ≥ 80% of the bound from local and link rates (worst {:.0}%)",
+            100.0 * worst
+        ),
         worst >= 0.8,
     );
     if let Some(c) = central {

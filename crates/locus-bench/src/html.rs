@@ -235,10 +235,7 @@ fn breakdown(o: &Outcome) -> Vec<(String, f64)> {
     funcs.sort();
     funcs.dedup();
     for func in funcs {
-        parts.push((
-            format!("{func}: staging inputs"),
-            avg(func, &|s| s.stage),
-        ));
+        parts.push((format!("{func}: staging inputs"), avg(func, &|s| s.stage)));
         parts.push((
             format!("{func}: program"),
             avg(func, &|s| (s.end - s.start - s.stage - s.commit).max(0.0)),
@@ -307,10 +304,13 @@ pub fn filecopy(r: &Results) -> String {
     let Some(last) = r.steps.last() else {
         return page("Locus filecopy benchmark", &(body + "<p>no results</p>"));
     };
-    let names: Vec<String> = last.outcomes.iter().map(|o| o.config.name.clone()).collect();
-    let step_label = |s: &crate::filecopy::Step| {
-        format!("{} nodes × {} workers", s.nodes, s.workers_per_node)
-    };
+    let names: Vec<String> = last
+        .outcomes
+        .iter()
+        .map(|o| o.config.name.clone())
+        .collect();
+    let step_label =
+        |s: &crate::filecopy::Step| format!("{} nodes × {} workers", s.nodes, s.workers_per_node);
     type Metric = fn(&crate::filecopy::Step, &Outcome) -> f64;
     let metrics: [(&str, &str, Metric); 3] = [
         ("Write throughput per task (Fig. 6a)", "MB/s", |_, o| {

@@ -195,10 +195,9 @@ pub fn run(b: BenchCommand) -> Result<()> {
                 Some(at) => vec![locus_bench::emulate::Emulation::load(at)?.1.nodes.len() as u32],
                 None => nodes,
             };
-            let work = common
-                .dir
-                .clone()
-                .unwrap_or_else(|| std::env::temp_dir().join(format!("locus-bench-filecopy-{}", std::process::id())));
+            let work = common.dir.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("locus-bench-filecopy-{}", std::process::id()))
+            });
             let result = filecopy::run(filecopy::FilecopyOpts {
                 cluster: ClusterOpts {
                     exe: std::env::current_exe().context("locating the locus binary")?,
@@ -217,7 +216,9 @@ pub fn run(b: BenchCommand) -> Result<()> {
                 strict,
                 scope,
                 work: work.clone(),
-                out: emulated.out.unwrap_or_else(|| PathBuf::from("bench-results/filecopy")),
+                out: emulated
+                    .out
+                    .unwrap_or_else(|| PathBuf::from("bench-results/filecopy")),
             });
             if !common.keep {
                 let _ = std::fs::remove_dir_all(&work);

@@ -101,7 +101,10 @@ fn down(a: DownArgs) -> Result<()> {
 fn status(a: ClusterArgs) -> Result<()> {
     let (dir, e) = Emulation::load(&a.dir)?;
     println!("cluster {} at {}", e.id, dir.display());
-    println!("{:<8} {:<15} {:<10} {:<28} daemon", "host", "address", "link", "namespace");
+    println!(
+        "{:<8} {:<15} {:<10} {:<28} daemon",
+        "host", "address", "link", "namespace"
+    );
     let local = ClusterSpec::load(&Emulation::fs_dir(&dir, FsMode::Local))?;
     let central = ClusterSpec::load(&Emulation::fs_dir(&dir, FsMode::Central))?;
     let hosts = e.nodes.iter().map(|h| (h, e.link, &local));

@@ -119,8 +119,8 @@ impl Client {
                 .with_detail(format!("the cluster has nodes 0..{}", spec.nodes.len() - 1))
         })?;
         let store_dir = opts.scratch.as_deref().unwrap_or(&me.dir);
-        let store = Store::open(store_dir)
-            .map_err(|e| FsError::io(store_dir.display().to_string(), &e))?;
+        let store =
+            Store::open(store_dir).map_err(|e| FsError::io(store_dir.display().to_string(), &e))?;
         let peers = spec
             .nodes
             .iter()

@@ -99,7 +99,10 @@ fn run_ranks(r: &LocalRun, fs_dir: &std::path::Path, nodes: &[String]) -> Result
                 stop_all(&mut children);
                 return Err(format!("cannot start rank {rank} on {node}: {e}"));
             }
-            cmd.env("LOCUS_LISTEN", std::net::SocketAddr::new(h.addr, 0).to_string());
+            cmd.env(
+                "LOCUS_LISTEN",
+                std::net::SocketAddr::new(h.addr, 0).to_string(),
+            );
         }
         let spawned = cmd
             .arg("run")

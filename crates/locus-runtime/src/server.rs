@@ -489,7 +489,9 @@ impl State {
         let (all, long) = self.outstanding.get(&w).copied().unwrap_or_default();
         if all == 0 {
             self.balancer.ready(w);
-        } else if self.outstanding.len() == self.workers && (all < 2 || (long == 0 && all < PREFETCH)) {
+        } else if self.outstanding.len() == self.workers
+            && (all < 2 || (long == 0 && all < PREFETCH))
+        {
             self.balancer.ready_ahead(w);
         }
     }

@@ -1,0 +1,302 @@
+//! The emulated cluster (network namespaces, shaped links) and the workflow
+//! benchmarks on it, small enough for CI: `locus cluster up/down` leave
+//! nothing behind, runs land where their configuration says, and the HTML
+//! report renders in headless Chromium. Needs root, as the cluster does.
+
+mod common;
+
+use common::locus;
+use locus_bench::emulated::Outcome;
+use locus_bench::filecopy::Results;
+use std::path::Path;
+use std::process::Command;
+
+fn require_root() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "the emulated-cluster tests need root (network namespaces)"
+    );
+}
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "locus failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+fn sh(cmd: &str, args: &[&str]) -> String {
+    let out = Command::new(cmd).args(args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// Interfaces of this (the root) namespace, without their counters.
+fn root_links() -> Vec<String> {
+    let mut v: Vec<String> = sh("ip", &["-o", "link"])
+        .lines()
+        .filter_map(|l| l.split(':').nth(1).map(|n| n.trim().to_string()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Running, not gone or a zombie waiting for a parent that is not ours.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| {
+        st.rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().next())
+            != Some("Z")
+    })
+}
+
+/// Takes the cluster in `dir` down if the test ends before it does.
+struct Down<'a>(&'a Path);
+
+impl Drop for Down<'_> {
+    fn drop(&mut self) {
+        if self.0.join("emulation.json").exists() {
+            let _ = locus(&["cluster", "down", "--dir", self.0.to_str().unwrap()]);
+        }
+    }
+}
+
+fn daemon_pids(fs: &Path) -> Vec<i32> {
+    std::fs::read_dir(fs)
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("daemon.pid")).ok())
+        .map(|p| p.trim().parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn cluster_up_run_down_leaves_nothing_behind() {
+    require_root();
+    let links_before = root_links();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("emu");
+    let d = dir.to_str().unwrap();
+    ok(&locus(&[
+        "cluster",
+        "up",
+        "--emulate",
+        "--nodes",
+        "2",
+        "--link",
+        "200mbit",
+        "--dir",
+        d,
+    ]));
+    let _down = Down(&dir);
+    let e: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("emulation.json")).unwrap()).unwrap();
+    let id = e["id"].as_str().unwrap().to_string();
+    let ours = |list: &str| list.lines().filter(|l| l.contains(&id)).count();
+    // Two nodes, the storage host and the bridge.
+    assert_eq!(ours(&sh("ip", &["netns", "list"])), 4);
+    let mut pids = daemon_pids(&dir.join("fs"));
+    pids.extend(daemon_pids(&dir.join("central")));
+    assert_eq!(pids.len(), 3);
+    assert!(pids.iter().all(|p| alive(*p)));
+    let status = ok(&locus(&["cluster", "status", "--dir", d]));
+    assert!(
+        status.contains("10.0.0.2") && status.contains("200mbit"),
+        "{status}"
+    );
+
+    // A file written on node1 is read on node0 across the emulated link; in
+    // central mode every byte lives on the storage host.
+    let script = tmp.path().join("t.swift");
+    std::fs::write(
+        &script,
+        r#"import files; import location; import string;
+app (file o) make() { "sh" "-c" "head -c 100000 /dev/zero" @stdout=o; }
+app (file o) count(file i) { "wc" "-c" i @stdout=o; }
+string hosts[] = hostmapList();
+file f<"/locus/data/f.bin"> = @location=location(hostmapOneWorker(hosts[1]), HARD, NODE) make();
+file c<"/locus/data/c.txt"> = @location=location(hostmapOneWorker(hosts[0]), HARD, NODE) count(f);
+trace(read(c));
+"#,
+    )
+    .unwrap();
+    for mode in ["local", "central"] {
+        let run_dir = tmp.path().join(format!("run-{mode}"));
+        let out = ok(&locus(&[
+            "run",
+            "--cluster",
+            d,
+            "--fs-mode",
+            mode,
+            "-n",
+            "3",
+            "--run-dir",
+            run_dir.to_str().unwrap(),
+            script.to_str().unwrap(),
+        ]));
+        assert!(out.contains("100000"), "{mode}: {out}");
+        let recs = locus_runtime::record::load(&run_dir).unwrap();
+        let count = recs.iter().find(|r| r.func == "count").unwrap();
+        assert_eq!(
+            (count.node.as_str(), count.remote_bytes),
+            ("node0", 100_000)
+        );
+    }
+    let data = |fs: &str, node: u32| dir.join(fs).join(format!("node-{node}/data/data/f.bin"));
+    assert!(
+        data("fs", 1).exists(),
+        "Locus keeps data where it was written"
+    );
+    assert!(
+        data("central", 0).exists(),
+        "central keeps data on the storage host"
+    );
+
+    let down = ok(&locus(&["cluster", "down", "--dir", d, "--purge"]));
+    assert!(down.contains("3 daemon(s) stopped") && down.contains("4 namespace(s) removed"));
+    assert_eq!(ours(&sh("ip", &["netns", "list"])), 0);
+    assert!(pids.iter().all(|p| !alive(*p)));
+    assert_eq!(root_links(), links_before);
+    assert!(!dir.exists());
+}
+
+#[test]
+fn cluster_commands_refuse_bad_input_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("emu");
+    let d = d.to_str().unwrap();
+    let no_flag = locus(&["cluster", "up", "--nodes", "2", "--dir", d]);
+    assert!(String::from_utf8_lossy(&no_flag.stderr).contains("pass --emulate"));
+    let bad_rate = locus(&["cluster", "up", "--emulate", "--link", "fast", "--dir", d]);
+    assert!(String::from_utf8_lossy(&bad_rate.stderr).contains("bad rate 'fast'"));
+    let none = locus(&["cluster", "down", "--dir", d]);
+    assert!(!none.status.success());
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no emulated cluster"));
+}
+
+/// Every read task of `o` ran on the node holding its file.
+fn all_reads_local(o: &Outcome) -> bool {
+    o.tasks("read_task")
+        .all(|t| t.remote_bytes == 0 && t.local_bytes > 0)
+}
+
+#[test]
+fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
+    require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("out");
+    let stdout = ok(&locus(&[
+        "bench",
+        "filecopy",
+        "--nodes",
+        "2",
+        "--workers-per-node",
+        "2",
+        "--size-mib",
+        "2",
+        "--chunk-kib",
+        "256",
+        "--link",
+        "200mbit",
+        "--storage-link",
+        "100mbit",
+        "--dir",
+        tmp.path().join("work").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]));
+    assert!(stdout.contains("vs central"), "{stdout}");
+    let r: Results =
+        serde_json::from_slice(&std::fs::read(out_dir.join("filecopy.json")).unwrap()).unwrap();
+    let step = &r.steps[0];
+    assert_eq!((step.nodes, step.workers_per_node, step.files), (2, 2, 4));
+    let by = |name: &str| {
+        step.outcomes
+            .iter()
+            .find(|o| o.config.name.starts_with(name))
+            .unwrap_or_else(|| panic!("no configuration {name}"))
+    };
+    for o in &step.outcomes {
+        assert_eq!(o.tasks("write_task").count(), 4, "{}", o.config.name);
+        assert_eq!(o.tasks("read_task").count(), 4, "{}", o.config.name);
+        assert!(o.tasks("write_task").all(|t| t.written_bytes == 2 << 20));
+    }
+    // Central: every byte read crossed the storage link.
+    assert!(by("central")
+        .tasks("read_task")
+        .all(|t| t.remote_bytes == 2 << 20 && t.local_bytes == 0));
+    // HARD locality-aware readers (and automatic locality) read only local data.
+    assert!(all_reads_local(by("DP-def TP-loc-aw HARD NODE")));
+    assert!(all_reads_local(by("DP-inf TP-loc-aw HARD NODE")));
+    assert!(all_reads_local(by("DP-def TP-auto")));
+    // Informed placement: the same number of files written on each node.
+    let inf = by("DP-inf TP-loc-aw");
+    let node_of = |rank: u32| {
+        inf.workers
+            .iter()
+            .find(|(r, _)| *r == rank)
+            .unwrap()
+            .1
+            .clone()
+    };
+    let mut per_node = std::collections::BTreeMap::<String, u32>::new();
+    for t in inf.tasks("write_task") {
+        *per_node.entry(node_of(t.rank)).or_default() += 1;
+    }
+    assert_eq!(per_node.values().copied().collect::<Vec<_>>(), vec![2, 2]);
+
+    // The report: regenerated by `locus report`, opened in Chromium.
+    let page = tmp.path().join("report.html");
+    ok(&locus(&[
+        "report",
+        out_dir.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script src") && !html.contains("http"));
+    let url = format!("file://{}", page.display());
+    let chromium = |extra: &[&str]| {
+        let mut args = vec![
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1200,2400",
+        ];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        Command::new("chromium")
+            .args(&args)
+            .output()
+            .expect("chromium (installed by scripts/setup.sh)")
+    };
+    let shot = tmp.path().join("report.png");
+    let arg = format!("--screenshot={}", shot.display());
+    let run = chromium(&[&arg]);
+    let log = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("CONSOLE") || l.contains("Uncaught")),
+        "console errors: {log}"
+    );
+    let png = std::fs::read(&shot).expect("screenshot");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 20_000,
+        "screenshot too small"
+    );
+    // Every chart Chromium laid out has drawn bars.
+    let dom = String::from_utf8_lossy(&chromium(&["--dump-dom"]).stdout).to_string();
+    let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
+    assert!(charts.len() >= 6 + 4, "{} charts", charts.len());
+    for (i, c) in charts.iter().enumerate() {
+        let body = c.split("</svg>").next().unwrap();
+        assert!(body.contains("class=\"bar\""), "chart {i} is empty");
+    }
+}
