@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-tasks
+.PHONY: setup build run test lint bench-meta bench-io bench-tasks bench-filecopy
 
 setup:
 	./scripts/setup.sh
@@ -28,3 +28,6 @@ bench-tasks: build
 
 bench-io: build
 	target/release/locus bench io
+
+bench-filecopy: build
+	target/release/locus bench filecopy
