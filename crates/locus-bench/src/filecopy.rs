@@ -155,21 +155,18 @@ fn run_step(o: &FilecopyOpts, nodes: u32, wpn: u32) -> Result<Step> {
     let e = &cluster.emulation;
     let probe = (o.size * 2).clamp(8 << 20, 64 << 20);
     let far = &e.nodes[e.nodes.len() - 1];
-    let baselines = Baselines {
-        link: if e.nodes.len() > 1 {
-            link_rate(&e.nodes[0].netns, &far.netns, far.addr, probe)?
-        } else {
-            e.link.bytes_per_sec()
-        },
-        storage_link: link_rate(&e.nodes[0].netns, &e.storage.netns, e.storage.addr, probe)?,
-        dd_write: 0.0,
-        dd_read: 0.0,
+    let link = if e.nodes.len() > 1 {
+        link_rate(&e.nodes[0].netns, &far.netns, far.addr, probe)?
+    } else {
+        e.link.bytes_per_sec()
     };
+    let storage_link = link_rate(&e.nodes[0].netns, &e.storage.netns, e.storage.addr, probe)?;
     let (dd_write, dd_read) = dd_rates(&work.join("dd"), workers, o.size, o.chunk)?;
     let baselines = Baselines {
+        link,
+        storage_link,
         dd_write,
         dd_read,
-        ..baselines
     };
     let mut outcomes = Vec::new();
     for (k, mut c) in configs(o).into_iter().enumerate() {
@@ -247,6 +244,16 @@ fn print_step(s: &Step) {
             100.0 * o.idle_share(),
             bound,
             speedup
+        );
+    }
+    if let Some(ag) = s.outcomes.iter().find(|o| o.config.name == "DP-def TP-loc-ag") {
+        let (remote, all) = ag.tasks("read_task").fold((0, 0), |(r, a), t| {
+            (r + t.remote_bytes, a + t.local_bytes + t.remote_bytes)
+        });
+        println!(
+            "locality-agnostic reads fetched {:.0}% of their bytes; a reader placed at random lands away from its file {:.0}% of the time",
+            100.0 * remote as f64 / all.max(1) as f64,
+            100.0 * (1.0 - 1.0 / s.nodes as f64)
         );
     }
     let aware: Vec<&Outcome> = s
