@@ -118,6 +118,15 @@ impl Outcome {
         rates.iter().sum::<f64>() / rates.len().max(1) as f64
     }
 
+    /// Input bytes that `func`'s tasks (all tasks: `None`) found on their
+    /// node, and fetched.
+    pub fn input_bytes(&self, func: Option<&str>) -> (u64, u64) {
+        self.spans
+            .iter()
+            .filter(|t| func.is_none_or(|f| t.func == f))
+            .fold((0, 0), |(l, r), t| (l + t.local_bytes, r + t.remote_bytes))
+    }
+
     /// Share of all worker time spent idle between the run's start and end.
     pub fn idle_share(&self) -> f64 {
         let busy: f64 = self.spans.iter().map(|s| s.end - s.start).sum();

@@ -109,10 +109,8 @@ const MB: f64 = 1e6;
 /// at the host's measured concurrent dd rate.
 pub fn read_bound(o: &Outcome, b: &Baselines) -> f64 {
     let remote = o.remote_in("read_task").into_values().max().unwrap_or(0);
-    let total: u64 = o
-        .tasks("read_task")
-        .map(|s| s.local_bytes + s.remote_bytes)
-        .sum();
+    let (local, fetched) = o.input_bytes(Some("read_task"));
+    let total = local + fetched;
     remote as f64 / b.link + total as f64 / b.dd_read
 }
 
@@ -225,9 +223,8 @@ fn print_step(s: &Step) {
     for o in &s.outcomes {
         let write = o.per_task_rate("write_task", |t| t.written_bytes) / MB;
         let read = o.per_task_rate("read_task", |t| t.local_bytes + t.remote_bytes) / MB;
-        let (remote, all) = o.tasks("read_task").fold((0, 0), |(r, a), t| {
-            (r + t.remote_bytes, a + t.local_bytes + t.remote_bytes)
-        });
+        let (local, remote) = o.input_bytes(Some("read_task"));
+        let all = local + remote;
         let bound = if o.config.central {
             f64::NAN
         } else {
@@ -246,10 +243,13 @@ fn print_step(s: &Step) {
             speedup
         );
     }
-    if let Some(ag) = s.outcomes.iter().find(|o| o.config.name == "DP-def TP-loc-ag") {
-        let (remote, all) = ag.tasks("read_task").fold((0, 0), |(r, a), t| {
-            (r + t.remote_bytes, a + t.local_bytes + t.remote_bytes)
-        });
+    if let Some(ag) = s
+        .outcomes
+        .iter()
+        .find(|o| o.config.name == "DP-def TP-loc-ag")
+    {
+        let (local, remote) = ag.input_bytes(Some("read_task"));
+        let all = local + remote;
         println!(
             "locality-agnostic reads fetched {:.0}% of their bytes; a reader placed at random lands away from its file {:.0}% of the time",
             100.0 * remote as f64 / all.max(1) as f64,

@@ -274,9 +274,7 @@ fn locality_table(outcomes: &[&Outcome]) -> String {
         "<table><tr><th>configuration</th><th>local MB</th><th>fetched MB</th><th>local share</th><th>SOFT spills</th></tr>",
     );
     for o in outcomes {
-        let (l, r) = o.spans.iter().fold((0u64, 0u64), |(l, r), t| {
-            (l + t.local_bytes, r + t.remote_bytes)
-        });
+        let (l, r) = o.input_bytes(None);
         let _ = write!(
             s,
             "<tr><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.0}%</td><td>{}</td></tr>",
