@@ -65,6 +65,27 @@ pub struct Config {
     pub args: Vec<String>,
 }
 
+impl Config {
+    /// A configuration of the workload scripts' common arguments: data
+    /// placement `dp` (default|informed), task placement `tp`
+    /// (agnostic|aware|auto) and the aware tasks' `target` (e.g. `HARD NODE`).
+    pub fn placement(name: &str, central: bool, dp: &str, tp: &str, target: &str) -> Config {
+        let (strict, scope) = target.split_once(' ').unwrap_or((target, "NODE"));
+        Config {
+            name: name.to_string(),
+            central,
+            // Agnostic means no automatic locality either.
+            locality_off: tp == "agnostic",
+            args: vec![
+                format!("--dp={dp}"),
+                format!("--tp={tp}"),
+                format!("--strict={strict}"),
+                format!("--scope={scope}"),
+            ],
+        }
+    }
+}
+
 /// A task as the report draws it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Span {
@@ -228,6 +249,35 @@ pub fn outcome(run_dir: &Path, config: Config) -> Result<Outcome> {
             .collect(),
         spilled: report.spilled(),
     })
+}
+
+/// Runs every configuration on `cluster`, each with `args` and its own
+/// directory `/locus/<bench>/c<k>`.
+pub fn run_configs(
+    exe: &Path,
+    cluster: &Cluster,
+    work: &Path,
+    (bench, script): (&str, &str),
+    workers_per_node: u32,
+    configs: Vec<Config>,
+    args: &[String],
+) -> Result<Vec<Outcome>> {
+    let nodes = cluster.emulation.nodes.len();
+    let mut outcomes = Vec::new();
+    for (k, mut c) in configs.into_iter().enumerate() {
+        c.args.extend(args.iter().cloned());
+        c.args.push(format!("--dir=/locus/{bench}/c{k}"));
+        eprintln!("  {nodes} nodes × {workers_per_node} workers: {}", c.name);
+        outcomes.push(run_config(
+            exe,
+            cluster,
+            work,
+            script,
+            workers_per_node,
+            &c,
+        )?);
+    }
+    Ok(outcomes)
 }
 
 /// Raw TCP throughput in bytes/s from namespace `from` to `to` (address

@@ -68,37 +68,15 @@ pub struct Results {
 }
 
 fn configs(o: &FilecopyOpts) -> Vec<Config> {
-    let cfg = |name: String, central, off, dp: &str, tp: &str| Config {
-        name,
-        central,
-        locality_off: off,
-        args: vec![
-            format!("--dp={dp}"),
-            format!("--tp={tp}"),
-            format!("--strict={}", o.strict),
-            format!("--scope={}", o.scope),
-        ],
-    };
-    let aw = format!("TP-loc-aw {} {}", o.strict, o.scope);
+    let target = format!("{} {}", o.strict, o.scope);
+    let aw = |dp: &str| format!("{dp} TP-loc-aw {target}");
     vec![
-        cfg("central".into(), true, true, "default", "agnostic"),
-        cfg(
-            "DP-def TP-loc-ag".into(),
-            false,
-            true,
-            "default",
-            "agnostic",
-        ),
-        cfg(
-            "DP-inf TP-loc-ag".into(),
-            false,
-            true,
-            "informed",
-            "agnostic",
-        ),
-        cfg(format!("DP-def {aw}"), false, false, "default", "aware"),
-        cfg(format!("DP-inf {aw}"), false, false, "informed", "aware"),
-        cfg("DP-def TP-auto".into(), false, false, "default", "auto"),
+        Config::placement("central", true, "default", "agnostic", &target),
+        Config::placement("DP-def TP-loc-ag", false, "default", "agnostic", &target),
+        Config::placement("DP-inf TP-loc-ag", false, "informed", "agnostic", &target),
+        Config::placement(&aw("DP-def"), false, "default", "aware", &target),
+        Config::placement(&aw("DP-inf"), false, "informed", "aware", &target),
+        Config::placement("DP-def TP-auto", false, "default", "auto", &target),
     ]
 }
 
@@ -166,24 +144,19 @@ fn run_step(o: &FilecopyOpts, nodes: u32, wpn: u32) -> Result<Step> {
         dd_write,
         dd_read,
     };
-    let mut outcomes = Vec::new();
-    for (k, mut c) in configs(o).into_iter().enumerate() {
-        c.args.extend([
+    let outcomes = crate::emulated::run_configs(
+        &o.cluster.exe,
+        &cluster,
+        &work,
+        ("filecopy", SCRIPT),
+        wpn,
+        configs(o),
+        &[
             format!("--n={files}"),
             format!("--size={}", o.size),
             format!("--chunk={}", o.chunk),
-            format!("--dir=/locus/filecopy/c{k}"),
-        ]);
-        eprintln!("  {} nodes × {wpn} workers: {}", nodes, c.name);
-        outcomes.push(crate::emulated::run_config(
-            &o.cluster.exe,
-            &cluster,
-            &work,
-            SCRIPT,
-            wpn,
-            &c,
-        )?);
-    }
+        ],
+    )?;
     Ok(Step {
         nodes,
         workers_per_node: wpn,

@@ -378,6 +378,62 @@ pub fn filecopy(r: &Results) -> String {
     page("Locus filecopy benchmark", &body)
 }
 
+pub fn mapreduce(r: &crate::mapreduce::Results) -> String {
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p>{}<br>{} nodes × {} workers, {} files of {} MiB; links {} per node, storage link {}. Central = all data and metadata on the storage host.</p>",
+        esc(&r.machine),
+        r.nodes,
+        r.workers_per_node,
+        r.files,
+        r.size >> 20,
+        esc(&r.link),
+        esc(&r.storage_link)
+    );
+    let names: Vec<String> = r.outcomes.iter().map(|o| o.config.name.clone()).collect();
+    let phases: Vec<String> = crate::mapreduce::PHASES
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    let rows: Vec<(String, Vec<f64>)> = r
+        .outcomes
+        .iter()
+        .map(|o| {
+            let v = phases
+                .iter()
+                .map(|p| crate::mapreduce::phase_avg(o, p))
+                .collect();
+            (o.config.name.clone(), v)
+        })
+        .collect();
+    let totals = vec![(
+        "whole workflow".to_string(),
+        r.outcomes.iter().map(|o| o.seconds).collect(),
+    )];
+    let _ = write!(
+        body,
+        "<h2>Average seconds per task by phase (Fig. 7)</h2>{}{}<h2>Total execution time</h2>{}{}<h2>I/O breakdown, average seconds per task (Figs. 8–9)</h2>{}<h2>Locality</h2>{}<h2>Per-worker timelines (Fig. 10)</h2>",
+        legend(&phases),
+        stacked("s", &rows, &phases),
+        legend(&names),
+        bars("s", &totals, &names),
+        breakdown_chart(&r.outcomes),
+        locality_table(&r.outcomes.iter().collect::<Vec<_>>())
+    );
+    for o in &r.outcomes {
+        let _ = write!(
+            body,
+            "<h3>{} — {:.2} s, idle {:.1}%</h3>{}",
+            esc(&o.config.name),
+            o.seconds,
+            100.0 * o.idle_share(),
+            timeline(o)
+        );
+    }
+    page("Locus mapreduce benchmark", &body)
+}
+
 /// A page for one run: its timeline, I/O breakdown and locality.
 pub fn run(o: &Outcome) -> String {
     let body = format!(

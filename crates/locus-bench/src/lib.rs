@@ -9,6 +9,7 @@ pub mod filecopy;
 pub mod html;
 pub mod io;
 pub mod machine;
+pub mod mapreduce;
 pub mod meta;
 mod report;
 pub mod tasks;

@@ -2,10 +2,10 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use locus_bench::emulate::Rate;
+use locus_bench::emulate::{Emulation, Rate};
 use locus_bench::emulated::ClusterOpts;
 use locus_bench::filecopy::{self, Scaling};
-use locus_bench::{check, io, meta, tasks};
+use locus_bench::{check, io, mapreduce, meta, tasks};
 use locus_fs::launch::Launch;
 use locus_fs::Durability;
 use std::path::PathBuf;
@@ -48,6 +48,48 @@ pub struct EmulatedArgs {
     /// Where results (JSON and the HTML report) are written.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+impl EmulatedArgs {
+    /// `nodes`, or the node count of the given cluster.
+    fn nodes(&self, nodes: u32) -> Result<u32> {
+        Ok(match &self.cluster {
+            Some(at) => Emulation::load(at)?.1.nodes.len() as u32,
+            None => nodes,
+        })
+    }
+
+    fn cluster_opts(&self, common: &Common) -> Result<ClusterOpts> {
+        Ok(ClusterOpts {
+            exe: std::env::current_exe().context("locating the locus binary")?,
+            launch: common.launch()?,
+            link: self.link,
+            storage_link: self.storage_link,
+            cluster: self.cluster.clone(),
+        })
+    }
+
+    fn out_dir(&self, bench: &str) -> PathBuf {
+        self.out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("bench-results").join(bench))
+    }
+}
+
+impl Common {
+    /// The scratch directory: `--dir`, or a new one under /tmp.
+    fn work_dir(&self, bench: &str) -> PathBuf {
+        self.dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("locus-bench-{bench}-{}", std::process::id()))
+        })
+    }
+
+    /// Removes the scratch directory unless `--keep`.
+    fn finish(&self, work: &std::path::Path) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(work);
+        }
+    }
 }
 
 fn list(s: &str) -> Result<Vec<u32>, String> {
@@ -141,6 +183,25 @@ pub enum BenchCommand {
         #[arg(long, default_value = "NODE", value_parser = ["NODE", "RANK"])]
         scope: String,
     },
+    /// Seed 004's MapReduce-like workflow on an emulated cluster (needs
+    /// root): per-phase times and busy/idle timelines per configuration;
+    /// writes an HTML report.
+    Mapreduce {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        emulated: EmulatedArgs,
+        #[arg(long, default_value_t = 8)]
+        nodes: u32,
+        #[arg(long, default_value_t = 1)]
+        workers_per_node: u32,
+        /// Input text files (jobs).
+        #[arg(long, default_value_t = 32)]
+        files: u32,
+        /// MiB of text per file.
+        #[arg(long, default_value_t = 8)]
+        size_mib: u64,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -177,6 +238,27 @@ pub fn run(b: BenchCommand) -> Result<()> {
             keep: common.keep,
         }),
         BenchCommand::Check { lines, rounds } => check::run(lines, rounds),
+        BenchCommand::Mapreduce {
+            common,
+            emulated,
+            nodes,
+            workers_per_node,
+            files,
+            size_mib,
+        } => {
+            let work = common.work_dir("mapreduce");
+            let result = mapreduce::run(mapreduce::MapreduceOpts {
+                nodes: emulated.nodes(nodes)?,
+                cluster: emulated.cluster_opts(&common)?,
+                workers_per_node,
+                files,
+                size: size_mib << 20,
+                work: work.clone(),
+                out: emulated.out_dir("mapreduce"),
+            });
+            common.finish(&work);
+            result
+        }
         BenchCommand::Filecopy {
             common,
             emulated,
@@ -190,22 +272,13 @@ pub fn run(b: BenchCommand) -> Result<()> {
             strict,
             scope,
         } => {
-            let cluster = emulated.cluster.clone();
-            let nodes = match &cluster {
-                Some(at) => vec![locus_bench::emulate::Emulation::load(at)?.1.nodes.len() as u32],
+            let work = common.work_dir("filecopy");
+            let nodes = match &emulated.cluster {
+                Some(_) => vec![emulated.nodes(0)?],
                 None => nodes,
             };
-            let work = common.dir.clone().unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("locus-bench-filecopy-{}", std::process::id()))
-            });
             let result = filecopy::run(filecopy::FilecopyOpts {
-                cluster: ClusterOpts {
-                    exe: std::env::current_exe().context("locating the locus binary")?,
-                    launch: common.launch()?,
-                    link: emulated.link,
-                    storage_link: emulated.storage_link,
-                    cluster,
-                },
+                cluster: emulated.cluster_opts(&common)?,
                 nodes,
                 workers_per_node,
                 scaling,
@@ -216,13 +289,9 @@ pub fn run(b: BenchCommand) -> Result<()> {
                 strict,
                 scope,
                 work: work.clone(),
-                out: emulated
-                    .out
-                    .unwrap_or_else(|| PathBuf::from("bench-results/filecopy")),
+                out: emulated.out_dir("filecopy"),
             });
-            if !common.keep {
-                let _ = std::fs::remove_dir_all(&work);
-            }
+            common.finish(&work);
             result
         }
         BenchCommand::Tasks {

@@ -51,7 +51,7 @@ enum Command {
 #[derive(clap::Args)]
 struct ReportArgs {
     /// The run's directory (`locus run --run-dir`), or a benchmark's
-    /// results directory (holding filecopy.json).
+    /// results directory (holding filecopy.json or mapreduce.json).
     dir: std::path::PathBuf,
     /// Also write a self-contained HTML page here.
     #[arg(long)]
@@ -107,12 +107,17 @@ fn main() -> ExitCode {
 /// writes the page.
 fn report(a: ReportArgs) -> anyhow::Result<()> {
     use anyhow::Context;
-    let bench = a.dir.join("filecopy.json");
-    let page = if bench.exists() {
+    let (filecopy, mapreduce) = (a.dir.join("filecopy.json"), a.dir.join("mapreduce.json"));
+    let page = if filecopy.exists() {
         let r: locus_bench::filecopy::Results =
-            serde_json::from_slice(&std::fs::read(&bench)?).context("filecopy.json")?;
+            serde_json::from_slice(&std::fs::read(&filecopy)?).context("filecopy.json")?;
         println!("filecopy results: {} step(s)", r.steps.len());
         locus_bench::html::filecopy(&r)
+    } else if mapreduce.exists() {
+        let r: locus_bench::mapreduce::Results =
+            serde_json::from_slice(&std::fs::read(&mapreduce)?).context("mapreduce.json")?;
+        println!("mapreduce results: {} configuration(s)", r.outcomes.len());
+        locus_bench::html::mapreduce(&r)
     } else {
         let r = locus_runtime::report::Report::load(&a.dir).map_err(anyhow::Error::msg)?;
         print!("{}", r.text());

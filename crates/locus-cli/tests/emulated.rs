@@ -257,7 +257,13 @@ fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
         "--html",
         page.to_str().unwrap(),
     ]));
-    let html = std::fs::read_to_string(&page).unwrap();
+    assert_renders(&page, 6 + 4);
+}
+
+/// Opens `page` in headless Chromium: no external resources, no console
+/// errors, a real screenshot, and at least `charts` charts, each with bars.
+fn assert_renders(page: &Path, charts: usize) {
+    let html = std::fs::read_to_string(page).unwrap();
     assert!(!html.contains("<script src") && !html.contains("http"));
     let url = format!("file://{}", page.display());
     let chromium = |extra: &[&str]| {
@@ -277,7 +283,7 @@ fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
             .output()
             .expect("chromium (installed by scripts/setup.sh)")
     };
-    let shot = tmp.path().join("report.png");
+    let shot = page.with_extension("png");
     let arg = format!("--screenshot={}", shot.display());
     let run = chromium(&[&arg]);
     let log = String::from_utf8_lossy(&run.stderr);
@@ -293,10 +299,64 @@ fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
     );
     // Every chart Chromium laid out has drawn bars.
     let dom = String::from_utf8_lossy(&chromium(&["--dump-dom"]).stdout).to_string();
-    let charts: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
-    assert!(charts.len() >= 6 + 4, "{} charts", charts.len());
-    for (i, c) in charts.iter().enumerate() {
+    let found: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
+    assert!(found.len() >= charts, "{} charts", found.len());
+    for (i, c) in found.iter().enumerate() {
         let body = c.split("</svg>").next().unwrap();
         assert!(body.contains("class=\"bar\""), "chart {i} is empty");
     }
+}
+
+#[test]
+fn mapreduce_bench_places_phases_as_configured_and_the_report_renders() {
+    require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("out");
+    ok(&locus(&[
+        "bench",
+        "mapreduce",
+        "--nodes",
+        "2",
+        "--workers-per-node",
+        "2",
+        "--files",
+        "6",
+        "--size-mib",
+        "1",
+        "--dir",
+        tmp.path().join("work").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]));
+    let r: locus_bench::mapreduce::Results =
+        serde_json::from_slice(&std::fs::read(out_dir.join("mapreduce.json")).unwrap()).unwrap();
+    assert_eq!(r.outcomes.len(), 7);
+    for o in &r.outcomes {
+        let n = |f: &str| o.tasks(f).count();
+        let counts = (n("generate"), n("map"), n("count"), n("merge"));
+        assert_eq!(counts, (6, 6, 6, 5), "{}", o.config.name);
+    }
+    let by = |name: &str| r.outcomes.iter().find(|o| o.config.name == name).unwrap();
+    assert!(by("central")
+        .tasks("count")
+        .all(|t| t.local_bytes == 0 && t.remote_bytes > 0));
+    // HARD NODE: every count task on the node of its words; informed: every
+    // map task too.
+    for name in ["DP-def HARD NODE", "DP-inf HARD NODE"] {
+        assert!(
+            by(name).tasks("count").all(|t| t.remote_bytes == 0),
+            "{name}"
+        );
+    }
+    assert!(by("DP-inf HARD NODE")
+        .tasks("map")
+        .all(|t| t.remote_bytes == 0));
+    let page = tmp.path().join("mr.html");
+    ok(&locus(&[
+        "report",
+        out_dir.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]));
+    assert_renders(&page, 3 + 7);
 }
