@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-tasks bench-filecopy
+.PHONY: setup build run test lint bench-meta bench-io bench-tasks bench-filecopy bench-mapreduce
 
 setup:
 	./scripts/setup.sh
@@ -31,3 +31,6 @@ bench-io: build
 
 bench-filecopy: build
 	target/release/locus bench filecopy
+
+bench-mapreduce: build
+	target/release/locus bench mapreduce
