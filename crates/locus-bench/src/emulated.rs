@@ -129,6 +129,14 @@ impl Outcome {
         (hi - lo).max(0.0)
     }
 
+    /// Mean of `f` over `func`'s tasks (0 when there are none).
+    pub fn mean(&self, func: &str, f: impl Fn(&Span) -> f64) -> f64 {
+        let (sum, n) = self
+            .tasks(func)
+            .fold((0.0, 0usize), |(s, n), t| (s + f(t), n + 1));
+        sum / n.max(1) as f64
+    }
+
     /// Average over `func`'s tasks of bytes moved per second of the task.
     pub fn per_task_rate(&self, func: &str, bytes: impl Fn(&Span) -> u64) -> f64 {
         let rates: Vec<f64> = self
@@ -278,6 +286,18 @@ pub fn run_configs(
         )?);
     }
     Ok(outcomes)
+}
+
+/// Writes a benchmark's results as `OUT/<bench>.json` and its page as
+/// `OUT/<bench>.html`.
+pub fn save(out: &Path, bench: &str, results: &impl Serialize, page: String) -> Result<()> {
+    std::fs::create_dir_all(out)?;
+    let json = out.join(format!("{bench}.json"));
+    std::fs::write(&json, serde_json::to_vec_pretty(results)?)?;
+    let html = out.join(format!("{bench}.html"));
+    std::fs::write(&html, page)?;
+    println!("results: {} and {}", json.display(), html.display());
+    Ok(())
 }
 
 /// Raw TCP throughput in bytes/s from namespace `from` to `to` (address

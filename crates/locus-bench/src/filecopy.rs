@@ -110,13 +110,8 @@ pub fn run(o: FilecopyOpts) -> Result<()> {
             results.steps.push(step);
         }
     }
-    std::fs::create_dir_all(&o.out)?;
-    let json = o.out.join("filecopy.json");
-    std::fs::write(&json, serde_json::to_vec_pretty(&results)?)?;
-    let html = o.out.join("filecopy.html");
-    std::fs::write(&html, crate::html::filecopy(&results))?;
-    println!("results: {} and {}", json.display(), html.display());
-    Ok(())
+    let page = crate::html::filecopy(&results);
+    crate::emulated::save(&o.out, "filecopy", &results, page)
 }
 
 fn run_step(o: &FilecopyOpts, nodes: u32, wpn: u32) -> Result<Step> {

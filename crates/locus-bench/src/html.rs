@@ -226,26 +226,38 @@ fn timeline(o: &Outcome) -> String {
 /// Average seconds per task of each function in each part: staging its
 /// inputs, its program, registering its outputs.
 fn breakdown(o: &Outcome) -> Vec<(String, f64)> {
-    let avg = |func: &str, f: &dyn Fn(&crate::emulated::Span) -> f64| {
-        let v: Vec<f64> = o.tasks(func).map(f).collect();
-        v.iter().sum::<f64>() / v.len().max(1) as f64
-    };
     let mut parts = Vec::new();
     let mut funcs: Vec<&str> = o.spans.iter().map(|s| s.func.as_str()).collect();
     funcs.sort();
     funcs.dedup();
     for func in funcs {
-        parts.push((format!("{func}: staging inputs"), avg(func, &|s| s.stage)));
+        parts.push((format!("{func}: staging inputs"), o.mean(func, |s| s.stage)));
         parts.push((
             format!("{func}: program"),
-            avg(func, &|s| (s.end - s.start - s.stage - s.commit).max(0.0)),
+            o.mean(func, |s| (s.end - s.start - s.stage - s.commit).max(0.0)),
         ));
         parts.push((
             format!("{func}: registering outputs"),
-            avg(func, &|s| s.commit),
+            o.mean(func, |s| s.commit),
         ));
     }
     parts
+}
+
+/// A titled timeline per outcome.
+fn timelines(outcomes: &[Outcome]) -> String {
+    let mut s = String::new();
+    for o in outcomes {
+        let _ = write!(
+            s,
+            "<h3>{} — {:.2} s, idle {:.1}%</h3>{}",
+            esc(&o.config.name),
+            o.seconds,
+            100.0 * o.idle_share(),
+            timeline(o)
+        );
+    }
+    s
 }
 
 /// One stacked bar per outcome of the parts any of them spent time in.
@@ -365,16 +377,7 @@ pub fn filecopy(r: &Results) -> String {
         "<h2>Per-worker timelines (Fig. 10), {}</h2>",
         esc(&step_label(last))
     );
-    for o in &last.outcomes {
-        let _ = write!(
-            body,
-            "<h3>{} — {:.2} s, idle {:.1}%</h3>{}",
-            esc(&o.config.name),
-            o.seconds,
-            100.0 * o.idle_share(),
-            timeline(o)
-        );
-    }
+    body.push_str(&timelines(&last.outcomes));
     page("Locus filecopy benchmark", &body)
 }
 
@@ -421,16 +424,7 @@ pub fn mapreduce(r: &crate::mapreduce::Results) -> String {
         breakdown_chart(&r.outcomes),
         locality_table(&r.outcomes.iter().collect::<Vec<_>>())
     );
-    for o in &r.outcomes {
-        let _ = write!(
-            body,
-            "<h3>{} — {:.2} s, idle {:.1}%</h3>{}",
-            esc(&o.config.name),
-            o.seconds,
-            100.0 * o.idle_share(),
-            timeline(o)
-        );
-    }
+    body.push_str(&timelines(&r.outcomes));
     page("Locus mapreduce benchmark", &body)
 }
 

@@ -57,8 +57,7 @@ fn configs() -> Vec<Config> {
 
 /// Average seconds per task of `func`.
 pub fn phase_avg(o: &Outcome, func: &str) -> f64 {
-    let v: Vec<f64> = o.tasks(func).map(|t| t.end - t.start).collect();
-    v.iter().sum::<f64>() / v.len().max(1) as f64
+    o.mean(func, |t| t.end - t.start)
 }
 
 pub fn run(o: MapreduceOpts) -> Result<()> {
@@ -86,13 +85,7 @@ pub fn run(o: MapreduceOpts) -> Result<()> {
         outcomes,
     };
     print_results(&r);
-    std::fs::create_dir_all(&o.out)?;
-    let json = o.out.join("mapreduce.json");
-    std::fs::write(&json, serde_json::to_vec_pretty(&r)?)?;
-    let html = o.out.join("mapreduce.html");
-    std::fs::write(&html, crate::html::mapreduce(&r))?;
-    println!("results: {} and {}", json.display(), html.display());
-    Ok(())
+    crate::emulated::save(&o.out, "mapreduce", &r, crate::html::mapreduce(&r))
 }
 
 fn print_results(r: &Results) {

@@ -2,6 +2,7 @@
 //! with shaped links) that runs and benchmarks use.
 
 use crate::fs_ops::ClusterArgs;
+use crate::local_cluster::DownArgs;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use locus_bench::emulate::{self, Emulation, FsMode, Rate, UpOptions};
@@ -39,15 +40,6 @@ pub struct UpArgs {
     /// Metadata durability of the daemons: group (durable) or none.
     #[arg(long, default_value = "group")]
     pub durability: Durability,
-}
-
-#[derive(Args)]
-pub struct DownArgs {
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
-    /// Also delete the cluster's directory (all its data).
-    #[arg(long)]
-    pub purge: bool,
 }
 
 pub fn run(c: ClusterCommand) -> Result<()> {
