@@ -9,6 +9,7 @@ use locus_lang::{compile, ir::Program, Source};
 use locus_runtime::launch::{launch_local, Host, LocalRun};
 use locus_runtime::rank::{run_rank, RankOptions};
 use locus_runtime::rendezvous::RankEnv;
+use locus_fs::Placement;
 use locus_runtime::Locality;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,11 @@ pub struct RunArgs {
     /// of its input bytes; off: anywhere.
     #[arg(long, value_enum, default_value_t = Locality::Auto)]
     pub locality: Locality,
+    /// Where files the run writes are stored: local (the writer's node),
+    /// hash (the node the path hashes to, Hercules' default) or round-robin;
+    /// default: the file system's policy (local for the run's own).
+    #[arg(long)]
+    pub placement: Option<Placement>,
     /// Extra attempts for an app that exits non-zero.
     #[arg(long, default_value_t = 0)]
     pub retries: u32,
@@ -84,6 +90,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                 .context("a rank started by a launcher needs --run-dir (shared by all ranks)")?,
             servers: a.servers,
             fs_dir: a.fs.clone(),
+            placement: a.placement,
             locality: a.locality,
             retries: a.retries,
             soft_wait: Duration::from_millis(a.soft_wait),
@@ -156,8 +163,11 @@ fn rank_args(a: &RunArgs) -> Vec<OsString> {
         a.retries.to_string().into(),
         "--soft-wait".into(),
         a.soft_wait.to_string().into(),
-        a.script.clone().into(),
     ];
+    if let Some(p) = a.placement {
+        v.extend(["--placement".into(), p.to_string().into()]);
+    }
+    v.push(a.script.clone().into());
     v.extend(a.args.iter().map(OsString::from));
     v
 }

@@ -332,6 +332,29 @@ fn placement_policies_and_hints() {
             seen.insert(at);
         }
         assert!(seen.len() > 1);
+
+        // A program's output registered with commit follows the policy too:
+        // its bytes move to the hashed node and leave the writer's store.
+        let writer = 3;
+        let p = (0..)
+            .map(|i| format!("/out{i}"))
+            .find(|p| locus_fs::ring::hash_node(p, 4) != writer)
+            .unwrap();
+        let home = locus_fs::ring::hash_node(&p, 4);
+        let local = h(writer).output_path(&p).unwrap();
+        std::fs::write(&local, b"hashed output").unwrap();
+        let rec = h(writer).commit(&p).await.unwrap();
+        assert_eq!((rec.size, rec.holders), (13, vec![home]));
+        assert!(!local.exists());
+        assert_eq!(
+            std::fs::read(c.node_dir(home).join("data").join(&p[1..])).unwrap(),
+            b"hashed output"
+        );
+        // Rewriting it in place keeps it on the writer, as open_write does.
+        std::fs::write(h(writer).output_path(&p).unwrap(), b"again").unwrap();
+        let rec = h(writer).commit(&p).await.unwrap();
+        assert_eq!(rec.holders, vec![writer]);
+        assert_eq!(w0.get(&p).await.unwrap(), b"again");
     });
 }
 

@@ -171,6 +171,45 @@ fn lookup_reports_the_writer_node_and_ip2rank_reads_locally() {
 }
 
 #[test]
+fn hash_placement_stores_outputs_where_their_names_hash() {
+    // Hercules' default placement: every writer runs on node1, yet each
+    // output lands on the node its path hashes to, lookup reports that node
+    // and a task placed there reads it locally.
+    let script = r#"
+import files; import string;
+app (file o) make() { "head" "-c" "1000" "/dev/zero" @stdout=o; }
+app (file o) count(file i) { "wc" "-c" i @stdout=o; }
+foreach i in [0:7] {
+  file f<sprintf("/locus/hashed/f%i", i)> = @location=location(2, HARD, NODE) make();
+  file c = @location=ip2rank(lookup(filename(f))) count(f);
+  trace(i, lookup(filename(f)), trim(read(c)));
+}
+"#;
+    let mut opts = TWO_NODES.to_vec();
+    opts.extend_from_slice(&["--placement", "hash"]);
+    let run = Run::new(&opts, script).ok();
+    let out = run.stdout();
+    let mut nodes = std::collections::BTreeSet::new();
+    for i in 0..8 {
+        let home = locus_fs::ring::hash_node(&format!("/hashed/f{i}"), 2);
+        nodes.insert(home);
+        let line = format!("trace: {i},node{home},");
+        assert!(out.lines().any(|l| l.starts_with(&line)), "{line} in {out}");
+    }
+    assert_eq!(nodes.len(), 2, "the names should hash to both nodes");
+    assert!(run.records("make").iter().all(|r| r.node == "node1"));
+    let counts = run.records("count");
+    assert_eq!(counts.len(), 8);
+    assert!(counts
+        .iter()
+        .all(|r| r.remote_bytes == 0 && r.local_bytes == 1000));
+    // A bad policy is refused before anything starts.
+    let bad = common::locus(&["run", "--placement", "near", "t.swift"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown placement 'near'"));
+}
+
+#[test]
 fn automatic_locality_reads_locally_and_off_does_not() {
     // SOFT NODE spills after --soft-wait; a long wait keeps this test's
     // outcome independent of how loaded the machine is.

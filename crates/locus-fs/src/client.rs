@@ -845,9 +845,11 @@ impl Client {
         Ok(local)
     }
 
-    /// Registers a file a program wrote directly at `local_path(path)` in this
-    /// node's store: creates the name if needed, records size and mtime, and
-    /// makes this node its only holder.
+    /// Registers a file a program wrote directly at `output_path(path)`:
+    /// creates the name if needed, records size and mtime, and makes one
+    /// node its only holder. A new file goes where a placement hint or the
+    /// placement policy says (its bytes are moved there); a rewritten file,
+    /// like `open_write`, stays on this node.
     pub async fn commit(&self, path: &str) -> FsResult<Record> {
         let path = normalise(path)?;
         let local = self.inner.store.data_path(&path);
@@ -858,17 +860,18 @@ impl Client {
         let token = rand::random::<u64>();
         let mut record = Record::new(Kind::File, 0o644, now_ns());
         record.lock = Some(token);
-        match self.create_name(&path, record).await {
-            Ok(_) => {}
+        let target = match self.create_name(&path, record).await {
+            Ok(hint) => self.new_file_target(&path, hint),
             Err(e) if e.code == Errno::EEXIST => {
                 self.lock(&path, token).await?;
+                self.inner.me
             }
             Err(e) => return Err(e),
-        }
-        if self.inner.diskless {
-            // The staged bytes go to the home node, then leave the scratch.
-            let (c, me, p, l) = (self.clone(), self.inner.me, path.clone(), local.clone());
-            let pushed = tokio::task::spawn_blocking(move || c.push_to(me, &l, &p))
+        };
+        if self.inner.diskless || target != self.inner.me {
+            // The bytes go to their node, then leave this one.
+            let (c, p, l) = (self.clone(), path.clone(), local.clone());
+            let pushed = tokio::task::spawn_blocking(move || c.push_to(target, &l, &p))
                 .await
                 .map_err(blocking_failed)
                 .and_then(|r| r);
@@ -878,8 +881,7 @@ impl Client {
                 return Err(e);
             }
         }
-        self.commit_write(&path, token, meta.len(), self.inner.me)
-            .await
+        self.commit_write(&path, token, meta.len(), target).await
     }
 
     async fn commit_write(

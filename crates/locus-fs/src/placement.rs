@@ -29,6 +29,16 @@ impl Placement {
     }
 }
 
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Placement::Local => "local",
+            Placement::Hash => "hash",
+            Placement::RoundRobin => "round-robin",
+        })
+    }
+}
+
 impl FromStr for Placement {
     type Err = String;
 
@@ -62,5 +72,8 @@ mod tests {
             Placement::RoundRobin
         );
         assert!("nearby".parse::<Placement>().is_err());
+        for p in [Placement::Local, Placement::Hash, Placement::RoundRobin] {
+            assert_eq!(p.to_string().parse::<Placement>().unwrap(), p);
+        }
     }
 }

@@ -9,7 +9,7 @@ use crate::rendezvous::{self, Entry, RankEnv};
 use crate::server::{Server, ServerConfig};
 use crate::storage::Storage;
 use crate::worker::{run_worker, WorkerConfig};
-use locus_fs::{Client, ClientOptions, ClusterSpec};
+use locus_fs::{Client, ClientOptions, ClusterSpec, Placement};
 use locus_lang::ir::Program;
 use serde::{Deserialize, Serialize};
 use std::io::{IsTerminal, Write};
@@ -25,6 +25,9 @@ pub struct RankOptions {
     pub servers: u32,
     /// The Locus file system of the run (a `locus fs up` directory).
     pub fs_dir: Option<PathBuf>,
+    /// Where files the run writes are stored; the file system's own policy
+    /// when `None`.
+    pub placement: Option<Placement>,
     pub locality: Locality,
     pub retries: u32,
     pub soft_wait: Duration,
@@ -118,7 +121,7 @@ async fn rank_main(
     let names: Vec<String> = entries.iter().map(|e| e.node.clone()).collect();
     let layout = Arc::new(Layout::from_names(opts.servers, &names)?);
     let fs = match &opts.fs_dir {
-        Some(d) => Some(open_fs(d, &entry.node, &opts.run_dir)?),
+        Some(d) => Some(open_fs(d, &entry.node, opts.placement, &opts.run_dir)?),
         None => None,
     };
     let Some(server) = server else {
@@ -201,6 +204,7 @@ async fn rank_main(
 fn open_fs(
     dir: &std::path::Path,
     node: &str,
+    placement: Option<Placement>,
     run_dir: &std::path::Path,
 ) -> Result<(Client, Vec<String>), String> {
     let spec = ClusterSpec::load(dir).map_err(|e| e.to_string())?;
@@ -208,10 +212,12 @@ fn open_fs(
     let opts = match names.iter().position(|n| n == node) {
         Some(id) => ClientOptions {
             node: id as u32,
+            placement,
             ..ClientOptions::default()
         },
         None => ClientOptions {
             scratch: Some(run_dir.join("scratch").join(node)),
+            placement,
             ..ClientOptions::default()
         },
     };
