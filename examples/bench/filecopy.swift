@@ -1,8 +1,10 @@
 // Seed 004 §V.A (and seed 001 §3): n write tasks, then a read task of each
 // file written. `locus bench filecopy` runs it in the
 // configurations of seed 004 Table I:
-//   --dp=default   writers run wherever the balancer puts them (the file is
-//                  stored on the writer's node)
+//   --dp=default   writers run wherever the balancer puts them; the file is
+//                  stored where the run's --placement says (the bench runs
+//                  DP-def with hash, Hercules' default, and DP-local with
+//                  local, the writer's node)
 //   --dp=informed  writer i runs HARD NODE on node i % nodes (files spread
 //                  evenly over the nodes)
 //   --tp=agnostic  readers run anywhere (run with --locality off)

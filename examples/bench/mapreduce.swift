@@ -2,13 +2,14 @@
 // a map task splits the text into words and a count task counts words per
 // length; merge tasks combine the counts pairwise into one file.
 // `locus bench mapreduce` runs it in the configurations of seed 004 Fig. 7:
-//   --dp=default   map tasks run wherever the balancer puts them (their
-//                  output stays on that node)
+//   --dp=default   map tasks run wherever the balancer puts them; files
+//                  are stored where the run's --placement says (the bench
+//                  runs DP-def with hash, Hercules' default)
 //   --dp=informed  map i runs HARD NODE where input i is (node i % nodes)
 //   --tp=agnostic  count and merge tasks run anywhere (with --locality off)
 //   --tp=aware     each at get_rank(its first input), --strict and --scope
 //   --tp=auto      no annotation: Locus's automatic locality decides
-// The inputs are generated first, spread evenly over the nodes.
+// The inputs are generated first by writers spread evenly over the nodes.
 import location;
 import string;
 import sys;
@@ -70,7 +71,8 @@ main {
   string hosts[] = hostmapList();
   file counts[];
   foreach i in [0:n-1] {
-    // Inputs spread evenly over the nodes, as if staged there beforehand.
+    // Inputs written evenly over the nodes, as if staged there beforehand
+    // (where they are stored is still up to --placement).
     int home = hostmapOneWorker(hosts[i %% size(hosts)]);
     file text<sprintf("%s/in-%i.txt", dir, i)> = @location=location(home, HARD, NODE) generate(bytes);
     file words<sprintf("%s/words-%i.txt", dir, i)>;

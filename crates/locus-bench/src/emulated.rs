@@ -6,6 +6,7 @@
 use crate::emulate::{self, Emulation, Rate, UpOptions};
 use anyhow::{bail, Context, Result};
 use locus_fs::launch::Launch;
+use locus_fs::Placement;
 use locus_runtime::rank::{summary_path, RunSummary};
 use locus_runtime::record::{self, TaskRecord};
 use serde::{Deserialize, Serialize};
@@ -54,26 +55,43 @@ impl Drop for Cluster {
     }
 }
 
-/// One way of running a workload: its file system, locality mode and script
-/// arguments.
+/// One way of running a workload: its file system, where its files are
+/// stored, locality mode and script arguments.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
     /// As the seeds name it, e.g. `DP-inf TP-loc-aw HARD NODE`.
     pub name: String,
     pub central: bool,
+    /// `locus run --placement`.
+    #[serde(default = "writer_local")]
+    pub data: Placement,
     pub locality_off: bool,
     pub args: Vec<String>,
 }
 
+fn writer_local() -> Placement {
+    Placement::Local
+}
+
 impl Config {
     /// A configuration of the workload scripts' common arguments: data
-    /// placement `dp` (default|informed), task placement `tp`
-    /// (agnostic|aware|auto) and the aware tasks' `target` (e.g. `HARD NODE`).
+    /// placement `dp`, task placement `tp` (agnostic|aware|auto) and the
+    /// aware tasks' `target` (e.g. `HARD NODE`). `dp` is `default` (seed 004:
+    /// Hercules hashes each file to a node), `informed` (the script places
+    /// writers evenly, files stay where written) or `local` (Locus's own:
+    /// files stay where the balancer ran their writers).
     pub fn placement(name: &str, central: bool, dp: &str, tp: &str, target: &str) -> Config {
         let (strict, scope) = target.split_once(' ').unwrap_or((target, "NODE"));
+        let data = if dp == "default" && !central {
+            Placement::Hash
+        } else {
+            Placement::Local
+        };
+        let dp = if dp == "informed" { dp } else { "default" };
         Config {
             name: name.to_string(),
             central,
+            data,
             // Agnostic means no automatic locality either.
             locality_off: tp == "agnostic",
             args: vec![
@@ -202,6 +220,7 @@ pub fn run_config(
         .args(["--fs-mode", mode, "-n", &ranks.to_string(), "--run-dir"])
         .arg(&run_dir)
         .args(["--locality", if c.locality_off { "off" } else { "auto" }])
+        .args(["--placement", &c.data.to_string()])
         .arg(&file)
         .args(&c.args)
         .output()

@@ -76,7 +76,7 @@ fn configs(o: &FilecopyOpts) -> Vec<Config> {
         Config::placement("DP-inf TP-loc-ag", false, "informed", "agnostic", &target),
         Config::placement(&aw("DP-def"), false, "default", "aware", &target),
         Config::placement(&aw("DP-inf"), false, "informed", "aware", &target),
-        Config::placement("DP-def TP-auto", false, "default", "auto", &target),
+        Config::placement("DP-local TP-auto", false, "local", "auto", &target),
     ]
 }
 

@@ -51,7 +51,7 @@ fn configs() -> Vec<Config> {
         Config::placement("DP-def SOFT NODE", false, "default", "aware", "SOFT NODE"),
         Config::placement("DP-inf HARD NODE", false, "informed", "aware", "HARD NODE"),
         Config::placement("DP-inf SOFT NODE", false, "informed", "aware", "SOFT NODE"),
-        Config::placement("DP-def TP-auto", false, "default", "auto", "HARD NODE"),
+        Config::placement("DP-local TP-auto", false, "local", "auto", "HARD NODE"),
     ]
 }
 

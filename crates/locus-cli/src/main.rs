@@ -124,6 +124,7 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
         let config = locus_bench::emulated::Config {
             name: a.dir.display().to_string(),
             central: false,
+            data: locus_fs::Placement::Local,
             locality_off: false,
             args: Vec::new(),
         };
