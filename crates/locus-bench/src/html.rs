@@ -428,6 +428,43 @@ pub fn mapreduce(r: &crate::mapreduce::Results) -> String {
     page("Locus mapreduce benchmark", &body)
 }
 
+pub fn meta_cluster(r: &crate::meta_cluster::Results) -> String {
+    use crate::meta::Layout;
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p>{}<br>one client per node, each creating {} empty files with {} in flight; links {} per node, storage link {}. Central = one metadata daemon on the storage host (the shared file system of the seeds).</p>",
+        esc(&r.machine),
+        r.files,
+        r.depth,
+        esc(&r.link),
+        esc(&r.storage_link)
+    );
+    let series = vec!["Locus".to_string(), "central".to_string()];
+    let sections = [
+        (Layout::OwnDirs, "each client in its own directory (seed 002 Fig. 6)"),
+        (Layout::SharedDir, "all clients in one directory (seed 002 Fig. 7)"),
+    ];
+    for (layout, title) in sections {
+        let groups: Vec<(String, Vec<f64>)> = r
+            .node_counts()
+            .into_iter()
+            .map(|n| {
+                let rate = |central| r.find(n, layout, central).map_or(0.0, |p| p.rate());
+                (format!("{n} node(s)"), vec![rate(false), rate(true)])
+            })
+            .collect();
+        let _ = write!(
+            body,
+            "<h2>Creates per second, {}</h2>{}{}",
+            esc(title),
+            legend(&series),
+            bars("creates/s", &groups, &series)
+        );
+    }
+    page("Locus metadata benchmark on an emulated cluster", &body)
+}
+
 /// A page for one run: its timeline, I/O breakdown and locality.
 pub fn run(o: &Outcome) -> String {
     let body = format!(

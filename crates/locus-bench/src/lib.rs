@@ -11,6 +11,7 @@ pub mod io;
 pub mod machine;
 pub mod mapreduce;
 pub mod meta;
+pub mod meta_cluster;
 mod report;
 pub mod tasks;
 mod workspace;

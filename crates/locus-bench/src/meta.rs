@@ -29,20 +29,20 @@ pub struct MetaOpts {
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Layout {
+pub enum Layout {
     OwnDirs,
     SharedDir,
 }
 
 impl Layout {
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Layout::OwnDirs => "own dirs",
             Layout::SharedDir => "shared dir",
         }
     }
 
-    fn path(self, root: &str, client: u32, i: u32) -> String {
+    pub fn path(self, root: &str, client: u32, i: u32) -> String {
         match self {
             Layout::OwnDirs => format!("{root}/c{client}/f{i}"),
             Layout::SharedDir => format!("{root}/shared/c{client}-f{i}"),
@@ -52,7 +52,7 @@ impl Layout {
 
 /// Runs `op(client, index)` for every client and `0..files`, each client with
 /// `depth` operations in flight; returns the wall time.
-async fn phase<F, Fut>(
+pub(crate) async fn phase<F, Fut>(
     clients: &[Client],
     files: u32,
     depth: u32,

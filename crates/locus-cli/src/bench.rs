@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use locus_bench::emulate::{Emulation, Rate};
 use locus_bench::emulated::ClusterOpts;
 use locus_bench::filecopy::{self, Scaling};
-use locus_bench::{check, io, mapreduce, meta, tasks};
+use locus_bench::{check, io, mapreduce, meta, meta_cluster, tasks};
 use locus_fs::launch::Launch;
 use locus_fs::Durability;
 use std::path::PathBuf;
@@ -202,6 +202,25 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 8)]
         size_mib: u64,
     },
+    /// Seed 002's metadata rates on an emulated cluster (needs root): one
+    /// client per node creates empty files in its own directory, then all in
+    /// one directory, on Locus and on the central file system; writes an
+    /// HTML report.
+    MetaCluster {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        emulated: EmulatedArgs,
+        /// Node counts to run on, e.g. 1,2,4,8.
+        #[arg(long, default_value = "1,2,4,8", value_parser = list)]
+        nodes: std::vec::Vec<u32>,
+        /// Empty files each client creates per layout.
+        #[arg(long, default_value_t = 2_000)]
+        files: u32,
+        /// Creates each client keeps in flight.
+        #[arg(long, default_value_t = 16)]
+        depth: u32,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -290,6 +309,29 @@ pub fn run(b: BenchCommand) -> Result<()> {
                 scope,
                 work: work.clone(),
                 out: emulated.out_dir("filecopy"),
+            });
+            common.finish(&work);
+            result
+        }
+        BenchCommand::MetaCluster {
+            common,
+            emulated,
+            nodes,
+            files,
+            depth,
+        } => {
+            let work = common.work_dir("meta-cluster");
+            let nodes = match &emulated.cluster {
+                Some(_) => vec![emulated.nodes(0)?],
+                None => nodes,
+            };
+            let result = meta_cluster::run(meta_cluster::MetaClusterOpts {
+                cluster: emulated.cluster_opts(&common)?,
+                nodes,
+                files,
+                depth,
+                work: work.clone(),
+                out: emulated.out_dir("meta-cluster"),
             });
             common.finish(&work);
             result

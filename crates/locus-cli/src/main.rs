@@ -108,6 +108,7 @@ fn main() -> ExitCode {
 fn report(a: ReportArgs) -> anyhow::Result<()> {
     use anyhow::Context;
     let (filecopy, mapreduce) = (a.dir.join("filecopy.json"), a.dir.join("mapreduce.json"));
+    let meta = a.dir.join("meta-cluster.json");
     let page = if filecopy.exists() {
         let r: locus_bench::filecopy::Results =
             serde_json::from_slice(&std::fs::read(&filecopy)?).context("filecopy.json")?;
@@ -118,6 +119,11 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
             serde_json::from_slice(&std::fs::read(&mapreduce)?).context("mapreduce.json")?;
         println!("mapreduce results: {} configuration(s)", r.outcomes.len());
         locus_bench::html::mapreduce(&r)
+    } else if meta.exists() {
+        let r: locus_bench::meta_cluster::Results =
+            serde_json::from_slice(&std::fs::read(&meta)?).context("meta-cluster.json")?;
+        println!("meta-cluster results: {} point(s)", r.points.len());
+        locus_bench::html::meta_cluster(&r)
     } else {
         let r = locus_runtime::report::Report::load(&a.dir).map_err(anyhow::Error::msg)?;
         print!("{}", r.text());
