@@ -74,12 +74,15 @@ impl fmt::Display for Rate {
     }
 }
 
-/// One emulated machine: its network namespace and address.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One emulated machine: its network namespace, address and, when the
+/// cluster limits CPU, its cgroup.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Host {
     pub name: String,
     pub netns: String,
     pub addr: Ipv4Addr,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<PathBuf>,
 }
 
 /// `DIR/emulation.json`.
@@ -92,6 +95,9 @@ pub struct Emulation {
     pub storage: Host,
     pub link: Rate,
     pub storage_link: Rate,
+    /// CPUs' worth of time each host may use, if limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<f64>,
 }
 
 /// Which file system a run on the emulation uses.
@@ -107,6 +113,9 @@ pub struct UpOptions {
     pub nodes: u32,
     pub link: Rate,
     pub storage_link: Rate,
+    /// Limit each host (node or storage) to this many CPUs' worth of time,
+    /// so idle hosts do not lend their cores to busy ones.
+    pub host_cpus: Option<f64>,
     pub launch: Launch,
 }
 
@@ -203,10 +212,13 @@ impl Emulation {
         })
     }
 
+    /// The nodes, then the storage host.
+    pub fn hosts(&self) -> impl Iterator<Item = &Host> {
+        self.nodes.iter().chain([&self.storage])
+    }
+
     fn namespaces(&self) -> impl Iterator<Item = &str> {
-        self.nodes
-            .iter()
-            .chain([&self.storage])
+        self.hosts()
             .map(|h| h.netns.as_str())
             .chain([self.bridge_netns.as_str()])
     }
@@ -229,6 +241,9 @@ pub fn up(dir: &Path, o: &UpOptions) -> Result<Emulation> {
     let id = format!("{:08x}", rand::random::<u32>());
     let host = |name: String, addr| Host {
         netns: format!("locus-{id}-{name}"),
+        cgroup: o
+            .host_cpus
+            .map(|_| locus_fs::cgroup::path(&format!("locus-{id}-{name}"))),
         name,
         addr,
     };
@@ -241,6 +256,7 @@ pub fn up(dir: &Path, o: &UpOptions) -> Result<Emulation> {
         id,
         link: o.link,
         storage_link: o.storage_link,
+        host_cpus: o.host_cpus,
     };
     e.save(dir)?;
     if let Err(err) = build(dir, &e, &o.launch) {
@@ -259,12 +275,19 @@ fn build(dir: &Path, e: &Emulation, launch: &Launch) -> Result<()> {
         attach(e, h, &format!("n{k}"), e.link)?;
     }
     attach(e, &e.storage, "storage", e.storage_link)?;
+    if let Some(cpus) = e.host_cpus {
+        for h in e.hosts() {
+            let name = h.netns.as_str();
+            locus_fs::cgroup::create(name, cpus).context("limiting a host's CPU")?;
+        }
+    }
     let node = |id: usize, h: &Host, fs: &Path| NodeInfo {
         id: id as u32,
         name: h.name.clone(),
         addr: SocketAddr::from((h.addr, 0)),
         dir: launch::node_dir(fs, id as u32),
         netns: Some(h.netns.clone()),
+        cgroup: h.cgroup.clone(),
     };
     let fs = Emulation::fs_dir(dir, FsMode::Local);
     let nodes = e.nodes.iter().enumerate().map(|(k, h)| node(k, h, &fs));
@@ -312,6 +335,9 @@ pub fn down(dir: &Path) -> Result<Removed> {
         removed.processes += kill_all_in(ns);
         sh("ip", &["netns", "del", ns])?;
         removed.namespaces += 1;
+    }
+    for cg in e.hosts().filter_map(|h| h.cgroup.as_deref()) {
+        locus_fs::cgroup::remove(cg).with_context(|| format!("removing {}", cg.display()))?;
     }
     Ok(removed)
 }

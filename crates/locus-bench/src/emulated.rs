@@ -55,6 +55,56 @@ impl Drop for Cluster {
     }
 }
 
+/// How much CPU each emulated host of a benchmark gets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HostCpus {
+    /// An equal share of this machine's cores for every host (the nodes of
+    /// the largest cluster of the sweep and its storage host), so hosts
+    /// behave as separate machines.
+    Auto,
+    /// No limit: a busy host may use the cores idle ones leave.
+    Off,
+    Cores(f64),
+}
+
+impl std::str::FromStr for HostCpus {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(HostCpus::Auto),
+            "off" => Ok(HostCpus::Off),
+            n => match n.parse::<f64>() {
+                Ok(c) if c > 0.0 && c.is_finite() => Ok(HostCpus::Cores(c)),
+                _ => Err(format!(
+                    "'{n}' is not auto, off or a positive number of CPUs"
+                )),
+            },
+        }
+    }
+}
+
+impl HostCpus {
+    /// CPUs per host for a sweep whose largest cluster has `max_nodes` nodes.
+    pub fn per_host(self, max_nodes: u32) -> Option<f64> {
+        match self {
+            HostCpus::Auto => {
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                Some(cores as f64 / (max_nodes + 1) as f64)
+            }
+            HostCpus::Off => None,
+            HostCpus::Cores(c) => Some(c),
+        }
+    }
+}
+
+/// How a report states the hosts' CPU limit.
+pub fn cpu_note(host_cpus: Option<f64>) -> String {
+    host_cpus.map_or(", hosts not CPU-limited".to_string(), |c| {
+        format!(", {c:.2} CPU(s) per host")
+    })
+}
+
 /// One way of running a workload: its file system, where its files are
 /// stored, locality mode and script arguments.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -407,6 +457,8 @@ pub struct ClusterOpts {
     pub launch: Launch,
     pub link: Rate,
     pub storage_link: Rate,
+    /// CPUs each host may use (`None`: no limit).
+    pub host_cpus: Option<f64>,
     /// An existing emulated cluster to use instead of making one per step.
     pub cluster: Option<PathBuf>,
 }
@@ -422,6 +474,7 @@ impl ClusterOpts {
                     nodes,
                     link: self.link,
                     storage_link: self.storage_link,
+                    host_cpus: self.host_cpus,
                     launch: self.launch.clone(),
                 },
             ),

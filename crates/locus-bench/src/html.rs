@@ -385,14 +385,15 @@ pub fn mapreduce(r: &crate::mapreduce::Results) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<p>{}<br>{} nodes × {} workers, {} files of {} MiB; links {} per node, storage link {}. Central = all data and metadata on the storage host.</p>",
+        "<p>{}<br>{} nodes × {} workers, {} files of {} MiB; links {} per node, storage link {}{}. Central = all data and metadata on the storage host.</p>",
         esc(&r.machine),
         r.nodes,
         r.workers_per_node,
         r.files,
         r.size >> 20,
         esc(&r.link),
-        esc(&r.storage_link)
+        esc(&r.storage_link),
+        esc(&crate::emulated::cpu_note(r.host_cpus))
     );
     let names: Vec<String> = r.outcomes.iter().map(|o| o.config.name.clone()).collect();
     let phases: Vec<String> = crate::mapreduce::PHASES
@@ -433,12 +434,13 @@ pub fn meta_cluster(r: &crate::meta_cluster::Results) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<p>{}<br>one client per node, each creating {} empty files with {} in flight; links {} per node, storage link {}. Central = one metadata daemon on the storage host (the shared file system of the seeds).</p>",
+        "<p>{}<br>one client per node, each creating {} empty files with {} in flight; links {} per node, storage link {}{}. Central = one metadata daemon on the storage host (the shared file system of the seeds).</p>",
         esc(&r.machine),
         r.files,
         r.depth,
         esc(&r.link),
-        esc(&r.storage_link)
+        esc(&r.storage_link),
+        esc(&crate::emulated::cpu_note(r.host_cpus))
     );
     let series = vec!["Locus".to_string(), "central".to_string()];
     let sections = [

@@ -30,6 +30,9 @@ pub struct Results {
     pub machine: String,
     pub link: String,
     pub storage_link: String,
+    /// CPUs each host could use (`None`: no limit).
+    #[serde(default)]
+    pub host_cpus: Option<f64>,
     pub nodes: u32,
     pub workers_per_node: u32,
     pub files: u32,
@@ -76,8 +79,9 @@ pub fn run(o: MapreduceOpts) -> Result<()> {
     )?;
     let r = Results {
         machine,
-        link: o.cluster.link.to_string(),
-        storage_link: o.cluster.storage_link.to_string(),
+        link: cluster.emulation.link.to_string(),
+        storage_link: cluster.emulation.storage_link.to_string(),
+        host_cpus: cluster.emulation.host_cpus,
         nodes: cluster.emulation.nodes.len() as u32,
         workers_per_node: o.workers_per_node,
         files: o.files,
@@ -90,13 +94,14 @@ pub fn run(o: MapreduceOpts) -> Result<()> {
 
 fn print_results(r: &Results) {
     println!(
-        "\n{} nodes × {} workers, {} files of {} MiB, links {} (storage {}); average seconds per task:",
+        "\n{} nodes × {} workers, {} files of {} MiB, links {} (storage {}){}; average seconds per task:",
         r.nodes,
         r.workers_per_node,
         r.files,
         r.size >> 20,
         r.link,
-        r.storage_link
+        r.storage_link,
+        crate::emulated::cpu_note(r.host_cpus)
     );
     println!(
         "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10}",

@@ -6,14 +6,15 @@
 //! storage host, every request through its link), scaled over node counts.
 
 use crate::emulate::{Emulation, FsMode};
-use crate::emulated::ClusterOpts;
+use crate::emulated::{Cluster, ClusterOpts};
 use crate::meta::{phase, Layout};
 use crate::report::target;
-use anyhow::{anyhow, Result};
+use anyhow::{bail, Context, Result};
 use locus_fs::{Client, ClientOptions};
 use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Barrier;
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 pub struct MetaClusterOpts {
     pub cluster: ClusterOpts,
@@ -53,6 +54,9 @@ pub struct Results {
     pub machine: String,
     pub link: String,
     pub storage_link: String,
+    /// CPUs each host could use (`None`: no limit).
+    #[serde(default)]
+    pub host_cpus: Option<f64>,
     pub files: u32,
     pub depth: u32,
     pub points: Vec<Point>,
@@ -73,126 +77,153 @@ impl Results {
     }
 }
 
-/// A client of the file system at `fs_dir` acting on node `k` of `e`, with a
-/// runtime whose threads are inside the node's namespace (the calling
-/// thread joins it too).
-fn connect(
-    e: &Emulation,
-    fs_dir: &Path,
-    k: u32,
-    central: bool,
-    scratch: &Path,
-) -> Result<(tokio::runtime::Runtime, Client)> {
-    let host = &e.nodes[k as usize];
-    let netns = host.netns.clone();
-    locus_fs::netns::enter_thread(&netns)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .on_thread_start(move || {
-            let _ = locus_fs::netns::enter_thread(&netns);
-        })
-        .build()?;
-    let opts = if central {
-        ClientOptions {
-            scratch: Some(scratch.join(&host.name)),
-            ..ClientOptions::default()
-        }
-    } else {
-        ClientOptions {
-            node: k,
-            ..ClientOptions::default()
-        }
-    };
-    Ok((rt, Client::open(fs_dir, opts)?))
+/// What one client process does (`locus bench meta-client`, started by
+/// `run` inside its node's namespace and cgroup).
+pub struct ClientArgs {
+    /// The file system (`locus fs up` directory).
+    pub fs: PathBuf,
+    /// The emulated node it runs on: its directory's name, and the daemon it
+    /// acts through on Locus.
+    pub node: u32,
+    /// Set for a client of the central file system: where it stages data.
+    pub scratch: Option<PathBuf>,
+    /// Its files go under `ROOT/c<node>` and `ROOT/shared`.
+    pub root: String,
+    pub files: u32,
+    pub depth: u32,
 }
 
-/// Client `k`'s part of one measurement, on its own thread: connect and
-/// make its directories, then for each layout wait for every client and
-/// create its files; returns its seconds per layout. It waits at every
-/// start even after a failure, so the others never wait for it forever.
-fn client(
-    e: &Emulation,
-    fs_dir: &Path,
-    k: u32,
-    central: bool,
-    scratch: &Path,
-    (files, depth): (u32, u32),
-    start: &Barrier,
-) -> Result<Vec<f64>> {
-    let root = format!("/meta/n{}", e.nodes.len());
-    let ready = connect(e, fs_dir, k, central, scratch).and_then(|(rt, c)| {
-        rt.block_on(async {
-            c.mkdir_all(&format!("{root}/c{k}")).await?;
-            if k == 0 {
-                c.mkdir_all(&format!("{root}/shared")).await?;
-            }
-            anyhow::Ok(())
-        })?;
-        Ok((rt, c))
-    });
-    let layouts = [Layout::OwnDirs, Layout::SharedDir];
-    let (rt, c) = match ready {
-        Ok(ready) => ready,
-        Err(e) => {
-            layouts.iter().for_each(|_| drop(start.wait()));
-            return Err(e);
-        }
+const LAYOUTS: [Layout; 2] = [Layout::OwnDirs, Layout::SharedDir];
+
+/// A client process: makes its directories and says `ready`, then for each
+/// layout waits for a line on stdin, creates its files and prints the
+/// seconds it took.
+pub fn client_main(a: ClientArgs) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let k = a.node;
+    let opts = ClientOptions {
+        // The central file system has one node, reached over the network.
+        node: if a.scratch.is_some() { 0 } else { k },
+        scratch: a.scratch,
+        ..ClientOptions::default()
     };
-    let (mut seconds, mut failed) = (Vec::new(), None);
-    for layout in layouts {
-        start.wait();
-        if failed.is_some() {
-            continue;
+    let c = Client::open(&a.fs, opts)?;
+    rt.block_on(async {
+        c.mkdir_all(&format!("{}/c{k}", a.root)).await?;
+        c.mkdir_all(&format!("{}/shared", a.root)).await?;
+        anyhow::Ok(())
+    })?;
+    let (mut stdin, mut stdout) = (std::io::stdin().lock(), std::io::stdout().lock());
+    writeln!(stdout, "ready")?;
+    stdout.flush()?;
+    for layout in LAYOUTS {
+        let mut go = String::new();
+        if stdin.read_line(&mut go)? == 0 {
+            bail!("the benchmark went away");
         }
-        let root = root.clone();
+        let root = a.root.clone();
         let create = move |c: Client, _, i| {
             let path = layout.path(&root, k, i);
             async move { c.create_empty(&path).await.map(drop) }
         };
-        match rt.block_on(phase(std::slice::from_ref(&c), files, depth, create)) {
-            Ok(took) => seconds.push(took.as_secs_f64()),
-            Err(e) => failed = Some(e),
-        }
+        let took = rt.block_on(phase(std::slice::from_ref(&c), a.files, a.depth, create))?;
+        writeln!(stdout, "{}", took.as_secs_f64())?;
+        stdout.flush()?;
     }
-    failed.map_or(Ok(seconds), Err)
+    Ok(())
 }
 
-/// Both layouts with every node's client at once, on Locus or central.
-fn measure(
-    e: &Emulation,
-    cluster_dir: &Path,
-    work: &Path,
-    central: bool,
-    load: (u32, u32),
-) -> Result<Vec<Point>> {
+/// Client processes, killed if dropped before they finish.
+struct Clients(Vec<(Child, BufReader<ChildStdout>)>);
+
+impl Clients {
+    /// One line from every client; a client that ends instead fails the
+    /// measurement with what it said on stderr.
+    fn lines(&mut self) -> Result<Vec<String>> {
+        let mut lines = Vec::new();
+        for (k, (child, out)) in self.0.iter_mut().enumerate() {
+            let mut line = String::new();
+            if out.read_line(&mut line)? == 0 {
+                let _ = child.kill();
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = e.read_to_string(&mut err);
+                }
+                bail!("client on node{k} failed: {}", err.trim());
+            }
+            lines.push(line.trim().to_string());
+        }
+        Ok(lines)
+    }
+
+    fn go(&mut self) -> Result<()> {
+        for (child, _) in &mut self.0 {
+            let stdin = child.stdin.as_mut().context("client stdin")?;
+            stdin.write_all(b"go\n")?;
+            stdin.flush()?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Clients {
+    fn drop(&mut self) {
+        for (child, _) in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Both layouts with one client process per node at once, on Locus or
+/// central; each client starts inside its node's namespace and cgroup.
+fn measure(exe: &Path, cluster: &Cluster, work: &Path, central: bool, o: &MetaClusterOpts) -> Result<Vec<Point>> {
+    let e = &cluster.emulation;
     let mode = if central { FsMode::Central } else { FsMode::Local };
-    let fs_dir = Emulation::fs_dir(cluster_dir, mode);
-    let scratch = work.join("scratch");
+    let fs_dir = Emulation::fs_dir(&cluster.dir, mode);
     let nodes = e.nodes.len() as u32;
-    let start = Barrier::new(nodes as usize);
-    let seconds: Vec<Vec<f64>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..nodes)
-            .map(|k| {
-                let (fs_dir, scratch, start) = (&fs_dir, &scratch, &start);
-                s.spawn(move || client(e, fs_dir, k, central, scratch, load, start))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().map_err(|_| anyhow!("a client thread panicked"))?)
-            .collect::<Result<_>>()
-    })?;
-    Ok([Layout::OwnDirs, Layout::SharedDir]
-        .iter()
-        .enumerate()
-        .map(|(i, layout)| Point {
+    let root = format!("/meta/n{nodes}");
+    let mut clients = Clients(Vec::new());
+    for (k, host) in e.nodes.iter().enumerate() {
+        let mut cmd = Command::new(exe);
+        cmd.args(["bench", "meta-client", "--fs"])
+            .arg(&fs_dir)
+            .args(["--node", &k.to_string(), "--root", &root])
+            .args(["--files", &o.files.to_string(), "--depth", &o.depth.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if central {
+            cmd.arg("--scratch").arg(work.join("scratch").join(&host.name));
+        }
+        locus_fs::netns::enter(&mut cmd, &host.netns)?;
+        if let Some(cg) = &host.cgroup {
+            locus_fs::cgroup::join(&mut cmd, cg)?;
+        }
+        let mut child = cmd.spawn().context("starting a metadata client")?;
+        let out = BufReader::new(child.stdout.take().context("client stdout")?);
+        clients.0.push((child, out));
+    }
+    clients.lines()?;
+    let mut points = Vec::new();
+    for layout in LAYOUTS {
+        clients.go()?;
+        let seconds = clients.lines()?;
+        let client_seconds = seconds
+            .iter()
+            .map(|s| s.parse::<f64>().with_context(|| format!("client said '{s}'")))
+            .collect::<Result<_>>()?;
+        points.push(Point {
             nodes,
             layout: layout.label().to_string(),
             central,
-            files: load.0,
-            client_seconds: seconds.iter().map(|s| s[i]).collect(),
-        })
-        .collect())
+            files: o.files,
+            client_seconds,
+        });
+    }
+    Ok(points)
 }
 
 pub fn run(o: MetaClusterOpts) -> Result<()> {
@@ -203,6 +234,7 @@ pub fn run(o: MetaClusterOpts) -> Result<()> {
         machine,
         link: o.cluster.link.to_string(),
         storage_link: o.cluster.storage_link.to_string(),
+        host_cpus: o.cluster.host_cpus,
         files: o.files,
         depth: o.depth,
         points: Vec::new(),
@@ -211,11 +243,12 @@ pub fn run(o: MetaClusterOpts) -> Result<()> {
         let work = o.work.join(format!("n{nodes}"));
         std::fs::create_dir_all(&work)?;
         let cluster = o.cluster.cluster(&work, nodes)?;
-        let e = &cluster.emulation;
-        let nodes = e.nodes.len() as u32;
-        eprintln!("  {nodes} node(s): Locus, then central");
+        eprintln!(
+            "  {} node(s): Locus, then central",
+            cluster.emulation.nodes.len()
+        );
         for central in [false, true] {
-            let points = measure(e, &cluster.dir, &work, central, (o.files, o.depth))?;
+            let points = measure(&o.cluster.exe, &cluster, &work, central, &o)?;
             results.points.extend(points);
         }
     }
@@ -226,8 +259,12 @@ pub fn run(o: MetaClusterOpts) -> Result<()> {
 
 fn print_results(r: &Results) {
     println!(
-        "\n{} empty files per client, {} in flight, one client per node; links {} (storage {}); creates/s:",
-        r.files, r.depth, r.link, r.storage_link
+        "\n{} empty files per client, {} in flight, one client per node; links {} (storage {}){}; creates/s:",
+        r.files,
+        r.depth,
+        r.link,
+        r.storage_link,
+        crate::emulated::cpu_note(r.host_cpus)
     );
     println!(
         "{:>6} {:>14} {:>14} {:>8} {:>14} {:>14} {:>8}",

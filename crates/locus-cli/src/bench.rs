@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use locus_bench::emulate::{Emulation, Rate};
-use locus_bench::emulated::ClusterOpts;
+use locus_bench::emulated::{ClusterOpts, HostCpus};
 use locus_bench::filecopy::{self, Scaling};
 use locus_bench::{check, io, mapreduce, meta, meta_cluster, tasks};
 use locus_fs::launch::Launch;
@@ -48,6 +48,11 @@ pub struct EmulatedArgs {
     /// Where results (JSON and the HTML report) are written.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// CPUs each host (node or storage) may use: auto (an equal share of
+    /// this machine's cores, as separate machines), off, or a number.
+    /// Default: auto for mapreduce and meta-cluster, off for filecopy.
+    #[arg(long)]
+    pub host_cpus: Option<HostCpus>,
 }
 
 impl EmulatedArgs {
@@ -59,12 +64,15 @@ impl EmulatedArgs {
         })
     }
 
-    fn cluster_opts(&self, common: &Common) -> Result<ClusterOpts> {
+    /// How to make each step's cluster, for a sweep up to `max_nodes` nodes;
+    /// `cpus` applies unless `--host-cpus` is given.
+    fn cluster_opts(&self, common: &Common, max_nodes: u32, cpus: HostCpus) -> Result<ClusterOpts> {
         Ok(ClusterOpts {
             exe: std::env::current_exe().context("locating the locus binary")?,
             launch: common.launch()?,
             link: self.link,
             storage_link: self.storage_link,
+            host_cpus: self.host_cpus.unwrap_or(cpus).per_host(max_nodes),
             cluster: self.cluster.clone(),
         })
     }
@@ -221,6 +229,22 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 16)]
         depth: u32,
     },
+    /// One client of `meta-cluster`, started by it on its node.
+    #[command(hide = true)]
+    MetaClient {
+        #[arg(long)]
+        fs: PathBuf,
+        #[arg(long)]
+        node: u32,
+        #[arg(long)]
+        scratch: Option<PathBuf>,
+        #[arg(long)]
+        root: String,
+        #[arg(long)]
+        files: u32,
+        #[arg(long)]
+        depth: u32,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -266,9 +290,10 @@ pub fn run(b: BenchCommand) -> Result<()> {
             size_mib,
         } => {
             let work = common.work_dir("mapreduce");
+            let nodes = emulated.nodes(nodes)?;
             let result = mapreduce::run(mapreduce::MapreduceOpts {
-                nodes: emulated.nodes(nodes)?,
-                cluster: emulated.cluster_opts(&common)?,
+                nodes,
+                cluster: emulated.cluster_opts(&common, nodes, HostCpus::Auto)?,
                 workers_per_node,
                 files,
                 size: size_mib << 20,
@@ -296,8 +321,9 @@ pub fn run(b: BenchCommand) -> Result<()> {
                 Some(_) => vec![emulated.nodes(0)?],
                 None => nodes,
             };
+            let max = nodes.iter().copied().max().unwrap_or(1);
             let result = filecopy::run(filecopy::FilecopyOpts {
-                cluster: emulated.cluster_opts(&common)?,
+                cluster: emulated.cluster_opts(&common, max, HostCpus::Off)?,
                 nodes,
                 workers_per_node,
                 scaling,
@@ -325,8 +351,9 @@ pub fn run(b: BenchCommand) -> Result<()> {
                 Some(_) => vec![emulated.nodes(0)?],
                 None => nodes,
             };
+            let max = nodes.iter().copied().max().unwrap_or(1);
             let result = meta_cluster::run(meta_cluster::MetaClusterOpts {
-                cluster: emulated.cluster_opts(&common)?,
+                cluster: emulated.cluster_opts(&common, max, HostCpus::Auto)?,
                 nodes,
                 files,
                 depth,
@@ -336,6 +363,21 @@ pub fn run(b: BenchCommand) -> Result<()> {
             common.finish(&work);
             result
         }
+        BenchCommand::MetaClient {
+            fs,
+            node,
+            scratch,
+            root,
+            files,
+            depth,
+        } => meta_cluster::client_main(meta_cluster::ClientArgs {
+            fs,
+            node,
+            scratch,
+            root,
+            files,
+            depth,
+        }),
         BenchCommand::Tasks {
             builtin,
             apps,

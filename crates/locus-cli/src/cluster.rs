@@ -35,6 +35,10 @@ pub struct UpArgs {
     /// The storage host's link (default: the node link).
     #[arg(long)]
     pub storage_link: Option<Rate>,
+    /// Limit each host (node or storage) to this many CPUs' worth of time
+    /// with a cgroup, as separate machines (default: no limit).
+    #[arg(long)]
+    pub host_cpus: Option<f64>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Metadata durability of the daemons: group (durable) or none.
@@ -58,6 +62,7 @@ fn up(a: UpArgs) -> Result<()> {
         nodes: a.nodes,
         link: a.link,
         storage_link: a.storage_link.unwrap_or(a.link),
+        host_cpus: a.host_cpus,
         launch: Launch {
             exe: std::env::current_exe().context("locating the locus binary")?,
             durability: a.durability,
@@ -65,11 +70,12 @@ fn up(a: UpArgs) -> Result<()> {
     };
     let e = emulate::up(&a.cluster.dir, &o)?;
     println!(
-        "emulated cluster at {}: {} nodes at {} each, storage at {}",
+        "emulated cluster at {}: {} nodes at {} each, storage at {}{}",
         a.cluster.dir.display(),
         e.nodes.len(),
         e.link,
-        e.storage_link
+        e.storage_link,
+        cpu_limit(&e)
     );
     Ok(())
 }
@@ -90,9 +96,14 @@ fn down(a: DownArgs) -> Result<()> {
     Ok(())
 }
 
+fn cpu_limit(e: &Emulation) -> String {
+    e.host_cpus
+        .map_or(String::new(), |c| format!("; {c} CPU(s) per host"))
+}
+
 fn status(a: ClusterArgs) -> Result<()> {
     let (dir, e) = Emulation::load(&a.dir)?;
-    println!("cluster {} at {}", e.id, dir.display());
+    println!("cluster {} at {}{}", e.id, dir.display(), cpu_limit(&e));
     println!(
         "{:<8} {:<15} {:<10} {:<28} daemon",
         "host", "address", "link", "namespace"

@@ -117,6 +117,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                 name: h.name.clone(),
                 netns: h.netns.clone(),
                 addr: h.addr.into(),
+                cgroup: h.cgroup.clone(),
             });
             (
                 Some(Emulation::fs_dir(&dir, a.fs_mode)),

@@ -23,6 +23,9 @@ pub struct NodeInfo {
     /// The network namespace its daemon runs in (an emulated node).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netns: Option<String>,
+    /// The cgroup limiting its daemon's CPU (an emulated node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -82,6 +82,9 @@ impl Launch {
         if let Some(ns) = &node.netns {
             crate::netns::enter(&mut cmd, ns)?;
         }
+        if let Some(cg) = &node.cgroup {
+            crate::cgroup::join(&mut cmd, cg)?;
+        }
         // SAFETY: setsid is async-signal-safe; the daemon leaves our session so
         // it outlives the terminal that started it.
         unsafe {
@@ -131,6 +134,7 @@ impl Launch {
                 addr: SocketAddr::from(([127, 0, 0, id as u8 + 1], 0)),
                 dir: node_dir(dir, id),
                 netns: None,
+                cgroup: None,
             })
             .collect();
         self.create_nodes(dir, nodes, placement)

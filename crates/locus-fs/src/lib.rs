@@ -2,6 +2,7 @@
 //! metadata spread over every node's daemon by consistent hashing, data kept
 //! on the node that wrote it, and its location exposed for scheduling.
 
+pub mod cgroup;
 pub mod client;
 pub mod cluster;
 pub mod launch;
