@@ -444,8 +444,14 @@ pub fn meta_cluster(r: &crate::meta_cluster::Results) -> String {
     );
     let series = vec!["Locus".to_string(), "central".to_string()];
     let sections = [
-        (Layout::OwnDirs, "each client in its own directory (seed 002 Fig. 6)"),
-        (Layout::SharedDir, "all clients in one directory (seed 002 Fig. 7)"),
+        (
+            Layout::OwnDirs,
+            "each client in its own directory (seed 002 Fig. 6)",
+        ),
+        (
+            Layout::SharedDir,
+            "all clients in one directory (seed 002 Fig. 7)",
+        ),
     ];
     for (layout, title) in sections {
         let groups: Vec<(String, Vec<f64>)> = r

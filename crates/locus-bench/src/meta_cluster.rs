@@ -179,9 +179,19 @@ impl Drop for Clients {
 
 /// Both layouts with one client process per node at once, on Locus or
 /// central; each client starts inside its node's namespace and cgroup.
-fn measure(exe: &Path, cluster: &Cluster, work: &Path, central: bool, o: &MetaClusterOpts) -> Result<Vec<Point>> {
+fn measure(
+    exe: &Path,
+    cluster: &Cluster,
+    work: &Path,
+    central: bool,
+    o: &MetaClusterOpts,
+) -> Result<Vec<Point>> {
     let e = &cluster.emulation;
-    let mode = if central { FsMode::Central } else { FsMode::Local };
+    let mode = if central {
+        FsMode::Central
+    } else {
+        FsMode::Local
+    };
     let fs_dir = Emulation::fs_dir(&cluster.dir, mode);
     let nodes = e.nodes.len() as u32;
     let root = format!("/meta/n{nodes}");
@@ -191,12 +201,18 @@ fn measure(exe: &Path, cluster: &Cluster, work: &Path, central: bool, o: &MetaCl
         cmd.args(["bench", "meta-client", "--fs"])
             .arg(&fs_dir)
             .args(["--node", &k.to_string(), "--root", &root])
-            .args(["--files", &o.files.to_string(), "--depth", &o.depth.to_string()])
+            .args([
+                "--files",
+                &o.files.to_string(),
+                "--depth",
+                &o.depth.to_string(),
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         if central {
-            cmd.arg("--scratch").arg(work.join("scratch").join(&host.name));
+            cmd.arg("--scratch")
+                .arg(work.join("scratch").join(&host.name));
         }
         locus_fs::netns::enter(&mut cmd, &host.netns)?;
         if let Some(cg) = &host.cgroup {
@@ -213,7 +229,10 @@ fn measure(exe: &Path, cluster: &Cluster, work: &Path, central: bool, o: &MetaCl
         let seconds = clients.lines()?;
         let client_seconds = seconds
             .iter()
-            .map(|s| s.parse::<f64>().with_context(|| format!("client said '{s}'")))
+            .map(|s| {
+                s.parse::<f64>()
+                    .with_context(|| format!("client said '{s}'"))
+            })
             .collect::<Result<_>>()?;
         points.push(Point {
             nodes,
@@ -243,10 +262,11 @@ pub fn run(o: MetaClusterOpts) -> Result<()> {
         let work = o.work.join(format!("n{nodes}"));
         std::fs::create_dir_all(&work)?;
         let cluster = o.cluster.cluster(&work, nodes)?;
-        eprintln!(
-            "  {} node(s): Locus, then central",
-            cluster.emulation.nodes.len()
-        );
+        let e = &cluster.emulation;
+        eprintln!("  {} node(s): Locus, then central", e.nodes.len());
+        // What the cluster has (the caller's may differ from the options).
+        (results.link, results.storage_link) = (e.link.to_string(), e.storage_link.to_string());
+        results.host_cpus = e.host_cpus;
         for central in [false, true] {
             let points = measure(&o.cluster.exe, &cluster, &work, central, &o)?;
             results.points.extend(points);
@@ -272,8 +292,14 @@ fn print_results(r: &Results) {
     );
     let rate = |n, layout, central| r.find(n, layout, central).map_or(f64::NAN, Point::rate);
     for n in r.node_counts() {
-        let (ol, oc) = (rate(n, Layout::OwnDirs, false), rate(n, Layout::OwnDirs, true));
-        let (sl, sc) = (rate(n, Layout::SharedDir, false), rate(n, Layout::SharedDir, true));
+        let (ol, oc) = (
+            rate(n, Layout::OwnDirs, false),
+            rate(n, Layout::OwnDirs, true),
+        );
+        let (sl, sc) = (
+            rate(n, Layout::SharedDir, false),
+            rate(n, Layout::SharedDir, true),
+        );
         println!(
             "{n:>6} {ol:>14.0} {oc:>14.0} {:>8.2} {sl:>14.0} {sc:>15.0} {:>8.2}",
             ol / oc,

@@ -5,11 +5,11 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use locus_bench::emulate::{Emulation, FsMode};
+use locus_fs::Placement;
 use locus_lang::{compile, ir::Program, Source};
 use locus_runtime::launch::{launch_local, Host, LocalRun};
 use locus_runtime::rank::{run_rank, RankOptions};
 use locus_runtime::rendezvous::RankEnv;
-use locus_fs::Placement;
 use locus_runtime::Locality;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

@@ -89,6 +89,8 @@ fn cluster_up_run_down_leaves_nothing_behind() {
         "2",
         "--link",
         "200mbit",
+        "--host-cpus",
+        "0.5",
         "--dir",
         d,
     ]));
@@ -103,6 +105,28 @@ fn cluster_up_run_down_leaves_nothing_behind() {
     pids.extend(daemon_pids(&dir.join("central")));
     assert_eq!(pids.len(), 3);
     assert!(pids.iter().all(|p| alive(*p)));
+    // Each host's daemon runs in the host's CPU-limited cgroup.
+    let cgroups: Vec<std::path::PathBuf> = e["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain([&e["storage"]])
+        .map(|h| h["cgroup"].as_str().unwrap().into())
+        .collect();
+    let mut in_cgroups: Vec<i32> = cgroups
+        .iter()
+        .flat_map(|cg| {
+            let procs = std::fs::read_to_string(cg.join("cgroup.procs")).unwrap();
+            procs
+                .lines()
+                .map(|p| p.parse().unwrap())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    in_cgroups.sort();
+    let mut sorted = pids.clone();
+    sorted.sort();
+    assert_eq!(in_cgroups, sorted);
     let status = ok(&locus(&["cluster", "status", "--dir", d]));
     assert!(
         status.contains("10.0.0.2") && status.contains("200mbit"),
@@ -121,6 +145,9 @@ string hosts[] = hostmapList();
 file f<"/locus/data/f.bin"> = @location=location(hostmapOneWorker(hosts[1]), HARD, NODE) make();
 file c<"/locus/data/c.txt"> = @location=location(hostmapOneWorker(hosts[0]), HARD, NODE) count(f);
 trace(read(c));
+app (file o) cgroup() { "cat" "/proc/self/cgroup" @stdout=o; }
+file g = @location=location(hostmapOneWorker(hosts[1]), HARD, NODE) cgroup();
+trace(read(g));
 "#,
     )
     .unwrap();
@@ -139,6 +166,8 @@ trace(read(c));
             script.to_str().unwrap(),
         ]));
         assert!(out.contains("100000"), "{mode}: {out}");
+        // Tasks run inside their host's cgroup.
+        assert!(out.contains(&format!("locus-{id}-node1")), "{mode}: {out}");
         let recs = locus_runtime::record::load(&run_dir).unwrap();
         let count = recs.iter().find(|r| r.func == "count").unwrap();
         assert_eq!(
@@ -160,6 +189,7 @@ trace(read(c));
     assert!(down.contains("3 daemon(s) stopped") && down.contains("4 namespace(s) removed"));
     assert_eq!(ours(&sh("ip", &["netns", "list"])), 0);
     assert!(pids.iter().all(|p| !alive(*p)));
+    assert!(cgroups.iter().all(|cg| !cg.exists()));
     assert_eq!(root_links(), links_before);
     assert!(!dir.exists());
 }
@@ -365,4 +395,77 @@ fn mapreduce_bench_places_phases_as_configured_and_the_report_renders() {
         page.to_str().unwrap(),
     ]));
     assert_renders(&page, 3 + 7);
+}
+
+#[test]
+fn meta_cluster_bench_creates_every_file_on_both_file_systems_and_renders() {
+    require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("emu");
+    let d = dir.to_str().unwrap();
+    ok(&locus(&[
+        "cluster",
+        "up",
+        "--emulate",
+        "--nodes",
+        "2",
+        "--host-cpus",
+        "0.5",
+        "--dir",
+        d,
+    ]));
+    let _down = Down(&dir);
+    let out_dir = tmp.path().join("out");
+    let stdout = ok(&locus(&[
+        "bench",
+        "meta-cluster",
+        "--cluster",
+        d,
+        "--files",
+        "150",
+        "--depth",
+        "8",
+        "--dir",
+        tmp.path().join("work").to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]));
+    assert!(stdout.contains("0.50 CPU(s) per host"), "{stdout}");
+    let r: locus_bench::meta_cluster::Results =
+        serde_json::from_slice(&std::fs::read(out_dir.join("meta-cluster.json")).unwrap()).unwrap();
+    // Two layouts on two file systems, each with both nodes' clients.
+    assert_eq!(r.points.len(), 4);
+    for p in &r.points {
+        assert_eq!((p.nodes, p.files, p.client_seconds.len()), (2, 150, 2));
+        assert!(p.rate() > 0.0 && p.rate().is_finite());
+    }
+    // Every file exists, in its client's directory and in the shared one, on
+    // Locus and on the central file system (listed from inside node0).
+    let e: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("emulation.json")).unwrap()).unwrap();
+    let netns = e["nodes"][0]["netns"].as_str().unwrap();
+    let exe = env!("CARGO_BIN_EXE_locus");
+    for fs in ["fs", "central"] {
+        let fs_dir = dir.join(fs);
+        let count = |path: &str| {
+            let out = Command::new("ip")
+                .args(["netns", "exec", netns, exe, "fs", "ls", "--dir"])
+                .arg(&fs_dir)
+                .arg(path)
+                .output()
+                .unwrap();
+            ok(&out).lines().count()
+        };
+        assert_eq!(count("/meta/n2/c0"), 150, "{fs}");
+        assert_eq!(count("/meta/n2/c1"), 150, "{fs}");
+        assert_eq!(count("/meta/n2/shared"), 300, "{fs}");
+    }
+    let page = tmp.path().join("meta.html");
+    ok(&locus(&[
+        "report",
+        out_dir.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]));
+    assert_renders(&page, 2);
 }

@@ -30,10 +30,13 @@ pub fn path(name: &str) -> PathBuf {
 /// Makes cgroup `name` limited to `cores` CPUs' worth of time.
 pub fn create(name: &str, cores: f64) -> io::Result<PathBuf> {
     if cores.is_nan() || cores <= 0.0 {
-        return Err(io::Error::other(format!("CPU share {cores} must be positive")));
+        return Err(io::Error::other(format!(
+            "CPU share {cores} must be positive"
+        )));
     }
     let dir = path(name);
-    let annotate = |e: io::Error| io::Error::new(e.kind(), format!("cgroup {}: {e}", dir.display()));
+    let annotate =
+        |e: io::Error| io::Error::new(e.kind(), format!("cgroup {}: {e}", dir.display()));
     std::fs::create_dir(&dir).map_err(annotate)?;
     let quota = ((cores * PERIOD_US as f64) as u64).max(1_000);
     let limited = if dir.join("cpu.max").exists() {
@@ -66,8 +69,8 @@ pub fn remove(dir: &Path) -> io::Result<()> {
 
 /// Makes `cmd`'s process start inside the cgroup at `dir`.
 pub fn join(cmd: &mut Command, dir: &Path) -> io::Result<()> {
-    let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes())
-        .map_err(io::Error::other)?;
+    let procs =
+        CString::new(dir.join("cgroup.procs").as_os_str().as_bytes()).map_err(io::Error::other)?;
     // SAFETY: open, write and close are async-signal-safe; nothing is
     // allocated between fork and exec. Writing 0 moves the writer itself.
     unsafe {

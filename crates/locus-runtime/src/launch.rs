@@ -97,10 +97,11 @@ fn run_ranks(r: &LocalRun, fs_dir: &std::path::Path, nodes: &[String]) -> Result
     for (rank, node) in nodes.iter().enumerate() {
         let mut cmd = Command::new(&r.exe);
         if let Some(h) = r.hosts.iter().flatten().find(|h| &h.name == node) {
-            let entered = locus_fs::netns::enter(&mut cmd, &h.netns).and_then(|_| match &h.cgroup {
-                Some(cg) => locus_fs::cgroup::join(&mut cmd, cg),
-                None => Ok(()),
-            });
+            let entered =
+                locus_fs::netns::enter(&mut cmd, &h.netns).and_then(|_| match &h.cgroup {
+                    Some(cg) => locus_fs::cgroup::join(&mut cmd, cg),
+                    None => Ok(()),
+                });
             if let Err(e) = entered {
                 stop_all(&mut children);
                 return Err(format!("cannot start rank {rank} on {node}: {e}"));
