@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-tasks bench-filecopy bench-mapreduce
+.PHONY: setup build run test lint bench-meta bench-io bench-tasks bench-filecopy bench-mapreduce bench-meta-cluster
 
 setup:
 	./scripts/setup.sh
@@ -34,3 +34,6 @@ bench-filecopy: build
 
 bench-mapreduce: build
 	target/release/locus bench mapreduce
+
+bench-meta-cluster: build
+	target/release/locus bench meta-cluster

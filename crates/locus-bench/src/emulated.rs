@@ -234,16 +234,26 @@ impl Outcome {
         (1.0 - busy / total).max(0.0)
     }
 
-    /// Bytes fetched from other nodes by `func`'s tasks, per reading node.
-    pub fn remote_in(&self, func: &str) -> BTreeMap<String, u64> {
+    /// Input bytes of `func`'s tasks per node that ran them: (read locally,
+    /// fetched from other nodes).
+    pub fn bytes_in(&self, func: &str) -> BTreeMap<String, (u64, u64)> {
         let node_of: BTreeMap<u32, &str> =
             self.workers.iter().map(|(r, n)| (*r, n.as_str())).collect();
-        let mut per = BTreeMap::new();
+        let mut per = BTreeMap::<String, (u64, u64)>::new();
         for s in self.tasks(func) {
             let node = node_of.get(&s.rank).copied().unwrap_or("?");
-            *per.entry(node.to_string()).or_default() += s.remote_bytes;
+            let e = per.entry(node.to_string()).or_default();
+            (e.0, e.1) = (e.0 + s.local_bytes, e.1 + s.remote_bytes);
         }
         per
+    }
+
+    /// The number of nodes with workers.
+    pub fn nodes(&self) -> usize {
+        let mut names: Vec<&str> = self.workers.iter().map(|(_, n)| n.as_str()).collect();
+        names.sort();
+        names.dedup();
+        names.len()
     }
 }
 

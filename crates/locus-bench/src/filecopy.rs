@@ -82,14 +82,17 @@ fn configs(o: &FilecopyOpts) -> Vec<Config> {
 
 const MB: f64 = 1e6;
 
-/// Time the read phase could take at best: every node pulls its remote
-/// bytes through its own link at the measured rate, and all bytes are read
-/// at the host's measured concurrent dd rate.
+/// Time the read phase could take at best: the busiest node reads all its
+/// bytes at its share of the host's measured concurrent dd rate and pulls
+/// its remote ones through its own link at the measured rate. (Data placed
+/// unevenly, as hashing does, raises the bound: that node's work is the
+/// phase's floor however well the readers run.)
 pub fn read_bound(o: &Outcome, b: &Baselines) -> f64 {
-    let remote = o.remote_in("read_task").into_values().max().unwrap_or(0);
-    let (local, fetched) = o.input_bytes(Some("read_task"));
-    let total = local + fetched;
-    remote as f64 / b.link + total as f64 / b.dd_read
+    let per_node_dd = b.dd_read / o.nodes().max(1) as f64;
+    o.bytes_in("read_task")
+        .into_values()
+        .map(|(local, remote)| (local + remote) as f64 / per_node_dd + remote as f64 / b.link)
+        .fold(0.0, f64::max)
 }
 
 pub fn run(o: FilecopyOpts) -> Result<()> {

@@ -356,11 +356,11 @@ pub fn filecopy(r: &Results) -> String {
     let b = &last.baselines;
     let _ = write!(
         body,
-        "<h2>Locality, {}</h2>{}<p>Read phase against its bound (remote bytes through one link at {:.1} MB/s, all bytes at the host's dd rate {:.0} MB/s): {}</p>",
+        "<h2>Locality, {}</h2>{}<p>Read phase against its bound (the busiest node's bytes at its share of the host's concurrent dd rate {:.0} MB/s, its remote bytes through its link at {:.1} MB/s): {}</p>",
         esc(&step_label(last)),
         locality_table(&last.outcomes.iter().collect::<Vec<_>>()),
-        b.link / MB,
         b.dd_read / MB,
+        b.link / MB,
         last.outcomes
             .iter()
             .filter(|o| !o.config.central)
