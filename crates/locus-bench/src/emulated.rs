@@ -98,11 +98,31 @@ impl HostCpus {
     }
 }
 
-/// How a report states the hosts' CPU limit.
-pub fn cpu_note(host_cpus: Option<f64>) -> String {
-    host_cpus.map_or(", hosts not CPU-limited".to_string(), |c| {
-        format!(", {c:.2} CPU(s) per host")
-    })
+/// What a benchmark ran on: the machine, the emulated links and the hosts'
+/// CPU limit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Testbed {
+    pub machine: String,
+    pub link: String,
+    pub storage_link: String,
+    /// CPUs each host could use (`None`: no limit).
+    #[serde(default)]
+    pub host_cpus: Option<f64>,
+}
+
+impl Testbed {
+    /// The links and CPU limit in words, for reports.
+    pub fn links(&self) -> String {
+        let cpus = self
+            .host_cpus
+            .map_or("hosts not CPU-limited".to_string(), |c| {
+                format!("{c:.2} CPU(s) per host")
+            });
+        format!(
+            "links {} per node, storage link {}, {cpus}",
+            self.link, self.storage_link
+        )
+    }
 }
 
 /// One way of running a workload: its file system, where its files are
@@ -474,6 +494,25 @@ pub struct ClusterOpts {
 }
 
 impl ClusterOpts {
+    /// What the benchmark runs on: the given cluster's settings, else these
+    /// options'.
+    pub fn testbed(&self) -> Result<Testbed> {
+        let machine = crate::machine::describe();
+        let (link, storage_link, host_cpus) = match &self.cluster {
+            Some(at) => {
+                let e = Emulation::load(at)?.1;
+                (e.link, e.storage_link, e.host_cpus)
+            }
+            None => (self.link, self.storage_link, self.host_cpus),
+        };
+        Ok(Testbed {
+            machine,
+            link: link.to_string(),
+            storage_link: storage_link.to_string(),
+            host_cpus,
+        })
+    }
+
     /// The cluster for a step with `nodes` nodes under `work`.
     pub fn cluster(&self, work: &Path, nodes: u32) -> Result<Cluster> {
         match &self.cluster {

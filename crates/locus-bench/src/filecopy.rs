@@ -5,7 +5,7 @@
 //! beside the links' raw TCP rate and the host's own dd, measured in the
 //! same run.
 
-use crate::emulated::{dd_rates, link_rate, ClusterOpts, Config, Outcome};
+use crate::emulated::{dd_rates, link_rate, ClusterOpts, Config, Outcome, Testbed};
 use crate::report::target;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -60,9 +60,8 @@ pub struct Step {
 /// `locus bench filecopy`'s results (`OUT/filecopy.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
-    pub machine: String,
-    pub link: String,
-    pub storage_link: String,
+    #[serde(flatten)]
+    pub testbed: Testbed,
     pub scaling: Scaling,
     pub steps: Vec<Step>,
 }
@@ -96,13 +95,11 @@ pub fn read_bound(o: &Outcome, b: &Baselines) -> f64 {
 }
 
 pub fn run(o: FilecopyOpts) -> Result<()> {
-    let machine = crate::machine::describe();
-    println!("{machine}");
+    let testbed = o.cluster.testbed()?;
+    println!("{}", testbed.machine);
     std::fs::create_dir_all(&o.work)?;
     let mut results = Results {
-        machine,
-        link: o.cluster.link.to_string(),
-        storage_link: o.cluster.storage_link.to_string(),
+        testbed,
         scaling: o.scaling,
         steps: Vec::new(),
     };

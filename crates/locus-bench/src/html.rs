@@ -305,10 +305,9 @@ pub fn filecopy(r: &Results) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<p>{}<br>links {} per node, storage link {}; {:?} scaling. Central = all data and metadata on the storage host (the shared file system of the seeds).</p>",
-        esc(&r.machine),
-        esc(&r.link),
-        esc(&r.storage_link),
+        "<p>{}<br>{}; {:?} scaling. Central = all data and metadata on the storage host (the shared file system of the seeds).</p>",
+        esc(&r.testbed.machine),
+        esc(&r.testbed.links()),
         r.scaling
     );
     let Some(last) = r.steps.last() else {
@@ -385,15 +384,13 @@ pub fn mapreduce(r: &crate::mapreduce::Results) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<p>{}<br>{} nodes × {} workers, {} files of {} MiB; links {} per node, storage link {}{}. Central = all data and metadata on the storage host.</p>",
-        esc(&r.machine),
+        "<p>{}<br>{} nodes × {} workers, {} files of {} MiB; {}. Central = all data and metadata on the storage host.</p>",
+        esc(&r.testbed.machine),
         r.nodes,
         r.workers_per_node,
         r.files,
         r.size >> 20,
-        esc(&r.link),
-        esc(&r.storage_link),
-        esc(&crate::emulated::cpu_note(r.host_cpus))
+        esc(&r.testbed.links())
     );
     let names: Vec<String> = r.outcomes.iter().map(|o| o.config.name.clone()).collect();
     let phases: Vec<String> = crate::mapreduce::PHASES
@@ -434,13 +431,11 @@ pub fn meta_cluster(r: &crate::meta_cluster::Results) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
-        "<p>{}<br>one client per node, each creating {} empty files with {} in flight; links {} per node, storage link {}{}. Central = one metadata daemon on the storage host (the shared file system of the seeds).</p>",
-        esc(&r.machine),
+        "<p>{}<br>one client per node, each creating {} empty files with {} in flight; {}. Central = one metadata daemon on the storage host (the shared file system of the seeds).</p>",
+        esc(&r.testbed.machine),
         r.files,
         r.depth,
-        esc(&r.link),
-        esc(&r.storage_link),
-        esc(&crate::emulated::cpu_note(r.host_cpus))
+        esc(&r.testbed.links())
     );
     let series = vec!["Locus".to_string(), "central".to_string()];
     let sections = [

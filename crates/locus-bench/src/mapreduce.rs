@@ -4,7 +4,7 @@
 //! Fig. 7 and on the central file system; per-phase times (Figs. 7–9) and
 //! per-worker busy/idle timelines (Fig. 10).
 
-use crate::emulated::{ClusterOpts, Config, Outcome};
+use crate::emulated::{ClusterOpts, Config, Outcome, Testbed};
 use crate::report::target;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -27,12 +27,8 @@ pub struct MapreduceOpts {
 /// `locus bench mapreduce`'s results (`OUT/mapreduce.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
-    pub machine: String,
-    pub link: String,
-    pub storage_link: String,
-    /// CPUs each host could use (`None`: no limit).
-    #[serde(default)]
-    pub host_cpus: Option<f64>,
+    #[serde(flatten)]
+    pub testbed: Testbed,
     pub nodes: u32,
     pub workers_per_node: u32,
     pub files: u32,
@@ -64,8 +60,8 @@ pub fn phase_avg(o: &Outcome, func: &str) -> f64 {
 }
 
 pub fn run(o: MapreduceOpts) -> Result<()> {
-    let machine = crate::machine::describe();
-    println!("{machine}");
+    let testbed = o.cluster.testbed()?;
+    println!("{}", testbed.machine);
     std::fs::create_dir_all(&o.work)?;
     let cluster = o.cluster.cluster(&o.work, o.nodes)?;
     let outcomes = crate::emulated::run_configs(
@@ -78,10 +74,7 @@ pub fn run(o: MapreduceOpts) -> Result<()> {
         &[format!("--n={}", o.files), format!("--size={}", o.size)],
     )?;
     let r = Results {
-        machine,
-        link: cluster.emulation.link.to_string(),
-        storage_link: cluster.emulation.storage_link.to_string(),
-        host_cpus: cluster.emulation.host_cpus,
+        testbed,
         nodes: cluster.emulation.nodes.len() as u32,
         workers_per_node: o.workers_per_node,
         files: o.files,
@@ -94,14 +87,12 @@ pub fn run(o: MapreduceOpts) -> Result<()> {
 
 fn print_results(r: &Results) {
     println!(
-        "\n{} nodes × {} workers, {} files of {} MiB, links {} (storage {}){}; average seconds per task:",
+        "\n{} nodes × {} workers, {} files of {} MiB, {}; average seconds per task:",
         r.nodes,
         r.workers_per_node,
         r.files,
         r.size >> 20,
-        r.link,
-        r.storage_link,
-        crate::emulated::cpu_note(r.host_cpus)
+        r.testbed.links()
     );
     println!(
         "{:<20} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>10}",

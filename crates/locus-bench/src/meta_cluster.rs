@@ -6,7 +6,7 @@
 //! storage host, every request through its link), scaled over node counts.
 
 use crate::emulate::{Emulation, FsMode};
-use crate::emulated::{Cluster, ClusterOpts};
+use crate::emulated::{Cluster, ClusterOpts, Testbed};
 use crate::meta::{phase, Layout};
 use crate::report::target;
 use anyhow::{bail, Context, Result};
@@ -51,12 +51,8 @@ impl Point {
 /// `locus bench meta-cluster`'s results (`OUT/meta-cluster.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
-    pub machine: String,
-    pub link: String,
-    pub storage_link: String,
-    /// CPUs each host could use (`None`: no limit).
-    #[serde(default)]
-    pub host_cpus: Option<f64>,
+    #[serde(flatten)]
+    pub testbed: Testbed,
     pub files: u32,
     pub depth: u32,
     pub points: Vec<Point>,
@@ -246,14 +242,11 @@ fn measure(
 }
 
 pub fn run(o: MetaClusterOpts) -> Result<()> {
-    let machine = crate::machine::describe();
-    println!("{machine}");
+    let testbed = o.cluster.testbed()?;
+    println!("{}", testbed.machine);
     std::fs::create_dir_all(&o.work)?;
     let mut results = Results {
-        machine,
-        link: o.cluster.link.to_string(),
-        storage_link: o.cluster.storage_link.to_string(),
-        host_cpus: o.cluster.host_cpus,
+        testbed,
         files: o.files,
         depth: o.depth,
         points: Vec::new(),
@@ -262,11 +255,10 @@ pub fn run(o: MetaClusterOpts) -> Result<()> {
         let work = o.work.join(format!("n{nodes}"));
         std::fs::create_dir_all(&work)?;
         let cluster = o.cluster.cluster(&work, nodes)?;
-        let e = &cluster.emulation;
-        eprintln!("  {} node(s): Locus, then central", e.nodes.len());
-        // What the cluster has (the caller's may differ from the options).
-        (results.link, results.storage_link) = (e.link.to_string(), e.storage_link.to_string());
-        results.host_cpus = e.host_cpus;
+        eprintln!(
+            "  {} node(s): Locus, then central",
+            cluster.emulation.nodes.len()
+        );
         for central in [false, true] {
             let points = measure(&o.cluster.exe, &cluster, &work, central, &o)?;
             results.points.extend(points);
@@ -279,12 +271,10 @@ pub fn run(o: MetaClusterOpts) -> Result<()> {
 
 fn print_results(r: &Results) {
     println!(
-        "\n{} empty files per client, {} in flight, one client per node; links {} (storage {}){}; creates/s:",
+        "\n{} empty files per client, {} in flight, one client per node; {}; creates/s:",
         r.files,
         r.depth,
-        r.link,
-        r.storage_link,
-        crate::emulated::cpu_note(r.host_cpus)
+        r.testbed.links()
     );
     println!(
         "{:>6} {:>14} {:>14} {:>8} {:>14} {:>14} {:>8}",

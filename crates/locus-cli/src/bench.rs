@@ -56,17 +56,18 @@ pub struct EmulatedArgs {
 }
 
 impl EmulatedArgs {
-    /// `nodes`, or the node count of the given cluster.
-    fn nodes(&self, nodes: u32) -> Result<u32> {
+    /// The node counts to run on: `nodes`, or the given cluster's.
+    fn sweep(&self, nodes: Vec<u32>) -> Result<Vec<u32>> {
         Ok(match &self.cluster {
-            Some(at) => Emulation::load(at)?.1.nodes.len() as u32,
+            Some(at) => vec![Emulation::load(at)?.1.nodes.len() as u32],
             None => nodes,
         })
     }
 
-    /// How to make each step's cluster, for a sweep up to `max_nodes` nodes;
-    /// `cpus` applies unless `--host-cpus` is given.
-    fn cluster_opts(&self, common: &Common, max_nodes: u32, cpus: HostCpus) -> Result<ClusterOpts> {
+    /// How to make each step's cluster for a sweep over `nodes`; `cpus`
+    /// applies unless `--host-cpus` is given.
+    fn cluster_opts(&self, common: &Common, nodes: &[u32], cpus: HostCpus) -> Result<ClusterOpts> {
+        let max_nodes = nodes.iter().copied().max().unwrap_or(1);
         Ok(ClusterOpts {
             exe: std::env::current_exe().context("locating the locus binary")?,
             launch: common.launch()?,
@@ -290,10 +291,10 @@ pub fn run(b: BenchCommand) -> Result<()> {
             size_mib,
         } => {
             let work = common.work_dir("mapreduce");
-            let nodes = emulated.nodes(nodes)?;
+            let nodes = emulated.sweep(vec![nodes])?[0];
             let result = mapreduce::run(mapreduce::MapreduceOpts {
                 nodes,
-                cluster: emulated.cluster_opts(&common, nodes, HostCpus::Auto)?,
+                cluster: emulated.cluster_opts(&common, &[nodes], HostCpus::Auto)?,
                 workers_per_node,
                 files,
                 size: size_mib << 20,
@@ -317,13 +318,9 @@ pub fn run(b: BenchCommand) -> Result<()> {
             scope,
         } => {
             let work = common.work_dir("filecopy");
-            let nodes = match &emulated.cluster {
-                Some(_) => vec![emulated.nodes(0)?],
-                None => nodes,
-            };
-            let max = nodes.iter().copied().max().unwrap_or(1);
+            let nodes = emulated.sweep(nodes)?;
             let result = filecopy::run(filecopy::FilecopyOpts {
-                cluster: emulated.cluster_opts(&common, max, HostCpus::Off)?,
+                cluster: emulated.cluster_opts(&common, &nodes, HostCpus::Off)?,
                 nodes,
                 workers_per_node,
                 scaling,
@@ -347,13 +344,9 @@ pub fn run(b: BenchCommand) -> Result<()> {
             depth,
         } => {
             let work = common.work_dir("meta-cluster");
-            let nodes = match &emulated.cluster {
-                Some(_) => vec![emulated.nodes(0)?],
-                None => nodes,
-            };
-            let max = nodes.iter().copied().max().unwrap_or(1);
+            let nodes = emulated.sweep(nodes)?;
             let result = meta_cluster::run(meta_cluster::MetaClusterOpts {
-                cluster: emulated.cluster_opts(&common, max, HostCpus::Auto)?,
+                cluster: emulated.cluster_opts(&common, &nodes, HostCpus::Auto)?,
                 nodes,
                 files,
                 depth,

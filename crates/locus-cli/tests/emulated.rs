@@ -66,6 +66,23 @@ impl Drop for Down<'_> {
     }
 }
 
+/// A 2-node emulated cluster at `dir`, each host limited to half a CPU.
+fn cluster_up(dir: &str, extra: &[&str]) {
+    let mut args = vec![
+        "cluster",
+        "up",
+        "--emulate",
+        "--nodes",
+        "2",
+        "--host-cpus",
+        "0.5",
+        "--dir",
+        dir,
+    ];
+    args.extend_from_slice(extra);
+    ok(&locus(&args));
+}
+
 fn daemon_pids(fs: &Path) -> Vec<i32> {
     std::fs::read_dir(fs)
         .unwrap()
@@ -81,19 +98,7 @@ fn cluster_up_run_down_leaves_nothing_behind() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("emu");
     let d = dir.to_str().unwrap();
-    ok(&locus(&[
-        "cluster",
-        "up",
-        "--emulate",
-        "--nodes",
-        "2",
-        "--link",
-        "200mbit",
-        "--host-cpus",
-        "0.5",
-        "--dir",
-        d,
-    ]));
+    cluster_up(d, &["--link", "200mbit"]);
     let _down = Down(&dir);
     let e: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("emulation.json")).unwrap()).unwrap();
@@ -403,17 +408,7 @@ fn meta_cluster_bench_creates_every_file_on_both_file_systems_and_renders() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("emu");
     let d = dir.to_str().unwrap();
-    ok(&locus(&[
-        "cluster",
-        "up",
-        "--emulate",
-        "--nodes",
-        "2",
-        "--host-cpus",
-        "0.5",
-        "--dir",
-        d,
-    ]));
+    cluster_up(d, &[]);
     let _down = Down(&dir);
     let out_dir = tmp.path().join("out");
     let stdout = ok(&locus(&[
