@@ -276,9 +276,8 @@ fn build(dir: &Path, e: &Emulation, launch: &Launch) -> Result<()> {
     }
     attach(e, &e.storage, "storage", e.storage_link)?;
     if let Some(cpus) = e.host_cpus {
-        for h in e.hosts() {
-            let name = h.netns.as_str();
-            locus_fs::cgroup::create(name, cpus).context("limiting a host's CPU")?;
+        for cg in e.hosts().filter_map(|h| h.cgroup.as_deref()) {
+            locus_fs::cgroup::create(cg, cpus).context("limiting a host's CPU")?;
         }
     }
     let node = |id: usize, h: &Host, fs: &Path| NodeInfo {

@@ -86,18 +86,17 @@ impl EmulatedArgs {
 }
 
 impl Common {
-    /// The scratch directory: `--dir`, or a new one under /tmp.
-    fn work_dir(&self, bench: &str) -> PathBuf {
-        self.dir.clone().unwrap_or_else(|| {
+    /// Runs `bench` in its scratch directory (`--dir`, or a new one under
+    /// /tmp), removed afterwards unless `--keep`.
+    fn in_work_dir(&self, bench: &str, f: impl FnOnce(PathBuf) -> Result<()>) -> Result<()> {
+        let work = self.dir.clone().unwrap_or_else(|| {
             std::env::temp_dir().join(format!("locus-bench-{bench}-{}", std::process::id()))
-        })
-    }
-
-    /// Removes the scratch directory unless `--keep`.
-    fn finish(&self, work: &std::path::Path) {
+        });
+        let result = f(work.clone());
         if !self.keep {
-            let _ = std::fs::remove_dir_all(work);
+            let _ = std::fs::remove_dir_all(&work);
         }
+        result
     }
 }
 
@@ -290,19 +289,18 @@ pub fn run(b: BenchCommand) -> Result<()> {
             files,
             size_mib,
         } => {
-            let work = common.work_dir("mapreduce");
             let nodes = emulated.sweep(vec![nodes])?[0];
-            let result = mapreduce::run(mapreduce::MapreduceOpts {
-                nodes,
-                cluster: emulated.cluster_opts(&common, &[nodes], HostCpus::Auto)?,
-                workers_per_node,
-                files,
-                size: size_mib << 20,
-                work: work.clone(),
-                out: emulated.out_dir("mapreduce"),
-            });
-            common.finish(&work);
-            result
+            common.in_work_dir("mapreduce", |work| {
+                mapreduce::run(mapreduce::MapreduceOpts {
+                    nodes,
+                    cluster: emulated.cluster_opts(&common, &[nodes], HostCpus::Auto)?,
+                    workers_per_node,
+                    files,
+                    size: size_mib << 20,
+                    work,
+                    out: emulated.out_dir("mapreduce"),
+                })
+            })
         }
         BenchCommand::Filecopy {
             common,
@@ -317,24 +315,23 @@ pub fn run(b: BenchCommand) -> Result<()> {
             strict,
             scope,
         } => {
-            let work = common.work_dir("filecopy");
             let nodes = emulated.sweep(nodes)?;
-            let result = filecopy::run(filecopy::FilecopyOpts {
-                cluster: emulated.cluster_opts(&common, &nodes, HostCpus::Off)?,
-                nodes,
-                workers_per_node,
-                scaling,
-                files_per_worker,
-                files,
-                size: size_mib << 20,
-                chunk: chunk_kib << 10,
-                strict,
-                scope,
-                work: work.clone(),
-                out: emulated.out_dir("filecopy"),
-            });
-            common.finish(&work);
-            result
+            common.in_work_dir("filecopy", |work| {
+                filecopy::run(filecopy::FilecopyOpts {
+                    cluster: emulated.cluster_opts(&common, &nodes, HostCpus::Off)?,
+                    nodes,
+                    workers_per_node,
+                    scaling,
+                    files_per_worker,
+                    files,
+                    size: size_mib << 20,
+                    chunk: chunk_kib << 10,
+                    strict,
+                    scope,
+                    work,
+                    out: emulated.out_dir("filecopy"),
+                })
+            })
         }
         BenchCommand::MetaCluster {
             common,
@@ -343,18 +340,17 @@ pub fn run(b: BenchCommand) -> Result<()> {
             files,
             depth,
         } => {
-            let work = common.work_dir("meta-cluster");
             let nodes = emulated.sweep(nodes)?;
-            let result = meta_cluster::run(meta_cluster::MetaClusterOpts {
-                cluster: emulated.cluster_opts(&common, &nodes, HostCpus::Auto)?,
-                nodes,
-                files,
-                depth,
-                work: work.clone(),
-                out: emulated.out_dir("meta-cluster"),
-            });
-            common.finish(&work);
-            result
+            common.in_work_dir("meta-cluster", |work| {
+                meta_cluster::run(meta_cluster::MetaClusterOpts {
+                    cluster: emulated.cluster_opts(&common, &nodes, HostCpus::Auto)?,
+                    nodes,
+                    files,
+                    depth,
+                    work,
+                    out: emulated.out_dir("meta-cluster"),
+                })
+            })
         }
         BenchCommand::MetaClient {
             fs,

@@ -27,17 +27,17 @@ pub fn path(name: &str) -> PathBuf {
     }
 }
 
-/// Makes cgroup `name` limited to `cores` CPUs' worth of time.
-pub fn create(name: &str, cores: f64) -> io::Result<PathBuf> {
+/// Makes the cgroup at `dir` (from `path`) limited to `cores` CPUs' worth
+/// of time.
+pub fn create(dir: &Path, cores: f64) -> io::Result<()> {
     if cores.is_nan() || cores <= 0.0 {
         return Err(io::Error::other(format!(
             "CPU share {cores} must be positive"
         )));
     }
-    let dir = path(name);
     let annotate =
         |e: io::Error| io::Error::new(e.kind(), format!("cgroup {}: {e}", dir.display()));
-    std::fs::create_dir(&dir).map_err(annotate)?;
+    std::fs::create_dir(dir).map_err(annotate)?;
     let quota = ((cores * PERIOD_US as f64) as u64).max(1_000);
     let limited = if dir.join("cpu.max").exists() {
         std::fs::write(dir.join("cpu.max"), format!("{quota} {PERIOD_US}"))
@@ -46,10 +46,10 @@ pub fn create(name: &str, cores: f64) -> io::Result<PathBuf> {
             .and_then(|_| std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string()))
     };
     if let Err(e) = limited {
-        let _ = std::fs::remove_dir(&dir);
+        let _ = std::fs::remove_dir(dir);
         return Err(annotate(e));
     }
-    Ok(dir)
+    Ok(())
 }
 
 /// Removes a cgroup once its processes have gone (they may take a moment
