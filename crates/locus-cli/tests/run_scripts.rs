@@ -10,27 +10,27 @@ fn run_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/swift/run")
 }
 
-#[test]
-fn run_corpus() {
-    let mut scripts: Vec<PathBuf> = std::fs::read_dir(run_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "swift"))
-        .collect();
-    scripts.sort();
-    assert!(scripts.len() >= 100, "only {} run tests", scripts.len());
+/// Runs every script with `locus run` and these options; returns what went
+/// wrong.
+fn run_all(scripts: &[PathBuf], options: &[&str]) -> Vec<String> {
     let mut problems = Vec::new();
-    for script in &scripts {
+    for script in scripts {
         let work = tempfile::tempdir().unwrap();
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_locus"))
-            .args(["run", "-n", "3", "--run-dir"])
+            .arg("run")
+            .args(options)
+            .arg("--run-dir")
             .arg(work.path())
             .arg(script)
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let name = script.file_stem().unwrap().to_string_lossy().to_string();
+        let name = format!(
+            "{} ({})",
+            script.file_stem().unwrap().to_string_lossy(),
+            options.join(" ")
+        );
         let expected = script.with_extension("expected");
         if expected.exists() {
             if !out.status.success() {
@@ -51,6 +51,26 @@ fn run_corpus() {
             }
         }
     }
+    problems
+}
+
+/// The corpus with one server, and with two (control work and futures
+/// spread over both engines): the same outputs and the same failures.
+#[test]
+fn run_corpus() {
+    let mut scripts: Vec<PathBuf> = std::fs::read_dir(run_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "swift"))
+        .collect();
+    scripts.sort();
+    assert!(scripts.len() >= 100, "only {} run tests", scripts.len());
+    let two = {
+        let scripts = scripts.clone();
+        std::thread::spawn(move || run_all(&scripts, &["-n", "4", "--servers", "2"]))
+    };
+    let mut problems = run_all(&scripts, &["-n", "3"]);
+    problems.extend(two.join().unwrap());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 

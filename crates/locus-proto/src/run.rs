@@ -98,8 +98,12 @@ pub enum RankMsg {
     Steal { idle: Vec<(Rank, u32)> },
     /// Answer to `Steal` (possibly empty).
     Gift { tasks: Vec<Task> },
-    /// Server → leader: the run cannot go on (a worker went away).
+    /// Server → leader: the run cannot go on (a worker went away, a
+    /// failure in a server's engine).
     Abort { reason: String },
+    /// Server → server: a message between their dataflow engines (the
+    /// runtime's own encoding).
+    Engine(Vec<u8>),
     /// The run is over.
     Shutdown,
 }

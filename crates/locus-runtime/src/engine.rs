@@ -6,9 +6,15 @@
 //! Leaf tasks (`app` calls, `sleep`) are put on the servers' queues through
 //! the `Dispatch` and run by workers; the engine places them (explicit
 //! locations, or `--locality auto`) and awaits their outcomes.
+//!
+//! Every server runs an engine. The leader's runs `main`; composite calls
+//! and shares of large `foreach` loops go to the servers in turn
+//! (`remote`), each keeping the futures it creates.
 
 use crate::builtins::{self, Context};
-use crate::plan::{plan, Block};
+use crate::ids::IdMap;
+use crate::plan::{Block, Plans};
+use crate::remote::{self, ControlStats, Items, Msg, Remote, Status};
 use crate::server::Dispatch;
 use crate::storage::Storage;
 use crate::store::{FutureId, Store};
@@ -16,7 +22,7 @@ use crate::value::{Key, Value};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
 use locus_proto::run::{Arg, Placed, Target, Task, Work};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,8 +40,13 @@ pub enum Locality {
 }
 
 pub struct RunOptions {
-    /// Where leaf tasks go.
+    /// Where leaf tasks and messages to other engines go.
     pub dispatch: Arc<Dispatch>,
+    /// This server's index and the number of servers.
+    pub server: u32,
+    pub servers: u32,
+    /// The rank of the first server (the leader).
+    pub first_server: locus_proto::run::Rank,
     /// The run's layout and file system, for placement and storage builtins.
     pub storage: Storage,
     pub locality: Locality,
@@ -55,9 +66,12 @@ pub struct RunOptions {
 
 pub struct Engine {
     funcs: HashMap<String, Arc<Function>>,
-    /// Each function's body, prepared once.
-    plans: HashMap<String, Arc<Block>>,
+    /// Each function's body and every block, prepared once.
+    plans: Plans,
     store: Store,
+    remote: Remote,
+    /// Work sent to other servers and not finished, holding its caller's guard.
+    shipped: Mutex<IdMap<Arc<Done>>>,
     opts: RunOptions,
     failure: Mutex<Option<String>>,
     failed: Notify,
@@ -68,6 +82,13 @@ pub struct Engine {
     /// Names of futures some task waits on, for the stall report.
     waiting: Mutex<HashMap<FutureId, (String, usize)>>,
     temp_files: AtomicU64,
+    /// Statements run, calls and `foreach` shares received and sent.
+    statements: AtomicU64,
+    received: AtomicU64,
+    sent: AtomicU64,
+    /// Leaf tasks put and done by this engine.
+    tasks_put: AtomicU64,
+    tasks_done: AtomicU64,
 }
 
 /// Runs a statement's completion callback once the statement and all the
@@ -120,6 +141,29 @@ impl Frame {
         }
     }
 
+    /// Every variable this frame sees, for work run on another server.
+    fn flatten(&self) -> Vec<(VarId, FutureId)> {
+        let mut all = BTreeMap::new();
+        let mut frame = Some(self);
+        while let Some(f) = frame {
+            for (v, id) in f.vars.lock().expect("frame").iter() {
+                // The innermost binding of a name wins.
+                all.entry(*v).or_insert(*id);
+            }
+            frame = f.parent.as_deref();
+        }
+        all.into_iter().collect()
+    }
+
+    fn with_bindings(binds: &[(VarId, FutureId)]) -> Arc<Frame> {
+        let mut vars = binds.to_vec();
+        vars.sort_unstable_by_key(|(v, _)| *v);
+        Arc::new(Frame {
+            vars: Mutex::new(vars),
+            parent: None,
+        })
+    }
+
     fn get(&self, var: VarId) -> FutureId {
         let found = {
             let vars = self.vars.lock().expect("frame");
@@ -149,14 +193,19 @@ impl Engine {
             .map(|f| (f.name.clone(), Arc::new(f)))
             .collect();
         funcs.insert("main".into(), Arc::new(program.main));
-        let plans = funcs
-            .iter()
-            .map(|(n, f)| (n.clone(), plan(&f.body)))
-            .collect();
+        let plans = Plans::new(funcs.values().map(|f| &**f));
+        let remote = Remote::new(
+            opts.server,
+            opts.servers,
+            opts.first_server,
+            opts.dispatch.clone(),
+        );
         Arc::new(Engine {
             funcs,
             plans,
-            store: Store::default(),
+            store: Store::new(opts.server),
+            remote,
+            shipped: Mutex::default(),
             opts,
             failure: Mutex::new(None),
             failed: Notify::new(),
@@ -164,11 +213,53 @@ impl Engine {
             external: AtomicUsize::new(0),
             waiting: Mutex::new(HashMap::new()),
             temp_files: AtomicU64::new(0),
+            statements: AtomicU64::new(0),
+            received: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
+            tasks_put: AtomicU64::new(0),
+            tasks_done: AtomicU64::new(0),
         })
+    }
+
+    /// Starts taking messages from the other servers' engines; on a server
+    /// other than the leader, also reports progress to the leader.
+    pub fn start(self: &Arc<Self>) {
+        let Some(mut inbox) = self.opts.dispatch.inbox() else {
+            return;
+        };
+        let e = self.clone();
+        tokio::spawn(async move {
+            while let Some((from, bytes)) = inbox.recv().await {
+                match postcard::from_bytes::<Msg>(&bytes) {
+                    Ok(msg) => e.received_msg(from - e.opts.first_server, msg),
+                    Err(err) => e.fail(format!("a message from rank {from}: {err}")),
+                }
+            }
+        });
+        if self.remote.me == 0 {
+            return;
+        }
+        let e = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(e.opts.stall / 4).await;
+                e.remote.send(0, &Msg::Progress(e.progress_now()));
+            }
+        });
+    }
+
+    fn progress_now(&self) -> remote::Progress {
+        remote::Progress {
+            steps: self.progress.load(Ordering::Acquire),
+            external: self.external.load(Ordering::Acquire) as u64,
+            put: self.tasks_put.load(Ordering::Relaxed),
+            done: self.tasks_done.load(Ordering::Relaxed),
+        }
     }
 
     /// Runs `main` to the end: `Ok` when every statement is done, `Err`
     /// with the first failure, or with a report when the run cannot progress.
+    /// No progress on any server while no leaf task runs means stuck.
     pub async fn run(self: &Arc<Self>) -> Result<(), String> {
         let (tx, rx) = oneshot::channel();
         let main = self.funcs["main"].clone();
@@ -177,14 +268,15 @@ impl Engine {
                 let _ = tx.send(());
             });
             let frame = Frame::new(None);
-            self.exec_block(&main, &frame, &self.plans["main"], &root);
+            self.exec_block(&main, &frame, self.plans.body("main"), &root);
         }
         let stalled = async {
             let mut last = u64::MAX;
             loop {
                 tokio::time::sleep(self.opts.stall).await;
-                let now = self.progress.load(Ordering::Acquire);
-                if now == last && self.external.load(Ordering::Acquire) == 0 {
+                let (mine, others) = (self.progress_now(), self.remote.others());
+                let now = mine.steps + others.steps;
+                if now == last && mine.external + others.external == 0 {
                     return;
                 }
                 last = now;
@@ -194,7 +286,7 @@ impl Engine {
             _ = rx => {}
             _ = self.failed.notified() => {}
             reason = self.opts.dispatch.aborted() => return Err(reason),
-            _ = stalled => return Err(self.stall_report()),
+            _ = stalled => return Err(self.stall_report().await),
         }
         match self.failure.lock().expect("failure").clone() {
             Some(e) => Err(e),
@@ -202,13 +294,53 @@ impl Engine {
         }
     }
 
-    fn stall_report(&self) -> String {
+    /// Every server's control work, the leader's first (on the leader, at
+    /// the end of the run).
+    pub async fn control_stats(&self) -> Vec<ControlStats> {
+        let mut all = vec![self.status().control];
+        all.extend(self.remote.statuses().await.into_iter().map(|s| s.control));
+        all
+    }
+
+    fn status(&self) -> Status {
+        Status {
+            waiting: self.waiting_names(),
+            control: ControlStats {
+                rank: self.opts.first_server + self.remote.me,
+                statements: self.statements.load(Ordering::Relaxed),
+                received: self.received.load(Ordering::Relaxed),
+                sent: self.sent.load(Ordering::Relaxed),
+            },
+        }
+    }
+
+    /// Variables some task here waits on and that are still open.
+    fn waiting_names(&self) -> Vec<(String, usize)> {
         let waiting = self.waiting.lock().expect("waiting");
-        let mut names: Vec<String> = waiting
+        waiting
             .iter()
             // Compiler temporaries (`t`) say nothing to the user.
-            .filter(|(f, (name, n))| *n > 0 && !self.store.is_closed(**f) && !name.ends_with(":t"))
-            .map(|(_, (name, n))| format!("{name} ({n} waiting)"))
+            .filter(|(f, (name, n))| *n > 0 && !self.is_closed(**f) && !name.ends_with(":t"))
+            .map(|(_, w)| w.clone())
+            .collect()
+    }
+
+    fn is_closed(&self, f: FutureId) -> bool {
+        if self.store.is_local(f) {
+            self.store.is_closed(f)
+        } else {
+            self.remote.known_closed(f)
+        }
+    }
+
+    async fn stall_report(&self) -> String {
+        let mut waiting = self.waiting_names();
+        for s in self.remote.statuses().await {
+            waiting.extend(s.waiting);
+        }
+        let mut names: Vec<String> = waiting
+            .into_iter()
+            .map(|(name, n)| format!("{name} ({n} waiting)"))
             .collect();
         names.sort();
         names.dedup();
@@ -222,9 +354,14 @@ impl Engine {
         )
     }
 
+    /// Fails the run: on the leader, it ends; another server tells the
+    /// leader.
     fn fail(&self, msg: String) {
         let mut f = self.failure.lock().expect("failure");
         if f.is_none() {
+            if self.remote.me != 0 {
+                self.opts.dispatch.report_abort(msg.clone());
+            }
             *f = Some(msg);
         }
         self.failed.notify_one();
@@ -236,11 +373,34 @@ impl Engine {
 
     async fn get(&self, func: &Function, frame: &Frame, var: VarId) -> Value {
         let f = frame.get(var);
-        match self.store.try_get(f) {
+        match self
+            .store
+            .is_local(f)
+            .then(|| self.store.try_get(f))
+            .flatten()
+        {
             Some(v) => v,
             // Boxed: a waiting read is rare next to a ready one, and would
             // otherwise size every statement's future.
             None => Box::pin(self.wait_for(func, var, f)).await,
+        }
+    }
+
+    /// The value of future `f` once closed, wherever it is kept.
+    async fn value(&self, f: FutureId) -> Value {
+        if self.store.is_local(f) {
+            self.store.get(f).await
+        } else {
+            self.remote.value(f, false).await
+        }
+    }
+
+    /// The path of file future `f`, once known.
+    async fn path(&self, f: FutureId) -> String {
+        if self.store.is_local(f) {
+            self.store.path(f).await
+        } else {
+            self.remote.value(f, true).await.render()
         }
     }
 
@@ -256,7 +416,7 @@ impl Engine {
             .entry(f)
             .or_insert((name, 0))
             .1 += 1;
-        let v = self.store.get(f).await;
+        let v = self.value(f).await;
         if let Some(w) = self.waiting.lock().expect("waiting").get_mut(&f) {
             w.1 -= 1;
         }
@@ -275,23 +435,56 @@ impl Engine {
         self.progress.fetch_add(1, Ordering::Release);
     }
 
-    fn set(&self, f: FutureId, v: Value) {
-        if self.store.is_container(f) {
-            match v {
-                Value::Container(m) => {
-                    for (k, v) in m {
-                        if let Err(e) = self.store.insert(f, k, v) {
-                            return self.fail(e);
-                        }
-                    }
-                    self.store.close(f);
-                }
-                other => self.fail(format!("an array was given {}", other.render())),
+    /// Closes future `f` with `v`. Another server's future is written by
+    /// a task that holds `done` until the owner has it.
+    fn set(self: &Arc<Self>, f: FutureId, v: Value, done: &Arc<Done>) {
+        if self.store.is_local(f) {
+            if let Err(e) = self.store.assign(f, v) {
+                self.fail(e);
             }
-        } else if let Err(e) = self.store.set(f, v) {
-            self.fail(e);
+            self.step();
+        } else {
+            self.write_remote(f, remote::Write::Assign(v), None, done);
         }
-        self.step();
+    }
+
+    /// Adds member `k` to container `f` (`func` names the writer in errors).
+    fn insert(
+        self: &Arc<Self>,
+        func: &Arc<Function>,
+        f: FutureId,
+        k: Key,
+        v: Value,
+        done: &Arc<Done>,
+    ) {
+        if self.store.is_local(f) {
+            if let Err(e) = self.store.insert(f, k, v) {
+                self.fail(format!("{}: {e}", func.name));
+            }
+            self.step();
+        } else {
+            self.write_remote(f, remote::Write::Insert(k, v), Some(func.clone()), done);
+        }
+    }
+
+    fn write_remote(
+        self: &Arc<Self>,
+        f: FutureId,
+        what: remote::Write,
+        writer: Option<Arc<Function>>,
+        done: &Arc<Done>,
+    ) {
+        let (e, done) = (self.clone(), done.clone());
+        tokio::spawn(async move {
+            if let Err(err) = e.remote.write(f, what).await {
+                e.fail(match writer {
+                    Some(func) => format!("{}: {err}", func.name),
+                    None => err,
+                });
+            }
+            e.step();
+            drop(done);
+        });
     }
 
     /// Declares the block's variables, then starts each other statement as
@@ -346,7 +539,7 @@ impl Engine {
                 Stmt::Decl { .. } => continue,
                 // Nothing to wait for: set now rather than as a task.
                 Stmt::Const { dst, value } => {
-                    self.set(frame.get(*dst), constant(value));
+                    self.set(frame.get(*dst), constant(value), done);
                     continue;
                 }
                 _ => {}
@@ -368,6 +561,7 @@ impl Engine {
                 (self.clone(), func.clone(), frame.clone(), block.clone());
             let task = async move {
                 if !e.is_failed() {
+                    e.statements.fetch_add(1, Ordering::Relaxed);
                     e.exec(&func, &frame, &block, i, &stmt_done).await;
                 }
                 e.step();
@@ -380,16 +574,18 @@ impl Engine {
     /// file system, else one in the run directory.
     fn temp_path(&self) -> String {
         let n = self.temp_files.fetch_add(1, Ordering::Relaxed);
+        let name = format!("s{}-f{n}", self.remote.me);
         if self.opts.storage.fs.is_some() {
             return format!(
-                "{}/tmp/{}/f{n}",
+                "{}/tmp/{}/{name}",
                 crate::files::LOCUS_PREFIX,
                 self.opts.run_id
             );
         }
         self.opts
             .run_dir
-            .join(format!("tmp/f{n}"))
+            .join("tmp")
+            .join(name)
             .display()
             .to_string()
     }
@@ -431,14 +627,14 @@ impl Engine {
         let nested = &block.nested[i];
         match &block.stmts[i] {
             Stmt::Decl { .. } => {}
-            Stmt::Const { dst, value } => self.set(frame.get(*dst), constant(value)),
+            Stmt::Const { dst, value } => self.set(frame.get(*dst), constant(value), done),
             Stmt::Op { dst, op, args } => {
                 let a = self.get_all(func, frame, args).await;
                 let r = match op {
                     ir::Op::Bin(b) => builtins::binary(*b, &a[0], &a[1]),
                     ir::Op::Un(u) => builtins::unary(*u, &a[0]),
                     ir::Op::Builtin(name) if name == "write" => {
-                        let path = self.store.path(frame.get(*dst)).await;
+                        let path = self.path(frame.get(*dst)).await;
                         let data = a.first().map(Value::render).unwrap_or_default();
                         match Box::pin(self.opts.storage.write_file(&path, &data)).await {
                             Ok(()) => Ok(Value::File(path)),
@@ -458,7 +654,7 @@ impl Engine {
                     },
                 };
                 match r {
-                    Ok(v) => self.set(frame.get(*dst), v),
+                    Ok(v) => self.set(frame.get(*dst), v, done),
                     Err(e) => self.fail(format!("{}: {e}", func.name)),
                 }
             }
@@ -492,7 +688,7 @@ impl Engine {
             }
             Stmt::Copy { dst, src } => {
                 let v = self.get(func, frame, *src).await;
-                self.set(frame.get(*dst), v);
+                self.set(frame.get(*dst), v, done);
             }
             Stmt::Call {
                 func: name,
@@ -524,14 +720,7 @@ impl Engine {
                     .unwrap_or(cases.len());
                 self.exec_block(func, &Frame::new(Some(frame.clone())), &nested[which], done);
             }
-            Stmt::ForeachRange {
-                lo,
-                hi,
-                step,
-                value,
-                index,
-                ..
-            } => {
+            Stmt::ForeachRange { lo, hi, step, .. } => {
                 let lo = self.get(func, frame, *lo).await;
                 let hi = self.get(func, frame, *hi).await;
                 let step = match step {
@@ -544,33 +733,27 @@ impl Engine {
                 if step <= 0 {
                     return self.fail(format!("range step must be positive, not {step}"));
                 }
-                for (n, i) in (lo..=hi).step_by(step as usize).enumerate() {
-                    yield_between_slices(n).await;
-                    let iter = Frame::new(Some(frame.clone()));
-                    self.bind_value(&iter, *value, Value::Int(i));
-                    if let Some(ix) = index {
-                        self.bind_value(&iter, *ix, Value::Int(n as i64));
-                    }
-                    self.exec_block(func, &iter, &nested[0], done);
+                let count = if hi < lo {
+                    0
+                } else {
+                    ((hi - lo) / step) as u64 + 1
+                };
+                for (server, from, to) in self.shares(count) {
+                    let items = Items::Range { lo, step, from, to };
+                    self.run_share(server, func, frame, block, i, items, done)
+                        .await;
                 }
             }
-            Stmt::ForeachArray {
-                array,
-                value,
-                index,
-                ..
-            } => {
+            Stmt::ForeachArray { array, .. } => {
                 let Value::Container(m) = self.get(func, frame, *array).await else {
                     return self.fail("foreach over a non-array".into());
                 };
-                for (n, (k, v)) in m.into_iter().enumerate() {
-                    yield_between_slices(n).await;
-                    let iter = Frame::new(Some(frame.clone()));
-                    self.bind_value(&iter, *value, v);
-                    if let Some(ix) = index {
-                        self.bind_value(&iter, *ix, k.to_value());
-                    }
-                    self.exec_block(func, &iter, &nested[0], done);
+                let mut members = m.into_iter();
+                for (server, from, to) in self.shares(members.len() as u64) {
+                    let share = members.by_ref().take((to - from) as usize).collect();
+                    let items = Items::Members(share);
+                    self.run_share(server, func, frame, block, i, items, done)
+                        .await;
                 }
             }
             Stmt::Loop {
@@ -597,10 +780,7 @@ impl Engine {
                 let k = self.get(func, frame, *index).await;
                 let v = self.get(func, frame, *value).await;
                 let Some(k) = self.key(&k) else { return };
-                if let Err(e) = self.store.insert(frame.get(*array), k, v) {
-                    self.fail(format!("{}: {e}", func.name));
-                }
-                self.step();
+                self.insert(func, frame.get(*array), k, v, done);
             }
             Stmt::StructSet {
                 target,
@@ -608,22 +788,102 @@ impl Engine {
                 value,
             } => {
                 let v = self.get(func, frame, *value).await;
-                if let Err(e) = self
-                    .store
-                    .insert(frame.get(*target), Key::Str(field.clone()), v)
-                {
-                    self.fail(format!("{}: {e}", func.name));
-                }
-                self.step();
+                self.insert(func, frame.get(*target), Key::Str(field.clone()), v, done);
             }
             Stmt::ArrayGet { dst, array, index } => {
                 let k = self.get(func, frame, *index).await;
                 let Some(k) = self.key(&k) else { return };
-                self.member(func, frame, *dst, *array, k).await;
+                self.member(func, frame, *dst, *array, k, done).await;
             }
             Stmt::StructGet { dst, src, field } => {
-                self.member(func, frame, *dst, *src, Key::Str(field.clone()))
+                self.member(func, frame, *dst, *src, Key::Str(field.clone()), done)
                     .await;
+            }
+        }
+    }
+
+    /// How a `foreach` of `count` iterations is shared out: contiguous parts,
+    /// one per server starting with this one, when there are enough to be
+    /// worth a message; otherwise all here.
+    fn shares(&self, count: u64) -> Vec<(u32, u64, u64)> {
+        let servers = u64::from(self.remote.servers);
+        if servers == 1 || count < SHARE_MIN * servers {
+            return vec![(self.remote.me, 0, count)];
+        }
+        (0..servers)
+            .map(|k| {
+                let server = (u64::from(self.remote.me) + k) % servers;
+                (
+                    server as u32,
+                    count * k / servers,
+                    count * (k + 1) / servers,
+                )
+            })
+            .collect()
+    }
+
+    /// Runs a share of the `foreach` statement `i` of `block` on `server`.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_share(
+        self: &Arc<Self>,
+        server: u32,
+        func: &Arc<Function>,
+        frame: &Arc<Frame>,
+        block: &Arc<Block>,
+        i: usize,
+        items: Items,
+        done: &Arc<Done>,
+    ) {
+        if server == self.remote.me {
+            return self.iterate(func, frame, block, i, items, done).await;
+        }
+        let (func, block, binds) = (func.name.clone(), block.id, frame.flatten());
+        self.ship(server, done, |id| Msg::Iterations {
+            id,
+            func,
+            block,
+            stmt: i as u32,
+            binds,
+            items,
+        });
+    }
+
+    /// Starts the body of `foreach` statement `i` of `block` for each item.
+    async fn iterate(
+        self: &Arc<Self>,
+        func: &Arc<Function>,
+        frame: &Arc<Frame>,
+        block: &Arc<Block>,
+        i: usize,
+        items: Items,
+        done: &Arc<Done>,
+    ) {
+        let (Stmt::ForeachRange { value, index, .. } | Stmt::ForeachArray { value, index, .. }) =
+            &block.stmts[i]
+        else {
+            return self.fail(format!("statement {i} of block {} is no foreach", block.id));
+        };
+        let body = &block.nested[i][0];
+        let start = |v: Value, ix: Value| {
+            let iter = Frame::new(Some(frame.clone()));
+            self.bind_value(&iter, *value, v);
+            if let Some(index) = index {
+                self.bind_value(&iter, *index, ix);
+            }
+            self.exec_block(func, &iter, body, done);
+        };
+        match items {
+            Items::Range { lo, step, from, to } => {
+                for n in from..to {
+                    yield_between_slices((n - from) as usize).await;
+                    start(Value::Int(lo + n as i64 * step), Value::Int(n as i64));
+                }
+            }
+            Items::Members(members) => {
+                for (n, (k, v)) in members.into_iter().enumerate() {
+                    yield_between_slices(n).await;
+                    start(v, k.to_value());
+                }
             }
         }
     }
@@ -669,10 +929,23 @@ impl Engine {
         }
     }
 
-    async fn member(&self, func: &Function, frame: &Frame, dst: VarId, container: VarId, k: Key) {
+    async fn member(
+        self: &Arc<Self>,
+        func: &Function,
+        frame: &Frame,
+        dst: VarId,
+        container: VarId,
+        k: Key,
+        done: &Arc<Done>,
+    ) {
         let c = frame.get(container);
-        match self.store.member(c, &k).await {
-            Some(v) => self.set(frame.get(dst), v),
+        let v = if self.store.is_local(c) {
+            self.store.member(c, &k).await
+        } else {
+            self.remote.member(c, k.clone()).await
+        };
+        match v {
+            Some(v) => self.set(frame.get(dst), v, done),
             None => {
                 let name = &func.vars[container as usize].name;
                 self.fail(format!(
@@ -686,7 +959,10 @@ impl Engine {
     fn bind_value(&self, frame: &Frame, var: VarId, v: Value) {
         let f = self.store.create(matches!(v, Value::Container(_)));
         frame.bind(var, f);
-        self.set(f, v);
+        if let Err(e) = self.store.assign(f, v) {
+            self.fail(e);
+        }
+        self.step();
     }
 
     /// The placement a call asked for: its location option evaluated in
@@ -747,24 +1023,22 @@ impl Engine {
             return self.fail(format!("no function '{name}'"));
         };
         // The callee's parameters are the caller's futures.
-        let inner = Frame::new(None);
-        for (p, a) in callee.inputs.iter().zip(args) {
-            inner.bind(*p, frame.get(*a));
-        }
-        for (p, o) in callee.outputs.iter().zip(outs) {
-            inner.bind(*p, frame.get(*o));
-        }
-        for p in callee.outputs.iter().skip(outs.len()) {
-            let ty = &callee.vars[*p as usize].ty;
-            let f = self.store.create(is_container(ty));
-            if *ty == Type::File {
-                self.store.set_path(f, self.temp_path());
-            }
-            inner.bind(*p, f);
-        }
+        let binds: Vec<(VarId, FutureId)> = (callee.inputs.iter().zip(args))
+            .chain(callee.outputs.iter().zip(outs))
+            .map(|(p, a)| (*p, frame.get(*a)))
+            .collect();
         match &callee.kind {
-            FnKind::Composite => self.exec_block(&callee, &inner, &self.plans[name], done),
+            FnKind::Composite => {
+                let server = self.remote.next_server();
+                if server == self.remote.me {
+                    self.start_call(&callee, &binds, done);
+                } else {
+                    let func = name.to_string();
+                    self.ship(server, done, |id| Msg::Call { id, func, binds });
+                }
+            }
             FnKind::App(t) => {
+                let inner = self.callee_frame(&callee, &binds);
                 let placed = match self.call_target(caller, frame, name, opts).await {
                     Ok(p) => p,
                     Err(e) => return self.fail(e),
@@ -777,6 +1051,123 @@ impl Engine {
                 self.fail(format!("'{name}' is implemented by {package} '{target}', which this runtime does not provide"))
             }
         }
+    }
+
+    /// The frame of a call of `callee`: its parameters bound to the caller's
+    /// futures, outputs the caller left out bound to new ones.
+    fn callee_frame(&self, callee: &Function, binds: &[(VarId, FutureId)]) -> Arc<Frame> {
+        let inner = Frame::with_bindings(binds);
+        for p in &callee.outputs {
+            if binds.iter().any(|(v, _)| v == p) {
+                continue;
+            }
+            let ty = &callee.vars[*p as usize].ty;
+            let f = self.store.create(is_container(ty));
+            if *ty == Type::File {
+                self.store.set_path(f, self.temp_path());
+            }
+            inner.bind(*p, f);
+        }
+        inner
+    }
+
+    /// Runs composite `callee` here.
+    fn start_call(
+        self: &Arc<Self>,
+        callee: &Arc<Function>,
+        binds: &[(VarId, FutureId)],
+        done: &Arc<Done>,
+    ) {
+        let inner = self.callee_frame(callee, binds);
+        self.exec_block(callee, &inner, self.plans.body(&callee.name), done);
+    }
+
+    /// Sends control work to another server; `done` is held until it
+    /// reports the work finished.
+    fn ship(&self, server: u32, done: &Arc<Done>, msg: impl FnOnce(u64) -> Msg) {
+        let id = self.remote.new_id();
+        self.shipped
+            .lock()
+            .expect("shipped")
+            .insert(id, done.clone());
+        self.sent.fetch_add(1, Ordering::Relaxed);
+        self.remote.send(server, &msg(id));
+    }
+
+    /// A message from the engine of server `from`.
+    fn received_msg(self: &Arc<Self>, from: u32, msg: Msg) {
+        match msg {
+            Msg::Call { id, func, binds } => {
+                let Some(callee) = self.funcs.get(&func).cloned() else {
+                    return self.fail(format!("no function '{func}'"));
+                };
+                let done = self.finished_guard(from, id);
+                self.start_call(&callee, &binds, &done);
+            }
+            Msg::Iterations {
+                id,
+                func,
+                block,
+                stmt,
+                binds,
+                items,
+            } => {
+                let (Some(f), Some(b)) = (self.funcs.get(&func).cloned(), self.plans.block(block))
+                else {
+                    return self.fail(format!("no block {block} in '{func}'"));
+                };
+                let (e, b, done) = (self.clone(), b.clone(), self.finished_guard(from, id));
+                tokio::spawn(async move {
+                    let frame = Frame::with_bindings(&binds);
+                    e.iterate(&f, &frame, &b, stmt as usize, items, &done).await;
+                });
+            }
+            Msg::Finished { id } => {
+                // Dropping the guard lets the caller's statement finish.
+                self.shipped.lock().expect("shipped").remove(&id);
+            }
+            Msg::Read { req, id, what } => {
+                let e = self.clone();
+                tokio::spawn(async move {
+                    let answer = match what {
+                        remote::Read::Value => remote::Answer::Value(e.store.get(id).await),
+                        remote::Read::Member(k) => {
+                            remote::Answer::Member(e.store.member(id, &k).await)
+                        }
+                        remote::Read::Path => {
+                            remote::Answer::Value(Value::Str(e.store.path(id).await))
+                        }
+                    };
+                    e.remote.send(from, &Msg::Reply { req, answer });
+                });
+            }
+            Msg::Write { req, id, what } => {
+                let r = match what {
+                    remote::Write::Assign(v) => self.store.assign(id, v),
+                    remote::Write::Insert(k, v) => self.store.insert(id, k, v),
+                };
+                self.step();
+                let answer = remote::Answer::Written(r);
+                self.remote.send(from, &Msg::Reply { req, answer });
+            }
+            Msg::Status { req } => {
+                let answer = remote::Answer::Status(self.status());
+                self.remote.send(from, &Msg::Reply { req, answer });
+            }
+            Msg::Reply { req, answer } => self.remote.answered(req, answer),
+            Msg::Progress(p) => {
+                self.remote.progressed(from, p);
+                self.show_progress();
+            }
+        }
+    }
+
+    /// The guard of work received from server `from`: when it and all it
+    /// started are done, `from` is told.
+    fn finished_guard(self: &Arc<Self>, from: u32, id: u64) -> Arc<Done> {
+        self.received.fetch_add(1, Ordering::Relaxed);
+        let e = self.clone();
+        Done::new(None, move || e.remote.send(from, &Msg::Finished { id }))
     }
 
     fn task(
@@ -800,13 +1191,11 @@ impl Engine {
     /// Runs a leaf task on a worker and waits for it.
     async fn leaf(&self, task: Task) -> Result<(), String> {
         self.external.fetch_add(1, Ordering::AcqRel);
-        if let Some(p) = &self.opts.progress {
-            p.inc_length(1);
-        }
+        self.tasks_put.fetch_add(1, Ordering::Relaxed);
+        self.show_progress();
         let outcome = self.opts.dispatch.run(task).await;
-        if let Some(p) = &self.opts.progress {
-            p.inc(1);
-        }
+        self.tasks_done.fetch_add(1, Ordering::Relaxed);
+        self.show_progress();
         self.external.fetch_sub(1, Ordering::AcqRel);
         self.step();
         match outcome.error {
@@ -815,9 +1204,18 @@ impl Engine {
         }
     }
 
+    /// Leaf tasks done and put on every server, on the progress bar.
+    fn show_progress(&self) {
+        if let Some(bar) = &self.opts.progress {
+            let (mine, others) = (self.progress_now(), self.remote.others());
+            bar.set_length(mine.put + others.put);
+            bar.set_position(mine.done + others.done);
+        }
+    }
+
     /// Where an app's output file goes: its path, known before it is written.
     async fn output_path(&self, frame: &Frame, v: VarId) -> String {
-        self.store.path(frame.get(v)).await
+        self.path(frame.get(v)).await
     }
 
     /// A command-line word or redirection for a value: files are inputs.
@@ -853,7 +1251,7 @@ impl Engine {
         (target, prio): (Option<Target>, i64),
         done: &Arc<Done>,
     ) -> Result<(), String> {
-        self.run_block(app, frame, &self.plans[&app.name], done)
+        self.run_block(app, frame, self.plans.body(&app.name), done)
             .await;
         let outputs: HashSet<VarId> = app.outputs.iter().copied().collect();
         let mut argv: Vec<Arg> = Vec::new();
@@ -894,7 +1292,7 @@ impl Engine {
         self.leaf(self.task(&app.name, target, placed, prio, work))
             .await?;
         for (f, p) in out_files {
-            self.set(f, Value::File(p));
+            self.set(f, Value::File(p), done);
         }
         Ok(())
     }
@@ -943,8 +1341,10 @@ fn constant(c: &Const) -> Value {
     }
 }
 
-/// Iterations a `foreach` starts before letting the rest of the leader run.
+/// Iterations a `foreach` starts before letting the rest of the server run.
 const FOREACH_SLICE: usize = 4096;
+/// Iterations per server below which a `foreach` is not shared out.
+const SHARE_MIN: u64 = 64;
 
 /// A large `foreach` is started in slices: between two, the leader's other
 /// work (routing the tasks already released, taking outcomes) goes on, so

@@ -15,6 +15,7 @@ pub mod layout;
 pub mod plan;
 pub mod rank;
 pub mod record;
+pub mod remote;
 pub mod rendezvous;
 pub mod report;
 pub mod server;

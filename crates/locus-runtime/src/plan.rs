@@ -1,13 +1,18 @@
 //! Blocks prepared once per program: their statements, which declared
 //! variables each statement writes (the writers a container waits for before
 //! it closes), and their nested blocks. Running a block, however many times,
-//! then copies and analyses nothing.
+//! then copies and analyses nothing. Every block has an id, the same in
+//! every server that compiled the same program, so work inside a block can
+//! be sent to another server by naming it.
 
-use locus_lang::ir::{Stmt, VarId};
+use locus_lang::ir::{Function, Stmt, VarId};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub type BlockId = u32;
+
 pub struct Block {
+    pub id: BlockId,
     pub stmts: Vec<Stmt>,
     /// For each statement, the variables declared in this block it writes.
     pub written: Vec<Vec<VarId>>,
@@ -58,7 +63,36 @@ fn writes(s: &Stmt, v: VarId) -> bool {
     direct || nested(s).iter().any(|b| b.iter().any(|s| writes(s, v)))
 }
 
-pub fn plan(stmts: &[Stmt]) -> Arc<Block> {
+/// Every function's body, prepared, and every block by id.
+pub struct Plans {
+    bodies: HashMap<String, Arc<Block>>,
+    blocks: Vec<Arc<Block>>,
+}
+
+impl Plans {
+    /// Numbers blocks by function name, nested blocks before their parents:
+    /// independent of the order of `funcs`.
+    pub fn new<'f>(funcs: impl IntoIterator<Item = &'f Function>) -> Plans {
+        let mut funcs: Vec<&Function> = funcs.into_iter().collect();
+        funcs.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut blocks = Vec::new();
+        let bodies = funcs
+            .into_iter()
+            .map(|f| (f.name.clone(), plan(&f.body, &mut blocks)))
+            .collect();
+        Plans { bodies, blocks }
+    }
+
+    pub fn body(&self, func: &str) -> &Arc<Block> {
+        &self.bodies[func]
+    }
+
+    pub fn block(&self, id: BlockId) -> Option<&Arc<Block>> {
+        self.blocks.get(id as usize)
+    }
+}
+
+fn plan(stmts: &[Stmt], blocks: &mut Vec<Arc<Block>>) -> Arc<Block> {
     let declared: Vec<VarId> = stmts
         .iter()
         .filter_map(|s| match s {
@@ -74,13 +108,18 @@ pub fn plan(stmts: &[Stmt]) -> Arc<Block> {
     for v in written.iter().flatten() {
         *writers.get_mut(v).expect("declared here") += 1;
     }
-    Arc::new(Block {
+    let nested = stmts
+        .iter()
+        .map(|s| nested(s).into_iter().map(|b| plan(b, blocks)).collect())
+        .collect();
+    let block = Arc::new(Block {
+        // Nested blocks first: ids follow the order of completion.
+        id: blocks.len() as BlockId,
         stmts: stmts.to_vec(),
         written,
         writers,
-        nested: stmts
-            .iter()
-            .map(|s| nested(s).into_iter().map(plan).collect())
-            .collect(),
-    })
+        nested,
+    });
+    blocks.push(block.clone());
+    block
 }

@@ -1,10 +1,11 @@
 //! One rank of a run, started by `locus run` itself or by a site launcher
 //! (`srun`, `mpiexec`): finds the others, then serves as a worker or a
-//! server; the leader (first server) also runs the dataflow engine.
+//! server with its dataflow engine; the leader (first server) runs `main`.
 
 use crate::engine::{Engine, Locality, RunOptions};
 use crate::layout::Layout;
 use crate::record::now_us;
+use crate::remote::ControlStats;
 use crate::rendezvous::{self, Entry, RankEnv};
 use crate::server::{Server, ServerConfig};
 use crate::storage::Storage;
@@ -43,6 +44,9 @@ pub struct RunSummary {
     pub start_us: u64,
     pub end_us: u64,
     pub error: Option<String>,
+    /// Each server's control work (the leader's first).
+    #[serde(default)]
+    pub control: Vec<ControlStats>,
 }
 
 pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
@@ -59,7 +63,7 @@ fn listen_addr() -> Result<SocketAddr, String> {
 }
 
 /// Runs this process's rank to the end of the run. `program` is needed on
-/// the leader only and compiled on demand.
+/// servers only and compiled on demand.
 pub fn run_rank(
     env: RankEnv,
     opts: RankOptions,
@@ -111,6 +115,7 @@ async fn rank_main(
             None => None,
         },
         pid: std::process::id(),
+        nonce: rand::random(),
     };
     rendezvous::publish(&opts.run_dir, &entry).map_err(dir_err)?;
     let (dir, size) = (opts.run_dir.clone(), env.size);
@@ -140,6 +145,7 @@ async fn rank_main(
         return run_worker(cfg).await;
     };
     let dispatch = server.dispatch();
+    let run_id = format!("{:08x}", entries[layout.leader() as usize].nonce);
     let serving = server
         .start(ServerConfig {
             me,
@@ -149,26 +155,30 @@ async fn rank_main(
             soft_wait: opts.soft_wait,
         })
         .await?;
-    if me != layout.leader() {
-        return serving.await;
-    }
+    let leads = me == layout.leader();
     let start_us = now_us();
-    let progress = std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} tasks ({per_sec})",
-        ) {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar
-    });
+    let progress = leads
+        .then(|| std::io::stderr().is_terminal())
+        .unwrap_or(false)
+        .then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} tasks ({per_sec})",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        });
     let engine = Engine::new(
         program()?,
         RunOptions {
             dispatch: dispatch.clone(),
+            server: me - layout.workers(),
+            servers: layout.servers,
+            first_server: layout.workers(),
             storage: Storage::new(layout.clone(), fs),
             locality: opts.locality,
-            run_id: format!("{:08x}", rand::random::<u32>()),
+            run_id,
             args: opts.args,
             run_dir: opts.run_dir.clone(),
             out: Arc::new(Mutex::new(std::io::stdout())),
@@ -176,18 +186,25 @@ async fn rank_main(
             progress: progress.clone(),
         },
     );
+    engine.start();
+    if !leads {
+        return serving.await;
+    }
     let serve = tokio::spawn(serving);
     let result = engine.run().await;
+    let end_us = now_us();
     if let Some(p) = progress {
         p.finish_and_clear();
     }
+    let control = engine.control_stats().await;
     dispatch.finish();
     let _ = serve.await;
     let summary = RunSummary {
         layout: (*layout).clone(),
         start_us,
-        end_us: now_us(),
+        end_us,
         error: result.clone().err(),
+        control,
     };
     let written = serde_json::to_vec_pretty(&summary)
         .map_err(std::io::Error::other)

@@ -61,6 +61,9 @@ pub struct Entry {
     /// Where a server listens; workers do not listen.
     pub addr: Option<SocketAddr>,
     pub pid: u32,
+    /// Random, drawn by the rank; the leader's names the run
+    /// (`/locus/tmp/<run>/`) the same way on every server.
+    pub nonce: u32,
 }
 
 pub fn ranks_dir(run_dir: &Path) -> PathBuf {
@@ -158,6 +161,7 @@ mod tests {
                 node: "n".into(),
                 addr: None,
                 pid: 1,
+                nonce: 7,
             };
             publish(dir.path(), &e).unwrap();
         }
@@ -168,6 +172,7 @@ mod tests {
             node: "n".into(),
             addr: None,
             pid: 2,
+            nonce: 8,
         };
         assert!(publish(dir.path(), &again).is_err());
         let err = gather(dir.path(), 3, Duration::from_millis(10)).unwrap_err();

@@ -1,8 +1,9 @@
 //! A server rank: accepts its workers and the other servers, keeps its
 //! share of the work queues (`balancer`), hands tasks to idle workers,
 //! steals for them from other servers when it has nothing they may run,
-//! and passes outcomes to the leader. The leader is the first server; its
-//! dataflow engine puts leaf tasks through a `Dispatch`.
+//! and passes each outcome to the server that put the task. Every server's
+//! dataflow engine puts leaf tasks and talks to the other engines through
+//! its `Dispatch`; the leader (first server) ends the run.
 
 use crate::balancer::Balancer;
 use crate::ids::IdMap;
@@ -50,22 +51,45 @@ enum Event {
     Joined(Rank, mpsc::UnboundedSender<RankMsg>, Writer),
     Msg(Rank, RankMsg),
     Closed(Rank),
-    /// From the leader's engine.
+    /// From this server's engine.
     Put(Task),
+    Send(Rank, RankMsg),
+    Abort(String),
     /// The leader's engine is done: end the run.
     Finish,
 }
 
-/// The leader's engine puts leaf tasks here and awaits their outcomes.
+/// Task ids carry the index of the server that put the task above this bit.
+const ORIGIN_SHIFT: u32 = 40;
+
+/// A server's engine puts leaf tasks here and awaits their outcomes, and
+/// exchanges messages with the other engines.
 pub struct Dispatch {
     events: mpsc::UnboundedSender<Event>,
     pending: Mutex<IdMap<oneshot::Sender<Outcome>>>,
     next_id: AtomicU64,
     abort: Mutex<Option<String>>,
     aborted: Notify,
+    /// Messages from other servers' engines, until the engine takes them.
+    inbox: Mutex<Option<mpsc::UnboundedReceiver<(Rank, Vec<u8>)>>>,
 }
 
 impl Dispatch {
+    /// Sends `bytes` to the engine of server rank `to`.
+    pub fn send_engine(&self, to: Rank, bytes: Vec<u8>) {
+        let _ = self.events.send(Event::Send(to, RankMsg::Engine(bytes)));
+    }
+
+    /// The messages other engines send this one (taken once).
+    pub fn inbox(&self) -> Option<mpsc::UnboundedReceiver<(Rank, Vec<u8>)>> {
+        self.inbox.lock().expect("inbox").take()
+    }
+
+    /// Ends the run with `reason` (on the leader), or tells the leader to.
+    pub fn report_abort(&self, reason: String) {
+        let _ = self.events.send(Event::Abort(reason));
+    }
+
     pub fn task_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -95,7 +119,7 @@ impl Dispatch {
         self.aborted.notify_one();
     }
 
-    /// Resolves when a server reports that the run cannot go on.
+    /// Resolves when a server reports that the run cannot go on (leader).
     pub async fn aborted(&self) -> String {
         loop {
             let notified = self.aborted.notified();
@@ -118,24 +142,28 @@ pub struct Server {
     events: mpsc::UnboundedSender<Event>,
     rx: mpsc::UnboundedReceiver<Event>,
     dispatch: Arc<Dispatch>,
+    engine: mpsc::UnboundedSender<(Rank, Vec<u8>)>,
 }
 
 impl Server {
     pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<Server> {
         let listener = TcpListener::bind(addr).await?;
         let (events, rx) = mpsc::unbounded_channel();
+        let (engine, inbox) = mpsc::unbounded_channel();
         let dispatch = Arc::new(Dispatch {
             events: events.clone(),
             pending: Mutex::default(),
             next_id: AtomicU64::new(1),
             abort: Mutex::default(),
             aborted: Notify::new(),
+            inbox: Mutex::new(Some(inbox)),
         });
         Ok(Server {
             listener,
             events,
             rx,
             dispatch,
+            engine,
         })
     }
 
@@ -143,7 +171,7 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// The engine's handle (used on the leader).
+    /// The engine's handle.
     pub fn dispatch(&self) -> Arc<Dispatch> {
         self.dispatch.clone()
     }
@@ -159,9 +187,14 @@ impl Server {
             events,
             mut rx,
             dispatch,
+            engine,
         } = self;
         let layout = cfg.layout.clone();
         let me = cfg.me;
+        let index = u64::from(me - layout.workers());
+        dispatch
+            .next_id
+            .store((index << ORIGIN_SHIFT) | 1, Ordering::Relaxed);
         // Workers and lower servers call us; we call the higher servers.
         let mut expected: HashSet<Rank> =
             layout.workers_of(me).chain(layout.workers()..me).collect();
@@ -194,6 +227,7 @@ impl Server {
             layout: layout.clone(),
             peers: HashMap::new(),
             dispatch,
+            engine,
             next_server: 0,
             stealing: false,
             steal_round: 0,
@@ -303,7 +337,9 @@ struct State {
     balancer: Balancer,
     peers: HashMap<Rank, mpsc::UnboundedSender<RankMsg>>,
     dispatch: Arc<Dispatch>,
-    /// Round-robin cursor for untargeted tasks (leader) and steal victims.
+    /// This server's engine's inbox.
+    engine: mpsc::UnboundedSender<(Rank, Vec<u8>)>,
+    /// Round-robin cursor for untargeted tasks and steal victims.
     next_server: u32,
     stealing: bool,
     /// Victims asked in the current round without getting work.
@@ -342,6 +378,8 @@ impl State {
                 self.writers.push(w);
             }
             Event::Put(task) => self.route(task, now),
+            Event::Send(to, msg) => self.send(to, msg),
+            Event::Abort(reason) => self.report_abort(reason),
             Event::Msg(from, msg) => match msg {
                 RankMsg::Want => {
                     self.outstanding.entry(from).or_default();
@@ -357,6 +395,9 @@ impl State {
                     self.balancer.put(task, now);
                 }
                 RankMsg::Steal { idle } => {
+                    // Own idle workers first: two servers each with an idle
+                    // worker would otherwise pass a new task back and forth.
+                    self.assign(now);
                     let tasks = self.balancer.give(&idle, now);
                     self.send(from, RankMsg::Gift { tasks });
                 }
@@ -378,6 +419,9 @@ impl State {
                     }
                 }
                 RankMsg::Abort { reason } => self.dispatch.abort(reason),
+                RankMsg::Engine(bytes) => {
+                    let _ = self.engine.send((from, bytes));
+                }
                 RankMsg::Shutdown => {
                     self.shutdown();
                     return false;
@@ -439,16 +483,18 @@ impl State {
         }
     }
 
+    /// Gives an outcome to the engine that put the task.
     fn deliver(&self, o: Outcome) {
-        if self.me == self.layout.leader() {
+        let origin = self.layout.workers() + (o.id >> ORIGIN_SHIFT) as Rank;
+        if origin == self.me {
             self.dispatch.complete(o);
         } else {
-            self.send(self.layout.leader(), RankMsg::Done(o));
+            self.send(origin, RankMsg::Done(o));
         }
     }
 
-    /// On the leader: targeted tasks go to their target's server, others
-    /// round-robin over the servers.
+    /// Targeted tasks go to their target's server, others round-robin over
+    /// the servers.
     fn route(&mut self, task: Task, now: Instant) {
         let server = match task.target {
             Some(t) => self.layout.server_of(t.rank),
@@ -519,9 +565,8 @@ impl State {
         self.offer(w);
     }
 
-    /// Matches work to idle workers, and steals for those left idle.
-    fn after_events(&mut self) {
-        let now = Instant::now();
+    /// Matches work to idle workers.
+    fn assign(&mut self, now: Instant) {
         loop {
             let assigned = self.balancer.dispatch(now);
             if assigned.is_empty() {
@@ -531,6 +576,12 @@ impl State {
                 self.sent_to(w, task);
             }
         }
+    }
+
+    /// Matches work to idle workers, and steals for those left idle.
+    fn after_events(&mut self) {
+        let now = Instant::now();
+        self.assign(now);
         if self.layout.servers < 2 || self.stealing || self.closing || now < self.next_steal {
             return;
         }

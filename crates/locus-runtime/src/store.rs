@@ -1,6 +1,8 @@
 //! Futures: single-assignment slots that tasks wait on. Scalars close when
 //! set; containers (arrays, structs) gather members and close when their
 //! writers are done. Waiters register before checking, so no wake-up is lost.
+//! Each server's engine keeps the futures it created; a future's id names
+//! its owner (`owner`), so any server knows whom to ask about it.
 
 use crate::value::{Key, Value};
 use std::collections::BTreeMap;
@@ -8,6 +10,14 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 pub type FutureId = u64;
+
+/// Ids carry their owner (a server's index) above this bit.
+const OWNER_SHIFT: u32 = 40;
+
+/// The index of the server whose engine keeps future `id`.
+pub fn owner(id: FutureId) -> u32 {
+    (id >> OWNER_SHIFT) as u32
+}
 
 #[derive(Default)]
 struct Slot {
@@ -29,25 +39,53 @@ impl Slot {
     }
 }
 
-/// Futures by id; ids are indexes, handed out in order.
-#[derive(Default)]
+/// One server's futures; below the owner bits, ids are indexes handed out
+/// in order.
 pub struct Store {
+    owner: u32,
     slots: Mutex<Vec<Slot>>,
 }
 
 impl Store {
+    pub fn new(owner: u32) -> Store {
+        Store {
+            owner,
+            slots: Mutex::default(),
+        }
+    }
+
+    pub fn is_local(&self, id: FutureId) -> bool {
+        owner(id) == self.owner
+    }
+
     pub fn create(&self, container: bool) -> FutureId {
         let mut slots = self.slots.lock().expect("store");
         slots.push(Slot {
             container,
             ..Slot::default()
         });
-        (slots.len() - 1) as FutureId
+        (u64::from(self.owner) << OWNER_SHIFT) | (slots.len() - 1) as FutureId
     }
 
     fn with<T>(&self, id: FutureId, f: impl FnOnce(&mut Slot) -> T) -> T {
         let mut slots = self.slots.lock().expect("store");
-        f(&mut slots[id as usize])
+        f(&mut slots[(id & ((1 << OWNER_SHIFT) - 1)) as usize])
+    }
+
+    /// Closes `id` with `v`: a scalar is set, a container gets `v`'s
+    /// members and closes.
+    pub fn assign(&self, id: FutureId, v: Value) -> Result<(), String> {
+        if !self.is_container(id) {
+            return self.set(id, v);
+        }
+        let Value::Container(m) = v else {
+            return Err(format!("an array was given {}", v.render()));
+        };
+        for (k, v) in m {
+            self.insert(id, k, v)?;
+        }
+        self.close(id);
+        Ok(())
     }
 
     /// Closes scalar `id` with `v`; a second assignment is an error.

@@ -1,0 +1,298 @@
+//! What the servers' engines say to each other. Control work is spread over
+//! the servers: a composite call, or a share of a large `foreach`, may run
+//! on another server's engine, which answers `Finished` when it and all the
+//! work it started are done. Futures stay with the server that created them
+//! (their id names it); another server reads one by asking its owner, who
+//! answers once the future is closed (closed values never change, so the
+//! asker keeps them), and writes one by sending the value and waiting for
+//! the owner's acknowledgement, so a write is in place before the writer
+//! counts as done. Non-leaders report their progress to the leader, whose
+//! stall detector and end-of-run summary cover every server.
+
+use crate::plan::BlockId;
+use crate::server::Dispatch;
+use crate::store::{owner, FutureId};
+use crate::value::{Key, Value};
+use locus_lang::ir::VarId;
+use locus_proto::run::Rank;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{oneshot, OnceCell};
+
+use crate::ids::IdMap;
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Msg {
+    /// Run composite function `func`, its parameters bound to these futures.
+    Call {
+        id: u64,
+        func: String,
+        binds: Vec<(VarId, FutureId)>,
+    },
+    /// Run these iterations of the `foreach` statement `stmt` of `block`
+    /// (in function `func`), seeing the variables `binds`.
+    Iterations {
+        id: u64,
+        func: String,
+        block: BlockId,
+        stmt: u32,
+        binds: Vec<(VarId, FutureId)>,
+        items: Items,
+    },
+    /// The `Call` or `Iterations` `id` and all its work are done.
+    Finished {
+        id: u64,
+    },
+    Read {
+        req: u64,
+        id: FutureId,
+        what: Read,
+    },
+    Write {
+        req: u64,
+        id: FutureId,
+        what: Write,
+    },
+    /// Leader → server: what do you wait on, what did you run?
+    Status {
+        req: u64,
+    },
+    Reply {
+        req: u64,
+        answer: Answer,
+    },
+    /// Server → leader, a few times per stall period.
+    Progress(Progress),
+}
+
+/// A `foreach`'s iterations: `n` in `from..to` of a range (value
+/// `lo + n * step`, index `n`), or an array's members (value, key).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Items {
+    Range {
+        lo: i64,
+        step: i64,
+        from: u64,
+        to: u64,
+    },
+    Members(Vec<(Key, Value)>),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Read {
+    /// The value, once closed.
+    Value,
+    /// A container's member once present (`None`: closed without it).
+    Member(Key),
+    /// A file's path, once known.
+    Path,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Write {
+    Assign(Value),
+    Insert(Key, Value),
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Answer {
+    Value(Value),
+    Member(Option<Value>),
+    Written(Result<(), String>),
+    Status(Status),
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Status {
+    /// Variables this server's tasks wait on, with how many wait.
+    pub waiting: Vec<(String, usize)>,
+    pub control: ControlStats,
+}
+
+/// The control work one server's engine did, for `run.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlStats {
+    pub rank: Rank,
+    /// Statements executed.
+    pub statements: u64,
+    /// Calls and `foreach` shares run for other servers.
+    pub received: u64,
+    /// Calls and `foreach` shares sent to other servers.
+    pub sent: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Progress {
+    pub steps: u64,
+    /// Leaf tasks running.
+    pub external: u64,
+    /// Leaf tasks put and done so far.
+    pub put: u64,
+    pub done: u64,
+}
+
+/// How long the leader waits for the other servers' status.
+const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One engine's link to the others.
+pub struct Remote {
+    /// This server's index (0 = the leader).
+    pub me: u32,
+    pub servers: u32,
+    /// The rank of server 0.
+    first: Rank,
+    dispatch: Arc<Dispatch>,
+    next_req: AtomicU64,
+    replies: Mutex<IdMap<oneshot::Sender<Answer>>>,
+    /// Closed values (`false`) and paths (`true`) of other servers' futures.
+    cache: Mutex<HashMap<(FutureId, bool), Arc<OnceCell<Value>>>>,
+    /// Round-robin cursor over the servers, for control work.
+    next_server: AtomicU32,
+    /// On the leader: the other servers' last progress.
+    progress: Mutex<HashMap<u32, Progress>>,
+}
+
+impl Remote {
+    pub fn new(me: u32, servers: u32, first: Rank, dispatch: Arc<Dispatch>) -> Remote {
+        Remote {
+            me,
+            servers,
+            first,
+            dispatch,
+            next_req: AtomicU64::new(1),
+            replies: Mutex::default(),
+            cache: Mutex::default(),
+            next_server: AtomicU32::new(me),
+            progress: Mutex::default(),
+        }
+    }
+
+    pub fn send(&self, server: u32, msg: &Msg) {
+        match postcard::to_allocvec(msg) {
+            Ok(bytes) => self.dispatch.send_engine(self.first + server, bytes),
+            Err(e) => self.dispatch.report_abort(format!("engine message: {e}")),
+        }
+    }
+
+    /// The server to run the next piece of control work: each in turn.
+    pub fn next_server(&self) -> u32 {
+        self.next_server.fetch_add(1, Ordering::Relaxed) % self.servers
+    }
+
+    pub fn new_id(&self) -> u64 {
+        self.next_req.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sends a request and waits for its answer; `None` if the run ended first.
+    async fn ask(&self, server: u32, msg: impl FnOnce(u64) -> Msg) -> Option<Answer> {
+        let req = self.new_id();
+        let (tx, rx) = oneshot::channel();
+        self.replies.lock().expect("replies").insert(req, tx);
+        self.send(server, &msg(req));
+        rx.await.ok()
+    }
+
+    pub fn answered(&self, req: u64, answer: Answer) {
+        if let Some(tx) = self.replies.lock().expect("replies").remove(&req) {
+            let _ = tx.send(answer);
+        }
+    }
+
+    /// Waits for the owner's answer to a read. A run that ends first drops
+    /// the waiting task.
+    async fn read(&self, id: FutureId, what: Read) -> Answer {
+        match self.ask(owner(id), |req| Msg::Read { req, id, what }).await {
+            Some(a) => a,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Another server's future's closed value (`path`: its file's path),
+    /// asked once per server however many tasks want it.
+    pub async fn value(&self, id: FutureId, path: bool) -> Value {
+        let cell = self
+            .cache
+            .lock()
+            .expect("cache")
+            .entry((id, path))
+            .or_default()
+            .clone();
+        let what = if path { Read::Path } else { Read::Value };
+        cell.get_or_init(|| async {
+            match self.read(id, what).await {
+                Answer::Value(v) => v,
+                other => self.unexpected(other).await,
+            }
+        })
+        .await
+        .clone()
+    }
+
+    /// Member `key` of another server's container once present; `None` if
+    /// it closed without it.
+    pub async fn member(&self, id: FutureId, key: Key) -> Option<Value> {
+        match self.read(id, Read::Member(key)).await {
+            Answer::Member(v) => v,
+            other => self.unexpected(other).await,
+        }
+    }
+
+    /// An answer of the wrong kind: a broken peer; the run cannot go on.
+    async fn unexpected<T>(&self, a: Answer) -> T {
+        self.dispatch
+            .report_abort(format!("an engine answered out of turn: {a:?}"));
+        std::future::pending().await
+    }
+
+    /// Whether another server's future is known here to be closed.
+    pub fn known_closed(&self, id: FutureId) -> bool {
+        self.cache
+            .lock()
+            .expect("cache")
+            .get(&(id, false))
+            .is_some_and(|c| c.initialized())
+    }
+
+    pub async fn write(&self, id: FutureId, what: Write) -> Result<(), String> {
+        match self
+            .ask(owner(id), |req| Msg::Write { req, id, what })
+            .await
+        {
+            Some(Answer::Written(r)) => r,
+            Some(other) => self.unexpected(other).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// On the leader: the other servers' status (those that answer in time).
+    pub async fn statuses(&self) -> Vec<Status> {
+        let mut out = Vec::new();
+        let ask_all = async {
+            for s in (0..self.servers).filter(|s| *s != self.me) {
+                if let Some(Answer::Status(st)) = self.ask(s, |req| Msg::Status { req }).await {
+                    out.push(st);
+                }
+            }
+        };
+        let _ = tokio::time::timeout(STATUS_TIMEOUT, ask_all).await;
+        out
+    }
+
+    pub fn progressed(&self, server: u32, p: Progress) {
+        self.progress.lock().expect("progress").insert(server, p);
+    }
+
+    /// The other servers' progress added up.
+    pub fn others(&self) -> Progress {
+        let all = self.progress.lock().expect("progress");
+        all.values().fold(Progress::default(), |a, p| Progress {
+            steps: a.steps + p.steps,
+            external: a.external + p.external,
+            put: a.put + p.put,
+            done: a.done + p.done,
+        })
+    }
+}
