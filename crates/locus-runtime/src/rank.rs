@@ -157,18 +157,15 @@ async fn rank_main(
         .await?;
     let leads = me == layout.leader();
     let start_us = now_us();
-    let progress = leads
-        .then(|| std::io::stderr().is_terminal())
-        .unwrap_or(false)
-        .then(|| {
-            let bar = indicatif::ProgressBar::new(0);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{elapsed_precise} [{bar:30}] {pos}/{len} tasks ({per_sec})",
-            ) {
-                bar.set_style(style.progress_chars("=> "));
-            }
-            bar
-        });
+    let progress = (leads && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} tasks ({per_sec})",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    });
     let engine = Engine::new(
         program()?,
         RunOptions {

@@ -134,6 +134,9 @@ pub struct Progress {
     pub done: u64,
 }
 
+/// A value that another server's future closed with, once it has.
+type Closed = Arc<OnceCell<Value>>;
+
 /// How long the leader waits for the other servers' status.
 const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -148,7 +151,7 @@ pub struct Remote {
     next_req: AtomicU64,
     replies: Mutex<IdMap<oneshot::Sender<Answer>>>,
     /// Closed values (`false`) and paths (`true`) of other servers' futures.
-    cache: Mutex<HashMap<(FutureId, bool), Arc<OnceCell<Value>>>>,
+    cache: Mutex<HashMap<(FutureId, bool), Closed>>,
     /// Round-robin cursor over the servers, for control work.
     next_server: AtomicU32,
     /// On the leader: the other servers' last progress.

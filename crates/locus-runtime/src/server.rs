@@ -59,6 +59,9 @@ enum Event {
     Finish,
 }
 
+/// Messages from other servers' engines: the sender and the bytes.
+pub type Inbox = mpsc::UnboundedReceiver<(Rank, Vec<u8>)>;
+
 /// Task ids carry the index of the server that put the task above this bit.
 const ORIGIN_SHIFT: u32 = 40;
 
@@ -71,7 +74,7 @@ pub struct Dispatch {
     abort: Mutex<Option<String>>,
     aborted: Notify,
     /// Messages from other servers' engines, until the engine takes them.
-    inbox: Mutex<Option<mpsc::UnboundedReceiver<(Rank, Vec<u8>)>>>,
+    inbox: Mutex<Option<Inbox>>,
 }
 
 impl Dispatch {
@@ -81,7 +84,7 @@ impl Dispatch {
     }
 
     /// The messages other engines send this one (taken once).
-    pub fn inbox(&self) -> Option<mpsc::UnboundedReceiver<(Rank, Vec<u8>)>> {
+    pub fn inbox(&self) -> Option<Inbox> {
         self.inbox.lock().expect("inbox").take()
     }
 
