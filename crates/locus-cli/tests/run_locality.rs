@@ -3,51 +3,8 @@
 
 mod common;
 
-use locus_runtime::record::{self, TaskRecord};
+use common::Run;
 use std::path::Path;
-use std::process::Output;
-
-struct Run {
-    out: Output,
-    dir: tempfile::TempDir,
-}
-
-impl Run {
-    fn new(opts: &[&str], script: &str) -> Run {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("t.swift");
-        std::fs::write(&file, script).unwrap();
-        let run_dir = dir.path().join("run");
-        let mut args = vec!["run", "--run-dir", run_dir.to_str().unwrap()];
-        args.extend_from_slice(opts);
-        args.push(file.to_str().unwrap());
-        let out = common::locus(&args);
-        Run { out, dir }
-    }
-
-    fn ok(self) -> Run {
-        assert!(
-            self.out.status.success(),
-            "run failed: {}{}",
-            String::from_utf8_lossy(&self.out.stdout),
-            String::from_utf8_lossy(&self.out.stderr)
-        );
-        self
-    }
-
-    fn records(&self, func: &str) -> Vec<TaskRecord> {
-        let all = record::load(&self.dir.path().join("run")).unwrap();
-        all.into_iter().filter(|r| r.func == func).collect()
-    }
-
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).to_string()
-    }
-
-    fn run_dir(&self) -> std::path::PathBuf {
-        self.dir.path().join("run")
-    }
-}
 
 /// 4 workers (0,1 on node0; 2,3 on node1) and 2 servers.
 const TWO_NODES: &[&str] = &["-n", "6", "--servers", "2", "--nodes", "2"];

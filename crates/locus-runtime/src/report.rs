@@ -115,6 +115,16 @@ impl Report {
             "locality: {local} of {with_inputs} tasks read only local inputs ({:.1}%); bytes read locally {local_bytes}, fetched {remote_bytes}",
             if with_inputs == 0 { 100.0 } else { 100.0 * local as f64 / with_inputs as f64 }
         );
+        if !self.run.control.is_empty() {
+            let _ = writeln!(s, "control:");
+        }
+        for c in &self.run.control {
+            let _ = writeln!(
+                s,
+                "  rank {:>3} {:>9} statements, {} calls or loop shares from other servers, {} sent to them",
+                c.rank, c.statements, c.received, c.sent
+            );
+        }
         s
     }
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use locus_fs::{Client, ClientOptions};
+use locus_runtime::record::{self, TaskRecord};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -135,4 +136,47 @@ pub fn eventually(what: &str, cond: impl Fn() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("never happened: {what}");
+}
+
+/// A `locus run` of a script in a fresh directory.
+pub struct Run {
+    pub out: Output,
+    pub dir: tempfile::TempDir,
+}
+
+impl Run {
+    pub fn new(opts: &[&str], script: &str) -> Run {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.swift");
+        std::fs::write(&file, script).unwrap();
+        let run_dir = dir.path().join("run");
+        let mut args = vec!["run", "--run-dir", run_dir.to_str().unwrap()];
+        args.extend_from_slice(opts);
+        args.push(file.to_str().unwrap());
+        let out = locus(&args);
+        Run { out, dir }
+    }
+
+    pub fn ok(self) -> Run {
+        assert!(
+            self.out.status.success(),
+            "run failed: {}{}",
+            String::from_utf8_lossy(&self.out.stdout),
+            String::from_utf8_lossy(&self.out.stderr)
+        );
+        self
+    }
+
+    pub fn records(&self, func: &str) -> Vec<TaskRecord> {
+        let all = record::load(&self.dir.path().join("run")).unwrap();
+        all.into_iter().filter(|r| r.func == func).collect()
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).to_string()
+    }
+
+    pub fn run_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("run")
+    }
 }
