@@ -1,8 +1,9 @@
 //! `locus bench tasks`: leaf-task throughput of `locus run` with one server
 //! and two workers. No-op builtin tasks (`sleep(0.0)`, a worker task in
 //! Swift/T) beside the engine alone running as many control statements;
-//! `app` tasks running `/bin/true` beside raw fork/exec from two threads,
-//! all in the same run.
+//! `app` tasks running `/bin/true` beside raw fork/exec from two threads;
+//! and control work (a large `foreach`, recursive composite calls) with
+//! two servers beside one, all in the same run.
 
 use crate::report::{header, median, row, target};
 use anyhow::{bail, Context, Result};
@@ -15,18 +16,31 @@ pub struct TasksOpts {
     pub exe: PathBuf,
     pub builtin: u32,
     pub apps: u32,
+    /// `fib(n)` by recursive composite calls, for control work.
+    pub fib: u32,
     pub rounds: u32,
 }
 
-/// Runs `script` with 1 server and 2 workers; returns the seconds from the
-/// engine's start to its end, as the leader recorded them.
-fn timed_run(exe: &Path, dir: &Path, name: &str, script: &str) -> Result<f64> {
+/// Composite calls `fib(n)` makes (itself included).
+fn fib_calls(n: u32) -> f64 {
+    let (mut a, mut b) = (1.0, 1.0);
+    for _ in 1..n {
+        (a, b) = (b, a + b + 1.0);
+    }
+    b
+}
+
+/// Runs `script` with `servers` servers and 2 workers; returns the seconds
+/// from the engine's start to its end, as the leader recorded them.
+fn timed_run(exe: &Path, dir: &Path, name: &str, script: &str, servers: u32) -> Result<f64> {
     let file = dir.join(format!("{name}.swift"));
     std::fs::write(&file, script)?;
     let run_dir = dir.join(name);
     let _ = std::fs::remove_dir_all(&run_dir);
     let out = Command::new(exe)
-        .args(["run", "-n", "3", "--servers", "1", "--run-dir"])
+        .arg("run")
+        .args(["-n", &(2 + servers).to_string()])
+        .args(["--servers", &servers.to_string(), "--run-dir"])
         .arg(&run_dir)
         .arg(&file)
         .output()
@@ -76,28 +90,45 @@ pub fn run(o: TasksOpts) -> Result<()> {
         "app (void o) t() {{ \"/bin/true\" }}\nforeach i in [1:{}] {{ t(); }}\n",
         o.apps
     );
+    let fib = format!(
+        "(int o) fib(int n) {{ if (n < 2) {{ o = n; }} else {{ o = fib(n - 1) + fib(n - 2); }} }}\ntrace(fib({}));\n",
+        o.fib
+    );
     // One untimed round first: on a VM that hands free memory back to its
     // host, the first run after a pause pays for touching it again (see
     // docs/benchmarks.md), which is not what is measured here.
-    for (name, script) in [
-        ("builtin", &builtin),
-        ("control", &control),
-        ("apps", &apps),
-    ] {
-        timed_run(&o.exe, &dir, name, script)?;
+    let runs = [
+        ("builtin", &builtin, 1),
+        ("control", &control, 1),
+        ("apps", &apps, 1),
+        ("control", &control, 2),
+        ("fib", &fib, 1),
+        ("fib", &fib, 2),
+    ];
+    for (name, script, servers) in runs {
+        timed_run(&o.exe, &dir, name, script, servers)?;
     }
-    let (mut b, mut c, mut a, mut r) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Rates per round: the runs above in order, then raw fork/exec.
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); runs.len() + 1];
     for _ in 0..o.rounds.max(1) {
-        b.push(o.builtin as f64 / timed_run(&o.exe, &dir, "builtin", &builtin)?);
-        c.push(o.builtin as f64 / timed_run(&o.exe, &dir, "control", &control)?);
-        a.push(o.apps as f64 / timed_run(&o.exe, &dir, "apps", &apps)?);
-        r.push(o.apps as f64 / raw_spawns(o.apps)?);
+        for (i, (name, script, servers)) in runs.iter().enumerate() {
+            let n = match *name {
+                "apps" => o.apps as f64,
+                "fib" => fib_calls(o.fib),
+                _ => o.builtin as f64,
+            };
+            rates[i].push(n / timed_run(&o.exe, &dir, name, script, *servers)?);
+        }
+        rates[runs.len()].push(o.apps as f64 / raw_spawns(o.apps)?);
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let (b, c, a, r) = (median(b), median(c), median(a), median(r));
+    let m: Vec<f64> = rates.into_iter().map(median).collect();
+    let (b, c, a, c2, f1, f2, r) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
     header("tasks/s", "baseline");
     row("builtin leaf tasks (vs engine alone)", b, c);
     row("app /bin/true (vs raw fork/exec)", a, r);
+    row("foreach iterations, 2 servers (vs 1)", c2, c);
+    row(&format!("fib({}) calls, 2 servers (vs 1)", o.fib), f2, f1);
     target(
         &format!("≥ 50,000 no-op builtin leaf tasks/s ({b:.0})"),
         b >= 50_000.0,

@@ -153,6 +153,9 @@ pub enum BenchCommand {
         /// `/bin/true` app tasks per round.
         #[arg(long, default_value_t = 4_000)]
         apps: u32,
+        /// Control work: `fib(N)` by recursive composite calls.
+        #[arg(long, default_value_t = 20)]
+        fib: u32,
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
@@ -370,11 +373,13 @@ pub fn run(b: BenchCommand) -> Result<()> {
         BenchCommand::Tasks {
             builtin,
             apps,
+            fib,
             rounds,
         } => tasks::run(tasks::TasksOpts {
             exe: std::env::current_exe().context("locating the locus binary")?,
             builtin,
             apps,
+            fib,
             rounds,
         }),
         BenchCommand::Io {

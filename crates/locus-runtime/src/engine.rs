@@ -740,8 +740,7 @@ impl Engine {
                 };
                 for (server, from, to) in self.shares(count) {
                     let items = Items::Range { lo, step, from, to };
-                    self.run_share(server, func, frame, block, i, items, done)
-                        .await;
+                    Box::pin(self.run_share(server, func, frame, block, i, items, done)).await;
                 }
             }
             Stmt::ForeachArray { array, .. } => {
@@ -752,8 +751,7 @@ impl Engine {
                 for (server, from, to) in self.shares(members.len() as u64) {
                     let share = members.by_ref().take((to - from) as usize).collect();
                     let items = Items::Members(share);
-                    self.run_share(server, func, frame, block, i, items, done)
-                        .await;
+                    Box::pin(self.run_share(server, func, frame, block, i, items, done)).await;
                 }
             }
             Stmt::Loop {
@@ -803,21 +801,20 @@ impl Engine {
     }
 
     /// How a `foreach` of `count` iterations is shared out: contiguous parts,
-    /// one per server starting with this one, when there are enough to be
-    /// worth a message; otherwise all here.
+    /// one per server, when there are enough to be worth a message;
+    /// otherwise all here. This server's part comes last, so the others
+    /// start while it starts its own.
     fn shares(&self, count: u64) -> Vec<(u32, u64, u64)> {
         let servers = u64::from(self.remote.servers);
         if servers == 1 || count < SHARE_MIN * servers {
             return vec![(self.remote.me, 0, count)];
         }
-        (0..servers)
+        (1..=servers)
             .map(|k| {
                 let server = (u64::from(self.remote.me) + k) % servers;
-                (
-                    server as u32,
-                    count * k / servers,
-                    count * (k + 1) / servers,
-                )
+                let part = k % servers;
+                let (from, to) = (count * part / servers, count * (part + 1) / servers);
+                (server as u32, from, to)
             })
             .collect()
     }
