@@ -231,6 +231,18 @@ impl Client {
         )
     }
 
+    /// The node `place` chose for `path`, not yet created, if any.
+    pub async fn hint(&self, path: &str) -> FsResult<Option<NodeId>> {
+        let path = normalise(path)?;
+        match self
+            .meta(&path, Request::GetHint { path: path.clone() })
+            .await?
+        {
+            Response::Hint(h) => Ok(h),
+            other => Err(unexpected(other)),
+        }
+    }
+
     /// Adds `path` as a name in its parent and creates its record; returns the
     /// placement hint left for it, if any.
     async fn create_name(&self, path: &str, record: Record) -> FsResult<Option<NodeId>> {

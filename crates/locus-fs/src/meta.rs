@@ -8,7 +8,7 @@
 //! transaction is durable, so an acknowledged change survives `kill -9`.
 
 use crate::path::join;
-use locus_proto::fs::{Entry, Kind, Record, Request, Response};
+use locus_proto::fs::{Entry, Kind, NodeId, Record, Request, Response};
 use locus_proto::{Errno, FsError, FsResult};
 use redb::{Database, ReadableTable, ReadableTableMetadata, Table, TableDefinition};
 use std::path::Path;
@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 /// (directory, name) -> kind byte; a directory's entries live beside its record.
 const ENTRIES: TableDefinition<(&str, &str), u8> = TableDefinition::new("entries");
-const HINTS: TableDefinition<&str, u32> = TableDefinition::new("hints");
+const HINTS: TableDefinition<&str, NodeId> = TableDefinition::new("hints");
 
 /// Upper bound on operations in one transaction, to bound a commit's latency.
 const MAX_BATCH: usize = 8192;
@@ -149,6 +149,14 @@ impl MetaStore {
     pub fn get(&self, path: &str) -> FsResult<Record> {
         let txn = self.db.begin_read().map_err(storage_error)?;
         read_record(&txn.open_table(RECORDS).map_err(storage_error)?, path)
+    }
+
+    /// The placement hint left for `path`, if any.
+    pub fn hint(&self, path: &str) -> FsResult<Option<NodeId>> {
+        let txn = self.db.begin_read().map_err(storage_error)?;
+        let hints = txn.open_table(HINTS).map_err(storage_error)?;
+        let hint = hints.get(path).map_err(storage_error)?;
+        Ok(hint.map(|h| h.value()))
     }
 
     /// One page of `dir`'s entries after `after`, and whether more follow.

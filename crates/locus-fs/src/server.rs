@@ -162,6 +162,7 @@ impl State {
         match env.body {
             Request::Ping => send(Response::Ok),
             Request::GetRecord { path } => send(answer(self.meta.get(&path).map(Response::Record))),
+            Request::GetHint { path } => send(answer(self.meta.hint(&path).map(Response::Hint))),
             Request::ListEntries { dir, after, limit } => send(answer(
                 self.meta
                     .list(&dir, after.as_deref(), limit.min(MAX_PAGE))
@@ -222,6 +223,7 @@ fn check_paths(req: &Request) -> FsResult<()> {
     match req {
         Request::Ping | Request::Status => Ok(()),
         Request::GetRecord { path }
+        | Request::GetHint { path }
         | Request::CreateRecord { path, .. }
         | Request::Lock { path, .. }
         | Request::Unlock { path, .. }

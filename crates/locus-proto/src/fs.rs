@@ -70,6 +70,11 @@ pub enum Request {
     GetRecord {
         path: String,
     },
+    /// The node a file not yet created will be created on (`SetHint`);
+    /// answered by `Hint`.
+    GetHint {
+        path: String,
+    },
     /// Inserts a new record (`EEXIST` if present). A placement hint left by
     /// `SetHint` is consumed and returned as `Response::Created`.
     CreateRecord {
@@ -159,6 +164,7 @@ pub enum Response {
         more: bool,
     },
     Status(NodeStatus),
+    Hint(Option<NodeId>),
     Err(FsError),
 }
 

@@ -11,24 +11,18 @@ use locus_fs::Client;
 use locus_proto::fs::{Kind, NodeId};
 use locus_proto::run::Rank;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub struct Storage {
     pub layout: Arc<Layout>,
-    /// The leader node's file-system client, and the file system's node
+    /// This server's node's file-system client, and the file system's node
     /// names by id, when the run has one.
     pub fs: Option<(Client, Vec<String>)>,
-    /// Ranks given by `set_rank`, for `get_rank` of files not written yet.
-    pub placed: Mutex<HashMap<String, Rank>>,
 }
 
 impl Storage {
     pub fn new(layout: Arc<Layout>, fs: Option<(Client, Vec<String>)>) -> Storage {
-        Storage {
-            layout,
-            fs,
-            placed: Mutex::default(),
-        }
+        Storage { layout, fs }
     }
 }
 
@@ -131,14 +125,21 @@ impl Storage {
     }
 
     /// The first worker on the node holding a file, or for a file not
-    /// written yet, the rank `set_rank` gave it.
+    /// written yet, on the node `set_rank` chose (kept by the file system,
+    /// so every server sees it).
     async fn get_rank(&self, a: &[Value]) -> Result<Value, String> {
         let path = text(a, 0, "get_rank")?;
-        let rank = match self.holder("get_rank", &path).await {
-            Ok(host) => self.worker_on("get_rank", &host)?,
-            Err(e) => *self.placed.lock().expect("placed").get(&path).ok_or(e)?,
+        let host = match self.holder("get_rank", &path).await {
+            Ok(host) => host,
+            Err(e) => {
+                let (client, names) = self.fs("get_rank", &path)?;
+                match client.hint(self.locus("get_rank", &path)?).await {
+                    Ok(Some(node)) => names[node as usize].clone(),
+                    _ => return Err(e),
+                }
+            }
         };
-        Ok(Value::Int(rank as i64))
+        Ok(Value::Int(self.worker_on("get_rank", &host)? as i64))
     }
 
     /// `set_rank(path, rank)`: new data of `path` goes to `rank`'s node.
@@ -161,7 +162,6 @@ impl Storage {
             .place(fp, node)
             .await
             .map_err(|e| format!("set_rank({path}, {rank}): {e}"))?;
-        self.placed.lock().expect("placed").insert(path, rank);
         Ok(())
     }
 
