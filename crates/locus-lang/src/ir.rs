@@ -15,11 +15,20 @@ pub type VarId = u32;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Program {
+    /// The script's name, as given to the compiler.
+    pub file: String,
     pub imports: Vec<String>,
     pub structs: Vec<StructDef>,
     pub functions: Vec<Function>,
     /// Top-level statements and `main`, in that order.
     pub main: Function,
+}
+
+/// A 1-based line and column of the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pos {
+    pub line: u32,
+    pub col: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,6 +145,8 @@ pub enum Stmt {
         outs: Vec<VarId>,
         args: Vec<VarId>,
         opts: CallOpts,
+        /// Where the call is in the script, for errors at run time.
+        at: Pos,
     },
     Copy {
         dst: VarId,
@@ -272,6 +283,7 @@ impl Function {
                 outs,
                 args,
                 opts,
+                ..
             } => {
                 let mut o = String::new();
                 if let Some(l) = opts.location {

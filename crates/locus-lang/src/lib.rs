@@ -44,7 +44,7 @@ fn compile_here(src: &Source) -> Result<ir::Program, Vec<Diagnostic>> {
         lex_lines.is_empty()
             || !(lex_lines.contains(&src.line_col(d.span.start).0) || d.span.start >= eof)
     }));
-    let (program, check_diags) = lower::lower(&ast);
+    let (program, check_diags) = lower::lower(&ast, src);
     // Checking a tree with syntax errors in it would report their echoes.
     if diags.is_empty() {
         diags = check_diags;

@@ -7,7 +7,7 @@ use crate::ast::{self, BinOp, Expr, ExprKind, Ident, StmtKind, UnOp};
 use crate::builtins::{self, ParamKind, Signature};
 use crate::diag::Diagnostic;
 use crate::ir::{self, Const, Stmt, VarId};
-use crate::source::Span;
+use crate::source::{Source, Span};
 use crate::types::Type;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -36,7 +36,9 @@ impl FnSig {
     }
 }
 
-struct Globals {
+struct Globals<'s> {
+    /// The script, for the positions of calls in the IR.
+    src: &'s Source,
     imports: HashSet<String>,
     functions: HashMap<String, FnSig>,
     structs: BTreeMap<String, Vec<(String, Type)>>,
@@ -44,9 +46,10 @@ struct Globals {
     consts: HashMap<String, (Type, Const)>,
 }
 
-pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
+pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let mut g = Globals {
+        src,
         imports: HashSet::from(["builtins".to_string()]),
         functions: HashMap::new(),
         structs: BTreeMap::new(),
@@ -223,6 +226,7 @@ pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
         .collect();
     (
         ir::Program {
+            file: src.name.clone(),
             imports,
             structs,
             functions,
@@ -232,12 +236,12 @@ pub fn lower(prog: &ast::Program) -> (ir::Program, Vec<Diagnostic>) {
     )
 }
 
-fn resolve_type(g: &Globals, t: &ast::TypeRef, diags: &mut Vec<Diagnostic>) -> Type {
+fn resolve_type(g: &Globals<'_>, t: &ast::TypeRef, diags: &mut Vec<Diagnostic>) -> Type {
     let base = resolve_name(g, &t.base, diags);
     wrap_dims(g, base, &t.dims, diags)
 }
 
-fn resolve_name(g: &Globals, name: &Ident, diags: &mut Vec<Diagnostic>) -> Type {
+fn resolve_name(g: &Globals<'_>, name: &Ident, diags: &mut Vec<Diagnostic>) -> Type {
     if let Some(t) = Type::primitive(&name.name) {
         return t;
     }
@@ -255,7 +259,12 @@ fn resolve_name(g: &Globals, name: &Ident, diags: &mut Vec<Diagnostic>) -> Type 
 }
 
 /// `T name[k1][k2]`: indexing by `k1` first, so the outer array is keyed by `k1`.
-fn wrap_dims(g: &Globals, base: Type, dims: &[Option<Ident>], diags: &mut Vec<Diagnostic>) -> Type {
+fn wrap_dims(
+    g: &Globals<'_>,
+    base: Type,
+    dims: &[Option<Ident>],
+    diags: &mut Vec<Diagnostic>,
+) -> Type {
     let mut t = base;
     for d in dims.iter().rev() {
         let key = match d {
@@ -283,7 +292,7 @@ fn wrap_dims(g: &Globals, base: Type, dims: &[Option<Ident>], diags: &mut Vec<Di
 }
 
 fn lower_function(
-    g: &Globals,
+    g: &Globals<'_>,
     f: &ast::FuncDef,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<ir::Function> {
@@ -409,7 +418,7 @@ struct Local {
 }
 
 struct FnCx<'a> {
-    g: &'a Globals,
+    g: &'a Globals<'a>,
     diags: &'a mut Vec<Diagnostic>,
     vars: Vec<ir::Var>,
     scopes: Vec<HashMap<String, Local>>,
@@ -420,7 +429,7 @@ struct FnCx<'a> {
 }
 
 impl<'a> FnCx<'a> {
-    fn new(g: &'a Globals, diags: &'a mut Vec<Diagnostic>) -> FnCx<'a> {
+    fn new(g: &'a Globals<'a>, diags: &'a mut Vec<Diagnostic>) -> FnCx<'a> {
         FnCx {
             g,
             diags,
@@ -1656,11 +1665,16 @@ impl<'a> FnCx<'a> {
                 args: arg_ids,
             });
         } else {
+            let (line, col) = self.g.src.line_col(name.span.start);
             out.push(Stmt::Call {
                 func: name.name.clone(),
                 outs: out_ids,
                 args: arg_ids,
                 opts,
+                at: ir::Pos {
+                    line: line as u32,
+                    col: col as u32,
+                },
             });
         }
     }

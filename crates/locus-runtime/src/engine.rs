@@ -65,6 +65,8 @@ pub struct RunOptions {
 }
 
 pub struct Engine {
+    /// The script's name, for errors at a call.
+    file: String,
     funcs: HashMap<String, Arc<Function>>,
     /// Each function's body and every block, prepared once.
     plans: Plans,
@@ -201,6 +203,7 @@ impl Engine {
             opts.dispatch.clone(),
         );
         Arc::new(Engine {
+            file: program.file,
             funcs,
             plans,
             store: Store::new(opts.server),
@@ -695,7 +698,13 @@ impl Engine {
                 outs,
                 args,
                 opts,
-            } => Box::pin(self.call(func, frame, name, outs, args, opts, done)).await,
+                at,
+            } => {
+                let call = self.call(func, frame, name, outs, args, opts, done);
+                if let Err(e) = Box::pin(call).await {
+                    self.fail(format!("{}:{}:{}: {e}", self.file, at.line, at.col));
+                }
+            }
             Stmt::If { cond, .. } => {
                 let branch = match self.get(func, frame, *cond).await {
                     Value::Bool(true) => 0,
@@ -1015,9 +1024,9 @@ impl Engine {
         args: &[VarId],
         opts: &ir::CallOpts,
         done: &Arc<Done>,
-    ) {
+    ) -> Result<(), String> {
         let Some(callee) = self.funcs.get(name).cloned() else {
-            return self.fail(format!("no function '{name}'"));
+            return Err(format!("no function '{name}'"));
         };
         // The callee's parameters are the caller's futures.
         let binds: Vec<(VarId, FutureId)> = (callee.inputs.iter().zip(args))
@@ -1036,18 +1045,16 @@ impl Engine {
             }
             FnKind::App(t) => {
                 let inner = self.callee_frame(&callee, &binds);
-                let placed = match self.call_target(caller, frame, name, opts).await {
-                    Ok(p) => p,
-                    Err(e) => return self.fail(e),
-                };
-                if let Err(e) = self.run_app(&callee, &inner, t, placed, done).await {
-                    self.fail(e);
-                }
+                let placed = self.call_target(caller, frame, name, opts).await?;
+                return self.run_app(&callee, &inner, t, placed, done).await;
             }
-            FnKind::Leaf { package, target, .. } => {
-                self.fail(format!("'{name}' is implemented by {package} '{target}', which this runtime does not provide"))
+            FnKind::Leaf {
+                package, target, ..
+            } => {
+                return Err(format!("'{name}' is implemented by {package} '{target}', which this runtime does not provide"));
             }
         }
+        Ok(())
     }
 
     /// The frame of a call of `callee`: its parameters bound to the caller's
