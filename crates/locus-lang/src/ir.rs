@@ -24,6 +24,13 @@ pub struct Program {
     pub main: Function,
 }
 
+/// One step into a container: an array index or a struct field.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Member {
+    Index(VarId),
+    Field(String),
+}
+
 /// A 1-based line and column of the script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pos {
@@ -197,6 +204,14 @@ pub enum Stmt {
     ArrayInsert {
         array: VarId,
         index: VarId,
+        value: VarId,
+    },
+    /// `A[i][j] = v`, `s.a.f = v`, …: the slot at `path` in container
+    /// `target`; inner containers on the way are created by their first
+    /// write and close with `target`.
+    InsertPath {
+        target: VarId,
+        path: Vec<Member>,
         value: VarId,
     },
     ArrayGet {
@@ -408,6 +423,20 @@ impl Function {
             }
             Stmt::ArrayGet { dst, array, index } => {
                 let _ = writeln!(out, "{pad}{} = {}[{}]", v(*dst), v(*array), v(*index));
+            }
+            Stmt::InsertPath {
+                target,
+                path,
+                value,
+            } => {
+                let steps: String = path
+                    .iter()
+                    .map(|m| match m {
+                        Member::Index(i) => format!("[{}]", v(*i)),
+                        Member::Field(f) => format!(".{f}"),
+                    })
+                    .collect();
+                let _ = writeln!(out, "{pad}{}{steps} = {}", v(*target), v(*value));
             }
             Stmt::StructSet {
                 target,

@@ -813,50 +813,49 @@ impl<'a> FnCx<'a> {
                     self.ever_assigned.insert(id);
                 }
                 match container {
-                    Container::Index(array, index) => out.push(Stmt::ArrayInsert {
-                        array,
-                        index,
-                        value: v,
-                    }),
-                    Container::Field(target, field) => out.push(Stmt::StructSet {
+                    Some((array, mut path)) if path.len() == 1 => match path.remove(0) {
+                        ir::Member::Index(index) => out.push(Stmt::ArrayInsert {
+                            array,
+                            index,
+                            value: v,
+                        }),
+                        ir::Member::Field(field) => out.push(Stmt::StructSet {
+                            target: array,
+                            field,
+                            value: v,
+                        }),
+                    },
+                    Some((target, path)) => out.push(Stmt::InsertPath {
                         target,
-                        field,
+                        path,
                         value: v,
                     }),
-                    Container::Error => {}
+                    None => {}
                 }
             }
         }
     }
 
-    /// For `A[i]…` / `s.f…` targets: the container future and slot, and the
-    /// type the slot holds. Intermediate levels are read as futures.
+    /// For `A[i]…` / `s.f…` targets: the root container variable and the
+    /// path from it to the slot, and the type the slot holds.
     fn lvalue_parent(&mut self, lv: &ast::LValue, out: &mut Vec<Stmt>) -> (Container, Type) {
         let (base, key, span) = match lv {
             ast::LValue::Var(_) => unreachable!("handled by the caller"),
             ast::LValue::Index(base, key, span) => (base, Some(key), *span),
             ast::LValue::Field(base, _) => (base, None, Span::default()),
         };
-        let (bid, bty) = match &**base {
+        let (root, mut path, bty) = match &**base {
             ast::LValue::Var(name) => match self.lookup(&name.name).map(|l| l.id) {
-                Some(id) => (id, self.vars[id as usize].ty.clone()),
+                Some(id) => (id, Vec::new(), self.vars[id as usize].ty.clone()),
                 None => {
                     self.error(name.span, format!("undeclared variable '{}'", name.name));
-                    return (Container::Error, Type::Error);
+                    return (None, Type::Error);
                 }
             },
-            inner => {
-                let (c, t) = self.lvalue_parent(inner, out);
-                let dst = self.temp(t.clone(), out);
-                match c {
-                    Container::Index(array, index) => {
-                        out.push(Stmt::ArrayGet { dst, array, index })
-                    }
-                    Container::Field(src, field) => out.push(Stmt::StructGet { dst, src, field }),
-                    Container::Error => return (Container::Error, Type::Error),
-                }
-                (dst, t)
-            }
+            inner => match self.lvalue_parent(inner, out) {
+                (Some((root, path)), t) => (root, path, t),
+                (None, _) => return (None, Type::Error),
+            },
         };
         match (lv, bty) {
             (ast::LValue::Index(..), Type::Array { key: kt, elem }) => {
@@ -865,7 +864,8 @@ impl<'a> FnCx<'a> {
                 if !kt.accepts(&t) {
                     self.error(key.span, format!("this array is indexed by {kt}, not {t}"));
                 }
-                (Container::Index(bid, k), *elem)
+                path.push(ir::Member::Index(k));
+                (Some((root, path)), *elem)
             }
             (ast::LValue::Field(_, field), Type::Struct(s)) => {
                 match self
@@ -874,24 +874,27 @@ impl<'a> FnCx<'a> {
                     .get(&s)
                     .and_then(|f| f.iter().find(|(n, _)| *n == field.name))
                 {
-                    Some((_, t)) => (Container::Field(bid, field.name.clone()), t.clone()),
+                    Some((_, t)) => {
+                        path.push(ir::Member::Field(field.name.clone()));
+                        (Some((root, path)), t.clone())
+                    }
                     None => {
                         self.error(
                             field.span,
                             format!("type {s} has no field '{}'", field.name),
                         );
-                        (Container::Error, Type::Error)
+                        (None, Type::Error)
                     }
                 }
             }
-            (_, Type::Error) => (Container::Error, Type::Error),
+            (_, Type::Error) => (None, Type::Error),
             (ast::LValue::Index(..), t) => {
                 self.error(span, format!("cannot index a value of type {t}"));
-                (Container::Error, Type::Error)
+                (None, Type::Error)
             }
             (ast::LValue::Field(_, field), t) => {
                 self.error(field.span, format!("a value of type {t} has no fields"));
-                (Container::Error, Type::Error)
+                (None, Type::Error)
             }
             (ast::LValue::Var(_), _) => unreachable!("handled by the caller"),
         }
@@ -1695,11 +1698,9 @@ impl<'a> FnCx<'a> {
     }
 }
 
-enum Container {
-    Index(VarId, VarId),
-    Field(VarId, String),
-    Error,
-}
+/// An assignment target: its root variable and the path to the slot
+/// (`None` after an error).
+type Container = Option<(VarId, Vec<ir::Member>)>;
 
 fn op_symbol(op: BinOp) -> &'static str {
     match op {

@@ -456,17 +456,18 @@ impl Engine {
         self: &Arc<Self>,
         func: &Arc<Function>,
         f: FutureId,
-        k: Key,
+        path: Vec<Key>,
         v: Value,
         done: &Arc<Done>,
     ) {
         if self.store.is_local(f) {
-            if let Err(e) = self.store.insert(f, k, v) {
+            if let Err(e) = self.store.insert(f, &path, v) {
                 self.fail(format!("{}: {e}", func.name));
             }
             self.step();
         } else {
-            self.write_remote(f, remote::Write::Insert(k, v), Some(func.clone()), done);
+            let what = remote::Write::Insert(path, v);
+            self.write_remote(f, what, Some(func.clone()), done);
         }
     }
 
@@ -787,7 +788,7 @@ impl Engine {
                 let k = self.get(func, frame, *index).await;
                 let v = self.get(func, frame, *value).await;
                 let Some(k) = self.key(&k) else { return };
-                self.insert(func, frame.get(*array), k, v, done);
+                self.insert(func, frame.get(*array), vec![k], v, done);
             }
             Stmt::StructSet {
                 target,
@@ -795,7 +796,32 @@ impl Engine {
                 value,
             } => {
                 let v = self.get(func, frame, *value).await;
-                self.insert(func, frame.get(*target), Key::Str(field.clone()), v, done);
+                self.insert(
+                    func,
+                    frame.get(*target),
+                    vec![Key::Str(field.clone())],
+                    v,
+                    done,
+                );
+            }
+            Stmt::InsertPath {
+                target,
+                path,
+                value,
+            } => {
+                let mut keys = Vec::with_capacity(path.len());
+                for m in path {
+                    keys.push(match m {
+                        ir::Member::Field(f) => Key::Str(f.clone()),
+                        ir::Member::Index(i) => {
+                            let k = self.get(func, frame, *i).await;
+                            let Some(k) = self.key(&k) else { return };
+                            k
+                        }
+                    });
+                }
+                let v = self.get(func, frame, *value).await;
+                self.insert(func, frame.get(*target), keys, v, done);
             }
             Stmt::ArrayGet { dst, array, index } => {
                 let k = self.get(func, frame, *index).await;
@@ -1148,7 +1174,7 @@ impl Engine {
             Msg::Write { req, id, what } => {
                 let r = match what {
                     remote::Write::Assign(v) => self.store.assign(id, v),
-                    remote::Write::Insert(k, v) => self.store.insert(id, k, v),
+                    remote::Write::Insert(path, v) => self.store.insert(id, &path, v),
                 };
                 self.step();
                 let answer = remote::Answer::Written(r);

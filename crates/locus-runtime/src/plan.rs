@@ -57,6 +57,7 @@ fn writes(s: &Stmt, v: VarId) -> bool {
         | Stmt::StructGet { dst, .. } => *dst == v,
         Stmt::Call { outs, .. } => outs.contains(&v),
         Stmt::ArrayInsert { array, .. } => *array == v,
+        Stmt::InsertPath { target, .. } => *target == v,
         Stmt::StructSet { target, .. } => *target == v,
         _ => false,
     };

@@ -94,7 +94,8 @@ pub enum Read {
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Write {
     Assign(Value),
-    Insert(Key, Value),
+    /// A member at a path (`Store::insert`).
+    Insert(Vec<Key>, Value),
 }
 
 #[derive(Debug, Serialize, Deserialize)]

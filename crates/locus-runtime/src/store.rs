@@ -5,7 +5,7 @@
 //! its owner (`owner`), so any server knows whom to ask about it.
 
 use crate::value::{Key, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
@@ -24,6 +24,9 @@ struct Slot {
     value: Option<Value>,
     container: bool,
     members: BTreeMap<Key, Value>,
+    /// Members that are inner containers made by writes into them
+    /// (`A[i][j] = v`): complete only when this container closes.
+    nested: BTreeSet<Key>,
     closed: bool,
     /// The path a file future's data goes to, once known.
     path: Option<String>,
@@ -82,7 +85,7 @@ impl Store {
             return Err(format!("an array was given {}", v.render()));
         };
         for (k, v) in m {
-            self.insert(id, k, v)?;
+            self.insert(id, &[k], v)?;
         }
         self.close(id);
         Ok(())
@@ -108,16 +111,54 @@ impl Store {
         })
     }
 
-    /// Adds member `key` to container `id`.
-    pub fn insert(&self, id: FutureId, key: Key, v: Value) -> Result<(), String> {
+    /// Adds the member at `path` to container `id`: `[k]` is a member of
+    /// its own, `[i, j, …]` a member of inner containers made on the way.
+    pub fn insert(&self, id: FutureId, path: &[Key], v: Value) -> Result<(), String> {
+        let shown = || path.iter().map(|k| format!("[{k}]")).collect::<String>();
         self.with(id, |s| {
             if s.closed {
-                return Err(format!("an element [{key}] was added to a closed array"));
+                return Err(format!(
+                    "an element {} was added to a closed array",
+                    shown()
+                ));
             }
-            if s.members.contains_key(&key) {
-                return Err(format!("element [{key}] was assigned twice"));
+            let Some((first, inner)) = path.split_first() else {
+                return Err("an element without an index".into());
+            };
+            let both = || format!("element [{first}] was assigned whole and written into");
+            if inner.is_empty() {
+                if s.nested.contains(first) {
+                    return Err(both());
+                }
+                if s.members.contains_key(first) {
+                    return Err(format!("element {} was assigned twice", shown()));
+                }
+                s.members.insert(first.clone(), v);
+            } else {
+                if s.members.contains_key(first) && !s.nested.contains(first) {
+                    return Err(both());
+                }
+                s.nested.insert(first.clone());
+                let mut slot = s
+                    .members
+                    .entry(first.clone())
+                    .or_insert_with(|| Value::Container(BTreeMap::new()));
+                for (n, k) in inner.iter().enumerate() {
+                    let Value::Container(m) = slot else {
+                        return Err(format!("element {} is not a container", shown()));
+                    };
+                    if n + 1 == inner.len() {
+                        if m.contains_key(k) {
+                            return Err(format!("element {} was assigned twice", shown()));
+                        }
+                        m.insert(k.clone(), v);
+                        break;
+                    }
+                    slot = m
+                        .entry(k.clone())
+                        .or_insert_with(|| Value::Container(BTreeMap::new()));
+                }
             }
-            s.members.insert(key, v);
             s.wake();
             Ok(())
         })
@@ -175,9 +216,12 @@ impl Store {
 
     /// Member `key` of container `id` once present; `None` if the container
     /// closed without it.
+    /// An inner container made by writes into it is present once this one
+    /// closes.
     pub async fn member(&self, id: FutureId, key: &Key) -> Option<Value> {
         self.wait(id, |s| match &s.value {
             Some(Value::Container(m)) => Some(m.get(key).cloned()),
+            _ if s.nested.contains(key) => None,
             _ => s.members.get(key).map(|v| Some(v.clone())),
         })
         .await
