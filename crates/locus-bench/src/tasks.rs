@@ -76,8 +76,8 @@ fn raw_spawns(n: u32) -> Result<f64> {
 pub fn run(o: TasksOpts) -> Result<()> {
     println!("{}", crate::machine::describe());
     println!(
-        "tasks: locus run -n 3 (1 server, 2 workers); {} builtin tasks, {} app tasks; median of {} rounds after a warm-up round",
-        o.builtin, o.apps, o.rounds
+        "tasks: locus run with 2 workers and 1 server (2 for the control rows); {} builtin tasks, {} app tasks, fib({}); median of {} rounds after a warm-up round",
+        o.builtin, o.apps, o.fib, o.rounds
     );
     let dir = crate::workspace::default_root("tasks");
     std::fs::create_dir_all(&dir)?;
