@@ -9,6 +9,7 @@
 //! counts as done. Non-leaders report their progress to the leader, whose
 //! stall detector and end-of-run summary cover every server.
 
+use crate::ids::IdMap;
 use crate::plan::BlockId;
 use crate::server::Dispatch;
 use crate::store::{owner, FutureId};
@@ -21,8 +22,6 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, OnceCell};
-
-use crate::ids::IdMap;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Msg {
