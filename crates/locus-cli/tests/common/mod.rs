@@ -82,24 +82,25 @@ impl TestCluster {
     }
 
     /// Sends `sig` to node's daemon and, for fatal signals, waits for it to go.
+    /// Sends `sig` to node `node`'s daemon and waits until it took effect:
+    /// dead for SIGKILL/SIGTERM, every thread stopped for SIGSTOP (a thread
+    /// mid-request could otherwise still answer).
     pub fn signal(&self, node: u32, sig: i32) {
         let pid = self.pid(node);
         // SAFETY: a plain signal to a daemon this test started.
         assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
-        if sig == libc::SIGKILL || sig == libc::SIGTERM {
-            for _ in 0..500 {
-                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-                let state = stat
-                    .rsplit(')')
-                    .next()
-                    .and_then(|s| s.split_whitespace().next());
-                if stat.is_empty() || state == Some("Z") {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(10));
+        let done = |states: Vec<String>| match sig {
+            libc::SIGKILL | libc::SIGTERM => states.iter().all(|s| s == "Z"),
+            libc::SIGSTOP => states.iter().all(|s| s == "T"),
+            _ => true,
+        };
+        for _ in 0..500 {
+            if done(thread_states(pid)) {
+                return;
             }
-            panic!("daemon {pid} did not die");
+            std::thread::sleep(Duration::from_millis(10));
         }
+        panic!("daemon {pid} did not take signal {sig}");
     }
 
     /// Restarts stopped daemons (`locus fs up` on the existing directory).
@@ -179,4 +180,18 @@ impl Run {
     pub fn run_dir(&self) -> std::path::PathBuf {
         self.dir.path().join("run")
     }
+}
+
+/// The state letter of each thread of process `pid` (none once it is gone).
+fn thread_states(pid: i32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+        .filter_map(|stat| {
+            let after = stat.rsplit(')').next()?;
+            after.split_whitespace().next().map(str::to_string)
+        })
+        .collect()
 }
