@@ -25,7 +25,7 @@ use locus_proto::run::{Arg, Placed, Target, Task, Work};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
@@ -79,8 +79,6 @@ pub struct Engine {
     failed: Notify,
     /// Bumped by every completed step; the stall detector watches it.
     progress: AtomicU64,
-    /// Processes and timers running: no progress is expected meanwhile.
-    external: AtomicUsize,
     /// Names of futures some task waits on, for the stall report.
     waiting: Mutex<HashMap<FutureId, (String, usize)>>,
     temp_files: AtomicU64,
@@ -88,7 +86,8 @@ pub struct Engine {
     statements: AtomicU64,
     received: AtomicU64,
     sent: AtomicU64,
-    /// Leaf tasks put and done by this engine.
+    /// Leaf tasks put and done by this engine; those between are running
+    /// (processes, timers), and no progress is expected meanwhile.
     tasks_put: AtomicU64,
     tasks_done: AtomicU64,
 }
@@ -213,7 +212,6 @@ impl Engine {
             failure: Mutex::new(None),
             failed: Notify::new(),
             progress: AtomicU64::new(0),
-            external: AtomicUsize::new(0),
             waiting: Mutex::new(HashMap::new()),
             temp_files: AtomicU64::new(0),
             statements: AtomicU64::new(0),
@@ -234,7 +232,7 @@ impl Engine {
         tokio::spawn(async move {
             while let Some((from, bytes)) = inbox.recv().await {
                 match postcard::from_bytes::<Msg>(&bytes) {
-                    Ok(msg) => e.received_msg(from - e.opts.first_server, msg),
+                    Ok(msg) => e.received_msg(e.remote.index_of(from), msg),
                     Err(err) => e.fail(format!("a message from rank {from}: {err}")),
                 }
             }
@@ -252,11 +250,15 @@ impl Engine {
     }
 
     fn progress_now(&self) -> remote::Progress {
+        // Done first: a task finishing between the two loads must not make
+        // done exceed put.
+        let done = self.tasks_done.load(Ordering::Acquire);
+        let put = self.tasks_put.load(Ordering::Acquire);
         remote::Progress {
             steps: self.progress.load(Ordering::Acquire),
-            external: self.external.load(Ordering::Acquire) as u64,
-            put: self.tasks_put.load(Ordering::Relaxed),
-            done: self.tasks_done.load(Ordering::Relaxed),
+            external: put - done,
+            put,
+            done,
         }
     }
 
@@ -309,7 +311,7 @@ impl Engine {
         Status {
             waiting: self.waiting_names(),
             control: ControlStats {
-                rank: self.opts.first_server + self.remote.me,
+                rank: self.remote.rank_of(self.remote.me),
                 statements: self.statements.load(Ordering::Relaxed),
                 received: self.received.load(Ordering::Relaxed),
                 sent: self.sent.load(Ordering::Relaxed),
@@ -1220,13 +1222,11 @@ impl Engine {
 
     /// Runs a leaf task on a worker and waits for it.
     async fn leaf(&self, task: Task) -> Result<(), String> {
-        self.external.fetch_add(1, Ordering::AcqRel);
-        self.tasks_put.fetch_add(1, Ordering::Relaxed);
+        self.tasks_put.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
         let outcome = self.opts.dispatch.run(task).await;
-        self.tasks_done.fetch_add(1, Ordering::Relaxed);
+        self.tasks_done.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
-        self.external.fetch_sub(1, Ordering::AcqRel);
         self.step();
         match outcome.error {
             Some(e) => Err(e),

@@ -1,8 +1,28 @@
-//! Maps keyed by task ids. Ids are distinct integers from one counter, so a
-//! multiplicative hash spreads them well without SipHash's cost, which shows
-//! at tens of thousands of tasks per second.
+//! Ids made by a server (task ids, future ids) and maps keyed by them. An
+//! id carries the index of the server that made it above `SERVER_SHIFT`,
+//! so any rank knows whom it belongs to. Below that, ids are distinct
+//! integers from one counter, so a multiplicative hash spreads them well
+//! without SipHash's cost, which shows at tens of thousands of tasks per
+//! second.
 
 use std::collections::HashMap;
+
+const SERVER_SHIFT: u32 = 40;
+
+/// Id number `n` of server `server`.
+pub fn tagged(server: u32, n: u64) -> u64 {
+    (u64::from(server) << SERVER_SHIFT) | n
+}
+
+/// The index of the server that made `id`.
+pub fn server_of(id: u64) -> u32 {
+    (id >> SERVER_SHIFT) as u32
+}
+
+/// `id`'s number among its server's ids.
+pub fn number(id: u64) -> u64 {
+    id & ((1 << SERVER_SHIFT) - 1)
+}
 use std::hash::{BuildHasherDefault, Hasher};
 
 #[derive(Default, Clone, Copy)]

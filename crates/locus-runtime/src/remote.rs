@@ -175,9 +175,19 @@ impl Remote {
 
     pub fn send(&self, server: u32, msg: &Msg) {
         match postcard::to_allocvec(msg) {
-            Ok(bytes) => self.dispatch.send_engine(self.first + server, bytes),
+            Ok(bytes) => self.dispatch.send_engine(self.rank_of(server), bytes),
             Err(e) => self.dispatch.report_abort(format!("engine message: {e}")),
         }
+    }
+
+    /// The rank of server `index`.
+    pub fn rank_of(&self, index: u32) -> Rank {
+        self.first + index
+    }
+
+    /// The index of server rank `rank`.
+    pub fn index_of(&self, rank: Rank) -> u32 {
+        rank - self.first
     }
 
     /// The server to run the next piece of control work: each in turn.

@@ -6,7 +6,7 @@
 //! its `Dispatch`; the leader (first server) ends the run.
 
 use crate::balancer::Balancer;
-use crate::ids::IdMap;
+use crate::ids::{self, IdMap};
 use crate::layout::Layout;
 use crate::rendezvous::Entry;
 use crate::wire::{self, Reader};
@@ -61,9 +61,6 @@ enum Event {
 
 /// Messages from other servers' engines: the sender and the bytes.
 pub type Inbox = mpsc::UnboundedReceiver<(Rank, Vec<u8>)>;
-
-/// Task ids carry the index of the server that put the task above this bit.
-const ORIGIN_SHIFT: u32 = 40;
 
 /// A server's engine puts leaf tasks here and awaits their outcomes, and
 /// exchanges messages with the other engines.
@@ -194,10 +191,10 @@ impl Server {
         } = self;
         let layout = cfg.layout.clone();
         let me = cfg.me;
-        let index = u64::from(me - layout.workers());
+        // Task ids name the server that put the task (`deliver`).
         dispatch
             .next_id
-            .store((index << ORIGIN_SHIFT) | 1, Ordering::Relaxed);
+            .store(ids::tagged(me - layout.workers(), 1), Ordering::Relaxed);
         // Workers and lower servers call us; we call the higher servers.
         let mut expected: HashSet<Rank> =
             layout.workers_of(me).chain(layout.workers()..me).collect();
@@ -488,7 +485,7 @@ impl State {
 
     /// Gives an outcome to the engine that put the task.
     fn deliver(&self, o: Outcome) {
-        let origin = self.layout.workers() + (o.id >> ORIGIN_SHIFT) as Rank;
+        let origin = self.layout.workers() + ids::server_of(o.id);
         if origin == self.me {
             self.dispatch.complete(o);
         } else {

@@ -4,6 +4,7 @@
 //! Each server's engine keeps the futures it created; a future's id names
 //! its owner (`owner`), so any server knows whom to ask about it.
 
+use crate::ids;
 use crate::value::{Key, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -11,12 +12,9 @@ use tokio::sync::Notify;
 
 pub type FutureId = u64;
 
-/// Ids carry their owner (a server's index) above this bit.
-const OWNER_SHIFT: u32 = 40;
-
 /// The index of the server whose engine keeps future `id`.
 pub fn owner(id: FutureId) -> u32 {
-    (id >> OWNER_SHIFT) as u32
+    ids::server_of(id)
 }
 
 #[derive(Default)]
@@ -67,12 +65,12 @@ impl Store {
             container,
             ..Slot::default()
         });
-        (u64::from(self.owner) << OWNER_SHIFT) | (slots.len() - 1) as FutureId
+        ids::tagged(self.owner, (slots.len() - 1) as u64)
     }
 
     fn with<T>(&self, id: FutureId, f: impl FnOnce(&mut Slot) -> T) -> T {
         let mut slots = self.slots.lock().expect("store");
-        f(&mut slots[(id & ((1 << OWNER_SHIFT) - 1)) as usize])
+        f(&mut slots[ids::number(id) as usize])
     }
 
     /// Closes `id` with `v`: a scalar is set, a container gets `v`'s
