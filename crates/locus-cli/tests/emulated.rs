@@ -180,13 +180,20 @@ trace(read(g));
             ("node0", 100_000)
         );
     }
-    let data = |fs: &str, node: u32| dir.join(fs).join(format!("node-{node}/data/data/f.bin"));
+    // Stored under its version's stamp: node-K/data/data/@<stamp>/f.bin.
+    let data = |fs: &str, node: u32| {
+        let parent = dir.join(fs).join(format!("node-{node}/data/data"));
+        std::fs::read_dir(parent)
+            .into_iter()
+            .flatten()
+            .any(|e| e.unwrap().path().join("f.bin").exists())
+    };
     assert!(
-        data("fs", 1).exists(),
+        data("fs", 1),
         "Locus keeps data where it was written"
     );
     assert!(
-        data("central", 0).exists(),
+        data("central", 0),
         "central keeps data on the storage host"
     );
 

@@ -47,14 +47,16 @@ fn fusionfs_visibility_across_nodes() {
             );
             assert_eq!(cl.stat("/f.txt").await.unwrap().size, 30);
         }
-        // Node 1 re-fetched the new version over its stale copy.
-        let node1_copy = c.node_dir(1).join("data/f.txt");
+        // Node 1 fetched the new version beside its stale copy, which the
+        // write dropped once it was published.
         assert_eq!(
-            std::fs::read(node1_copy).unwrap(),
+            std::fs::read(c.stored(1, "/f.txt", after.stamp)).unwrap(),
             b"from node 1, changed on node 3"
         );
+        assert!(!c.stored(1, "/f.txt", before.stamp).exists());
 
         // Remove on node 1: gone everywhere, stored copies deleted.
+        let stamp = clients[1].stat("/f.txt").await.unwrap().stamp;
         clients[1].unlink("/f.txt").await.unwrap();
         for cl in &clients {
             assert_eq!(cl.stat("/f.txt").await.unwrap_err().code, Errno::ENOENT);
@@ -62,7 +64,7 @@ fn fusionfs_visibility_across_nodes() {
         }
         for n in 0..4 {
             assert!(
-                !c.node_dir(n).join("data/f.txt").exists(),
+                !c.stored(n, "/f.txt", stamp).exists(),
                 "copy left on node {n}"
             );
         }
@@ -230,14 +232,15 @@ fn rename_files_and_directories() {
         a.put("/target.txt", b"old").await.unwrap();
 
         // A file replaces an existing file; its data keeps its node.
+        let stamp = a.stat("/src/one.txt").await.unwrap().stamp;
         a.rename("/src/one.txt", "/target.txt").await.unwrap();
         assert_eq!(b.get("/target.txt").await.unwrap(), b"1");
         assert_eq!(
             b.stat("/src/one.txt").await.unwrap_err().code,
             Errno::ENOENT
         );
-        assert!(c.node_dir(0).join("data/target.txt").exists());
-        let old = c.node_dir(0).join("data/src/one.txt");
+        assert!(c.stored(0, "/target.txt", stamp).exists());
+        let old = c.stored(0, "/src/one.txt", stamp);
         eventually("old name's copy deleted", || !old.exists());
 
         // A directory tree moves whole.
@@ -264,8 +267,8 @@ fn rename_files_and_directories() {
         assert_eq!(a.readdir("/").await.unwrap().len(), 1);
 
         // A holder that lost its copy: the rename fails and changes nothing.
-        b.put("/lost.txt", b"x").await.unwrap();
-        std::fs::remove_file(c.node_dir(2).join("data/lost.txt")).unwrap();
+        let lost = b.put("/lost.txt", b"x").await.unwrap();
+        std::fs::remove_file(c.stored(2, "/lost.txt", lost.stamp)).unwrap();
         assert_eq!(
             a.rename("/lost.txt", "/found.txt").await.unwrap_err().code,
             Errno::ENOENT
@@ -291,10 +294,10 @@ fn placement_policies_and_hints() {
         // place() fixes the node of a file not yet created.
         let w0 = c.client(0);
         w0.place("/placed", 2).await.unwrap();
-        w0.put("/placed", b"p").await.unwrap();
+        let placed = w0.put("/placed", b"p").await.unwrap();
         assert_eq!(w0.locate("/placed").await.unwrap(), vec![2]);
-        assert!(c.node_dir(2).join("data/placed").exists());
-        assert!(!c.node_dir(0).join("data/placed").exists());
+        assert!(c.stored(2, "/placed", placed.stamp).exists());
+        assert!(!c.stored(0, "/placed", placed.stamp).exists());
         assert_eq!(
             w0.place("/placed", 1).await.unwrap_err().code,
             Errno::EEXIST
@@ -341,20 +344,24 @@ fn placement_policies_and_hints() {
             .find(|p| locus_fs::ring::hash_node(p, 4) != writer)
             .unwrap();
         let home = locus_fs::ring::hash_node(&p, 4);
-        let local = h(writer).output_path(&p).unwrap();
-        std::fs::write(&local, b"hashed output").unwrap();
-        let rec = h(writer).commit(&p).await.unwrap();
-        assert_eq!((rec.size, rec.holders), (13, vec![home]));
-        assert!(!local.exists());
+        let out = h(writer).output(&p).unwrap();
+        assert!(out.local.ends_with(&p[1..]));
+        std::fs::write(&out.local, b"hashed output").unwrap();
+        let rec = h(writer).commit(&out).await.unwrap();
+        assert_eq!((rec.size, rec.holders.clone()), (13, vec![home]));
+        assert!(!out.local.exists());
         assert_eq!(
-            std::fs::read(c.node_dir(home).join("data").join(&p[1..])).unwrap(),
+            std::fs::read(c.stored(home, &p, rec.stamp)).unwrap(),
             b"hashed output"
         );
-        // Rewriting it in place keeps it on the writer, as open_write does.
-        std::fs::write(h(writer).output_path(&p).unwrap(), b"again").unwrap();
-        let rec = h(writer).commit(&p).await.unwrap();
-        assert_eq!(rec.holders, vec![writer]);
+        // Rewriting it keeps it on the writer, as open_write does, and the
+        // replaced version's copy goes.
+        let again = h(writer).output(&p).unwrap();
+        std::fs::write(&again.local, b"again").unwrap();
+        let rec2 = h(writer).commit(&again).await.unwrap();
+        assert_eq!(rec2.holders, vec![writer]);
         assert_eq!(w0.get(&p).await.unwrap(), b"again");
+        assert!(!c.stored(home, &p, rec.stamp).exists());
     });
 }
 
@@ -364,21 +371,25 @@ fn local_path_and_commit_for_programs() {
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     rt.block_on(async {
-        // A program on node 1 writes straight into its store; commit registers it.
-        let out = c.node_dir(1).join("data/results/out.dat");
-        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        // A program on node 1 writes in a private place in its store (the
+        // file name kept); commit publishes it.
+        let out = b.output("/results/out.dat").unwrap();
+        assert!(out.local.starts_with(c.node_dir(1)) && out.local.ends_with("out.dat"));
         a.mkdir("/results").await.unwrap();
-        std::fs::write(&out, b"computed").unwrap();
-        let rec = b.commit("/results/out.dat").await.unwrap();
+        std::fs::write(&out.local, b"computed").unwrap();
+        let rec = b.commit(&out).await.unwrap();
         assert_eq!((rec.size, rec.holders.clone()), (8, vec![1]));
+        let stored = b.local_path("/results/out.dat").await.unwrap();
+        assert!(stored.ends_with("results/out.dat") || stored.ends_with("out.dat"));
         // A reader on node 0 gets a local path holding the bytes, and a replica is recorded.
         let p = a.local_path("/results/out.dat").await.unwrap();
         assert!(p.starts_with(c.node_dir(0)));
         assert_eq!(std::fs::read(&p).unwrap(), b"computed");
         assert_eq!(a.locate("/results/out.dat").await.unwrap(), vec![1, 0]);
         // Committing again after the program rewrote it bumps the version.
-        std::fs::write(&out, b"recomputed").unwrap();
-        let rec2 = b.commit("/results/out.dat").await.unwrap();
+        let out = b.output("/results/out.dat").unwrap();
+        std::fs::write(&out.local, b"recomputed").unwrap();
+        let rec2 = b.commit(&out).await.unwrap();
         assert_eq!(rec2.version, rec.version + 1);
         assert_eq!(a.get("/results/out.dat").await.unwrap(), b"recomputed");
         // A file created but never written reads as empty.
@@ -400,12 +411,12 @@ fn a_diskless_client_moves_every_byte_over_the_network() {
     });
     rt.block_on(async {
         // Written through the diskless client: stored on the node, not in the scratch.
-        remote.put("/w.dat", b"written").await.unwrap();
+        let rec = remote.put("/w.dat", b"written").await.unwrap();
         assert_eq!(
-            std::fs::read(c.node_dir(0).join("data/w.dat")).unwrap(),
+            std::fs::read(c.stored(0, "/w.dat", rec.stamp)).unwrap(),
             b"written"
         );
-        assert!(!scratch.path().join("data/w.dat").exists());
+        assert!(!scratch.path().join("data").join(format!("@{:016x}", rec.stamp)).exists());
         // Read: staged in the scratch every time, never recorded as a holder.
         node.put("/r.dat", b"on the node").await.unwrap();
         let copy = remote.local_copy("/r.dat").await.unwrap();
@@ -414,11 +425,11 @@ fn a_diskless_client_moves_every_byte_over_the_network() {
         assert_eq!(remote.locate("/r.dat").await.unwrap(), vec![0]);
         assert!(remote.local_copy("/r.dat").await.unwrap().fetched);
         // A program's output is pushed to the node on commit and leaves the scratch.
-        let out = remote.output_path("/prog.out").unwrap();
-        std::fs::write(&out, b"program output").unwrap();
-        let rec = remote.commit("/prog.out").await.unwrap();
+        let out = remote.output("/prog.out").unwrap();
+        std::fs::write(&out.local, b"program output").unwrap();
+        let rec = remote.commit(&out).await.unwrap();
         assert_eq!((rec.size, rec.holders), (14, vec![0]));
-        assert!(!out.exists());
+        assert!(!out.local.exists());
         assert_eq!(node.get("/prog.out").await.unwrap(), b"program output");
     });
 }

@@ -14,7 +14,7 @@ use crate::ring::Ring;
 use crate::store::Store;
 use crate::transfer;
 use locus_proto::auth::{Channel, Secret};
-use locus_proto::fs::{Entry, Kind, NodeId, NodeStatus, Record, Request, Response};
+use locus_proto::fs::{Entry, Kind, Lease, NodeId, NodeStatus, Record, Request, Response};
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
 use std::io::{self, Seek, Write};
@@ -42,6 +42,10 @@ pub struct ClientOptions {
     /// client of a central store): every read and write crosses the network,
     /// staged in this directory, and new files go to `node`.
     pub scratch: Option<PathBuf>,
+    /// How long a write lock this client takes holds without renewal; an
+    /// open writer renews it, so this bounds how long a dead writer's lock
+    /// outlives it.
+    pub lease: Duration,
 }
 
 impl Default for ClientOptions {
@@ -51,6 +55,7 @@ impl Default for ClientOptions {
             placement: None,
             timeout: Duration::from_secs(5),
             scratch: None,
+            lease: Duration::from_secs(30),
         }
     }
 }
@@ -68,6 +73,7 @@ struct Inner {
     peers: Vec<Peer>,
     ring: Ring,
     placement: Placement,
+    lease_ms: u32,
     new_files: AtomicU64,
     /// Idle authenticated transfer streams, per node.
     transfers: Vec<Mutex<Vec<TcpStream>>>,
@@ -142,6 +148,7 @@ impl Client {
                 peers,
                 ring: spec.ring(),
                 placement: opts.placement.unwrap_or(spec.placement),
+                lease_ms: opts.lease.as_millis().clamp(30, u32::MAX as u128) as u32,
                 new_files: AtomicU64::new(0),
                 transfers: spec.nodes.iter().map(|_| Mutex::default()).collect(),
             }),
@@ -243,9 +250,14 @@ impl Client {
         }
     }
 
-    /// Adds `path` as a name in its parent and creates its record; returns the
-    /// placement hint left for it, if any.
-    async fn create_name(&self, path: &str, record: Record) -> FsResult<Option<NodeId>> {
+    /// Adds `path` as a name in its parent and creates its record (locked by
+    /// `lease` if given); returns the placement hint left for it, if any.
+    async fn create_name(
+        &self,
+        path: &str,
+        record: Record,
+        lease: Option<Lease>,
+    ) -> FsResult<Option<NodeId>> {
         let (parent, name) = split(path)?;
         let kind = record.kind;
         let entry = Request::AddEntry {
@@ -260,6 +272,7 @@ impl Client {
                 Request::CreateRecord {
                     path: path.to_string(),
                     record,
+                    lease,
                 },
             )
             .await;
@@ -282,7 +295,7 @@ impl Client {
 
     pub async fn mkdir(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
-        self.create_name(&path, Record::new(Kind::Dir, 0o755, now_ns()))
+        self.create_name(&path, Record::new(Kind::Dir, 0o755, now_ns()), None)
             .await
             .map(drop)
     }
@@ -353,15 +366,15 @@ impl Client {
         }
     }
 
-    /// Tells `nodes` to delete their stored copies of `path` (they answer
-    /// before deleting). A node that cannot be reached keeps an orphan copy,
-    /// never a visible file.
-    async fn drop_copies(&self, path: &str, nodes: Vec<NodeId>) {
+    /// Tells `nodes` to delete their stored copy `stamp` of `path`. A node
+    /// that cannot be reached keeps an orphan copy, never a visible file.
+    async fn drop_copies(&self, path: &str, nodes: Vec<NodeId>, stamp: u64) {
         let drops: Vec<_> = nodes
             .into_iter()
             .map(|node| {
                 let (client, path) = (self.clone(), path.to_string());
-                tokio::spawn(async move { client.call(node, Request::DropData { path }).await })
+                let req = Request::DropData { path, stamp };
+                tokio::spawn(async move { client.call(node, req).await })
             })
             .collect();
         for d in drops {
@@ -386,7 +399,10 @@ impl Client {
             version: None,
         };
         match self.meta(&path, removed).await {
-            Ok(r) => self.drop_copies(&path, expect_record(r)?.holders).await,
+            Ok(r) => {
+                let rec = expect_record(r)?;
+                self.drop_copies(&path, rec.holders, rec.stamp).await
+            }
             // The name is gone; a record lost to an earlier crash is no error.
             Err(e) if e.code == Errno::ENOENT => {}
             Err(e) => return Err(e),
@@ -492,6 +508,7 @@ impl Client {
                 let link = Request::LinkData {
                     from: from.to_string(),
                     to: to.to_string(),
+                    stamp: rec.stamp,
                 };
                 expect_ok(self.call(h, link).await?)?;
             }
@@ -500,6 +517,7 @@ impl Client {
             let create = Request::CreateRecord {
                 path: to.to_string(),
                 record: moved,
+                lease: None,
             };
             self.meta(to, create).await.map(drop)
         };
@@ -511,7 +529,7 @@ impl Client {
                 kind: Kind::File,
             };
             let _ = self.meta(to_parent, undo).await;
-            self.drop_copies(to, rec.holders.clone()).await;
+            self.drop_copies(to, rec.holders.clone(), rec.stamp).await;
             return Err(e);
         }
         let remove = Request::RemoveRecord {
@@ -531,7 +549,7 @@ impl Client {
             kind: Kind::File,
         };
         expect_ok(self.meta(from_parent, entry).await?)?;
-        self.drop_copies(from, rec.holders).await;
+        self.drop_copies(from, rec.holders, rec.stamp).await;
         Ok(())
     }
 
@@ -571,8 +589,41 @@ impl Client {
     pub async fn create_empty(&self, path: &str) -> FsResult<Record> {
         let path = normalise(path)?;
         let record = Record::new(Kind::File, 0o644, now_ns());
-        self.create_name(&path, record.clone()).await?;
+        self.create_name(&path, record.clone(), None).await?;
         Ok(record)
+    }
+
+    /// A new lease: a fresh token (which also stamps the version it writes).
+    fn new_lease(&self) -> Lease {
+        Lease {
+            token: rand::random::<u64>() | 1,
+            ms: self.inner.lease_ms,
+        }
+    }
+
+    /// Renews `lease` on `path` in the background until the guard is dropped.
+    fn keep_lease(&self, path: &str, lease: Lease) -> LeaseGuard {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return LeaseGuard(None);
+        };
+        let (client, path) = (self.clone(), path.to_string());
+        let every = Duration::from_millis(u64::from(lease.ms) / 3);
+        let task = rt.spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let renew = Request::Renew {
+                    path: path.clone(),
+                    lease,
+                };
+                if let Err(e) = client.meta(&path, renew).await {
+                    tracing::warn!("renewing the write lock: {e}");
+                    if e.code == Errno::EBUSY {
+                        return;
+                    }
+                }
+            }
+        });
+        LeaseGuard(Some(task.abort_handle()))
     }
 
     /// Creates a new file (`EEXIST` if the name is taken) and opens it for
@@ -580,12 +631,11 @@ impl Client {
     /// policy names another.
     pub async fn create(&self, path: &str) -> FsResult<Writer> {
         let path = normalise(path)?;
-        let token = rand::random::<u64>();
-        let mut record = Record::new(Kind::File, 0o644, now_ns());
-        record.lock = Some(token);
-        let hint = self.create_name(&path, record).await?;
+        let lease = self.new_lease();
+        let record = Record::new(Kind::File, 0o644, now_ns());
+        let hint = self.create_name(&path, record, Some(lease)).await?;
         let target = self.new_file_target(&path, hint);
-        self.writer(path, token, target, None).await
+        self.writer(path, lease, target, None).await
     }
 
     /// Opens an existing file for writing, taking its write lock (`EBUSY` if
@@ -594,99 +644,143 @@ impl Client {
     /// node becomes the file's holder.
     pub async fn open_write(&self, path: &str, truncate: bool) -> FsResult<Writer> {
         let path = normalise(path)?;
-        let token = rand::random::<u64>();
-        let rec = self.lock(&path, token).await?;
-        let keep = (!truncate && rec.size > 0).then_some(rec);
+        let lease = self.new_lease();
+        let rec = self.lock(&path, lease).await?;
+        self.open_locked(path, lease, rec, truncate).await
+    }
+
+    async fn open_locked(
+        &self,
+        path: String,
+        lease: Lease,
+        rec: Record,
+        truncate: bool,
+    ) -> FsResult<Writer> {
         let me = self.inner.me;
-        let opened = self.writer(path.clone(), token, me, keep).await;
-        if opened.is_err() {
-            let _ = self.unlock(&path, token).await;
+        let mut w = self.writer(path, lease, me, Some(rec.clone())).await?;
+        if !truncate && rec.size > 0 {
+            if let Err(e) = self.copy_current(&w.path, &rec, &w.tmp).await {
+                w.abort().await;
+                return Err(e);
+            }
+            w.file()
+                .seek(io::SeekFrom::End(0))
+                .map_err(|e| FsError::io(w.path.clone(), &e))?;
         }
-        opened
+        Ok(w)
     }
 
     /// Takes the write lock of normalised `path` by compare-and-swap.
-    async fn lock(&self, path: &str, token: u64) -> FsResult<Record> {
+    async fn lock(&self, path: &str, lease: Lease) -> FsResult<Record> {
         let req = Request::Lock {
             path: path.to_string(),
-            token,
+            lease,
         };
         expect_record(self.meta(path, req).await?)
+    }
+
+    /// `lock` of a name that exists: a concurrent creator may have added the
+    /// name and not yet its record (then holding its lock: `EBUSY`).
+    async fn lock_created(&self, path: &str, lease: Lease) -> FsResult<Record> {
+        let mut tries = 0;
+        loop {
+            match self.lock(path, lease).await {
+                Err(e) if e.code == Errno::ENOENT && tries < 200 => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Releases a write lock this client took, leaving the file unchanged.
     async fn unlock(&self, path: &str, token: u64) -> FsResult<Response> {
         let req = Request::Unlock {
             path: path.to_string(),
-            token,
+            token: Some(token),
         };
         self.meta(path, req).await
     }
 
+    /// Breaks the write lock of `path`, whoever holds it (an operator's
+    /// remedy for a writer known to be gone; its lease would end it too).
+    pub async fn break_lock(&self, path: &str) -> FsResult<()> {
+        let path = normalise(path)?;
+        let req = Request::Unlock {
+            path: path.clone(),
+            token: None,
+        };
+        expect_ok(self.meta(&path, req).await?)
+    }
+
+    /// A writer holding `lease` on `path`, writing into a new temporary file;
+    /// the lock is released if it cannot be made.
     async fn writer(
         &self,
         path: String,
-        token: u64,
+        lease: Lease,
         target: NodeId,
-        keep: Option<Record>,
+        replacing: Option<Record>,
     ) -> FsResult<Writer> {
-        let (tmp, mut file) = self.inner.store.temp_file()?;
-        if let Some(rec) = keep {
-            let copied = self.copy_current(&path, &rec, &tmp, &mut file).await;
-            if let Err(e) = copied {
-                let _ = std::fs::remove_file(&tmp);
+        let renewal = self.keep_lease(&path, lease);
+        let (tmp, file) = match self.inner.store.temp_file() {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = self.unlock(&path, lease.token).await;
                 return Err(e);
             }
-        }
+        };
         Ok(Writer {
             client: self.clone(),
             path,
-            token,
+            lease,
             target,
+            replacing,
             tmp,
             file: Some(file),
             closed: false,
+            _renewal: renewal,
         })
     }
 
-    /// Copies the current contents of `path` into `file`, from this node's
+    /// Copies the current contents of `path` into `tmp`, from this node's
     /// store or from a holder.
-    async fn copy_current(
-        &self,
-        path: &str,
-        rec: &Record,
-        tmp: &Path,
-        file: &mut File,
-    ) -> FsResult<()> {
-        if self.holds(rec) {
-            std::fs::copy(self.inner.store.data_path(path), tmp)
-                .map_err(|e| FsError::io(path, &e))?;
-        } else {
-            let dup = file.try_clone().map_err(|e| FsError::io(path, &e))?;
-            self.fetch_into(path, rec.holders.clone(), rec.size, dup)
-                .await?;
+    async fn copy_current(&self, path: &str, rec: &Record, tmp: &Path) -> FsResult<()> {
+        let here = self.inner.store.data_path(path, rec.stamp);
+        if self.holds(rec) && std::fs::copy(&here, tmp).is_ok() {
+            return Ok(());
         }
-        file.seek(io::SeekFrom::End(0))
+        let dest = std::fs::OpenOptions::new()
+            .write(true)
+            .open(tmp)
             .map_err(|e| FsError::io(path, &e))?;
-        Ok(())
+        self.fetch_into(path, rec, dest).await
     }
 
-    /// Fetches `path` (expected to be `size` bytes) from the first reachable
-    /// of `holders` into `dest`. A large file comes over several streams at
-    /// once: one stream's receiver, copying into the page cache, is the
-    /// bottleneck, not the network.
-    async fn fetch_into(
-        &self,
-        path: &str,
-        holders: Vec<NodeId>,
-        size: u64,
-        dest: File,
-    ) -> FsResult<()> {
+    /// The holders of `rec` that another node can fetch from (this node's
+    /// copy, if it had one, is gone).
+    fn remote_holders(&self, rec: &Record) -> Vec<NodeId> {
+        let me = self.inner.me;
+        let diskless = self.inner.diskless;
+        rec.holders
+            .iter()
+            .copied()
+            .filter(|&h| diskless || h != me)
+            .collect()
+    }
+
+    /// Fetches the current version of `path` (as `rec` describes it) from the
+    /// first reachable holder into `dest`. A large file comes over several
+    /// streams at once: one stream's receiver, copying into the page cache,
+    /// is the bottleneck, not the network.
+    async fn fetch_into(&self, path: &str, rec: &Record, dest: File) -> FsResult<()> {
         let (client, path) = (self.clone(), path.to_string());
+        let (holders, stamp, size) = (self.remote_holders(rec), rec.stamp, rec.size);
         tokio::task::spawn_blocking(move || {
             let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
             for h in holders {
-                match client.fetch_parts(h, &path, size, &dest) {
+                match client.fetch_parts(h, (&path, stamp), size, &dest) {
                     Ok(()) => return Ok(()),
                     Err(e) => last = e,
                 }
@@ -697,7 +791,13 @@ impl Client {
         .map_err(blocking_failed)?
     }
 
-    fn fetch_parts(&self, node: NodeId, path: &str, size: u64, dest: &File) -> FsResult<()> {
+    fn fetch_parts(
+        &self,
+        node: NodeId,
+        (path, stamp): (&str, u64),
+        size: u64,
+        dest: &File,
+    ) -> FsResult<()> {
         let streams = if size >= PARALLEL_FETCH_MIN {
             FETCH_STREAMS
         } else {
@@ -711,7 +811,7 @@ impl Client {
                     let len = if k + 1 == streams { u64::MAX } else { part };
                     s.spawn(move || {
                         self.with_transfer(node, |st| {
-                            transfer::fetch(st, path, k * part, len, dest)
+                            transfer::fetch(st, (path, stamp), k * part, len, dest)
                         })
                     })
                 })
@@ -725,10 +825,9 @@ impl Client {
                 .collect()
         });
         for r in results {
-            let found = r?;
-            if streams > 1 && found != size {
-                return Err(FsError::new(Errno::EBUSY, path)
-                    .with_detail("the file changed while it was fetched"));
+            if r? != size {
+                return Err(FsError::new(Errno::EIO, path)
+                    .with_detail(format!("node {node} holds a copy of another size")));
             }
         }
         Ok(())
@@ -757,8 +856,8 @@ impl Client {
         }
     }
 
-    fn push_to(&self, node: NodeId, src: &Path, path: &str) -> FsResult<u64> {
-        self.with_transfer(node, |s| transfer::push(s, src, path))
+    fn push_to(&self, node: NodeId, src: &Path, (path, stamp): (&str, u64)) -> FsResult<u64> {
+        self.with_transfer(node, |s| transfer::push(s, src, (path, stamp)))
     }
 
     /// Makes the current data of `path` present in this node's store and
@@ -774,50 +873,51 @@ impl Client {
         let path = normalise(path)?;
         let mut attempts = 0;
         loop {
-            match self.make_local(&path).await {
-                // Rewritten while we fetched it: fetch the new version.
-                Err(e) if e.code == Errno::EBUSY && attempts < 3 => attempts += 1,
+            let rec = self.stat(&path).await?;
+            match self.make_local(&path, &rec).await {
+                // Rewritten while we fetched it (the old copies are dropped
+                // once the new version is published): fetch the new version.
+                Err(e) if attempts < 3 && self.stat(&path).await?.stamp != rec.stamp => {
+                    tracing::debug!("{path} changed while fetched ({e}); again");
+                    attempts += 1;
+                }
                 other => return other,
             }
         }
     }
 
-    async fn make_local(&self, path: &str) -> FsResult<LocalCopy> {
-        let path = path.to_string();
-        let rec = self.stat(&path).await?;
+    async fn make_local(&self, path: &str, rec: &Record) -> FsResult<LocalCopy> {
         if rec.kind == Kind::Dir {
             return Err(FsError::new(Errno::EISDIR, path));
         }
-        let local = LocalCopy {
-            path: self.inner.store.data_path(&path),
+        let mut local = LocalCopy {
+            path: self.inner.store.data_path(path, rec.stamp),
             size: rec.size,
-            fetched: !self.holds(&rec),
+            fetched: true,
         };
-        if !local.fetched {
+        if self.holds(rec) && local.path.exists() {
+            local.fetched = false;
             return Ok(local);
         }
         let (tmp, file) = self.inner.store.temp_file()?;
         // A file never closed has no holder: its last closed version is empty.
         if !rec.holders.is_empty() {
-            if let Err(e) = self
-                .fetch_into(&path, rec.holders.clone(), rec.size, file)
-                .await
-            {
-                let _ = std::fs::remove_file(&tmp);
+            if let Err(e) = self.fetch_into(path, rec, file).await {
+                self.inner.store.discard(&tmp);
                 return Err(e);
             }
         }
-        self.inner.store.install(&tmp, &path)?;
+        self.inner.store.install(&tmp, path, rec.stamp)?;
         if self.inner.diskless {
             // A staged copy, not a replica the cluster can serve.
             return Ok(local);
         }
         let cached = Request::AddHolder {
-            path: path.clone(),
+            path: path.to_string(),
             version: rec.version,
             node: self.inner.me,
         };
-        expect_ok(self.meta(&path, cached).await?)?;
+        expect_ok(self.meta(path, cached).await?)?;
         Ok(local)
     }
 
@@ -835,7 +935,12 @@ impl Client {
     /// Opens `path` for writing from empty, creating it if it does not exist.
     pub async fn create_or_truncate(&self, path: &str) -> FsResult<Writer> {
         match self.create(path).await {
-            Err(e) if e.code == Errno::EEXIST => self.open_write(path, true).await,
+            Err(e) if e.code == Errno::EEXIST => {
+                let path = normalise(path)?;
+                let lease = self.new_lease();
+                let rec = self.lock_created(&path, lease).await?;
+                self.open_locked(path, lease, rec, true).await
+            }
             other => other,
         }
     }
@@ -843,65 +948,89 @@ impl Client {
     /// Writes a whole file, creating it or replacing its contents.
     pub async fn put(&self, path: &str, data: &[u8]) -> FsResult<Record> {
         let mut w = self.create_or_truncate(path).await?;
-        w.write_all(data).map_err(|e| FsError::io(path, &e))?;
+        if let Err(e) = w.write_all(data) {
+            w.abort().await;
+            return Err(FsError::io(path, &e));
+        }
         w.close().await
     }
 
-    /// Where a program should write `path` in this node's store (its parent
-    /// directories made), to be registered afterwards with `commit`.
-    pub fn output_path(&self, path: &str) -> FsResult<PathBuf> {
-        let local = self.inner.store.data_path(&normalise(path)?);
-        if let Some(dir) = local.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| FsError::io(path, &e))?;
-        }
-        Ok(local)
+    /// A private place in this node's store for a program to write `path`
+    /// (the file name is kept), published by `commit` or removed by
+    /// `discard`. Nothing is visible, and no version is touched, before
+    /// `commit` succeeds.
+    pub fn output(&self, path: &str) -> FsResult<Output> {
+        let path = normalise(path)?;
+        let (_, name) = split(&path)?;
+        let local = self.inner.store.private_file(name)?;
+        Ok(Output {
+            lease: self.new_lease(),
+            path,
+            local,
+        })
     }
 
-    /// Registers a file a program wrote directly at `output_path(path)`:
-    /// creates the name if needed, records size and mtime, and makes one
-    /// node its only holder. A new file goes where a placement hint or the
-    /// placement policy says (its bytes are moved there); a rewritten file,
-    /// like `open_write`, stays on this node.
-    pub async fn commit(&self, path: &str) -> FsResult<Record> {
-        let path = normalise(path)?;
-        let local = self.inner.store.data_path(&path);
-        let meta = std::fs::metadata(&local).map_err(|e| FsError::io(&path, &e))?;
+    /// Removes an output that will not be committed (its program failed).
+    pub fn discard(&self, out: &Output) {
+        self.inner.store.discard(&out.local);
+    }
+
+    /// Publishes the file a program wrote at `out.local` as the next version
+    /// of `out.path`, creating the name if needed. A new file goes where a
+    /// placement hint or the placement policy says (its bytes are moved
+    /// there); a rewritten file, like `open_write`, stays on this node. If
+    /// this fails, the previous version is kept, readable and unlocked.
+    pub async fn commit(&self, out: &Output) -> FsResult<Record> {
+        let path = out.path.as_str();
+        let meta = std::fs::metadata(&out.local).map_err(|e| FsError::io(path, &e))?;
         if meta.is_dir() {
             return Err(FsError::new(Errno::EISDIR, path));
         }
-        let token = rand::random::<u64>();
-        let mut record = Record::new(Kind::File, 0o644, now_ns());
-        record.lock = Some(token);
-        let target = match self.create_name(&path, record).await {
-            Ok(hint) => self.new_file_target(&path, hint),
+        let lease = out.lease;
+        let record = Record::new(Kind::File, 0o644, now_ns());
+        let (target, replacing) = match self.create_name(path, record, Some(lease)).await {
+            Ok(hint) => (self.new_file_target(path, hint), None),
             Err(e) if e.code == Errno::EEXIST => {
-                self.lock(&path, token).await?;
-                self.inner.me
+                (self.inner.me, Some(self.lock_created(path, lease).await?))
             }
             Err(e) => return Err(e),
         };
-        if self.inner.diskless || target != self.inner.me {
-            // The bytes go to their node, then leave this one.
-            let (c, p, l) = (self.clone(), path.clone(), local.clone());
-            let pushed = tokio::task::spawn_blocking(move || c.push_to(target, &l, &p))
-                .await
-                .map_err(blocking_failed)
-                .and_then(|r| r);
-            let _ = std::fs::remove_file(&local);
-            if let Err(e) = pushed {
-                let _ = self.unlock(&path, token).await;
-                return Err(e);
-            }
+        let _renewal = self.keep_lease(path, lease);
+        if let Err(e) = self.place_bytes(&out.local, path, lease.token, target).await {
+            let _ = self.unlock(path, lease.token).await;
+            return Err(e);
         }
-        self.commit_write(&path, token, meta.len(), target).await
+        self.publish(path, lease.token, meta.len(), target, replacing.as_ref())
+            .await
     }
 
-    async fn commit_write(
+    /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
+    /// pushed there). No other copy is touched.
+    async fn place_bytes(&self, src: &Path, path: &str, stamp: u64, target: NodeId) -> FsResult<()> {
+        if target == self.inner.me && !self.inner.diskless {
+            return self.inner.store.install(src, path, stamp);
+        }
+        let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
+        let pushed = tokio::task::spawn_blocking(move || c.push_to(target, &l, (&p, stamp)))
+            .await
+            .map_err(blocking_failed)
+            .and_then(|r| r);
+        self.inner.store.discard(src);
+        pushed.map(drop)
+    }
+
+    /// Makes copy `token` on `holder` the current version of `path` (the
+    /// write holding lock `token` commits), then drops the replaced copies.
+    /// If the commit fails, or its outcome cannot be learned, nothing of
+    /// the previous version is touched; the new copy is dropped only once
+    /// the record is known not to name it.
+    async fn publish(
         &self,
         path: &str,
         token: u64,
         size: u64,
         holder: NodeId,
+        replacing: Option<&Record>,
     ) -> FsResult<Record> {
         let req = Request::CommitWrite {
             path: path.to_string(),
@@ -910,17 +1039,50 @@ impl Client {
             mtime_ns: now_ns(),
             holder,
         };
-        match self.meta(path, req).await? {
-            Response::Committed {
-                record,
-                previous_holders,
-            } => {
-                self.drop_copies(path, previous_holders).await;
-                Ok(record)
+        let failed = match self.meta(path, req).await {
+            Ok(Response::Committed { record, replaced }) => {
+                self.drop_copies(path, replaced.holders, replaced.stamp)
+                    .await;
+                return Ok(record);
             }
-            other => Err(unexpected(other)),
+            Ok(other) => unexpected(other),
+            Err(e) => e,
+        };
+        // Refused (lock lost, name gone) or unknown (daemon unreachable):
+        // ask the record which it was.
+        let current = match failed.code {
+            Errno::EIO => self.stat(path).await,
+            _ => Err(failed.clone()),
+        };
+        match current {
+            Ok(rec) if rec.stamp == token => {
+                if let Some(old) = replacing {
+                    self.drop_copies(path, old.holders.clone(), old.stamp).await;
+                }
+                Ok(rec)
+            }
+            Err(e) if e.code == Errno::EIO => Err(failed.with_detail(
+                "metadata daemon unreachable; the write is published or not as it decided, \
+                 the previous version is kept otherwise",
+            )),
+            _ => {
+                self.drop_copies(path, vec![holder], token).await;
+                let _ = self.unlock(path, token).await;
+                Err(failed)
+            }
         }
     }
+}
+
+/// A file a program writes in a private place, then publishes with
+/// `Client::commit` (or drops with `Client::discard`).
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The logical path it will be published as.
+    pub path: String,
+    /// Where the program writes it (its file name is the logical one's).
+    pub local: PathBuf,
+    lease: Lease,
 }
 
 /// Where a file's data is on this node, once `local_copy` made it local.
@@ -932,16 +1094,30 @@ pub struct LocalCopy {
     pub fetched: bool,
 }
 
+/// Renews a write lock's lease while alive.
+struct LeaseGuard(Option<tokio::task::AbortHandle>);
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
+    }
+}
+
 /// An open file being written. Bytes go to a private temporary file in this
 /// node's store; `close` publishes them as the file's next version.
 pub struct Writer {
     client: Client,
     path: String,
-    token: u64,
+    lease: Lease,
     target: NodeId,
+    /// The record when the lock was taken (`None` for a new file).
+    replacing: Option<Record>,
     tmp: PathBuf,
     file: Option<File>,
     closed: bool,
+    _renewal: LeaseGuard,
 }
 
 impl Writer {
@@ -954,8 +1130,10 @@ impl Writer {
         self.file.as_mut().expect("open until closed")
     }
 
-    /// Publishes the written bytes: installs them on the target node, then
-    /// updates size, mtime and version and releases the write lock.
+    /// Publishes the written bytes as the file's next version: stores them
+    /// under a new stamp on the target node, then commits size, mtime,
+    /// version and stamp and releases the write lock. If this fails, the
+    /// previous version is kept, readable and unlocked.
     pub async fn close(mut self) -> FsResult<Record> {
         self.closed = true;
         let file = self.file.take().expect("open until closed");
@@ -964,45 +1142,27 @@ impl Writer {
             .map_err(|e| FsError::io(&self.path, &e))?
             .len();
         drop(file);
-        let client = self.client.clone();
-        let stored = if self.target == client.node() && !client.inner.diskless {
-            client.inner.store.install(&self.tmp, &self.path)
-        } else {
-            let (c, target, tmp, path) = (
-                client.clone(),
-                self.target,
-                self.tmp.clone(),
-                self.path.clone(),
-            );
-            let pushed = tokio::task::spawn_blocking(move || c.push_to(target, &tmp, &path))
-                .await
-                .map_err(blocking_failed)
-                .and_then(|r| r);
-            let _ = std::fs::remove_file(&self.tmp);
-            pushed.map(drop)
-        };
-        if let Err(e) = stored {
-            let _ = std::fs::remove_file(&self.tmp);
-            self.unlock_in_background();
+        let (client, token) = (self.client.clone(), self.lease.token);
+        if let Err(e) = client
+            .place_bytes(&self.tmp, &self.path, token, self.target)
+            .await
+        {
+            client.inner.store.discard(&self.tmp);
+            let _ = client.unlock(&self.path, token).await;
             return Err(e);
         }
-        let committed = client
-            .commit_write(&self.path, self.token, size, self.target)
-            .await;
-        if committed.is_err() {
-            // The name went away or the lock was lost: the bytes belong to nobody.
-            client.drop_copies(&self.path, vec![self.target]).await;
-        }
-        committed
+        client
+            .publish(&self.path, token, size, self.target, self.replacing.as_ref())
+            .await
     }
 
-    fn unlock_in_background(&self) {
-        let (client, path, token) = (self.client.clone(), self.path.clone(), self.token);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ = client.unlock(&path, token).await;
-            });
-        }
+    /// Discards the written bytes and releases the lock, leaving the file
+    /// as it was.
+    pub async fn abort(mut self) {
+        self.closed = true;
+        self.file.take();
+        self.client.inner.store.discard(&self.tmp);
+        let _ = self.client.unlock(&self.path, self.lease.token).await;
     }
 }
 
@@ -1017,11 +1177,18 @@ impl Write for Writer {
 }
 
 impl Drop for Writer {
-    /// A writer dropped without `close` discards its bytes and the lock.
+    /// A writer dropped without `close` discards its bytes and the lock (its
+    /// lease ends it if the release cannot be sent).
     fn drop(&mut self) {
-        if !self.closed {
-            let _ = std::fs::remove_file(&self.tmp);
-            self.unlock_in_background();
+        if self.closed {
+            return;
+        }
+        self.client.inner.store.discard(&self.tmp);
+        let (client, path, token) = (self.client.clone(), self.path.clone(), self.lease.token);
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = client.unlock(&path, token).await;
+            });
         }
     }
 }

@@ -16,7 +16,7 @@ pub mod server;
 pub mod store;
 pub mod transfer;
 
-pub use client::{Client, ClientOptions, LocalCopy, Writer};
+pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
 pub use cluster::{ClusterSpec, NodeInfo};
 pub use meta::Durability;
 pub use placement::Placement;

@@ -8,11 +8,12 @@
 //! transaction is durable, so an acknowledged change survives `kill -9`.
 
 use crate::path::join;
-use locus_proto::fs::{Entry, Kind, NodeId, Record, Request, Response};
+use locus_proto::fs::{Entry, Kind, Lease, NodeId, Record, Request, Response, WriteLock};
 use locus_proto::{Errno, FsError, FsResult};
 use redb::{Database, ReadableTable, ReadableTableMetadata, Table, TableDefinition};
-use std::path::Path;
-use std::sync::{mpsc, Arc};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::oneshot;
 
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -22,6 +23,8 @@ const HINTS: TableDefinition<&str, NodeId> = TableDefinition::new("hints");
 
 /// Upper bound on operations in one transaction, to bound a commit's latency.
 const MAX_BATCH: usize = 8192;
+/// The longest lease a writer may ask for.
+const MAX_LEASE_MS: u32 = 3_600_000;
 
 /// When a commit reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,14 +66,48 @@ struct Job {
     reply: Reply,
 }
 
+/// The open database, or why it is not open; shared by readers and the
+/// writer thread, which reopens it after a failure (redb refuses all work
+/// after an I/O error until the database is reopened).
+struct Db {
+    file: PathBuf,
+    open: RwLock<Option<Arc<Database>>>,
+    failure: Mutex<Option<FsError>>,
+}
+
 #[derive(Clone)]
 pub struct MetaStore {
-    db: Arc<Database>,
+    db: Arc<Db>,
     jobs: mpsc::Sender<Job>,
 }
 
-fn storage_error(e: impl std::fmt::Display) -> FsError {
+/// A storage failure as `EIO`, or `ENOSPC` when the disk is full.
+fn storage_error(e: impl Into<redb::Error>) -> FsError {
+    let e: redb::Error = e.into();
+    let code = match &e {
+        redb::Error::Io(io) => Errno::from_io(io),
+        _ => Errno::EIO,
+    };
+    let code = if code == Errno::ENOSPC { code } else { Errno::EIO };
+    FsError::new(code, "metadata store").with_detail(e)
+}
+
+fn internal_error(e: impl std::fmt::Display) -> FsError {
     FsError::new(Errno::EIO, "metadata store").with_detail(e)
+}
+
+pub(crate) fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+fn lock_for(lease: &Lease) -> WriteLock {
+    WriteLock {
+        token: lease.token,
+        expires_ns: now_ns() + i64::from(lease.ms.min(MAX_LEASE_MS)) * 1_000_000,
+    }
 }
 
 fn kind_byte(kind: Kind) -> u8 {
@@ -92,8 +129,13 @@ fn root_record() -> Record {
     Record::new(Kind::Dir, 0o755, 0)
 }
 
+/// A stored record as clients see it: a lock whose lease ended is gone.
 fn decode_record(bytes: &[u8]) -> FsResult<Record> {
-    postcard::from_bytes(bytes).map_err(storage_error)
+    let mut rec: Record = postcard::from_bytes(bytes).map_err(internal_error)?;
+    if rec.lock.is_some_and(|l| l.expires_ns <= now_ns()) {
+        rec.lock = None;
+    }
+    Ok(rec)
 }
 
 fn wrong_kind(path: &str, found: Kind) -> FsError {
@@ -106,22 +148,27 @@ fn wrong_kind(path: &str, found: Kind) -> FsError {
 impl MetaStore {
     /// Opens (or creates) the shard at `file` and starts its writer thread.
     pub fn open(file: &Path, durability: Durability) -> FsResult<MetaStore> {
-        let db = Arc::new(Database::create(file).map_err(storage_error)?);
-        {
-            // Create the tables so readers never see them missing.
-            let txn = db.begin_write().map_err(storage_error)?;
-            txn.open_table(RECORDS).map_err(storage_error)?;
-            txn.open_table(ENTRIES).map_err(storage_error)?;
-            txn.open_table(HINTS).map_err(storage_error)?;
-            txn.commit().map_err(storage_error)?;
-        }
+        let db = Arc::new(Db {
+            file: file.to_path_buf(),
+            open: RwLock::new(Some(Arc::new(open_database(file)?))),
+            failure: Mutex::new(None),
+        });
         let (jobs, rx) = mpsc::channel();
         let writer_db = db.clone();
         std::thread::Builder::new()
             .name("locus-meta-writer".into())
             .spawn(move || writer_loop(&writer_db, rx, durability))
-            .map_err(storage_error)?;
+            .map_err(|e| FsError::io("metadata store", &e))?;
         Ok(MetaStore { db, jobs })
+    }
+
+    /// Why the store is failing, while it is.
+    pub fn failure(&self) -> Option<FsError> {
+        self.db.failure.lock().expect("failure lock").clone()
+    }
+
+    fn read_txn(&self) -> FsResult<redb::ReadTransaction> {
+        self.db.reopen()?.begin_read().map_err(storage_error)
     }
 
     /// Queues a write operation and waits for its durable result.
@@ -134,7 +181,7 @@ impl MetaStore {
             }),
         );
         rx.await
-            .unwrap_or_else(|_| Response::Err(storage_error("writer stopped")))
+            .unwrap_or_else(|_| Response::Err(internal_error("writer stopped")))
     }
 
     /// Queues a write operation; `reply` gets its result once it is durable.
@@ -142,18 +189,18 @@ impl MetaStore {
     /// directly, saving a task and a wake-up per operation.
     pub fn submit(&self, op: Request, reply: Reply) {
         if let Err(mpsc::SendError(job)) = self.jobs.send(Job { op, reply }) {
-            (job.reply)(Response::Err(storage_error("writer stopped")));
+            (job.reply)(Response::Err(internal_error("writer stopped")));
         }
     }
 
     pub fn get(&self, path: &str) -> FsResult<Record> {
-        let txn = self.db.begin_read().map_err(storage_error)?;
+        let txn = self.read_txn()?;
         read_record(&txn.open_table(RECORDS).map_err(storage_error)?, path)
     }
 
     /// The placement hint left for `path`, if any.
     pub fn hint(&self, path: &str) -> FsResult<Option<NodeId>> {
-        let txn = self.db.begin_read().map_err(storage_error)?;
+        let txn = self.read_txn()?;
         let hints = txn.open_table(HINTS).map_err(storage_error)?;
         let hint = hints.get(path).map_err(storage_error)?;
         Ok(hint.map(|h| h.value()))
@@ -161,7 +208,7 @@ impl MetaStore {
 
     /// One page of `dir`'s entries after `after`, and whether more follow.
     pub fn list(&self, dir: &str, after: Option<&str>, limit: u32) -> FsResult<(Vec<Entry>, bool)> {
-        let txn = self.db.begin_read().map_err(storage_error)?;
+        let txn = self.read_txn()?;
         let records = txn.open_table(RECORDS).map_err(storage_error)?;
         check_dir(&records, dir)?;
         let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
@@ -190,7 +237,7 @@ impl MetaStore {
     }
 
     pub fn record_count(&self) -> FsResult<u64> {
-        let txn = self.db.begin_read().map_err(storage_error)?;
+        let txn = self.read_txn()?;
         let table = txn.open_table(RECORDS).map_err(storage_error)?;
         table.len().map_err(storage_error)
     }
@@ -221,7 +268,53 @@ fn read_record<T: ReadableTable<&'static str, &'static [u8]>>(
     }
 }
 
-fn writer_loop(db: &Database, rx: mpsc::Receiver<Job>, durability: Durability) {
+/// Opens (or creates) the database and its tables, so readers never see
+/// them missing.
+fn open_database(file: &Path) -> FsResult<Database> {
+    let db = Database::create(file).map_err(storage_error)?;
+    let txn = db.begin_write().map_err(storage_error)?;
+    txn.open_table(RECORDS).map_err(storage_error)?;
+    txn.open_table(ENTRIES).map_err(storage_error)?;
+    txn.open_table(HINTS).map_err(storage_error)?;
+    txn.commit().map_err(storage_error)?;
+    Ok(db)
+}
+
+impl Db {
+    /// The open database, or the failure that closed it.
+    fn get(&self) -> FsResult<Arc<Database>> {
+        if let Some(db) = self.open.read().expect("db lock").as_ref() {
+            return Ok(db.clone());
+        }
+        Err(self.failure.lock().expect("failure lock").clone().unwrap_or_else(|| {
+            FsError::new(Errno::EIO, "metadata store").with_detail("not open")
+        }))
+    }
+
+    /// Closes the database after `e`; the writer reopens it before its next batch.
+    fn fail(&self, e: &FsError) {
+        tracing::error!("metadata store failed, reopening it: {e}");
+        *self.failure.lock().expect("failure lock") = Some(e.clone());
+        self.open.write().expect("db lock").take();
+    }
+
+    /// Reopens a closed database (redb allows it once the last reader let go).
+    fn reopen(&self) -> FsResult<Arc<Database>> {
+        if let Ok(db) = self.get() {
+            return Ok(db);
+        }
+        let mut open = self.open.write().expect("db lock");
+        let db = Arc::new(open_database(&self.file).inspect_err(|e| {
+            *self.failure.lock().expect("failure lock") = Some(e.clone());
+        })?);
+        *open = Some(db.clone());
+        tracing::warn!("metadata store reopened");
+        self.failure.lock().expect("failure lock").take();
+        Ok(db)
+    }
+}
+
+fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -230,14 +323,17 @@ fn writer_loop(db: &Database, rx: mpsc::Receiver<Job>, durability: Durability) {
                 Err(_) => break,
             }
         }
-        match apply_batch(db, &batch, durability) {
+        let applied = db
+            .reopen()
+            .and_then(|open| apply_batch(&open, &batch, durability));
+        match applied {
             Ok(replies) => {
                 for (job, reply) in batch.into_iter().zip(replies) {
                     (job.reply)(reply);
                 }
             }
             Err(e) => {
-                tracing::error!("metadata commit failed: {e}");
+                db.fail(&e);
                 for job in batch {
                     (job.reply)(Response::Err(e.clone()));
                 }
@@ -263,7 +359,7 @@ fn apply_batch(db: &Database, batch: &[Job], durability: Durability) -> FsResult
             // A failed operation changes nothing: every check precedes its writes.
             replies.push(match shard.apply(&job.op) {
                 Ok(r) => r,
-                Err(e) if e.code == Errno::EIO => return Err(e),
+                Err(e) if matches!(e.code, Errno::EIO | Errno::ENOSPC) => return Err(e),
                 Err(e) => Response::Err(e),
             });
         }
@@ -288,7 +384,7 @@ impl Shard<'_> {
         if path == "/" {
             return Err(FsError::new(Errno::EBUSY, path).with_detail("the root cannot change"));
         }
-        let bytes = postcard::to_allocvec(record).map_err(storage_error)?;
+        let bytes = postcard::to_allocvec(record).map_err(internal_error)?;
         self.records
             .insert(path, bytes.as_slice())
             .map_err(storage_error)?;
@@ -305,7 +401,11 @@ impl Shard<'_> {
 
     fn apply(&mut self, op: &Request) -> FsResult<Response> {
         match op {
-            Request::CreateRecord { path, record } => {
+            Request::CreateRecord {
+                path,
+                record,
+                lease,
+            } => {
                 // The directory entry, inserted first on the parent's daemon,
                 // decides who creates a name; a record already here is a
                 // leftover of an interrupted operation and is replaced.
@@ -314,29 +414,38 @@ impl Shard<'_> {
                     .remove(path.as_str())
                     .map_err(storage_error)?
                     .map(|v| v.value());
-                self.put(path, record)?;
-                Ok(Response::Created {
-                    record: record.clone(),
-                    hint,
-                })
+                let mut record = record.clone();
+                record.lock = lease.as_ref().map(lock_for);
+                self.put(path, &record)?;
+                Ok(Response::Created { record, hint })
             }
-            Request::Lock { path, token } => {
+            Request::Lock { path, lease } => {
                 let mut rec = self.get(path)?;
                 if rec.kind == Kind::Dir {
                     return Err(FsError::new(Errno::EISDIR, path));
                 }
                 match rec.lock {
-                    Some(t) if t != *token => Err(FsError::new(Errno::EBUSY, path)),
+                    Some(l) if l.token != lease.token => Err(FsError::new(Errno::EBUSY, path)),
                     _ => {
-                        rec.lock = Some(*token);
+                        rec.lock = Some(lock_for(lease));
                         self.put(path, &rec)?;
                         Ok(Response::Record(rec))
                     }
                 }
             }
+            Request::Renew { path, lease } => {
+                let mut rec = self.get(path)?;
+                if rec.lock.map(|l| l.token) != Some(lease.token) {
+                    return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
+                }
+                rec.lock = Some(lock_for(lease));
+                self.put(path, &rec)?;
+                Ok(Response::Ok)
+            }
             Request::Unlock { path, token } => {
                 let mut rec = self.get(path)?;
-                if rec.lock == Some(*token) {
+                let held = rec.lock.map(|l| l.token);
+                if held.is_some() && (token.is_none() || held == *token) {
                     rec.lock = None;
                     self.put(path, &rec)?;
                 }
@@ -349,25 +458,21 @@ impl Shard<'_> {
                 mtime_ns,
                 holder,
             } => {
-                let mut rec = self.get(path)?;
-                if rec.lock != Some(*token) {
+                let replaced = self.get(path)?;
+                if replaced.lock.map(|l| l.token) != Some(*token) {
                     return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
                 }
-                let previous_holders = rec
-                    .holders
-                    .iter()
-                    .copied()
-                    .filter(|h| h != holder)
-                    .collect();
+                let mut rec = replaced.clone();
                 rec.size = *size;
                 rec.mtime_ns = *mtime_ns;
                 rec.version += 1;
+                rec.stamp = *token;
                 rec.holders = vec![*holder];
                 rec.lock = None;
                 self.put(path, &rec)?;
                 Ok(Response::Committed {
                     record: rec,
-                    previous_holders,
+                    replaced,
                 })
             }
             Request::AddHolder {
@@ -515,6 +620,7 @@ mod tests {
         let create = Request::CreateRecord {
             path: "/f".into(),
             record: Record::new(Kind::File, 0o644, 0),
+            lease: None,
         };
         assert!(matches!(
             meta.write(create).await,
@@ -522,7 +628,7 @@ mod tests {
         ));
         let lock = |token| Request::Lock {
             path: "/f".into(),
-            token,
+            lease: Lease { token, ms: 60_000 },
         };
         assert!(matches!(meta.write(lock(1)).await, Response::Record(_)));
         match meta.write(lock(2)).await {
@@ -537,14 +643,55 @@ mod tests {
             holder: 4,
         };
         match meta.write(commit).await {
-            Response::Committed { record, .. } => {
+            Response::Committed { record, replaced } => {
                 assert_eq!(
-                    (record.version, record.holders, record.lock),
-                    (1, vec![4], None)
+                    (record.version, record.stamp, record.holders, record.lock),
+                    (1, 1, vec![4], None)
                 );
+                assert_eq!((replaced.version, replaced.stamp), (0, 0));
             }
             other => panic!("{other:?}"),
         }
         assert!(matches!(meta.write(lock(2)).await, Response::Record(_)));
+    }
+
+    #[tokio::test]
+    async fn a_lock_whose_lease_ended_is_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = MetaStore::open(&dir.path().join("m.redb"), Durability::None).unwrap();
+        let lease = |token, ms| Lease { token, ms };
+        let create = Request::CreateRecord {
+            path: "/f".into(),
+            record: Record::new(Kind::File, 0o644, 0),
+            lease: Some(lease(1, 50)),
+        };
+        assert!(matches!(meta.write(create).await, Response::Created { .. }));
+        let lock = |l| Request::Lock {
+            path: "/f".into(),
+            lease: l,
+        };
+        let busy = |r: Response| matches!(r, Response::Err(e) if e.code == Errno::EBUSY);
+        assert!(busy(meta.write(lock(lease(2, 50))).await));
+        // Renewed, it stays held past its first lease.
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        let renew = |l| Request::Renew {
+            path: "/f".into(),
+            lease: l,
+        };
+        assert!(matches!(meta.write(renew(lease(1, 50))).await, Response::Ok));
+        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        assert!(busy(meta.write(lock(lease(2, 50))).await));
+        // Not renewed, it ends: another writer takes it and the first has lost it.
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        assert!(meta.get("/f").unwrap().lock.is_none());
+        assert!(matches!(meta.write(lock(lease(2, 50))).await, Response::Record(_)));
+        assert!(busy(meta.write(renew(lease(1, 50))).await));
+        // An operator's unlock breaks any lock.
+        let unlock = Request::Unlock {
+            path: "/f".into(),
+            token: None,
+        };
+        assert!(matches!(meta.write(unlock).await, Response::Ok));
+        assert!(matches!(meta.write(lock(lease(3, 50))).await, Response::Record(_)));
     }
 }

@@ -43,10 +43,13 @@ struct State {
 impl Daemon {
     /// Opens the node's shard and store and binds the listening socket.
     pub async fn bind(cfg: DaemonConfig) -> io::Result<Daemon> {
-        std::fs::create_dir_all(&cfg.node_dir)?;
+        let store = Store::open(&cfg.node_dir)?;
         let meta = MetaStore::open(&cfg.node_dir.join("meta.redb"), cfg.durability)
             .map_err(|e| io::Error::other(e.to_string()))?;
-        let store = Store::open(&cfg.node_dir)?;
+        let swept = store.sweep_dead_writers();
+        if swept > 0 {
+            tracing::info!("removed {swept} file(s) left by writers that died");
+        }
         let listener = TcpListener::bind(cfg.listen).await?;
         Ok(Daemon {
             listener,
@@ -180,11 +183,11 @@ impl State {
     async fn handle(self: Arc<Self>, req: Request) -> Response {
         match req {
             Request::Status => answer(self.status().await),
-            Request::LinkData { from, to } => {
-                answer(self.blocking(move |s| s.store.link(&from, &to)).await)
+            Request::LinkData { from, to, stamp } => {
+                answer(self.blocking(move |s| s.store.link(&from, &to, stamp)).await)
             }
-            Request::DropData { path } => {
-                answer(self.blocking(move |s| s.store.drop_copy(&path)).await)
+            Request::DropData { path, stamp } => {
+                answer(self.blocking(move |s| s.store.drop_copy(&path, stamp)).await)
             }
             write => self.meta.write(write).await,
         }
@@ -200,7 +203,8 @@ impl State {
     }
 
     async fn status(self: Arc<Self>) -> FsResult<Response> {
-        let records = self.meta.record_count()?;
+        // A failing metadata store is reported, not an error of `status`.
+        let records = self.meta.record_count().unwrap_or(0);
         let (node, store) = (self.node, self.store.clone());
         let (usage, capacity) =
             tokio::task::spawn_blocking(move || (store.usage(), store.capacity()))
@@ -214,6 +218,7 @@ impl State {
             stored_bytes: usage.1,
             free_bytes: capacity.0,
             total_bytes: capacity.1,
+            meta_error: self.meta.failure().map(|e| e.to_string()),
         }))
     }
 }
@@ -226,12 +231,13 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::GetHint { path }
         | Request::CreateRecord { path, .. }
         | Request::Lock { path, .. }
+        | Request::Renew { path, .. }
         | Request::Unlock { path, .. }
         | Request::CommitWrite { path, .. }
         | Request::AddHolder { path, .. }
         | Request::RemoveRecord { path, .. }
         | Request::SetHint { path, .. }
-        | Request::DropData { path } => checked(path).map(drop),
+        | Request::DropData { path, .. } => checked(path).map(drop),
         Request::ListEntries { dir, .. } => checked(dir).map(drop),
         Request::AddEntry { parent, name, .. } | Request::RemoveEntry { parent, name, .. } => {
             checked(parent)?;
@@ -242,6 +248,6 @@ fn check_paths(req: &Request) -> FsResult<()> {
             }
             Ok(())
         }
-        Request::LinkData { from, to } => checked(from).and(checked(to)).map(drop),
+        Request::LinkData { from, to, .. } => checked(from).and(checked(to)).map(drop),
     }
 }

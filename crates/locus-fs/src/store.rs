@@ -1,7 +1,10 @@
-//! A node's local data store: each file under its logical path in `data/`, so
-//! names and extensions stay visible to the programs that read them. New
-//! contents are written to `tmp/` and renamed into place, so a reader never
-//! sees a half-written version.
+//! A node's local data store. Each version of a file is stored under its own
+//! name, `data/<logical parent>/@<stamp>/<name>`, so the file's name and
+//! extension stay visible to the programs that read it, and no write, fetch
+//! or failure ever touches the bytes of another version: a version becomes
+//! current only when its record names its stamp. Bytes in the making live in
+//! `tmp/`, under names that begin with the writing process's id, so the
+//! daemon can sweep what dead writers left.
 
 use locus_proto::{FsError, FsResult};
 use std::fs::File;
@@ -17,72 +20,138 @@ pub struct Store {
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// Creates `dir` and its missing parents readable by their owner only.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 impl Store {
-    /// The store of the node whose directory is `node_dir` (created if needed).
+    /// The store of the node whose directory is `node_dir` (created, private
+    /// to its owner, if needed).
     pub fn open(node_dir: &Path) -> io::Result<Store> {
         let store = Store {
             data: node_dir.join("data"),
             tmp: node_dir.join("tmp"),
         };
-        std::fs::create_dir_all(&store.data)?;
-        std::fs::create_dir_all(&store.tmp)?;
+        create_private_dir(node_dir)?;
+        create_private_dir(&store.data)?;
+        create_private_dir(&store.tmp)?;
         Ok(store)
     }
 
-    /// Where the data of normalised logical `path` lives in this store.
-    pub fn data_path(&self, path: &str) -> PathBuf {
-        self.data.join(path.trim_start_matches('/'))
+    /// Where copy `stamp` of normalised logical `path` lives in this store.
+    pub fn data_path(&self, path: &str, stamp: u64) -> PathBuf {
+        let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+        self.data
+            .join(parent.trim_start_matches('/'))
+            .join(format!("@{stamp:016x}"))
+            .join(name)
     }
 
     pub fn root(&self) -> &Path {
         &self.data
     }
 
-    /// A new, empty temporary file in this store.
-    pub fn temp_file(&self) -> FsResult<(PathBuf, File)> {
-        let name = format!(
+    fn temp_name(&self) -> PathBuf {
+        self.tmp.join(format!(
             "{}-{}-{:x}",
             std::process::id(),
             TEMP_SEQ.fetch_add(1, Ordering::Relaxed),
             rand::random::<u32>()
-        );
-        let path = self.tmp.join(name);
+        ))
+    }
+
+    /// A new, empty temporary file in this store.
+    pub fn temp_file(&self) -> FsResult<(PathBuf, File)> {
+        let path = self.temp_name();
         let file =
             File::create_new(&path).map_err(|e| FsError::io(path.display().to_string(), &e))?;
         Ok((path, file))
     }
 
-    /// Atomically makes temporary file `tmp` the stored copy of `path`.
-    pub fn install(&self, tmp: &Path, path: &str) -> FsResult<()> {
-        let dest = self.data_path(path);
-        self.make_parent(&dest, path)?;
-        std::fs::rename(tmp, &dest).map_err(|e| FsError::io(path, &e))
+    /// A private place for a program to write the file called `name` (the
+    /// returned path ends in it); `install` publishes it, `discard` removes it.
+    pub fn private_file(&self, name: &str) -> FsResult<PathBuf> {
+        let dir = self.temp_name();
+        create_private_dir(&dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        Ok(dir.join(name))
     }
 
-    /// Makes stored `to` another name of stored `from` (no bytes copied).
-    pub fn link(&self, from: &str, to: &str) -> FsResult<()> {
-        let dest = self.data_path(to);
+    /// Removes a file made by `private_file` (or `temp_file`), with its
+    /// private directory; what is already gone is no error.
+    pub fn discard(&self, file: &Path) {
+        let _ = std::fs::remove_file(file);
+        if let Some(dir) = file.parent().filter(|d| *d != self.tmp) {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+
+    /// Atomically makes temporary file `tmp` stored copy `stamp` of `path`.
+    pub fn install(&self, tmp: &Path, path: &str, stamp: u64) -> FsResult<()> {
+        let dest = self.data_path(path, stamp);
+        self.make_parent(&dest, path)?;
+        std::fs::rename(tmp, &dest).map_err(|e| FsError::io(path, &e))?;
+        self.discard(tmp);
+        Ok(())
+    }
+
+    /// Makes stored copy `stamp` of `to` another name of that of `from` (no
+    /// bytes copied).
+    pub fn link(&self, from: &str, to: &str, stamp: u64) -> FsResult<()> {
+        let dest = self.data_path(to, stamp);
         self.make_parent(&dest, to)?;
-        match std::fs::remove_file(&dest) {
+        match std::fs::hard_link(self.data_path(from, stamp), &dest) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(FsError::io(from, &e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes stored copy `stamp` of `path`; a missing copy is not an error.
+    pub fn drop_copy(&self, path: &str, stamp: u64) -> FsResult<()> {
+        let file = self.data_path(path, stamp);
+        match std::fs::remove_file(&file) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(FsError::io(to, &e)),
+            Err(e) => return Err(FsError::io(path, &e)),
         }
-        std::fs::hard_link(self.data_path(from), &dest).map_err(|e| FsError::io(from, &e))
-    }
-
-    /// Deletes the stored copy of `path`; a missing copy is not an error.
-    pub fn drop_copy(&self, path: &str) -> FsResult<()> {
-        match std::fs::remove_file(self.data_path(path)) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(FsError::io(path, &e)),
-        }
+        // The stamp directory holds this one name unless a rename linked more.
+        let _ = std::fs::remove_dir(file.parent().expect("stamped paths have a parent"));
+        Ok(())
     }
 
     fn make_parent(&self, dest: &Path, path: &str) -> FsResult<()> {
         let parent = dest.parent().expect("store paths have a parent");
         std::fs::create_dir_all(parent).map_err(|e| FsError::io(path, &e))
+    }
+
+    /// Removes what writers that are no longer running left in `tmp/`
+    /// (temporary files and private output directories); returns how many.
+    pub fn sweep_dead_writers(&self) -> usize {
+        let Ok(rd) = std::fs::read_dir(&self.tmp) else {
+            return 0;
+        };
+        let mut swept = 0;
+        for entry in rd.flatten() {
+            let name = entry.file_name();
+            let pid = name.to_str().and_then(|n| n.split('-').next()?.parse::<u32>().ok());
+            let alive = pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
+            if alive {
+                continue;
+            }
+            let path = entry.path();
+            let removed = match entry.file_type() {
+                Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+                _ => std::fs::remove_file(&path),
+            };
+            if removed.is_ok() {
+                swept += 1;
+            }
+        }
+        swept
     }
 
     /// Files and bytes held in this store.
@@ -126,23 +195,52 @@ impl Store {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn install_link_and_drop() {
+    fn versions_live_side_by_side_under_their_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("node")).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir.path().join("node")), 0o700);
+        assert_eq!(mode(store.root()), 0o700);
+        for (stamp, bytes) in [(1, &b"one"[..]), (2, b"two!")] {
+            let (tmp, mut f) = store.temp_file().unwrap();
+            f.write_all(bytes).unwrap();
+            drop(f);
+            store.install(&tmp, "/a/b/c.txt", stamp).unwrap();
+        }
+        let v1 = store.data_path("/a/b/c.txt", 1);
+        assert!(v1.ends_with("a/b/@0000000000000001/c.txt"));
+        assert_eq!(std::fs::read(&v1).unwrap(), b"one");
+        assert_eq!(
+            std::fs::read(store.data_path("/a/b/c.txt", 2)).unwrap(),
+            b"two!"
+        );
+        store.link("/a/b/c.txt", "/d.txt", 2).unwrap();
+        store.drop_copy("/a/b/c.txt", 2).unwrap();
+        store.drop_copy("/a/b/c.txt", 1).unwrap();
+        assert!(!v1.parent().unwrap().exists());
+        assert_eq!(std::fs::read(store.data_path("/d.txt", 2)).unwrap(), b"two!");
+        store.drop_copy("/missing", 9).unwrap();
+        assert_eq!(store.usage(), (1, 4));
+    }
+
+    #[test]
+    fn dead_writers_leftovers_are_swept() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let (tmp, mut f) = store.temp_file().unwrap();
-        f.write_all(b"hello").unwrap();
-        drop(f);
-        store.install(&tmp, "/a/b/c.txt").unwrap();
-        assert_eq!(
-            std::fs::read(store.data_path("/a/b/c.txt")).unwrap(),
-            b"hello"
-        );
-        store.link("/a/b/c.txt", "/d.txt").unwrap();
-        store.drop_copy("/a/b/c.txt").unwrap();
-        assert_eq!(std::fs::read(store.data_path("/d.txt")).unwrap(), b"hello");
-        store.drop_copy("/missing").unwrap();
-        assert_eq!(store.usage(), (1, 5));
+        let (mine, _) = store.temp_file().unwrap();
+        let out = store.private_file("out.txt").unwrap();
+        std::fs::write(&out, b"x").unwrap();
+        // A pid no process has (above the kernel's pid limit).
+        let dead = store.tmp.join("4194305-0-1");
+        std::fs::write(&dead, b"left").unwrap();
+        std::fs::create_dir(store.tmp.join("4194305-1-2")).unwrap();
+        std::fs::write(store.tmp.join("stray"), b"?").unwrap();
+        assert_eq!(store.sweep_dead_writers(), 3);
+        assert!(mine.exists() && out.exists() && !dead.exists());
+        store.discard(&out);
+        assert!(!out.parent().unwrap().exists());
     }
 }

@@ -18,12 +18,17 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
     let mut buf = Vec::new();
     while frame::read_sync(&mut stream, &mut buf)? {
         match frame::decode::<TransferRequest>(&buf)? {
-            TransferRequest::Fetch { path, offset, len } => {
+            TransferRequest::Fetch {
+                path,
+                stamp,
+                offset,
+                len,
+            } => {
                 if let Err(e) = checked(&path) {
                     reply_err(&mut stream, e)?;
                     continue;
                 }
-                let opened = File::open(store.data_path(&path))
+                let opened = File::open(store.data_path(&path, stamp))
                     .and_then(|f| f.metadata().map(|m| (f, m.len())));
                 match opened {
                     Ok((file, size)) => {
@@ -36,10 +41,10 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
                     Err(e) => reply_err(&mut stream, FsError::io(path, &e))?,
                 }
             }
-            TransferRequest::Push { path, size } => {
+            TransferRequest::Push { path, stamp, size } => {
                 // After a failed push the byte stream may be out of step:
                 // answer, then close the connection.
-                let failed = receive(&mut stream, store, &path, size).err();
+                let failed = receive(&mut stream, store, &path, stamp, size).err();
                 let reply = match &failed {
                     None => TransferReply::Ready { size },
                     Some(e) => TransferReply::Err(e.clone()),
@@ -65,13 +70,19 @@ fn reply_err(stream: &mut TcpStream, e: FsError) -> io::Result<()> {
 }
 
 /// Reads exactly `size` bytes from `stream` into a temporary file and installs
-/// it as `path`.
-fn receive(stream: &mut TcpStream, store: &Store, path: &str, size: u64) -> FsResult<()> {
+/// it as copy `stamp` of `path`.
+fn receive(
+    stream: &mut TcpStream,
+    store: &Store,
+    path: &str,
+    stamp: u64,
+    size: u64,
+) -> FsResult<()> {
     checked(path)?;
     let (tmp, file) = store.temp_file()?;
-    let copied = receive_into(stream, &file, 0, size);
-    let result = match copied {
-        Ok(_) => store.install(&tmp, path),
+    let result = match receive_into(stream, &file, 0, size) {
+        Ok(_) => store.install(&tmp, path, stamp),
+        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => Err(FsError::io(path, &e)),
         Err(e) => Err(FsError::new(Errno::EIO, path).with_detail(e)),
     };
     if result.is_err() {
@@ -80,18 +91,19 @@ fn receive(stream: &mut TcpStream, store: &Store, path: &str, size: u64) -> FsRe
     result
 }
 
-/// Client side: fetches up to `len` bytes of `path` from `offset` into the
-/// same range of `dest`; returns the whole file's size. An `Err` of the outer
-/// result means the connection is unusable.
+/// Client side: fetches up to `len` bytes of copy `stamp` of `path` from
+/// `offset` into the same range of `dest`; returns the whole file's size. An
+/// `Err` of the outer result means the connection is unusable.
 pub fn fetch(
     stream: &mut TcpStream,
-    path: &str,
+    (path, stamp): (&str, u64),
     offset: u64,
     len: u64,
     dest: &File,
 ) -> io::Result<FsResult<u64>> {
     let req = TransferRequest::Fetch {
         path: path.to_string(),
+        stamp,
         offset,
         len,
     };
@@ -105,12 +117,18 @@ pub fn fetch(
     Ok(Ok(size))
 }
 
-/// Client side: pushes local file `src` to the peer, stored there as `path`.
-pub fn push(stream: &mut TcpStream, src: &Path, path: &str) -> io::Result<FsResult<u64>> {
+/// Client side: pushes local file `src` to the peer, stored there as copy
+/// `stamp` of `path`.
+pub fn push(
+    stream: &mut TcpStream,
+    src: &Path,
+    (path, stamp): (&str, u64),
+) -> io::Result<FsResult<u64>> {
     let file = File::open(src)?;
     let size = file.metadata()?.len();
     stream.write_all(&frame::encode(&TransferRequest::Push {
         path: path.to_string(),
+        stamp,
         size,
     })?)?;
     send_range(&file, stream, 0, size)?;

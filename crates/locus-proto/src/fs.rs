@@ -22,10 +22,30 @@ pub struct Record {
     pub mtime_ns: i64,
     /// Incremented by every closed write; replicas are tagged with it.
     pub version: u64,
+    /// Names the stored copies of the current version (the token of the
+    /// write that made it; 0 before the first). Every version is stored
+    /// under its own stamp, so no write ever touches another version's bytes.
+    pub stamp: u64,
     /// Nodes whose store holds the current version; the first is the primary.
     pub holders: Vec<NodeId>,
-    /// Token of the writer holding the write lock, if any.
-    pub lock: Option<u64>,
+    /// The writer holding the write lock, if any and its lease has not run out.
+    pub lock: Option<WriteLock>,
+}
+
+/// A write lock: the writer's token and the end of its lease (the daemon's
+/// wall clock); a lock whose lease has ended is free.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteLock {
+    pub token: u64,
+    pub expires_ns: i64,
+}
+
+/// What a writer asks for when it takes or renews a lock: its token and how
+/// long the lock holds without renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub token: u64,
+    pub ms: u32,
 }
 
 impl Record {
@@ -36,6 +56,7 @@ impl Record {
             mode,
             mtime_ns,
             version: 0,
+            stamp: 0,
             holders: Vec::new(),
             lock: None,
         }
@@ -61,6 +82,9 @@ pub struct NodeStatus {
     pub stored_bytes: u64,
     pub free_bytes: u64,
     pub total_bytes: u64,
+    /// Why the metadata store is failing, while it is (the daemon answers
+    /// `EIO`/`ENOSPC` and reopens the store until it works again).
+    pub meta_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -75,23 +99,34 @@ pub enum Request {
     GetHint {
         path: String,
     },
-    /// Inserts a new record (`EEXIST` if present). A placement hint left by
-    /// `SetHint` is consumed and returned as `Response::Created`.
+    /// Inserts a new record (`EEXIST` if present), write-locked by `lease`
+    /// if given. A placement hint left by `SetHint` is consumed and returned
+    /// as `Response::Created`.
     CreateRecord {
         path: String,
         record: Record,
+        lease: Option<Lease>,
     },
-    /// Takes the write lock by compare-and-swap (`EBUSY` if held).
+    /// Takes the write lock by compare-and-swap (`EBUSY` if held by another
+    /// writer whose lease has not ended).
     Lock {
         path: String,
-        token: u64,
+        lease: Lease,
     },
+    /// Extends a held lock's lease (`EBUSY` if it was lost).
+    Renew {
+        path: String,
+        lease: Lease,
+    },
+    /// Releases the lock held by `token`; `None` breaks any lock (an
+    /// operator's `locus fs unlock`).
     Unlock {
         path: String,
-        token: u64,
+        token: Option<u64>,
     },
-    /// Closes a write: new size and mtime, version + 1, `holder` becomes the
-    /// only holder, lock released. Answers `Response::Committed`.
+    /// Closes a write: new size and mtime, version + 1, the stamp becomes
+    /// `token`, `holder` becomes the only holder, lock released. Answers
+    /// `Response::Committed`.
     CommitWrite {
         path: String,
         token: u64,
@@ -136,14 +171,17 @@ pub enum Request {
         after: Option<String>,
         limit: u32,
     },
-    /// Hard-links store file `from` to `to` on this node (rename's first step).
+    /// Hard-links stored copy `stamp` of `from` as `to` on this node
+    /// (rename's first step).
     LinkData {
         from: String,
         to: String,
+        stamp: u64,
     },
-    /// Deletes this node's stored copy of `path`, if any.
+    /// Deletes this node's stored copy `stamp` of `path`, if any.
     DropData {
         path: String,
+        stamp: u64,
     },
 }
 
@@ -155,9 +193,10 @@ pub enum Response {
         record: Record,
         hint: Option<NodeId>,
     },
+    /// The new record, and the one it replaced (whose copies are now stale).
     Committed {
         record: Record,
-        previous_holders: Vec<NodeId>,
+        replaced: Record,
     },
     Entries {
         entries: Vec<Entry>,
@@ -171,11 +210,22 @@ pub enum Response {
 /// Opening frame on a transfer channel.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum TransferRequest {
-    /// Send up to `len` stored bytes of `path` from `offset`; answered by
-    /// `Ready` with the file's whole size, then the raw bytes of the range.
-    Fetch { path: String, offset: u64, len: u64 },
-    /// Store `size` raw bytes that follow as `path`; answered by `Ready`.
-    Push { path: String, size: u64 },
+    /// Send up to `len` bytes of stored copy `stamp` of `path` from
+    /// `offset`; answered by `Ready` with the file's whole size, then the raw
+    /// bytes of the range.
+    Fetch {
+        path: String,
+        stamp: u64,
+        offset: u64,
+        len: u64,
+    },
+    /// Store `size` raw bytes that follow as copy `stamp` of `path`;
+    /// answered by `Ready`.
+    Push {
+        path: String,
+        stamp: u64,
+        size: u64,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

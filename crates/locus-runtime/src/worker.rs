@@ -1,13 +1,14 @@
 //! A worker rank: asks its server for tasks and runs them one at a time.
 //! An `app` task's Locus inputs are made local first (fetched if another
-//! node holds them), its Locus outputs are written into this node's store
-//! and registered when the process succeeds; host files are used as they are.
+//! node holds them), its Locus outputs are written in private places in this
+//! node's store and published only when the process succeeds, so a failed
+//! task leaves every file as it was; host files are used as they are.
 
-use crate::files::{fs_parent, fs_path};
+use crate::files::{fs_parent, fs_path, LOCUS_PREFIX};
 use crate::layout::Layout;
 use crate::record::{now_us, Recorder, TaskRecord};
 use crate::wire;
-use locus_fs::Client;
+use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::frame;
 use locus_proto::run::{Arg, Outcome, Rank, RankMsg, Task, Work};
@@ -159,8 +160,14 @@ impl App<'_> {
         })
     }
 
-    /// The host path a process uses for `arg`, staging Locus inputs.
-    async fn stage(&self, arg: &Arg, io: &mut Io) -> Result<String, String> {
+    /// The host path a process uses for `arg`, staging Locus inputs and
+    /// giving Locus outputs a private place.
+    async fn stage(
+        &self,
+        arg: &Arg,
+        io: &mut Io,
+        outputs: &mut Vec<Output>,
+    ) -> Result<String, String> {
         let fail = |p: &str, e: &dyn std::fmt::Display| format!("app '{}': {p}: {e}", self.func);
         match arg {
             Arg::Lit(s) => Ok(s.clone()),
@@ -184,8 +191,13 @@ impl App<'_> {
                     Ok(p.clone())
                 }
                 Some(fp) => {
-                    let local = self.fs(p)?.output_path(fp).map_err(|e| fail(p, &e))?;
-                    Ok(local.display().to_string())
+                    let out = match outputs.iter().find(|o| o.path == fp) {
+                        Some(out) => out.clone(),
+                        None => self.fs(p)?.output(fp).map_err(|e| fail(p, &e))?,
+                    };
+                    let local = out.local.display().to_string();
+                    outputs.push(out);
+                    Ok(local)
                 }
             },
         }
@@ -200,14 +212,18 @@ impl App<'_> {
         attempts: &mut u32,
     ) -> Result<(), String> {
         let staging = Instant::now();
+        let mut outputs = Outputs {
+            fs: self.cfg.fs.as_ref(),
+            pending: Vec::new(),
+        };
         let mut words = Vec::with_capacity(argv.len());
         for a in argv {
-            words.push(self.stage(a, io).await?);
+            words.push(self.stage(a, io, &mut outputs.pending).await?);
         }
         let mut files = Vec::new();
         for s in streams {
             files.push(match s {
-                Some(a) => Some(self.stage(a, io).await?),
+                Some(a) => Some(self.stage(a, io, &mut outputs.pending).await?),
                 None => None,
             });
         }
@@ -240,23 +256,43 @@ impl App<'_> {
             }
             *attempts += 1;
         }
-        // Register Locus outputs written into this node's store.
+        // Publish the Locus outputs the process wrote (each path once).
         let committing = Instant::now();
-        for a in argv.iter().chain(streams.into_iter().flatten()) {
-            let Arg::Out(p) = a else { continue };
-            let Some(fp) = fs_path(p) else { continue };
-            let fs = self.fs(p)?;
+        let mut published: Vec<&str> = Vec::new();
+        for out in &outputs.pending {
+            if published.contains(&out.path.as_str()) {
+                continue;
+            }
+            let fs = self.fs(&out.path)?;
             let registered = async {
-                fs.mkdir_all(fs_parent(fp)).await?;
-                fs.commit(fp).await
+                fs.mkdir_all(fs_parent(&out.path)).await?;
+                fs.commit(out).await
             };
-            let record = registered
-                .await
-                .map_err(|e| format!("app '{}': registering {p}: {e}", self.func))?;
+            let record = registered.await.map_err(|e| {
+                format!("app '{}': registering {LOCUS_PREFIX}{}: {e}", self.func, out.path)
+            })?;
             io.written += record.size;
+            published.push(&out.path);
         }
         io.commit_us = committing.elapsed().as_micros() as u64;
         Ok(())
+    }
+}
+
+/// A task's Locus outputs, in private places until published; whatever was
+/// not published when the task ends (it failed) is discarded.
+struct Outputs<'a> {
+    fs: Option<&'a Client>,
+    pending: Vec<Output>,
+}
+
+impl Drop for Outputs<'_> {
+    fn drop(&mut self) {
+        if let Some(fs) = self.fs {
+            for out in &self.pending {
+                fs.discard(out);
+            }
+        }
     }
 }
 

@@ -73,6 +73,13 @@ impl TestCluster {
         self.path().join(format!("node-{node}"))
     }
 
+    /// Where node `node` stores copy `stamp` of `path`.
+    pub fn stored(&self, node: u32, path: &str, stamp: u64) -> PathBuf {
+        locus_fs::store::Store::open(&self.node_dir(node))
+            .expect("node store")
+            .data_path(path, stamp)
+    }
+
     pub fn pid(&self, node: u32) -> i32 {
         std::fs::read_to_string(self.node_dir(node).join("daemon.pid"))
             .expect("pid file")
