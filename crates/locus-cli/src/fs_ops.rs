@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use locus_fs::{Client, ClientOptions, Placement};
 use locus_proto::fs::{Kind, NodeId, Record};
+use locus_proto::FsError;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -31,6 +32,10 @@ pub struct ClientArgs {
     /// Placement of new files: local, hash or round-robin (default: the cluster's).
     #[arg(long)]
     pub placement: Option<Placement>,
+    /// How long a write lock this command takes outlives it if it dies
+    /// (renewed while it writes).
+    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    pub lease_ms: u64,
 }
 
 impl ClientArgs {
@@ -38,6 +43,7 @@ impl ClientArgs {
         let opts = ClientOptions {
             node: self.node,
             placement: self.placement,
+            lease: std::time::Duration::from_millis(self.lease_ms),
             ..ClientOptions::default()
         };
         Ok(Client::open(&self.cluster.dir, opts)?)
@@ -110,6 +116,13 @@ pub enum FsOp {
     },
     /// Print the nodes holding a file: id, name, address (primary first).
     Locate {
+        #[command(flatten)]
+        c: ClientArgs,
+        path: String,
+    },
+    /// Break the write lock of a file whose writer is gone (it would end
+    /// with the writer's lease anyway).
+    Unlock {
         #[command(flatten)]
         c: ClientArgs,
         path: String,
@@ -189,6 +202,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             writeln!(out, "version: {}", r.version)?;
             writeln!(out, "holders: {}", holders(&r))?;
             writeln!(out, "locked: {}", r.lock.is_some())?;
+            writeln!(out, "stamp: {:016x}", r.stamp)?;
         }
         FsOp::Mkdir { c, path, parents } => {
             let client = c.client()?;
@@ -216,13 +230,20 @@ async fn run_op(op: FsOp) -> Result<()> {
         FsOp::Mv { c, from, to } => c.client()?.rename(&from, &to).await?,
         FsOp::Put { c, local, path } => {
             let client = c.client()?;
-            let mut w = client.create_or_truncate(&path).await?;
-            if local.as_os_str() == "-" {
-                std::io::copy(&mut std::io::stdin().lock(), &mut w)?;
+            let mut src: Box<dyn std::io::Read> = if local.as_os_str() == "-" {
+                Box::new(std::io::stdin().lock())
             } else {
-                let mut src =
-                    std::fs::File::open(&local).with_context(|| local.display().to_string())?;
-                std::io::copy(&mut src, w.file())?;
+                let f = std::fs::File::open(&local).with_context(|| local.display().to_string())?;
+                if f.metadata()?.is_dir() {
+                    anyhow::bail!("{}: is a directory", local.display());
+                }
+                Box::new(f)
+            };
+            let mut w = client.create_or_truncate(&path).await?;
+            if let Err(e) = std::io::copy(&mut src, w.file()) {
+                // Nothing of the file changes; its lock is released now.
+                w.abort().await;
+                return Err(FsError::io(&path, &e).into());
             }
             w.close().await?;
         }
@@ -242,6 +263,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             }
         }
         FsOp::Place { c, path, target } => c.client()?.place(&path, target).await?,
+        FsOp::Unlock { c, path } => c.client()?.break_lock(&path).await?,
         FsOp::Df { c } => {
             let client = c.client()?;
             writeln!(

@@ -143,6 +143,17 @@ pub fn status(a: ClusterArgs) -> Result<()> {
     for n in &spec.nodes {
         let pid = running_pid(&n.dir).map_or("-".to_string(), |p| p.to_string());
         match rt.block_on(client.status(n.id)) {
+            Ok(s) if s.meta_error.is_some() => {
+                down += 1;
+                println!(
+                    "{:>4} {:<8} {:<21} {:>8} degraded  metadata store failing: {}",
+                    n.id,
+                    n.name,
+                    n.addr.to_string(),
+                    pid,
+                    s.meta_error.unwrap_or_default()
+                );
+            }
             Ok(s) => println!(
                 "{:>4} {:<8} {:<21} {:>8} {:<5} {:>9} {:>9} {:>12}",
                 n.id,
@@ -167,7 +178,7 @@ pub fn status(a: ClusterArgs) -> Result<()> {
         }
     }
     if down > 0 {
-        bail!("{down} of {} daemons down", spec.nodes.len());
+        bail!("{down} of {} daemons down or degraded", spec.nodes.len());
     }
     Ok(())
 }

@@ -81,6 +81,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // A log that cannot be written (a daemon's log on a full disk) must
+        // not panic the thread that logs: the message is dropped instead.
+        .log_internal_errors(false)
         .init();
     let result = match cli.command {
         Command::Fs(FsCommand::Serve(a)) => local_cluster::serve(a),

@@ -107,7 +107,12 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     let run_dir = match &a.run_dir {
         Some(d) => d.clone(),
-        None => std::env::temp_dir().join(format!("locus-run-{}", std::process::id())),
+        None => {
+            let d = std::env::temp_dir().join(format!("locus-run-{}", std::process::id()));
+            // It is kept (records, the run's files): say where it is.
+            eprintln!("locus: run directory {}", d.display());
+            d
+        }
     };
     let size = a.ranks.unwrap_or_else(|| default_workers() + a.servers);
     let (fs_dir, hosts) = match &a.cluster {

@@ -188,14 +188,8 @@ trace(read(g));
             .flatten()
             .any(|e| e.unwrap().path().join("f.bin").exists())
     };
-    assert!(
-        data("fs", 1),
-        "Locus keeps data where it was written"
-    );
-    assert!(
-        data("central", 0),
-        "central keeps data on the storage host"
-    );
+    assert!(data("fs", 1), "Locus keeps data where it was written");
+    assert!(data("central", 0), "central keeps data on the storage host");
 
     let down = ok(&locus(&["cluster", "down", "--dir", d, "--purge"]));
     assert!(down.contains("3 daemon(s) stopped") && down.contains("4 namespace(s) removed"));

@@ -416,7 +416,11 @@ fn a_diskless_client_moves_every_byte_over_the_network() {
             std::fs::read(c.stored(0, "/w.dat", rec.stamp)).unwrap(),
             b"written"
         );
-        assert!(!scratch.path().join("data").join(format!("@{:016x}", rec.stamp)).exists());
+        assert!(!scratch
+            .path()
+            .join("data")
+            .join(format!("@{:016x}", rec.stamp))
+            .exists());
         // Read: staged in the scratch every time, never recorded as a holder.
         node.put("/r.dat", b"on the node").await.unwrap();
         let copy = remote.local_copy("/r.dat").await.unwrap();

@@ -111,6 +111,9 @@ fn blocking_failed(e: tokio::task::JoinError) -> FsError {
 impl Client {
     /// A client of the cluster described in `dir` (as written by `locus fs up`).
     pub fn open(dir: &Path, opts: ClientOptions) -> FsResult<Client> {
+        // Another user's directory could hold their daemons' addresses and
+        // secret, and receive everything written.
+        crate::private_dir::check(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
         let spec =
             ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
         let secret_path = dir.join(SECRET_FILE);
@@ -996,7 +999,10 @@ impl Client {
             Err(e) => return Err(e),
         };
         let _renewal = self.keep_lease(path, lease);
-        if let Err(e) = self.place_bytes(&out.local, path, lease.token, target).await {
+        if let Err(e) = self
+            .place_bytes(&out.local, path, lease.token, target)
+            .await
+        {
             let _ = self.unlock(path, lease.token).await;
             return Err(e);
         }
@@ -1006,7 +1012,13 @@ impl Client {
 
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
     /// pushed there). No other copy is touched.
-    async fn place_bytes(&self, src: &Path, path: &str, stamp: u64, target: NodeId) -> FsResult<()> {
+    async fn place_bytes(
+        &self,
+        src: &Path,
+        path: &str,
+        stamp: u64,
+        target: NodeId,
+    ) -> FsResult<()> {
         if target == self.inner.me && !self.inner.diskless {
             return self.inner.store.install(src, path, stamp);
         }
@@ -1152,7 +1164,13 @@ impl Writer {
             return Err(e);
         }
         client
-            .publish(&self.path, token, size, self.target, self.replacing.as_ref())
+            .publish(
+                &self.path,
+                token,
+                size,
+                self.target,
+                self.replacing.as_ref(),
+            )
             .await
     }
 

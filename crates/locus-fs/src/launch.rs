@@ -58,7 +58,7 @@ impl Launch {
     fn start(&self, node: &NodeInfo, listen: SocketAddr, secret: &Path) -> io::Result<SocketAddr> {
         let addr_file = node.dir.join(ADDR_FILE);
         let _ = std::fs::remove_file(&addr_file);
-        std::fs::create_dir_all(&node.dir)?;
+        crate::private_dir::create(&node.dir)?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -149,13 +149,13 @@ impl Launch {
         nodes: Vec<NodeInfo>,
         placement: Placement,
     ) -> io::Result<ClusterSpec> {
+        crate::private_dir::create(dir)?;
         if dir.join(CLUSTER_FILE).exists() {
             return Err(fail(format!(
                 "{}: a cluster already exists there",
                 dir.display()
             )));
         }
-        std::fs::create_dir_all(dir)?;
         let secret = dir.join(SECRET_FILE);
         Secret::generate().save(&secret)?;
         let mut spec = ClusterSpec {
@@ -182,6 +182,7 @@ impl Launch {
     /// Restarts the daemons of the cluster in `dir` that are not running, on
     /// their recorded addresses; returns the cluster and how many restarted.
     pub fn restart_stopped(&self, dir: &Path) -> io::Result<(ClusterSpec, usize)> {
+        crate::private_dir::check(dir)?;
         let spec = ClusterSpec::load(dir)?;
         let secret = dir.join(SECRET_FILE);
         let mut restarted = 0;

@@ -11,6 +11,7 @@ pub mod netns;
 pub mod path;
 pub mod peer;
 pub mod placement;
+pub mod private_dir;
 pub mod ring;
 pub mod server;
 pub mod store;

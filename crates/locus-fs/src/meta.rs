@@ -88,7 +88,11 @@ fn storage_error(e: impl Into<redb::Error>) -> FsError {
         redb::Error::Io(io) => Errno::from_io(io),
         _ => Errno::EIO,
     };
-    let code = if code == Errno::ENOSPC { code } else { Errno::EIO };
+    let code = if code == Errno::ENOSPC {
+        code
+    } else {
+        Errno::EIO
+    };
     FsError::new(code, "metadata store").with_detail(e)
 }
 
@@ -162,7 +166,7 @@ impl MetaStore {
         Ok(MetaStore { db, jobs })
     }
 
-    /// Why the store is failing, while it is.
+    /// Why the store's last write failed, until a write succeeds again.
     pub fn failure(&self) -> Option<FsError> {
         self.db.failure.lock().expect("failure lock").clone()
     }
@@ -286,9 +290,12 @@ impl Db {
         if let Some(db) = self.open.read().expect("db lock").as_ref() {
             return Ok(db.clone());
         }
-        Err(self.failure.lock().expect("failure lock").clone().unwrap_or_else(|| {
-            FsError::new(Errno::EIO, "metadata store").with_detail("not open")
-        }))
+        Err(self
+            .failure
+            .lock()
+            .expect("failure lock")
+            .clone()
+            .unwrap_or_else(|| FsError::new(Errno::EIO, "metadata store").with_detail("not open")))
     }
 
     /// Closes the database after `e`; the writer reopens it before its next batch.
@@ -309,7 +316,6 @@ impl Db {
         })?);
         *open = Some(db.clone());
         tracing::warn!("metadata store reopened");
-        self.failure.lock().expect("failure lock").take();
         Ok(db)
     }
 }
@@ -328,6 +334,8 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
             .and_then(|open| apply_batch(&open, &batch, durability));
         match applied {
             Ok(replies) => {
+                // Failing until a write succeeds again.
+                db.failure.lock().expect("failure lock").take();
                 for (job, reply) in batch.into_iter().zip(replies) {
                     (job.reply)(reply);
                 }
@@ -678,13 +686,19 @@ mod tests {
             path: "/f".into(),
             lease: l,
         };
-        assert!(matches!(meta.write(renew(lease(1, 50))).await, Response::Ok));
+        assert!(matches!(
+            meta.write(renew(lease(1, 50))).await,
+            Response::Ok
+        ));
         tokio::time::sleep(std::time::Duration::from_millis(30)).await;
         assert!(busy(meta.write(lock(lease(2, 50))).await));
         // Not renewed, it ends: another writer takes it and the first has lost it.
         tokio::time::sleep(std::time::Duration::from_millis(60)).await;
         assert!(meta.get("/f").unwrap().lock.is_none());
-        assert!(matches!(meta.write(lock(lease(2, 50))).await, Response::Record(_)));
+        assert!(matches!(
+            meta.write(lock(lease(2, 50))).await,
+            Response::Record(_)
+        ));
         assert!(busy(meta.write(renew(lease(1, 50))).await));
         // An operator's unlock breaks any lock.
         let unlock = Request::Unlock {
@@ -692,6 +706,9 @@ mod tests {
             token: None,
         };
         assert!(matches!(meta.write(unlock).await, Response::Ok));
-        assert!(matches!(meta.write(lock(lease(3, 50))).await, Response::Record(_)));
+        assert!(matches!(
+            meta.write(lock(lease(3, 50))).await,
+            Response::Record(_)
+        ));
     }
 }

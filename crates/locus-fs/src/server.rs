@@ -13,12 +13,17 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 /// Entries per directory page at most, whatever the client asks for.
 const MAX_PAGE: u32 = 10_000;
+/// A connection with no request for this long is closed (clients reconnect).
+const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// A frame once begun must arrive within this.
+const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct DaemonConfig {
     pub node: NodeId,
@@ -100,6 +105,8 @@ async fn serve_connection(
         Channel::Transfer => {
             let stream = stream.into_std()?;
             stream.set_nonblocking(false)?;
+            // Blocking reads: a stalled or idle peer times out.
+            stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
             tokio::task::spawn_blocking(move || transfer::serve(stream, &state.store))
                 .await
                 .map_err(io::Error::other)?
@@ -120,10 +127,11 @@ async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
     let mut rd = BufReader::with_capacity(64 << 10, rd);
     let mut buf = Vec::new();
     let result = loop {
-        match frame::read_async(&mut rd, &mut buf).await {
-            Ok(true) => {}
-            Ok(false) => break Ok(()),
-            Err(e) => break Err(e),
+        let next = frame::read_async_within(&mut rd, &mut buf, Some(FRAME_TIMEOUT));
+        match tokio::time::timeout(IDLE_TIMEOUT, next).await {
+            Ok(Ok(true)) => {}
+            Ok(Ok(false)) | Err(_) => break Ok(()),
+            Ok(Err(e)) => break Err(e),
         }
         let env: Envelope<Request> = match frame::decode(&buf) {
             Ok(env) => env,
@@ -183,12 +191,14 @@ impl State {
     async fn handle(self: Arc<Self>, req: Request) -> Response {
         match req {
             Request::Status => answer(self.status().await),
-            Request::LinkData { from, to, stamp } => {
-                answer(self.blocking(move |s| s.store.link(&from, &to, stamp)).await)
-            }
-            Request::DropData { path, stamp } => {
-                answer(self.blocking(move |s| s.store.drop_copy(&path, stamp)).await)
-            }
+            Request::LinkData { from, to, stamp } => answer(
+                self.blocking(move |s| s.store.link(&from, &to, stamp))
+                    .await,
+            ),
+            Request::DropData { path, stamp } => answer(
+                self.blocking(move |s| s.store.drop_copy(&path, stamp))
+                    .await,
+            ),
             write => self.meta.write(write).await,
         }
     }

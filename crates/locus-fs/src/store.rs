@@ -6,6 +6,7 @@
 //! `tmp/`, under names that begin with the writing process's id, so the
 //! daemon can sweep what dead writers left.
 
+use crate::private_dir;
 use locus_proto::{FsError, FsResult};
 use std::fs::File;
 use std::io;
@@ -20,15 +21,6 @@ pub struct Store {
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// Creates `dir` and its missing parents readable by their owner only.
-pub fn create_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
-
 impl Store {
     /// The store of the node whose directory is `node_dir` (created, private
     /// to its owner, if needed).
@@ -37,9 +29,9 @@ impl Store {
             data: node_dir.join("data"),
             tmp: node_dir.join("tmp"),
         };
-        create_private_dir(node_dir)?;
-        create_private_dir(&store.data)?;
-        create_private_dir(&store.tmp)?;
+        private_dir::create(node_dir)?;
+        private_dir::create(&store.data)?;
+        private_dir::create(&store.tmp)?;
         Ok(store)
     }
 
@@ -77,7 +69,7 @@ impl Store {
     /// returned path ends in it); `install` publishes it, `discard` removes it.
     pub fn private_file(&self, name: &str) -> FsResult<PathBuf> {
         let dir = self.temp_name();
-        create_private_dir(&dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        std::fs::create_dir(&dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
         Ok(dir.join(name))
     }
 
@@ -137,7 +129,9 @@ impl Store {
         let mut swept = 0;
         for entry in rd.flatten() {
             let name = entry.file_name();
-            let pid = name.to_str().and_then(|n| n.split('-').next()?.parse::<u32>().ok());
+            let pid = name
+                .to_str()
+                .and_then(|n| n.split('-').next()?.parse::<u32>().ok());
             let alive = pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists());
             if alive {
                 continue;
@@ -221,7 +215,10 @@ mod tests {
         store.drop_copy("/a/b/c.txt", 2).unwrap();
         store.drop_copy("/a/b/c.txt", 1).unwrap();
         assert!(!v1.parent().unwrap().exists());
-        assert_eq!(std::fs::read(store.data_path("/d.txt", 2)).unwrap(), b"two!");
+        assert_eq!(
+            std::fs::read(store.data_path("/d.txt", 2)).unwrap(),
+            b"two!"
+        );
         store.drop_copy("/missing", 9).unwrap();
         assert_eq!(store.usage(), (1, 4));
     }

@@ -3,11 +3,18 @@
 //! Writers append many frames to one buffer and write it at once, so a burst of
 //! pipelined requests costs one system call. A frame longer than [`MAX_FRAME`]
 //! or a body that does not decode is an error for that connection only.
+//! Readers allocate as the body's bytes arrive, never on the length prefix's
+//! word alone, so a peer that announces a large frame and stalls holds no
+//! more memory than it sent.
 
 use serde::{de::DeserializeOwned, Serialize};
 use std::io::{self, Read};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+
+/// A buffer that grew past this for one large frame is given back before the next.
+const KEEP_CAPACITY: usize = 1 << 20;
 
 /// Largest frame accepted; anything larger is treated as a malformed stream.
 pub const MAX_FRAME: usize = 16 << 20;
@@ -54,8 +61,35 @@ fn check_len(len: u32) -> io::Result<usize> {
     Ok(len)
 }
 
+fn prepare(buf: &mut Vec<u8>) {
+    buf.clear();
+    if buf.capacity() > KEEP_CAPACITY {
+        buf.shrink_to(KEEP_CAPACITY);
+    }
+}
+
+fn check_complete(buf: &[u8], len: usize) -> io::Result<()> {
+    if buf.len() < len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "frame cut short",
+        ));
+    }
+    Ok(())
+}
+
 /// Reads one frame body into `buf`. Returns `false` on a clean end of stream.
 pub async fn read_async<R: AsyncRead + Unpin>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<bool> {
+    read_async_within(r, buf, None).await
+}
+
+/// [`read_async`], with the body (once its length has arrived) due within
+/// `body_timeout`: a peer that stops in the middle of a frame is cut off.
+pub async fn read_async_within<R: AsyncRead + Unpin>(
+    r: &mut R,
+    buf: &mut Vec<u8>,
+    body_timeout: Option<Duration>,
+) -> io::Result<bool> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
         Ok(_) => {}
@@ -63,8 +97,16 @@ pub async fn read_async<R: AsyncRead + Unpin>(r: &mut R, buf: &mut Vec<u8>) -> i
         Err(e) => return Err(e),
     }
     let len = check_len(u32::from_le_bytes(len))?;
-    buf.resize(len, 0);
-    r.read_exact(buf).await?;
+    prepare(buf);
+    let mut limited = (&mut *r).take(len as u64);
+    let body = limited.read_to_end(buf);
+    match body_timeout {
+        None => body.await?,
+        Some(t) => tokio::time::timeout(t, body).await.map_err(|_| {
+            io::Error::new(io::ErrorKind::TimedOut, "frame not completed in time")
+        })??,
+    };
+    check_complete(buf, len)?;
     Ok(true)
 }
 
@@ -77,8 +119,9 @@ pub fn read_sync<R: Read>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<bool> {
         Err(e) => return Err(e),
     }
     let len = check_len(u32::from_le_bytes(len))?;
-    buf.resize(len, 0);
-    r.read_exact(buf)?;
+    prepare(buf);
+    r.take(len as u64).read_to_end(buf)?;
+    check_complete(buf, len)?;
     Ok(true)
 }
 
@@ -123,6 +166,16 @@ mod tests {
         assert!(read_sync(&mut r, &mut buf).unwrap());
         assert_eq!(decode::<(u64, String)>(&buf).unwrap(), (2, "bc".into()));
         assert!(!read_sync(&mut r, &mut buf).unwrap());
+    }
+
+    #[test]
+    fn an_announced_frame_costs_only_the_bytes_that_came() {
+        let mut bytes = (MAX_FRAME as u32).to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[7; 100]);
+        let mut buf = Vec::new();
+        let err = read_sync(&mut &bytes[..], &mut buf).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(buf.capacity() < 4096, "{}", buf.capacity());
     }
 
     #[test]

@@ -221,11 +221,7 @@ pub enum TransferRequest {
     },
     /// Store `size` raw bytes that follow as copy `stamp` of `path`;
     /// answered by `Ready`.
-    Push {
-        path: String,
-        stamp: u64,
-        size: u64,
-    },
+    Push { path: String, stamp: u64, size: u64 },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

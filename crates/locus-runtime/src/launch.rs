@@ -10,7 +10,7 @@ use locus_fs::launch::{self, Launch};
 use locus_fs::{ClusterSpec, Durability, Placement};
 use std::ffi::OsString;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -56,7 +56,7 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
         ));
     }
     let dir_err = |e: std::io::Error| format!("run directory {}: {e}", r.run_dir.display());
-    std::fs::create_dir_all(&r.run_dir).map_err(dir_err)?;
+    claim_run_dir(&r.run_dir).map_err(dir_err)?;
     for stale in [ranks_dir(&r.run_dir), records_dir(&r.run_dir)] {
         if stale.exists() {
             std::fs::remove_dir_all(&stale).map_err(dir_err)?;
@@ -92,7 +92,33 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
     result
 }
 
-fn run_ranks(r: &LocalRun, fs_dir: &std::path::Path, nodes: &[String]) -> Result<i32, String> {
+/// Marks a directory as a run directory: what a run replaces in it on reuse
+/// (`fs`, `ranks`, `records`) is only ever its own.
+const RUN_MARKER: &str = "locus-run";
+
+/// Makes `dir` this run's directory: a new or empty directory (made private),
+/// or an earlier run's; anything else is refused rather than overwritten.
+fn claim_run_dir(dir: &Path) -> std::io::Result<()> {
+    let fresh = match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(e),
+    };
+    locus_fs::private_dir::create(dir)?;
+    if fresh {
+        return std::fs::write(dir.join(RUN_MARKER), "");
+    }
+    if !dir.join(RUN_MARKER).exists() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "not empty and not a Locus run directory; refusing to use it (a run replaces \
+             fs/, ranks/ and records/ in its directory): give a new directory",
+        ));
+    }
+    Ok(())
+}
+
+fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, String> {
     let mut children: Vec<(u32, Child)> = Vec::new();
     for (rank, node) in nodes.iter().enumerate() {
         let mut cmd = Command::new(&r.exe);

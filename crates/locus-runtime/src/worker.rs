@@ -269,7 +269,10 @@ impl App<'_> {
                 fs.commit(out).await
             };
             let record = registered.await.map_err(|e| {
-                format!("app '{}': registering {LOCUS_PREFIX}{}: {e}", self.func, out.path)
+                format!(
+                    "app '{}': registering {LOCUS_PREFIX}{}: {e}",
+                    self.func, out.path
+                )
             })?;
             io.written += record.size;
             published.push(&out.path);
