@@ -433,7 +433,11 @@ fn acknowledged_operations_survive_daemons_killed_while_clients_work() {
                         0 | 1 => {
                             let data = format!("{k} #{seq}").into_bytes();
                             let r = cl.put(&k, &data).await;
-                            let mut now = if r.is_ok() { vec![] } else { before };
+                            let mut now = if r.is_ok() { vec![] } else { before.clone() };
+                            if r.is_err() && before.contains(&None) {
+                                // A name it created and could not remove again.
+                                now.push(Some(Vec::new()));
+                            }
                             now.push(Some(data));
                             possible.insert(k, now);
                         }

@@ -1003,7 +1003,7 @@ impl Client {
             .place_bytes(&out.local, path, lease.token, target)
             .await
         {
-            let _ = self.unlock(path, lease.token).await;
+            self.give_up(path, lease.token, replacing.is_none()).await;
             return Err(e);
         }
         self.publish(path, lease.token, meta.len(), target, replacing.as_ref())
@@ -1079,9 +1079,35 @@ impl Client {
             )),
             _ => {
                 self.drop_copies(path, vec![holder], token).await;
-                let _ = self.unlock(path, token).await;
+                self.give_up(path, token, replacing.is_none()).await;
                 Err(failed)
             }
+        }
+    }
+
+    /// Releases the lock `token` of a write that will not be published; a
+    /// name the write created is removed again if nothing was ever
+    /// published under it (best effort: a daemon that cannot be reached
+    /// leaves it, empty, and the lease ends the lock).
+    async fn give_up(&self, path: &str, token: u64, created: bool) {
+        if self.unlock(path, token).await.is_err() || !created {
+            return;
+        }
+        let never_written = Request::RemoveRecord {
+            path: path.to_string(),
+            kind: Kind::File,
+            version: Some(0),
+        };
+        if self.meta(path, never_written).await.is_err() {
+            return;
+        }
+        if let Ok((parent, name)) = split(path) {
+            let entry = Request::RemoveEntry {
+                parent: parent.to_string(),
+                name: name.to_string(),
+                kind: Kind::File,
+            };
+            let _ = self.meta(parent, entry).await;
         }
     }
 }
@@ -1160,7 +1186,9 @@ impl Writer {
             .await
         {
             client.inner.store.discard(&self.tmp);
-            let _ = client.unlock(&self.path, token).await;
+            client
+                .give_up(&self.path, token, self.replacing.is_none())
+                .await;
             return Err(e);
         }
         client
@@ -1175,12 +1203,15 @@ impl Writer {
     }
 
     /// Discards the written bytes and releases the lock, leaving the file
-    /// as it was.
+    /// as it was (a file this writer created is removed).
     pub async fn abort(mut self) {
         self.closed = true;
         self.file.take();
         self.client.inner.store.discard(&self.tmp);
-        let _ = self.client.unlock(&self.path, self.lease.token).await;
+        let created = self.replacing.is_none();
+        self.client
+            .give_up(&self.path, self.lease.token, created)
+            .await;
     }
 }
 
