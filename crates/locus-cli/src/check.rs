@@ -35,11 +35,7 @@ pub fn run(a: CheckArgs) -> Result<()> {
             }
             Err(diags) => {
                 failed += 1;
-                for d in &diags {
-                    eprintln!("{}", d.render(&src));
-                }
-                let n = diags.len();
-                eprintln!("{}: {n} error{}", src.name, if n == 1 { "" } else { "s" });
+                eprintln!("{}", locus_lang::diag::report(&diags, &src));
             }
         }
     }

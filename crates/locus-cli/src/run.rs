@@ -72,13 +72,7 @@ fn load(script: &Path) -> Result<Program, String> {
     let text =
         std::fs::read(script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
     let src = Source::new(script.display().to_string(), String::from_utf8_lossy(&text));
-    compile(&src).map_err(|diags| {
-        diags
-            .iter()
-            .map(|d| d.render(&src))
-            .collect::<Vec<_>>()
-            .join("\n")
-    })
+    compile(&src).map_err(|diags| locus_lang::diag::report(&diags, &src))
 }
 
 pub fn run(a: RunArgs) -> Result<()> {

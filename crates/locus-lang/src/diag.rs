@@ -3,6 +3,11 @@
 use crate::source::{Source, Span};
 use std::fmt::Write;
 
+/// Characters of a source line shown under an error.
+const WINDOW: usize = 120;
+/// Errors shown for one script; the rest are counted.
+pub const MAX_SHOWN: usize = 100;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     pub span: Span,
@@ -23,16 +28,23 @@ impl Diagnostic {
         format!("{}:{line}:{col}: error: {}", src.name, self.message)
     }
 
-    /// The headline, the source line and a caret under the span.
+    /// The headline, the source line and a caret under the span. A long
+    /// line is shown as a window around the column, so one error costs a
+    /// few lines whatever the file looks like.
     pub fn render(&self, src: &Source) -> String {
         let (line, col) = src.line_col(self.span.start);
-        let text = src.line_text(line);
+        let full = src.line_text(line);
         let (end_line, end_col) = src.line_col(self.span.end.max(self.span.start + 1) - 1);
         let width = if end_line == line {
             (end_col + 1).saturating_sub(col).max(1)
         } else {
             1
         };
+        // Columns count characters; keep up to WINDOW of them around `col`.
+        let skip = (col - 1).saturating_sub(WINDOW / 2);
+        let text: String = full.chars().skip(skip).take(WINDOW).collect();
+        let col = col - skip;
+        let width = width.min(WINDOW + 1 - col).max(1);
         let mut out = self.headline(src);
         let gutter = line.to_string();
         let _ = write!(
@@ -54,4 +66,52 @@ pub fn sorted(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
     diags.sort_by_key(|d| (d.span.start, d.span.end));
     diags.dedup();
     diags
+}
+
+/// Every diagnostic rendered (at most [`MAX_SHOWN`]), then how many there were.
+pub fn report(diags: &[Diagnostic], src: &Source) -> String {
+    let mut out = String::new();
+    for d in diags.iter().take(MAX_SHOWN) {
+        out.push_str(&d.render(src));
+        out.push('\n');
+    }
+    let n = diags.len();
+    let _ = write!(
+        out,
+        "{}: {n} error{}",
+        src.name,
+        if n == 1 { "" } else { "s" }
+    );
+    if n > MAX_SHOWN {
+        let _ = write!(out, " ({} not shown)", n - MAX_SHOWN);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_and_many_errors_stay_short() {
+        let line = format!("{}@{}", "x".repeat(1_000_000), "y".repeat(1_000_000));
+        let src = Source::new("long.swift", line);
+        let d = Diagnostic::new(
+            Span {
+                start: 1_000_000,
+                end: 1_000_001,
+            },
+            "bad",
+        );
+        let shown = d.render(&src);
+        assert!(shown.len() < 400, "{}", shown.len());
+        assert!(shown.starts_with("long.swift:1:1000001: error: bad"));
+        let lines: Vec<&str> = shown.lines().collect();
+        let at = lines[1].find('@').unwrap();
+        assert_eq!(lines[2].find('^'), Some(at));
+        let many = vec![d; 1000];
+        let all = report(&many, &src);
+        assert!(all.len() < 40_000, "{}", all.len());
+        assert!(all.ends_with("long.swift: 1000 errors (900 not shown)"));
+    }
 }

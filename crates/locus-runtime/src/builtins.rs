@@ -6,6 +6,27 @@ use crate::value::{Key, Location, Value};
 use locus_lang::ast::{BinOp, UnOp};
 use std::collections::BTreeMap;
 
+/// The most elements an array made from a range may have: all of them are
+/// held in memory at once.
+const MAX_RANGE_ARRAY: u64 = 1 << 26;
+
+/// How many values `[lo:hi:step]` has, for any ints.
+pub fn range_len(lo: i64, hi: i64, step: i64) -> Result<u64, String> {
+    if step <= 0 {
+        return Err(format!("range step must be positive, not {step}"));
+    }
+    Ok(if hi < lo {
+        0
+    } else {
+        ((i128::from(hi) - i128::from(lo)) / i128::from(step)) as u64 + 1
+    })
+}
+
+/// The `k`th value of a range starting at `lo` (in range: at most its end).
+pub fn range_value(lo: i64, step: i64, k: u64) -> i64 {
+    (i128::from(lo) + i128::from(k) * i128::from(step)) as i64
+}
+
 /// What builtins may read of the run.
 pub struct Context<'a> {
     pub args: &'a [String],
@@ -139,10 +160,15 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
         "range" => {
             let (lo, hi) = (int(arg(0)?)?, int(arg(1)?)?);
             let step = a.get(2).map(int).transpose()?.unwrap_or(1);
-            if step <= 0 {
-                return Err(format!("range step must be positive, not {step}"));
+            let len = range_len(lo, hi, step)?;
+            if len > MAX_RANGE_ARRAY {
+                return Err(format!(
+                    "[{lo}:{hi}:{step}] has {len} elements; an array made from a range holds \
+                     at most {MAX_RANGE_ARRAY} (a foreach over the range itself is not held \
+                     in memory)"
+                ));
             }
-            array((lo..=hi).step_by(step as usize).map(Value::Int))
+            array((0..len).map(|k| Value::Int(range_value(lo, step, k))))
         }
         "sum_integer" => Value::Int(
             members(arg(0)?)?

@@ -742,13 +742,9 @@ impl Engine {
                 let (Value::Int(lo), Value::Int(hi), Value::Int(step)) = (lo, hi, step) else {
                     return self.fail("a range needs ints".into());
                 };
-                if step <= 0 {
-                    return self.fail(format!("range step must be positive, not {step}"));
-                }
-                let count = if hi < lo {
-                    0
-                } else {
-                    ((hi - lo) / step) as u64 + 1
+                let count = match builtins::range_len(lo, hi, step) {
+                    Ok(n) => n,
+                    Err(e) => return self.fail(e),
                 };
                 for (server, from, to) in self.shares(count) {
                     let items = Items::Range { lo, step, from, to };
@@ -910,7 +906,10 @@ impl Engine {
             Items::Range { lo, step, from, to } => {
                 for n in from..to {
                     yield_between_slices((n - from) as usize).await;
-                    start(Value::Int(lo + n as i64 * step), Value::Int(n as i64));
+                    start(
+                        Value::Int(builtins::range_value(lo, step, n)),
+                        Value::Int(n as i64),
+                    );
                 }
             }
             Items::Members(members) => {

@@ -4,14 +4,17 @@
 //! would set, waits for them, and stops what it started.
 
 use crate::layout::Layout;
-use crate::record::records_dir;
+use crate::rank::{summary_path, RunSummary};
+use crate::record::{now_us, records_dir};
 use crate::rendezvous::ranks_dir;
 use locus_fs::launch::{self, Launch};
 use locus_fs::{ClusterSpec, Durability, Placement};
 use std::ffi::OsString;
 use std::net::IpAddr;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long the other ranks get to stop on their own once the leader is
@@ -119,6 +122,7 @@ fn claim_run_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, String> {
+    let start_us = now_us();
     let mut children: Vec<(u32, Child)> = Vec::new();
     for (rank, node) in nodes.iter().enumerate() {
         let mut cmd = Command::new(&r.exe);
@@ -147,6 +151,9 @@ fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, Strin
             .env("LOCUS_RANK", rank.to_string())
             .env("LOCUS_SIZE", r.size.to_string())
             .env("LOCUS_NODE", node)
+            // Each rank leads a process group its apps inherit, so stopping
+            // a rank stops what it started.
+            .process_group(0)
             .stdin(Stdio::null())
             .spawn();
         match spawned {
@@ -160,12 +167,24 @@ fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, Strin
     let leader = r.size - r.servers;
     let mut codes: Vec<Option<i32>> = vec![None; children.len()];
     let mut ended_at: Option<Instant> = None;
+    let mut killed = None;
+    let interrupted = on_interrupt();
     loop {
         for (rank, child) in &mut children {
             if codes[*rank as usize].is_none() {
                 if let Ok(Some(status)) = child.try_wait() {
-                    let code = status.code().unwrap_or(128 + 9);
+                    let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
                     codes[*rank as usize] = Some(code);
+                    if let Some(sig) = status.signal() {
+                        // It could not say why itself.
+                        let why = format!(
+                            "rank {rank} ({}) on {} was killed by signal {sig}",
+                            role(*rank, leader),
+                            nodes[*rank as usize]
+                        );
+                        eprintln!("locus: {why}");
+                        killed.get_or_insert(why);
+                    }
                     if code != 0 || *rank == leader {
                         ended_at.get_or_insert_with(Instant::now);
                     }
@@ -174,6 +193,11 @@ fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, Strin
         }
         if codes.iter().all(Option::is_some) {
             break;
+        }
+        if interrupted.load(Ordering::Relaxed) {
+            eprintln!("locus: interrupted; stopping the run");
+            stop_all(&mut children);
+            return Ok(130);
         }
         if ended_at.is_some_and(|t| t.elapsed() > STOP_GRACE) {
             stop_all(&mut children);
@@ -187,7 +211,7 @@ fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, Strin
         std::thread::sleep(Duration::from_millis(2));
     }
     let leader_code = codes[leader as usize].unwrap_or(1);
-    Ok(if leader_code != 0 {
+    let code = if leader_code != 0 {
         leader_code
     } else {
         codes
@@ -196,14 +220,59 @@ fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, Strin
             .copied()
             .find(|c| *c != 0)
             .unwrap_or(0)
-    })
-}
-
-/// Stops ranks still running (they are ours: we spawned them).
-fn stop_all(children: &mut [(u32, Child)]) {
-    for (_, c) in children.iter_mut() {
-        if let Ok(None) = c.try_wait() {
-            let _ = c.kill();
+    };
+    if code != 0 {
+        // Apps of a failed run must not go on writing.
+        stop_all(&mut children);
+    }
+    let summary = summary_path(&r.run_dir);
+    if let (Some(why), false) = (killed, summary.exists()) {
+        // The leader did not live to write the run's summary.
+        let written = Layout::from_names(r.servers, nodes).map(|layout| RunSummary {
+            layout,
+            start_us,
+            end_us: now_us(),
+            error: Some(why),
+            control: Vec::new(),
+        });
+        if let Ok(s) = written {
+            let _ = serde_json::to_vec_pretty(&s).map(|b| std::fs::write(&summary, b));
         }
     }
+    Ok(code)
+}
+
+fn role(rank: u32, leader: u32) -> &'static str {
+    match rank {
+        r if r == leader => "the leading server",
+        r if r > leader => "a server",
+        _ => "a worker",
+    }
+}
+
+/// Stops every rank's process group: the rank, if still running, and the
+/// apps it started (they are ours: we spawned the ranks).
+fn stop_all(children: &mut [(u32, Child)]) {
+    for (_, c) in children.iter_mut() {
+        // SAFETY: a signal to the process group our child leads.
+        unsafe { libc::killpg(c.id() as i32, libc::SIGKILL) };
+        let _ = c.wait();
+    }
+}
+
+/// A flag raised by SIGINT or SIGTERM, so that an interrupted `locus run`
+/// stops its ranks (in process groups of their own, the terminal's signal
+/// does not reach them) and the file system it started.
+fn on_interrupt() -> &'static AtomicBool {
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+    extern "C" fn raise(_: libc::c_int) {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+    let handler = raise as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    &INTERRUPTED
 }

@@ -50,7 +50,8 @@ pub struct ServerConfig {
 enum Event {
     Joined(Rank, mpsc::UnboundedSender<RankMsg>, Writer),
     Msg(Rank, RankMsg),
-    Closed(Rank),
+    /// A connection ended: cleanly, or broken (why).
+    Closed(Rank, Option<String>),
     /// From this server's engine.
     Put(Task),
     Send(Rank, RankMsg),
@@ -200,12 +201,25 @@ impl Server {
             layout.workers_of(me).chain(layout.workers()..me).collect();
         {
             let (events, secret) = (events.clone(), cfg.secret.clone());
+            // Each expected rank connects once; a connection claiming another
+            // rank, or one already connected, is refused and changes nothing.
+            let callers = Arc::new(std::sync::Mutex::new(expected.clone()));
             tokio::spawn(async move {
-                while let Ok((stream, _)) = listener.accept().await {
+                while let Ok((stream, from)) = listener.accept().await {
                     let (events, secret) = (events.clone(), secret.clone());
+                    let callers = callers.clone();
                     tokio::spawn(async move {
-                        if let Ok((rank, reader, wr)) = wire::accept(stream, &secret).await {
-                            attach(rank, reader, wr, events);
+                        match wire::accept(stream, &secret).await {
+                            Ok((rank, reader, wr)) => {
+                                if callers.lock().expect("callers").remove(&rank) {
+                                    attach(rank, reader, wr, events);
+                                } else {
+                                    tracing::warn!(
+                                        "refused a connection from {from} claiming rank {rank}"
+                                    );
+                                }
+                            }
+                            Err(e) => tracing::warn!("refused a connection from {from}: {e}"),
                         }
                     });
                 }
@@ -322,12 +336,21 @@ fn attach(
     let writer = tokio::spawn(locus_proto::frame::write_batched(wr, out));
     let _ = events.send(Event::Joined(rank, tx, writer));
     tokio::spawn(async move {
-        while let Ok(Some(msg)) = reader.next().await {
-            if events.send(Event::Msg(rank, msg)).is_err() {
-                return;
+        let broken = loop {
+            match reader.next().await {
+                Ok(Some(msg)) => {
+                    if events.send(Event::Msg(rank, msg)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => break None,
+                Err(e) => {
+                    tracing::warn!("connection of rank {rank} broke: {e}");
+                    break Some(e.to_string());
+                }
             }
-        }
-        let _ = events.send(Event::Closed(rank));
+        };
+        let _ = events.send(Event::Closed(rank, broken));
     });
 }
 
@@ -428,7 +451,7 @@ impl State {
                 }
                 RankMsg::Hello { .. } | RankMsg::Run(_) => {}
             },
-            Event::Closed(r) => {
+            Event::Closed(r, broken) => {
                 if !self.closing && self.layout.is_worker(r) {
                     self.balancer.lost(r);
                     // Its oldest task not done is the one it was running.
@@ -442,8 +465,12 @@ impl State {
                         Some(id) => format!(" while running task {id}"),
                         None => String::new(),
                     };
+                    let how = match broken {
+                        Some(e) => format!("'s connection broke ({e})"),
+                        None => " exited".to_string(),
+                    };
                     self.report_abort(format!(
-                        "worker rank {r} on {} exited{what}",
+                        "worker rank {r} on {}{how}{what}",
                         self.layout.node_name(r)
                     ));
                 }

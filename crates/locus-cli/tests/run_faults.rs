@@ -1,0 +1,165 @@
+//! A run under faults: a hostile peer with the run's secret, a dying
+//! leader, a failing task beside long ones, absurd ranges.
+
+mod common;
+
+use common::locus;
+use locus_proto::auth::{self, Channel, Secret};
+use locus_proto::frame;
+use locus_proto::run::RankMsg;
+use locus_runtime::rendezvous::Entry;
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Starts `locus run -n 3` of `script` in the background.
+fn start(dir: &Path, script: &str) -> (Child, PathBuf) {
+    let file = dir.join("t.swift");
+    std::fs::write(&file, script).unwrap();
+    let run_dir = dir.join("run");
+    let child = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["run", "-n", "3", "--run-dir"])
+        .arg(&run_dir)
+        .arg(&file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, run_dir)
+}
+
+/// The rendezvous entry of `rank`, once it is published.
+fn entry(run_dir: &Path, rank: u32) -> Entry {
+    let path = run_dir.join("ranks").join(format!("{rank}.json"));
+    for _ in 0..1000 {
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            if let Ok(e) = serde_json::from_str(&text) {
+                return e;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("rank {rank} never published {}", path.display());
+}
+
+/// Processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[test]
+fn a_peer_with_the_secret_cannot_end_a_run_with_bad_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, run_dir) = start(
+        dir.path(),
+        "app (file o) nap() { \"sh\" \"-c\" \"sleep 1.5; echo x > $0\" o }\n\
+         file f = nap();\nwait (f) { trace(\"done\"); }\n",
+    );
+    let server = entry(&run_dir, 2).addr.unwrap();
+    let secret = Secret::load(&run_dir.join("secret")).unwrap();
+    // Claiming a worker already connected, a rank that does not exist, and
+    // no rank at all; each then sends garbage.
+    for hello in [Some(0), Some(99), None] {
+        let mut s = TcpStream::connect(server).unwrap();
+        auth::connect(&mut s, &secret, Channel::Ranks).unwrap();
+        if let Some(rank) = hello {
+            s.write_all(&frame::encode(&RankMsg::Hello { rank }).unwrap())
+                .unwrap();
+        }
+        let _ = s.write_all(&[
+            9, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+        ]);
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("trace: done"));
+}
+
+#[test]
+fn a_failed_run_leaves_no_app_running_and_a_dead_leader_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    // One app fails while another would run on and write.
+    let marker = dir.path().join("marker");
+    let script = format!(
+        "app (void v) long() {{ \"sh\" \"-c\" \"sleep 7.321; touch {}\" }}\n\
+         app (void v) fail() {{ \"sh\" \"-c\" \"sleep 0.5; exit 4\" }}\n\
+         long();\nfail();\n",
+        marker.display()
+    );
+    let (child, _) = start(dir.path(), &script);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("exited with code 4"), "{stderr}");
+    assert!(
+        processes_with("sleep 7.321").is_empty(),
+        "an app outlived its run"
+    );
+
+    // The leading server is killed: the run ends, saying so, with a summary.
+    let dir = tempfile::tempdir().unwrap();
+    let (child, run_dir) = start(
+        dir.path(),
+        "app (void v) nap() { \"sleep\" \"30.123\" }\nnap();\n",
+    );
+    let leader = entry(&run_dir, 2).pid;
+    while processes_with("sleep 30.123").is_empty() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a signal to a rank of the run this test started.
+    unsafe { libc::kill(leader as i32, libc::SIGKILL) };
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("rank 2 (the leading server) on node0 was killed by signal 9"),
+        "{stderr}"
+    );
+    let summary = locus(&["report", run_dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert!(text.contains("killed by signal 9"), "{text}");
+    assert!(processes_with("sleep 30.123").is_empty());
+}
+
+#[test]
+fn absurd_ranges_are_errors_not_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.swift");
+    std::fs::write(
+        &file,
+        "int A[] = [1:9223372036854775807];\ntrace(size(A));\n\
+         foreach i in [-9223372036854775807:9223372036854775807:4611686018427387904] \
+         { trace(i); }\n",
+    )
+    .unwrap();
+    let out = locus(&["run", "-n", "2", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("has 9223372036854775807 elements; an array made from a range holds"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // The run directory is announced; remove it.
+    if let Some(d) = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("locus: run directory "))
+    {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
