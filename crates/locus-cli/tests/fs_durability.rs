@@ -170,6 +170,19 @@ fn a_dead_writers_lock_ends_with_its_lease_and_its_leftovers_are_swept() {
     let out = c.fs(&["put", "/tmp", "/f.txt"]);
     assert!(!out.status.success());
     assert!(rt.block_on(cl.stat("/f.txt")).unwrap().lock.is_none());
+    // A writer that loses the lock of a file it created publishes nothing,
+    // and the name goes again.
+    rt.block_on(async {
+        let mut w = cl.create("/new.txt").await.unwrap();
+        w.write_all(b"lost").unwrap();
+        cl.break_lock("/new.txt").await.unwrap();
+        let e = w.close().await.unwrap_err();
+        assert_eq!(e.code, Errno::EBUSY, "{e}");
+        assert_eq!(cl.stat("/new.txt").await.unwrap_err().code, Errno::ENOENT);
+        let w = cl.create("/new.txt").await.unwrap();
+        w.abort().await;
+        assert_eq!(cl.stat("/new.txt").await.unwrap_err().code, Errno::ENOENT);
+    });
 }
 
 #[test]

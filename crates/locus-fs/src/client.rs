@@ -111,11 +111,14 @@ fn blocking_failed(e: tokio::task::JoinError) -> FsError {
 impl Client {
     /// A client of the cluster described in `dir` (as written by `locus fs up`).
     pub fn open(dir: &Path, opts: ClientOptions) -> FsResult<Client> {
-        let spec =
-            ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
         // Another user's directory could hold their daemons' addresses and
         // secret, and receive everything written.
-        crate::private_dir::check(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        if dir.exists() {
+            crate::private_dir::check(dir)
+                .map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        }
+        let spec =
+            ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
         let secret_path = dir.join(SECRET_FILE);
         let secret = Secret::load(&secret_path)
             .map_err(|e| FsError::io(secret_path.display().to_string(), &e))?;
@@ -1226,18 +1229,17 @@ impl Write for Writer {
 }
 
 impl Drop for Writer {
-    /// A writer dropped without `close` discards its bytes and the lock (its
-    /// lease ends it if the release cannot be sent).
+    /// A writer dropped without `close` is aborted in the background (its
+    /// lease ends the lock if the release cannot be sent).
     fn drop(&mut self) {
         if self.closed {
             return;
         }
         self.client.inner.store.discard(&self.tmp);
         let (client, path, token) = (self.client.clone(), self.path.clone(), self.lease.token);
+        let created = self.replacing.is_none();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ = client.unlock(&path, token).await;
-            });
+            rt.spawn(async move { client.give_up(&path, token, created).await });
         }
     }
 }
