@@ -142,38 +142,27 @@ pub fn status(a: ClusterArgs) -> Result<()> {
     let mut down = 0;
     for n in &spec.nodes {
         let pid = running_pid(&n.dir).map_or("-".to_string(), |p| p.to_string());
+        let head = format!(
+            "{:>4} {:<8} {:<21} {:>8}",
+            n.id,
+            n.name,
+            n.addr.to_string(),
+            pid
+        );
         match rt.block_on(client.status(n.id)) {
-            Ok(s) if s.meta_error.is_some() => {
-                down += 1;
-                println!(
-                    "{:>4} {:<8} {:<21} {:>8} degraded  metadata store failing: {}",
-                    n.id,
-                    n.name,
-                    n.addr.to_string(),
-                    pid,
-                    s.meta_error.unwrap_or_default()
-                );
-            }
-            Ok(s) => println!(
-                "{:>4} {:<8} {:<21} {:>8} {:<5} {:>9} {:>9} {:>12}",
-                n.id,
-                n.name,
-                n.addr.to_string(),
-                pid,
-                "up",
-                s.records,
-                s.stored_files,
-                s.stored_bytes
-            ),
+            Ok(s) => match s.meta_error {
+                Some(why) => {
+                    down += 1;
+                    println!("{head} degraded  metadata store failing: {why}");
+                }
+                None => println!(
+                    "{head} {:<5} {:>9} {:>9} {:>12}",
+                    "up", s.records, s.stored_files, s.stored_bytes
+                ),
+            },
             Err(e) => {
                 down += 1;
-                println!(
-                    "{:>4} {:<8} {:<21} {:>8} down  {e}",
-                    n.id,
-                    n.name,
-                    n.addr.to_string(),
-                    pid
-                );
+                println!("{head} down  {e}");
             }
         }
     }

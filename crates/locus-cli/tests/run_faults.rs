@@ -66,10 +66,14 @@ fn a_peer_with_the_secret_cannot_end_a_run_with_bad_frames() {
     let dir = tempfile::tempdir().unwrap();
     let (child, run_dir) = start(
         dir.path(),
-        "app (file o) nap() { \"sh\" \"-c\" \"sleep 1.5; echo x > $0\" o }\n\
+        "app (file o) nap() { \"sh\" \"-c\" \"sleep 2.345; echo x > $0\" o }\n\
          file f = nap();\nwait (f) { trace(\"done\"); }\n",
     );
     let server = entry(&run_dir, 2).addr.unwrap();
+    // Once the run is under way (every rank connected).
+    while processes_with("sleep 2.345").is_empty() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let secret = Secret::load(&run_dir.join("secret")).unwrap();
     // Claiming a worker already connected, a rank that does not exist, and
     // no rank at all; each then sends garbage.
