@@ -56,7 +56,7 @@ pub enum FsOp {
     Ls {
         #[command(flatten)]
         c: ClientArgs,
-        #[arg(default_value = "/")]
+        #[arg(default_value = "/", value_parser = locus_path)]
         path: String,
         /// Long format: kind, size, version, holders.
         #[arg(short, long)]
@@ -66,12 +66,14 @@ pub enum FsOp {
     Stat {
         #[command(flatten)]
         c: ClientArgs,
+        #[arg(value_parser = locus_path)]
         path: String,
     },
     /// Create a directory.
     Mkdir {
         #[command(flatten)]
         c: ClientArgs,
+        #[arg(value_parser = locus_path)]
         path: String,
         /// Create missing parents; an existing directory is not an error.
         #[arg(short, long)]
@@ -81,6 +83,7 @@ pub enum FsOp {
     Rm {
         #[command(flatten)]
         c: ClientArgs,
+        #[arg(value_parser = locus_path)]
         path: String,
         #[arg(short = 'd', long = "directory")]
         directory: bool,
@@ -91,20 +94,33 @@ pub enum FsOp {
     Mv {
         #[command(flatten)]
         c: ClientArgs,
+        #[arg(value_parser = locus_path)]
         from: String,
+        #[arg(value_parser = locus_path)]
         to: String,
     },
-    /// Copy a host file (or `-` for stdin) into Locus.
+    /// Copy a host file (or `-` for stdin), or with -r a tree, into Locus.
+    /// New files are placed by --placement (round-robin spreads a tree's
+    /// files over the nodes).
     Put {
         #[command(flatten)]
         c: ClientArgs,
+        /// Copy a directory and everything under it, many files at once.
+        #[arg(short, long)]
+        recursive: bool,
         local: PathBuf,
+        #[arg(value_parser = locus_path)]
         path: String,
     },
-    /// Copy a Locus file to a host file.
+    /// Copy a Locus file (or with -r a tree) to a host path, or a file to `-`
+    /// (stdout).
     Get {
         #[command(flatten)]
         c: ClientArgs,
+        /// Copy a directory and everything under it, many files at once.
+        #[arg(short, long)]
+        recursive: bool,
+        #[arg(value_parser = locus_path)]
         path: String,
         local: PathBuf,
     },
@@ -112,12 +128,14 @@ pub enum FsOp {
     Cat {
         #[command(flatten)]
         c: ClientArgs,
+        #[arg(value_parser = locus_path)]
         path: String,
     },
     /// Print the nodes holding a file: id, name, address (primary first).
     Locate {
         #[command(flatten)]
         c: ClientArgs,
+        #[arg(value_parser = locus_path)]
         path: String,
     },
     /// Break the write lock of a file whose writer is gone (it would end
@@ -125,12 +143,14 @@ pub enum FsOp {
     Unlock {
         #[command(flatten)]
         c: ClientArgs,
+        #[arg(value_parser = locus_path)]
         path: String,
     },
     /// Fix the node a file not yet created will be stored on.
     Place {
         #[command(flatten)]
         c: ClientArgs,
+        #[arg(value_parser = locus_path)]
         path: String,
         #[arg(value_name = "NODE")]
         target: NodeId,
@@ -140,6 +160,16 @@ pub enum FsOp {
         #[command(flatten)]
         c: ClientArgs,
     },
+}
+
+/// A path as scripts write it (`/locus/a/b`) or as the file system names it
+/// (`/a/b`): both mean `/a/b`, so a path can be pasted from a script.
+fn locus_path(s: &str) -> Result<String, String> {
+    Ok(match locus_runtime::files::fs_path(s) {
+        Some(p) => p.to_string(),
+        None if s == locus_runtime::files::LOCUS_PREFIX => "/".to_string(),
+        None => s.to_string(),
+    })
 }
 
 fn kind_name(k: Kind) -> &'static str {
@@ -228,14 +258,24 @@ async fn run_op(op: FsOp) -> Result<()> {
             }
         }
         FsOp::Mv { c, from, to } => c.client()?.rename(&from, &to).await?,
-        FsOp::Put { c, local, path } => {
+        FsOp::Put {
+            c,
+            recursive,
+            local,
+            path,
+        } => {
             let client = c.client()?;
+            if recursive {
+                let moved = locus_fs::stage::put_tree(&client, &local, &path).await?;
+                writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
+                return Ok(());
+            }
             let mut src: Box<dyn std::io::Read> = if local.as_os_str() == "-" {
                 Box::new(std::io::stdin().lock())
             } else {
                 let f = std::fs::File::open(&local).with_context(|| local.display().to_string())?;
                 if f.metadata()?.is_dir() {
-                    anyhow::bail!("{}: is a directory", local.display());
+                    anyhow::bail!("{}: is a directory (put -r copies trees)", local.display());
                 }
                 Box::new(f)
             };
@@ -247,9 +287,23 @@ async fn run_op(op: FsOp) -> Result<()> {
             }
             w.close().await?;
         }
-        FsOp::Get { c, path, local } => {
-            let src = c.client()?.local_path(&path).await?;
-            std::fs::copy(&src, &local).with_context(|| local.display().to_string())?;
+        FsOp::Get {
+            c,
+            recursive,
+            path,
+            local,
+        } => {
+            let client = c.client()?;
+            if local.as_os_str() == "-" {
+                let mut f = client.open_read(&path).await?;
+                std::io::copy(&mut f, &mut out)?;
+            } else if recursive {
+                let moved = locus_fs::stage::get_tree(&client, &path, &local).await?;
+                writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
+            } else {
+                let src = client.local_path(&path).await?;
+                std::fs::copy(&src, &local).with_context(|| local.display().to_string())?;
+            }
         }
         FsOp::Cat { c, path } => {
             let mut f = c.client()?.open_read(&path).await?;

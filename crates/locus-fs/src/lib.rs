@@ -14,6 +14,7 @@ pub mod placement;
 pub mod private_dir;
 pub mod ring;
 pub mod server;
+pub mod stage;
 pub mod store;
 pub mod transfer;
 
