@@ -324,7 +324,7 @@ pub fn down(dir: &Path) -> Result<Removed> {
     for mode in [FsMode::Local, FsMode::Central] {
         let fs = Emulation::fs_dir(&dir, mode);
         if ClusterSpec::load(&fs).is_ok() {
-            removed.daemons += launch::stop(&fs)?;
+            removed.daemons += launch::stop(&fs, false)?;
         }
     }
     for ns in e.namespaces() {

@@ -56,7 +56,7 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = launch::stop(&self.root.join("cluster"));
+        let _ = launch::stop(&self.root.join("cluster"), false);
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.raw_root);
             let _ = std::fs::remove_dir_all(&self.root);

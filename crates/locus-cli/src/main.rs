@@ -3,6 +3,7 @@
 mod bench;
 mod check;
 mod cluster;
+mod deploy;
 mod fs_ops;
 mod local_cluster;
 mod run;

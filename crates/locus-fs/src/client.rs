@@ -204,6 +204,12 @@ impl Client {
         expect_ok(self.call(node, Request::Ping).await?)
     }
 
+    /// Stops node `node`'s daemon (it answers first); with `purge` it also
+    /// removes its node directory.
+    pub async fn shutdown(&self, node: NodeId, purge: bool) -> FsResult<()> {
+        expect_ok(self.call(node, Request::Shutdown { purge }).await?)
+    }
+
     pub async fn status(&self, node: NodeId) -> FsResult<NodeStatus> {
         match self.call(node, Request::Status).await? {
             Response::Status(s) => Ok(s),

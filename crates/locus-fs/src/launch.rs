@@ -2,6 +2,7 @@
 //! loopback address (127.0.0.K+1) with its own directory under the cluster's.
 //! Used by `locus fs up|down` and by the benchmarks.
 
+use crate::client::{Client, ClientOptions};
 use crate::cluster::{ClusterSpec, NodeInfo, CLUSTER_FILE, SECRET_FILE};
 use crate::meta::Durability;
 use crate::placement::Placement;
@@ -20,6 +21,8 @@ const ADDR_FILE: &str = "daemon.addr";
 const LOG_FILE: &str = "daemon.log";
 const START_TIMEOUT: Duration = Duration::from_secs(15);
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a daemon gets to answer `Shutdown`.
+const STOP_ASK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How daemons are started.
 #[derive(Debug, Clone)]
@@ -196,10 +199,59 @@ impl Launch {
     }
 }
 
-/// Stops every daemon of the cluster in `dir` (SIGTERM, then SIGKILL after a
-/// grace period); returns how many were running.
-pub fn stop(dir: &Path) -> io::Result<usize> {
-    Ok(stop_nodes(&ClusterSpec::load(dir)?))
+/// Stops every daemon of the cluster in `dir`: asks each over the network
+/// (authenticated; wherever it runs), then signals the ones this machine
+/// started that are still running (SIGTERM, SIGKILL after a grace period).
+/// With `purge` each daemon also removes its node directory. Returns how
+/// many daemons were stopped.
+pub fn stop(dir: &Path, purge: bool) -> io::Result<usize> {
+    let spec = ClusterSpec::load(dir)?;
+    let mut stopped: std::collections::BTreeSet<NodeId> = spec
+        .nodes
+        .iter()
+        .filter(|n| running_pid(&n.dir).is_some())
+        .map(|n| n.id)
+        .collect();
+    stopped.extend(ask_to_stop(dir, &spec, purge));
+    stop_nodes(&spec);
+    Ok(stopped.len())
+}
+
+/// Sends `Shutdown` to every daemon at once; returns those that answered.
+fn ask_to_stop(dir: &Path, spec: &ClusterSpec, purge: bool) -> Vec<NodeId> {
+    let opts = ClientOptions {
+        timeout: STOP_ASK_TIMEOUT,
+        ..ClientOptions::default()
+    };
+    let Ok(client) = Client::open(dir, opts) else {
+        return Vec::new();
+    };
+    let ids: Vec<NodeId> = spec.nodes.iter().map(|n| n.id).collect();
+    // A thread of its own: callers may be inside an async runtime.
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return Vec::new();
+        };
+        rt.block_on(async {
+            let asks: Vec<_> = ids
+                .into_iter()
+                .map(|id| {
+                    let client = client.clone();
+                    tokio::spawn(async move { client.shutdown(id, purge).await.ok().map(|()| id) })
+                })
+                .collect();
+            let mut acked = Vec::new();
+            for ask in asks {
+                acked.extend(ask.await.ok().flatten());
+            }
+            acked
+        })
+    })
+    .join()
+    .unwrap_or_default()
 }
 
 fn stop_nodes(spec: &ClusterSpec) -> usize {

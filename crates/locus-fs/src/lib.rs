@@ -5,6 +5,7 @@
 pub mod cgroup;
 pub mod client;
 pub mod cluster;
+pub mod join;
 pub mod launch;
 pub mod meta;
 pub mod netns;

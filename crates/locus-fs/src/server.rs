@@ -27,7 +27,6 @@ const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct DaemonConfig {
     pub node: NodeId,
-    pub listen: SocketAddr,
     pub node_dir: PathBuf,
     pub secret: Secret,
     pub durability: Durability,
@@ -43,11 +42,22 @@ struct State {
     node: NodeId,
     meta: MetaStore,
     store: Store,
+    /// Raised by an authenticated `Shutdown` (with its `purge`).
+    stop: tokio::sync::watch::Sender<Option<bool>>,
+}
+
+/// How a daemon's service ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped {
+    /// The node directory is to be removed (`locus fs down --purge`).
+    pub purge: bool,
 }
 
 impl Daemon {
-    /// Opens the node's shard and store and binds the listening socket.
-    pub async fn bind(cfg: DaemonConfig) -> io::Result<Daemon> {
+    /// Opens the node's shard and store and serves on `listener` (bound
+    /// beforehand, so that its address can be published before the node
+    /// knows its id).
+    pub async fn new(cfg: DaemonConfig, listener: TcpListener) -> io::Result<Daemon> {
         let store = Store::open(&cfg.node_dir)?;
         let meta = MetaStore::open(&cfg.node_dir.join("meta.redb"), cfg.durability)
             .map_err(|e| io::Error::other(e.to_string()))?;
@@ -55,13 +65,13 @@ impl Daemon {
         if swept > 0 {
             tracing::info!("removed {swept} file(s) left by writers that died");
         }
-        let listener = TcpListener::bind(cfg.listen).await?;
         Ok(Daemon {
             listener,
             state: Arc::new(State {
                 node: cfg.node,
                 meta,
                 store,
+                stop: tokio::sync::watch::channel(None).0,
             }),
             secret: cfg.secret,
         })
@@ -71,10 +81,18 @@ impl Daemon {
         self.listener.local_addr()
     }
 
-    /// Accepts connections until the process ends.
-    pub async fn run(self) -> io::Result<()> {
+    /// Accepts connections until a client asks the daemon to stop.
+    pub async fn run(self) -> io::Result<Stopped> {
+        let mut stop = self.state.stop.subscribe();
         loop {
-            let (stream, peer) = match self.listener.accept().await {
+            let accepted = tokio::select! {
+                a = self.listener.accept() => a,
+                _ = stop.changed() => {
+                    let purge = stop.borrow().unwrap_or(false);
+                    return Ok(Stopped { purge });
+                }
+            };
+            let (stream, peer) = match accepted {
                 Ok(c) => c,
                 Err(e) => {
                     // Out of descriptors and similar: keep serving the others.
@@ -172,6 +190,11 @@ impl State {
         }
         match env.body {
             Request::Ping => send(Response::Ok),
+            Request::Shutdown { purge } => {
+                tracing::info!("asked to stop (purge: {purge})");
+                send(Response::Ok);
+                let _ = self.stop.send(Some(purge));
+            }
             Request::GetRecord { path } => send(answer(self.meta.get(&path).map(Response::Record))),
             Request::GetHint { path } => send(answer(self.meta.hint(&path).map(Response::Hint))),
             Request::ListEntries { dir, after, limit } => send(answer(
@@ -236,7 +259,7 @@ impl State {
 /// Refuses any request whose paths are not normalised absolute paths.
 fn check_paths(req: &Request) -> FsResult<()> {
     match req {
-        Request::Ping | Request::Status => Ok(()),
+        Request::Ping | Request::Status | Request::Shutdown { .. } => Ok(()),
         Request::GetRecord { path }
         | Request::GetHint { path }
         | Request::CreateRecord { path, .. }

@@ -91,6 +91,11 @@ pub struct NodeStatus {
 pub enum Request {
     Ping,
     Status,
+    /// Stops the daemon once it answered; with `purge` it also removes its
+    /// node directory (metadata and data).
+    Shutdown {
+        purge: bool,
+    },
     GetRecord {
         path: String,
     },

@@ -90,7 +90,7 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
     let rank_nodes = Layout::emulated_names(r.size, r.servers, &names);
     let result = run_ranks(r, &fs_dir, &rank_nodes);
     if r.fs_dir.is_none() {
-        let _ = launch::stop(&fs_dir);
+        let _ = launch::stop(&fs_dir, false);
     }
     result
 }

@@ -96,7 +96,7 @@ async fn rank_main(
     let is_server = me >= env.size - opts.servers;
     let dir_err = |e: std::io::Error| format!("run directory {}: {e}", opts.run_dir.display());
     std::fs::create_dir_all(&opts.run_dir).map_err(dir_err)?;
-    let secret = rendezvous::shared_secret(&opts.run_dir).map_err(dir_err)?;
+    let secret = locus_fs::join::shared_secret(&opts.run_dir).map_err(dir_err)?;
     let server = if is_server {
         let addr = listen_addr()?;
         Some(

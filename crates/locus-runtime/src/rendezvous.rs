@@ -1,9 +1,9 @@
 //! How the ranks of a run find each other. Each rank learns its rank and
 //! the run's size from the launcher's environment (ours, Slurm, MPICH/PMI,
 //! Open MPI), publishes where it is in the run directory, and waits until
-//! every rank has done so. The run directory also holds the run's secret.
+//! every rank has done so. The run directory also holds the run's secret
+//! (made once, like a joined cluster's: `locus_fs::join::shared_secret`).
 
-use locus_proto::auth::Secret;
 use locus_proto::run::Rank;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -48,9 +48,7 @@ pub fn node_name() -> String {
     if let Ok(n) = std::env::var("LOCUS_NODE") {
         return n;
     }
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
+    locus_fs::join::hostname()
 }
 
 /// What one rank publishes.
@@ -116,25 +114,6 @@ pub fn gather(run_dir: &Path, size: u32, timeout: Duration) -> Result<Vec<Entry>
     }
 }
 
-/// The run's secret: created by whichever rank comes first, read by the rest.
-pub fn shared_secret(run_dir: &Path) -> io::Result<Secret> {
-    let path = run_dir.join("secret");
-    if let Ok(s) = Secret::load(&path) {
-        return Ok(s);
-    }
-    let tmp = run_dir.join(format!(".secret.{}", std::process::id()));
-    Secret::generate().save(&tmp)?;
-    // A hard link publishes the complete file or fails if another won.
-    let linked = std::fs::hard_link(&tmp, &path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    Secret::load(&path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,14 +156,5 @@ mod tests {
         assert!(publish(dir.path(), &again).is_err());
         let err = gather(dir.path(), 3, Duration::from_millis(10)).unwrap_err();
         assert!(err.contains("ranks 2 did not start"), "{err}");
-    }
-
-    #[test]
-    fn one_secret_for_all_ranks() {
-        let dir = tempfile::tempdir().unwrap();
-        shared_secret(dir.path()).unwrap();
-        let first = std::fs::read(dir.path().join("secret")).unwrap();
-        shared_secret(dir.path()).unwrap();
-        assert_eq!(std::fs::read(dir.path().join("secret")).unwrap(), first);
     }
 }

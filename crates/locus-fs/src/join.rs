@@ -1,0 +1,288 @@
+//! Forming a cluster from daemons a site launcher started, one per host
+//! (`locus fs serve --join DIR`, run by `srun --ntasks-per-node=1` or
+//! `mpiexec -ppn 1`), as ad-hoc HPC file systems are deployed. Each daemon
+//! registers `{host, address, node directory}` in `DIR/join/` (DIR is on the
+//! shared file system); when the expected number have, the cluster file is
+//! written once, with the hosts in name order as nodes 0..N-1, and every
+//! daemon takes its node id from it. The secret is made once the same way.
+
+use crate::cluster::{ClusterSpec, NodeInfo, CLUSTER_FILE, SECRET_FILE};
+use crate::placement::Placement;
+use crate::ring::DEFAULT_VNODES;
+use locus_proto::auth::Secret;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const JOIN_DIR: &str = "join";
+
+/// One daemon's registration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub name: String,
+    pub addr: SocketAddr,
+    /// Its node directory, on the host's local storage.
+    pub dir: PathBuf,
+    pub pid: u32,
+}
+
+fn fail(msg: String) -> io::Error {
+    io::Error::other(msg)
+}
+
+/// This host's name.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// How many daemons a launcher started, from its environment: Slurm's node
+/// count, else the size of an MPI-style job (one daemon per host).
+pub fn expected_from_env() -> Option<u32> {
+    ["SLURM_NNODES", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.trim().parse().ok())
+}
+
+/// The address other hosts reach this one at: its first non-loopback IPv4
+/// address (loopback on a host that has no other).
+pub fn advertised_ip() -> IpAddr {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list`, freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return IpAddr::V4(Ipv4Addr::LOCALHOST);
+    }
+    let mut found = None;
+    let mut at = list;
+    while !at.is_null() && found.is_none() {
+        // SAFETY: `at` is a node of the list getifaddrs returned.
+        let ifa = unsafe { &*at };
+        let up = ifa.ifa_flags & libc::IFF_UP as u32 != 0;
+        let lo = ifa.ifa_flags & libc::IFF_LOOPBACK as u32 != 0;
+        // SAFETY: a non-null address of family AF_INET is a sockaddr_in.
+        if up && !lo && !ifa.ifa_addr.is_null() {
+            if unsafe { (*ifa.ifa_addr).sa_family } == libc::AF_INET as libc::sa_family_t {
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                found = Some(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+            }
+        }
+        at = ifa.ifa_next;
+    }
+    // SAFETY: the list getifaddrs returned, freed once.
+    unsafe { libc::freeifaddrs(list) };
+    IpAddr::V4(found.unwrap_or(Ipv4Addr::LOCALHOST))
+}
+
+/// The node directory of the cluster joined at `dir` under `store_root` on
+/// this host: one per user and cluster.
+pub fn node_dir(store_root: &Path, dir: &Path) -> PathBuf {
+    let id = blake3::hash(dir.as_os_str().as_encoded_bytes()).to_hex();
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    store_root.join(format!("locus-{uid}-{}", &id[..12]))
+}
+
+/// Publishes `bytes` at `path` unless something already is there: a hard
+/// link makes a complete file appear at once or fails if another won.
+/// Returns whether this call made it.
+pub fn write_once(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = path.with_file_name(format!(
+        ".{name}.{}.{:x}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::write(&tmp, bytes)?;
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The secret in `dir`: made by whichever process comes first, read by the rest.
+pub fn shared_secret(dir: &Path) -> io::Result<Secret> {
+    let path = dir.join(SECRET_FILE);
+    if let Ok(s) = Secret::load(&path) {
+        return Ok(s);
+    }
+    let tmp = dir.join(format!(".secret.{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    Secret::generate().save(&tmp)?;
+    let linked = std::fs::hard_link(&tmp, &path);
+    let _ = std::fs::remove_file(&tmp);
+    if let Err(e) = linked.as_ref() {
+        if e.kind() != io::ErrorKind::AlreadyExists {
+            return Err(linked.unwrap_err());
+        }
+    }
+    Secret::load(&path)
+}
+
+/// Registers `me` in the cluster directory `dir`. A host that joined
+/// already, or one that comes after the cluster was formed, is an error.
+pub fn register(dir: &Path, me: &Member) -> io::Result<()> {
+    crate::private_dir::create(&dir.join(JOIN_DIR))?;
+    if let Ok(spec) = ClusterSpec::load(dir) {
+        if !spec.nodes.iter().any(|n| n.name == me.name) {
+            return Err(late(dir, &spec, &me.name));
+        }
+    }
+    let path = dir.join(JOIN_DIR).join(format!("{}.json", me.name));
+    let bytes = serde_json::to_vec_pretty(me).map_err(io::Error::other)?;
+    if !write_once(&path, &bytes)? {
+        let other: Option<Member> = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        return Err(fail(format!(
+            "host {} already joined the cluster in {} (as {}); one daemon per host",
+            me.name,
+            dir.display(),
+            other.map_or("another daemon".into(), |o| format!(
+                "pid {} at {}",
+                o.pid, o.addr
+            ))
+        )));
+    }
+    Ok(())
+}
+
+fn late(dir: &Path, spec: &ClusterSpec, name: &str) -> io::Error {
+    let names: Vec<&str> = spec.nodes.iter().map(|n| n.name.as_str()).collect();
+    fail(format!(
+        "the cluster in {} was formed with {} host(s) ({}); {name} is not one of them",
+        dir.display(),
+        names.len(),
+        names.join(", ")
+    ))
+}
+
+fn members(dir: &Path) -> io::Result<Vec<Member>> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir(dir.join(JOIN_DIR))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "json") {
+            let m: Member = serde_json::from_slice(&std::fs::read(&path)?)
+                .map_err(|e| fail(format!("{}: {e}", path.display())))?;
+            all.push(m);
+        }
+    }
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(all)
+}
+
+/// Waits until `expect` daemons joined `dir` and returns the cluster they
+/// form (written by whichever daemon sees them all first).
+pub fn wait_formed(
+    dir: &Path,
+    me: &str,
+    expect: u32,
+    timeout: Duration,
+) -> io::Result<ClusterSpec> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(spec) = ClusterSpec::load(dir) {
+            if !spec.nodes.iter().any(|n| n.name == me) {
+                return Err(late(dir, &spec, me));
+            }
+            return Ok(spec);
+        }
+        let joined = members(dir)?;
+        if joined.len() > expect as usize {
+            let names: Vec<&str> = joined.iter().map(|m| m.name.as_str()).collect();
+            return Err(fail(format!(
+                "{} hosts joined {} ({}), more than the {expect} expected",
+                joined.len(),
+                dir.display(),
+                names.join(", ")
+            )));
+        }
+        if joined.len() == expect as usize {
+            let spec = ClusterSpec {
+                nodes: joined
+                    .into_iter()
+                    .enumerate()
+                    .map(|(id, m)| NodeInfo {
+                        id: id as u32,
+                        name: m.name,
+                        addr: m.addr,
+                        dir: m.dir,
+                        netns: None,
+                        cgroup: None,
+                    })
+                    .collect(),
+                vnodes: DEFAULT_VNODES,
+                placement: Placement::Local,
+            };
+            let bytes = serde_json::to_vec_pretty(&spec).map_err(io::Error::other)?;
+            write_once(&dir.join(CLUSTER_FILE), &bytes)?;
+            continue;
+        }
+        if Instant::now() > deadline {
+            let names: Vec<String> = joined.into_iter().map(|m| m.name).collect();
+            return Err(fail(format!(
+                "only {} of {expect} hosts joined {} within {timeout:?}: {}",
+                names.len(),
+                dir.display(),
+                names.join(", ")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(name: &str, port: u16) -> Member {
+        Member {
+            name: name.into(),
+            addr: SocketAddr::from(([127, 0, 0, 1], port)),
+            dir: PathBuf::from(format!("/local/{name}")),
+            pid: 1,
+        }
+    }
+
+    #[test]
+    fn hosts_join_once_and_form_one_cluster() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        register(d, &member("hostB", 2)).unwrap();
+        let e = wait_formed(d, "hostB", 2, Duration::from_millis(50)).unwrap_err();
+        assert!(e.to_string().contains("only 1 of 2 hosts joined"), "{e}");
+        let dup = register(d, &member("hostB", 3)).unwrap_err();
+        assert!(
+            dup.to_string().contains("host hostB already joined"),
+            "{dup}"
+        );
+        register(d, &member("hostA", 1)).unwrap();
+        let spec = wait_formed(d, "hostB", 2, Duration::from_secs(1)).unwrap();
+        let names: Vec<_> = spec.nodes.iter().map(|n| (n.id, n.name.as_str())).collect();
+        assert_eq!(names, [(0, "hostA"), (1, "hostB")]);
+        assert_eq!(wait_formed(d, "hostA", 2, Duration::ZERO).unwrap(), spec);
+        let late = register(d, &member("hostC", 4)).unwrap_err();
+        assert!(
+            late.to_string().contains("hostC is not one of them"),
+            "{late}"
+        );
+        // One secret, whoever asks first.
+        let s1 = shared_secret(d).unwrap();
+        let first = std::fs::read(d.join(SECRET_FILE)).unwrap();
+        drop(s1);
+        shared_secret(d).unwrap();
+        assert_eq!(std::fs::read(d.join(SECRET_FILE)).unwrap(), first);
+    }
+
+    #[test]
+    fn this_host_has_a_name_and_an_address() {
+        assert!(!hostname().is_empty());
+        let ip = advertised_ip();
+        assert!(ip.is_ipv4());
+    }
+}
