@@ -123,7 +123,7 @@ fn joined(a: &ServeArgs, dir: &Path, port: u16) -> Result<(DaemonConfig, PathBuf
         "how many daemons form the cluster? give --expect N (or start them with srun or mpiexec)",
     )?;
     let store = a.store.clone().unwrap_or_else(std::env::temp_dir);
-    let node_dir = join::node_dir(&store, dir);
+    let node_dir = join::node_dir(&store, dir, &name);
     locus_fs::private_dir::create(dir)?;
     let secret = join::shared_secret(dir)?;
     let me = join::Member {

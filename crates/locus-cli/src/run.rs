@@ -58,6 +58,11 @@ pub struct RunArgs {
     /// all data and metadata on the storage host, like a shared file system.
     #[arg(long, value_enum, default_value_t = FsMode::Local, requires = "cluster")]
     pub fs_mode: FsMode,
+    /// With --fs: ranks on hosts without a daemon of that file system use
+    /// it over the network (diskless). Without this, a run none of whose
+    /// workers is on a file-system host is an error.
+    #[arg(long)]
+    pub fs_remote: bool,
     /// Print the run's summary (`locus report`) when it ends.
     #[arg(long)]
     pub summary: bool,
@@ -84,6 +89,7 @@ pub fn run(a: RunArgs) -> Result<()> {
                 .context("a rank started by a launcher needs --run-dir (shared by all ranks)")?,
             servers: a.servers,
             fs_dir: a.fs.clone(),
+            fs_remote: a.fs_remote,
             placement: a.placement,
             locality: a.locality,
             retries: a.retries,
@@ -164,6 +170,10 @@ fn rank_args(a: &RunArgs) -> Vec<OsString> {
         "--soft-wait".into(),
         a.soft_wait.to_string().into(),
     ];
+    // The central store of an emulated cluster has no daemon on any node.
+    if a.fs_remote || (a.cluster.is_some() && matches!(a.fs_mode, FsMode::Central)) {
+        v.push("--fs-remote".into());
+    }
     if let Some(p) = a.placement {
         v.extend(["--placement".into(), p.to_string().into()]);
     }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, locus, rt, Run, TestCluster};
+use common::{eventually, locus, rt, FsDown, Run, TestCluster};
 use locus_fs::{Client, ClientOptions};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::Errno;
@@ -97,6 +97,7 @@ file r<"/locus/r.txt"> = peek(a);
     let fs = run.run_dir().join("fs");
     let fs_str = fs.to_str().unwrap();
     assert!(locus(&["fs", "up", "--dir", fs_str]).status.success());
+    let _down = FsDown(fs.clone());
     let rt = rt();
     let cl = Client::open(&fs, ClientOptions::default()).unwrap();
     let o = rt.block_on(cl.stat("/o.txt")).unwrap();
@@ -113,7 +114,6 @@ file r<"/locus/r.txt"> = peek(a);
     // Nothing of the failed attempt is left in the store.
     let tmp = fs.join("node-0/tmp");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
-    locus(&["fs", "down", "--dir", fs_str]);
 }
 
 /// `locus fs put - PATH` from a pipe that stays open: a writer that holds
@@ -236,7 +236,12 @@ impl SmallDisk {
 }
 
 impl Drop for SmallDisk {
+    /// Stops a cluster made on it (even when the test failed), then unmounts.
     fn drop(&mut self) {
+        let cluster = self.0.path().join("cluster");
+        if cluster.exists() {
+            let _ = locus(&["fs", "down", "--dir", cluster.to_str().unwrap()]);
+        }
         let _ = Command::new("umount").arg(self.0.path()).status();
     }
 }
@@ -287,7 +292,6 @@ fn a_full_metadata_disk_fails_cleanly_and_recovers_when_space_is_freed() {
     assert_eq!(rt.block_on(cl.get("/before.txt")).unwrap(), b"acknowledged");
     let status = locus(&["fs", "status", "--dir", d]);
     assert!(status.status.success());
-    locus(&["fs", "down", "--dir", d]);
 }
 
 #[test]

@@ -76,13 +76,14 @@ pub fn advertised_ip() -> IpAddr {
     IpAddr::V4(found.unwrap_or(Ipv4Addr::LOCALHOST))
 }
 
-/// The node directory of the cluster joined at `dir` under `store_root` on
-/// this host: one per user and cluster.
-pub fn node_dir(store_root: &Path, dir: &Path) -> PathBuf {
+/// The node directory of host `name` in the cluster joined at `dir`, under
+/// `store_root`: one per user, cluster and host (so hosts sharing a store
+/// root, as emulated ones do, keep apart).
+pub fn node_dir(store_root: &Path, dir: &Path, name: &str) -> PathBuf {
     let id = blake3::hash(dir.as_os_str().as_encoded_bytes()).to_hex();
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
-    store_root.join(format!("locus-{uid}-{}", &id[..12]))
+    store_root.join(format!("locus-{uid}-{}-{name}", &id[..12]))
 }
 
 /// Publishes `bytes` at `path` unless something already is there: a hard

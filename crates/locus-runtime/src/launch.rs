@@ -234,6 +234,7 @@ fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, Strin
             end_us: now_us(),
             error: Some(why),
             control: Vec::new(),
+            diskless_hosts: Vec::new(),
         });
         if let Ok(s) = written {
             let _ = serde_json::to_vec_pretty(&s).map(|b| std::fs::write(&summary, b));

@@ -13,6 +13,7 @@ use crate::worker::{run_worker, WorkerConfig};
 use locus_fs::{Client, ClientOptions, ClusterSpec, Placement};
 use locus_lang::ir::Program;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -26,6 +27,10 @@ pub struct RankOptions {
     pub servers: u32,
     /// The Locus file system of the run (a `locus fs up` directory).
     pub fs_dir: Option<PathBuf>,
+    /// Workers on hosts without a daemon of it use it over the network on
+    /// purpose (a central store); otherwise no worker on a file-system host
+    /// is an error.
+    pub fs_remote: bool,
     /// Where files the run writes are stored; the file system's own policy
     /// when `None`.
     pub placement: Option<Placement>,
@@ -47,18 +52,27 @@ pub struct RunSummary {
     /// Each server's control work (the leader's first).
     #[serde(default)]
     pub control: Vec<ControlStats>,
+    /// Hosts whose workers had no daemon of the run's file system (their
+    /// tasks read and wrote over the network).
+    #[serde(default)]
+    pub diskless_hosts: Vec<String>,
 }
 
 pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
     run_dir.join("run.json")
 }
 
-/// Where a server listens: loopback unless `LOCUS_LISTEN` names an address
-/// other nodes can reach.
+/// Where a server listens: `LOCUS_LISTEN`, else loopback for ranks of a
+/// local run, else (a site launcher's ranks) this host's address.
 fn listen_addr() -> Result<SocketAddr, String> {
     match std::env::var("LOCUS_LISTEN") {
         Ok(a) => a.parse().map_err(|e| format!("LOCUS_LISTEN={a}: {e}")),
-        Err(_) => Ok(SocketAddr::from(([127, 0, 0, 1], 0))),
+        // Ranks our own launcher started all run on this machine.
+        Err(_) if std::env::var_os("LOCUS_RANK").is_some() => {
+            Ok(SocketAddr::from(([127, 0, 0, 1], 0)))
+        }
+        // A site launcher's ranks may be on other hosts.
+        Err(_) => Ok(SocketAddr::new(locus_fs::join::advertised_ip(), 0)),
     }
 }
 
@@ -129,6 +143,28 @@ async fn rank_main(
         Some(d) => Some(open_fs(d, &entry.node, opts.placement, &opts.run_dir)?),
         None => None,
     };
+    let diskless_hosts = match &fs {
+        Some((_, fs_hosts)) => diskless_hosts(&layout, fs_hosts),
+        None => Vec::new(),
+    };
+    if me == layout.leader() && !diskless_hosts.is_empty() {
+        let dir = opts.fs_dir.as_deref().expect("a file system").display();
+        let workers: BTreeSet<&str> = (0..layout.workers()).map(|w| layout.node_name(w)).collect();
+        if diskless_hosts.len() == workers.len() && !opts.fs_remote {
+            let fs_hosts = fs.as_ref().map(|(_, h)| h.join(", ")).unwrap_or_default();
+            return Err(format!(
+                "no worker of this run is on a host of the file system in {dir}: workers on {}, \
+                 its daemons on {fs_hosts}; start the ranks on the file system's hosts (or give \
+                 --fs-remote to use it over the network)",
+                diskless_hosts.join(", ")
+            ));
+        }
+        eprintln!(
+            "locus: workers on {} have no daemon of the file system in {dir}: their tasks \
+             read and write over the network",
+            diskless_hosts.join(", ")
+        );
+    }
     let Some(server) = server else {
         let server_rank = layout.server_of(me);
         let cfg = WorkerConfig {
@@ -202,6 +238,7 @@ async fn rank_main(
         end_us,
         error: result.clone().err(),
         control,
+        diskless_hosts,
     };
     let written = serde_json::to_vec_pretty(&summary)
         .map_err(std::io::Error::other)
@@ -209,6 +246,16 @@ async fn rank_main(
     let _ = std::io::stdout().flush();
     result?;
     written.map_err(|e| format!("{}: {e}", summary_path(&opts.run_dir).display()))
+}
+
+/// The hosts of `layout`'s workers that are not hosts of the file system.
+fn diskless_hosts(layout: &Layout, fs_hosts: &[String]) -> Vec<String> {
+    let workers: BTreeSet<&str> = (0..layout.workers()).map(|w| layout.node_name(w)).collect();
+    workers
+        .into_iter()
+        .filter(|h| !fs_hosts.iter().any(|f| f == h))
+        .map(str::to_string)
+        .collect()
 }
 
 /// A client of the run's file system acting on this rank's node: the

@@ -127,6 +127,15 @@ impl Drop for TestCluster {
     }
 }
 
+/// Stops the cluster in its directory when dropped (also when a test fails).
+pub struct FsDown(pub PathBuf);
+
+impl Drop for FsDown {
+    fn drop(&mut self) {
+        let _ = locus(&["fs", "down", "--dir", self.0.to_str().expect("utf-8 path")]);
+    }
+}
+
 pub fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

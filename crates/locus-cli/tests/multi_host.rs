@@ -1,0 +1,236 @@
+//! Locus deployed across hosts by a real site launcher: each host a network,
+//! UTS and mount namespace of its own (`scripts/hosts.sh`), MPICH's
+//! `mpiexec` starting the daemons and the ranks through an `ssh` stand-in,
+//! the machine's file system playing the shared one.
+
+mod common;
+
+use locus_runtime::record;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const HOSTS: [&str; 4] = ["login", "node0", "node1", "node2"];
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Hosts made for one test, removed with everything on them when dropped.
+struct Hosts {
+    dir: tempfile::TempDir,
+}
+
+impl Hosts {
+    fn up() -> Hosts {
+        let dir = tempfile::tempdir().unwrap();
+        let hosts = Hosts { dir };
+        let out = hosts.script("up", &HOSTS);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        hosts
+    }
+
+    fn script(&self, cmd: &str, args: &[&str]) -> Output {
+        Command::new(workspace().join("scripts/hosts.sh"))
+            .arg(cmd)
+            .arg(self.dir.path())
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// Runs `locus ARGS` on `host`.
+    fn locus(&self, host: &str, args: &[&str]) -> Output {
+        let mut all = vec![host, env!("CARGO_BIN_EXE_locus")];
+        all.extend_from_slice(args);
+        self.script("exec", &all)
+    }
+
+    /// `mpiexec.mpich` on the login host, reaching the others by `ssh`.
+    fn mpiexec(&self, hosts: &str, per_host: &str, n: &str, cmd: &[&str]) -> Output {
+        let ssh = self.path("ssh");
+        let mut all = vec![
+            "login",
+            "mpiexec.mpich",
+            "-launcher",
+            "ssh",
+            "-launcher-exec",
+        ];
+        all.extend_from_slice(&[&ssh, "-hosts", hosts, "-ppn", per_host, "-n", n]);
+        all.push(env!("CARGO_BIN_EXE_locus"));
+        all.extend_from_slice(cmd);
+        self.script("exec", &all)
+    }
+
+    fn path(&self, p: &str) -> String {
+        self.dir.path().join(p).to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        let _ = self.script("down", &[]);
+    }
+}
+
+fn ok(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// Processes whose command line mentions `needle`.
+fn running_with(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(needle))
+                .unwrap_or(false)
+        })
+        .count()
+}
+
+#[test]
+fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: making hosts needs root");
+        return;
+    }
+    let h = Hosts::up();
+    let (fs, store) = (h.path("fs"), h.path("local"));
+    // One daemon per host, started by the launcher, formed in fs/.
+    let up = ok(h.locus(
+        "login",
+        &[
+            "fs",
+            "up",
+            "--dir",
+            &fs,
+            "--launcher",
+            "mpiexec",
+            "--launcher-program",
+            "mpiexec.mpich",
+            "--nodes",
+            "3",
+            "--store",
+            &store,
+            "--launcher-arg=-launcher",
+            "--launcher-arg=ssh",
+            &format!("--launcher-arg=-launcher-exec={}", h.path("ssh")),
+            "--launcher-arg=-hosts",
+            "--launcher-arg=node0,node1,node2",
+        ],
+    ));
+    for (k, host) in ["node0", "node1", "node2"].iter().enumerate() {
+        assert!(
+            up.contains(&format!("node {k} {host} 10.77.0.{}:", k + 2)),
+            "{up}"
+        );
+    }
+
+    // Stage in from one host: the files spread over all three.
+    let inputs = h.dir.path().join("inputs");
+    std::fs::create_dir(&inputs).unwrap();
+    for i in 0..30 {
+        std::fs::write(inputs.join(format!("{i}.txt")), format!("input {i}\n")).unwrap();
+    }
+    let dir_arg = ["--dir", fs.as_str()];
+    let mut put = vec!["fs", "put", "-r", "--placement", "round-robin"];
+    put.extend_from_slice(&dir_arg);
+    put.extend_from_slice(&[inputs.to_str().unwrap(), "/locus/in"]);
+    assert!(ok(h.locus("node1", &put)).starts_with("30 files"));
+    let mut ls = vec!["fs", "ls", "--long"];
+    ls.extend_from_slice(&dir_arg);
+    ls.push("/in");
+    let listing = ok(h.locus("node0", &ls));
+    for k in 0..3 {
+        assert_eq!(listing.matches(&format!("[{k}]")).count(), 10, "{listing}");
+    }
+
+    // A workflow whose ranks mpiexec starts on the hosts: every task runs
+    // on the host holding its input.
+    let run = h.path("run");
+    let script = workspace().join("examples/locality-loop.swift");
+    let out = ok(h.mpiexec(
+        "node0,node1,node2",
+        "2",
+        "6",
+        &[
+            "run",
+            "--run-dir",
+            &run,
+            "--fs",
+            &fs,
+            script.to_str().unwrap(),
+        ],
+    ));
+    assert!(
+        out.contains("trace: counted,16,files where they live"),
+        "{out}"
+    );
+    let records = record::load(Path::new(&run)).unwrap();
+    let made: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter(|r| r.func == "make_input")
+        .map(|r| r.node.as_str())
+        .collect();
+    assert_eq!(made.len(), 3, "inputs made on every host");
+    let apps: Vec<_> = records.iter().filter(|r| r.func == "application").collect();
+    assert_eq!(apps.len(), 16);
+    for r in &apps {
+        assert!(r.node.starts_with("node") && r.remote_bytes == 0, "{r:?}");
+    }
+
+    // Ranks on a host with no daemon, told to use the file system: refused.
+    let wrong = h.mpiexec(
+        "login",
+        "2",
+        "2",
+        &[
+            "run",
+            "--run-dir",
+            &h.path("run2"),
+            "--fs",
+            &fs,
+            script.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(!wrong.status.success());
+    assert!(
+        err.contains("no worker of this run is on a host of the file system"),
+        "{err}"
+    );
+
+    // Stage out from another host, then tear down over the network.
+    let results = h.path("results");
+    let mut get = vec!["fs", "get", "-r"];
+    get.extend_from_slice(&dir_arg);
+    get.extend_from_slice(&["/locus/output", &results]);
+    assert!(ok(h.locus("node2", &get)).starts_with("16 files"));
+    let mut down = vec!["fs", "down", "--purge"];
+    down.extend_from_slice(&dir_arg);
+    assert!(ok(h.locus("login", &down)).contains("3 daemon(s) stopped"));
+    for _ in 0..200 {
+        if running_with(&fs) == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(running_with(&fs), 0, "daemons or launcher left running");
+    assert_eq!(
+        std::fs::read_dir(&store).unwrap().count(),
+        0,
+        "node-local stores purged"
+    );
+}
