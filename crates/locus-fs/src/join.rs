@@ -63,11 +63,11 @@ pub fn advertised_ip() -> IpAddr {
         let up = ifa.ifa_flags & libc::IFF_UP as u32 != 0;
         let lo = ifa.ifa_flags & libc::IFF_LOOPBACK as u32 != 0;
         // SAFETY: a non-null address of family AF_INET is a sockaddr_in.
-        if up && !lo && !ifa.ifa_addr.is_null() {
-            if unsafe { (*ifa.ifa_addr).sa_family } == libc::AF_INET as libc::sa_family_t {
-                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                found = Some(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
-            }
+        let inet = !ifa.ifa_addr.is_null()
+            && unsafe { (*ifa.ifa_addr).sa_family } == libc::AF_INET as libc::sa_family_t;
+        if up && !lo && inet {
+            let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+            found = Some(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
         }
         at = ifa.ifa_next;
     }
@@ -273,9 +273,8 @@ mod tests {
             "{late}"
         );
         // One secret, whoever asks first.
-        let s1 = shared_secret(d).unwrap();
+        shared_secret(d).unwrap();
         let first = std::fs::read(d.join(SECRET_FILE)).unwrap();
-        drop(s1);
         shared_secret(d).unwrap();
         assert_eq!(std::fs::read(d.join(SECRET_FILE)).unwrap(), first);
     }
