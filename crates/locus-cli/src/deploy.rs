@@ -91,11 +91,7 @@ pub fn up(d: Deploy) -> Result<ClusterSpec> {
         }
         if let Some(status) = launcher.try_wait()? {
             let log = std::fs::read_to_string(d.dir.join(LOG_FILE)).unwrap_or_default();
-            let last = log
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .last()
-                .unwrap_or("");
+            let last = log.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
             bail!(
                 "{} exited ({status}) before the cluster formed: {last}",
                 program.display()
