@@ -63,6 +63,11 @@ pub struct RunArgs {
     /// workers is on a file-system host is an error.
     #[arg(long)]
     pub fs_remote: bool,
+    /// Keep the file system the run starts for itself (RUN_DIR/fs) running
+    /// after the run, for inspection and later runs (`--fs RUN_DIR/fs`);
+    /// `locus fs down --dir RUN_DIR/fs` stops it.
+    #[arg(long, conflicts_with_all = ["fs", "cluster"])]
+    pub keep_fs: bool,
     /// Print the run's summary (`locus report`) when it ends.
     #[arg(long)]
     pub summary: bool,
@@ -139,9 +144,16 @@ pub fn run(a: RunArgs) -> Result<()> {
         run_dir: run_dir.clone(),
         fs_dir,
         rank_args: rank_args(&a),
+        keep_fs: a.keep_fs,
         hosts,
     };
     let code = launch_local(&run).map_err(anyhow::Error::msg)?;
+    if a.keep_fs {
+        eprintln!(
+            "locus: the run's file system is still up: --fs {}",
+            run_dir.join("fs").display()
+        );
+    }
     if a.summary {
         if let Ok(s) = locus_runtime::report::Report::load(&run_dir) {
             eprint!("{}", s.text());

@@ -167,3 +167,88 @@ fn absurd_ranges_are_errors_not_crashes() {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+#[test]
+fn sigterm_stops_everything_and_keeps_what_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    // Five quick tasks finish; then one runs until the run is stopped.
+    let script = "app (file o) quick(int i) { \"sh\" \"-c\" \"echo $1 > $0\" o i }\n\
+                  app (void v) slow() { \"sleep\" \"40.456\" }\n\
+                  file q[];\nforeach i in [0:4] { q[i] = quick(i); }\n\
+                  wait (q) { slow(); }\n";
+    let (child, run_dir) = start(dir.path(), script);
+    while processes_with("sleep 40.456").is_empty() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a signal to the `locus run` this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert!(processes_with("sleep 40.456").is_empty());
+    assert_eq!(
+        processes_with(run_dir.to_str().unwrap()).len(),
+        0,
+        "a rank or daemon was left"
+    );
+    let quick = locus_runtime::record::load(&run_dir)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.func == "quick")
+        .count();
+    assert_eq!(quick, 5, "records of the finished tasks");
+    let report = locus(&["report", run_dir.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&report.stdout).contains("interrupted"));
+}
+
+#[test]
+fn a_kept_file_system_serves_a_later_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.swift");
+    std::fs::write(
+        &first,
+        "import files;\nfile f<\"/locus/kept.txt\"> = write(\"kept\\n\");\n",
+    )
+    .unwrap();
+    let run_dir = dir.path().join("run");
+    let rd = run_dir.to_str().unwrap();
+    let out = locus(&[
+        "run",
+        "-n",
+        "2",
+        "--keep-fs",
+        "--run-dir",
+        rd,
+        first.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("file system is still up"));
+    let fs = run_dir.join("fs");
+    let _down = common::FsDown(fs.clone());
+    let second = dir.path().join("second.swift");
+    std::fs::write(
+        &second,
+        "import files;\ntrace(read(input(\"/locus/kept.txt\")));\n",
+    )
+    .unwrap();
+    let out = locus(&[
+        "run",
+        "-n",
+        "2",
+        "--run-dir",
+        dir.path().join("run2").to_str().unwrap(),
+        "--fs",
+        fs.to_str().unwrap(),
+        second.to_str().unwrap(),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("trace: kept"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -34,6 +34,9 @@ pub struct LocalRun {
     pub fs_dir: Option<PathBuf>,
     /// The `locus run` arguments every rank gets (options, script, its args).
     pub rank_args: Vec<OsString>,
+    /// Leave the file system the run started running when it ends (for
+    /// inspection and later runs: `--fs RUN_DIR/fs`).
+    pub keep_fs: bool,
     /// The emulated machines to start ranks on, instead of emulating nodes
     /// by name only; needs `fs_dir`.
     pub hosts: Option<Vec<Host>>,
@@ -65,6 +68,10 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
             std::fs::remove_dir_all(&stale).map_err(dir_err)?;
         }
     }
+    match std::fs::remove_file(summary_path(&r.run_dir)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(dir_err(e)),
+        _ => {}
+    }
     if r.hosts.is_some() && r.fs_dir.is_none() {
         return Err("ranks on emulated hosts need the hosts' file system".into());
     }
@@ -73,6 +80,8 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
         Some(d) => ClusterSpec::load(d).map_err(|e| e.to_string())?,
         None => {
             if fs_dir.exists() {
+                // An earlier run's, possibly kept running (--keep-fs).
+                let _ = launch::stop(&fs_dir, false);
                 std::fs::remove_dir_all(&fs_dir).map_err(dir_err)?;
             }
             Launch {
@@ -89,7 +98,7 @@ pub fn launch_local(r: &LocalRun) -> Result<i32, String> {
     };
     let rank_nodes = Layout::emulated_names(r.size, r.servers, &names);
     let result = run_ranks(r, &fs_dir, &rank_nodes);
-    if r.fs_dir.is_none() {
+    if r.fs_dir.is_none() && !r.keep_fs {
         let _ = launch::stop(&fs_dir, false);
     }
     result
@@ -195,9 +204,14 @@ fn run_ranks(r: &LocalRun, fs_dir: &Path, nodes: &[String]) -> Result<i32, Strin
             break;
         }
         if interrupted.load(Ordering::Relaxed) {
-            eprintln!("locus: interrupted; stopping the run");
+            let why = "the run was interrupted (SIGINT or SIGTERM)".to_string();
+            eprintln!("locus: {why}; stopping it");
             stop_all(&mut children);
-            return Ok(130);
+            killed = Some(why);
+            codes[leader as usize] = Some(130);
+            // What a rank saw while being stopped is not the story.
+            let _ = std::fs::remove_file(summary_path(&r.run_dir));
+            break;
         }
         if ended_at.is_some_and(|t| t.elapsed() > STOP_GRACE) {
             stop_all(&mut children);
@@ -254,9 +268,12 @@ fn role(rank: u32, leader: u32) -> &'static str {
 /// Stops every rank's process group: the rank, if still running, and the
 /// apps it started (they are ours: we spawned the ranks).
 fn stop_all(children: &mut [(u32, Child)]) {
-    for (_, c) in children.iter_mut() {
+    // All at once: a rank that sees another go first would report that.
+    for (_, c) in children.iter() {
         // SAFETY: a signal to the process group our child leads.
         unsafe { libc::killpg(c.id() as i32, libc::SIGKILL) };
+    }
+    for (_, c) in children.iter_mut() {
         let _ = c.wait();
     }
 }

@@ -19,6 +19,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
+/// The longest a finished task's record waits in the buffer.
+const RECORD_FLUSH: std::time::Duration = std::time::Duration::from_millis(50);
+
 pub struct WorkerConfig {
     pub me: Rank,
     pub layout: Arc<Layout>,
@@ -59,12 +62,19 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
             }
         }
     });
+    let mut flushed = Instant::now();
     while let Some(msg) = queue.recv().await {
         match msg.map_err(lost)? {
             Some(RankMsg::Run(task)) => {
                 let (outcome, record) = execute(&cfg, task).await;
                 records.write(&record).map_err(records_err)?;
                 let _ = out.send(RankMsg::Done(outcome));
+                // Records reach the file before the worker may wait (or be
+                // killed with its run); short tasks share a write.
+                if queue.is_empty() || flushed.elapsed() > RECORD_FLUSH {
+                    records.flush().map_err(records_err)?;
+                    flushed = Instant::now();
+                }
             }
             _ => break,
         }
