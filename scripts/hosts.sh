@@ -3,8 +3,10 @@
 # each host is a network namespace on a bridge (its own address) with its
 # own UTS namespace (hostname) and mount namespace (its /etc/hosts lists every
 # host; /etc/resolv.conf has no nameserver, so nothing asks DNS), held open
-# by one `sleep` process. They share the machine's file system, which plays
-# the cluster's shared file system. Needs root.
+# by one `sleep` process; its /sys is its own, with an empty cgroup mount
+# (so a daemon that sets up cgroups, like slurmd, touches nothing of the
+# machine's). They share the machine's file system, which plays the
+# cluster's shared file system. Needs root.
 #
 #   hosts.sh up DIR HOST...     make the hosts (the first is the login host)
 #   hosts.sh exec DIR HOST CMD  run CMD inside HOST's namespaces
@@ -55,6 +57,7 @@ up)
         nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation slave \
             sh -c "hostname $h; mount --bind $dir/etc-hosts /etc/hosts; \
                    mount --bind $dir/resolv.conf /etc/resolv.conf; \
+                   mount -t sysfs sysfs /sys; mount -t tmpfs cgroup /sys/fs/cgroup; \
                    echo \$\$ > $dir/holder-$h.pid; exec sleep infinity" \
             </dev/null >/dev/null 2>&1 &
         k=$((k + 1))

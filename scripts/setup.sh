@@ -4,15 +4,19 @@
 set -euo pipefail
 
 packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if ((${#missing[@]})); then
+# Real site launchers for the multi-host tests (mpich above, Slurm here).
+launchers=(slurmctld slurmd slurm-client munge)
+missing() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }
+mapfile -t need < <(missing "${packages[@]}")
+mapfile -t need_launchers < <(missing "${launchers[@]}")
+if ((${#need[@]} + ${#need_launchers[@]})); then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+    install() { $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y "$@"; }
+    ((${#need[@]} == 0)) || install "${need[@]}"
+    # Their recommends (mail, docs) are not needed; their services are not started.
+    ((${#need_launchers[@]} == 0)) || install --no-install-recommends "${need_launchers[@]}"
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

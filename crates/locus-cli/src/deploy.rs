@@ -56,7 +56,12 @@ pub fn up(d: Deploy) -> Result<ClusterSpec> {
     let (default_program, per_host): (&str, Vec<String>) = match d.launcher {
         SiteLauncher::Srun => (
             "srun",
-            vec![format!("--nodes={hosts}"), "--ntasks-per-node=1".into()],
+            // --overlap: the job's own steps (its ranks) share the CPUs.
+            vec![
+                format!("--nodes={hosts}"),
+                "--ntasks-per-node=1".into(),
+                "--overlap".into(),
+            ],
         ),
         SiteLauncher::Mpiexec => (
             "mpiexec",

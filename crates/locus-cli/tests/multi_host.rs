@@ -1,7 +1,8 @@
-//! Locus deployed across hosts by a real site launcher: each host a network,
-//! UTS and mount namespace of its own (`scripts/hosts.sh`), MPICH's
-//! `mpiexec` starting the daemons and the ranks through an `ssh` stand-in,
-//! the machine's file system playing the shared one.
+//! Locus deployed across hosts by real site launchers: each host a network,
+//! UTS and mount namespace of its own (`scripts/hosts.sh`), the machine's
+//! file system playing the shared one; MPICH's `mpiexec` starting daemons
+//! and ranks through an `ssh` stand-in, and a Slurm cluster
+//! (`scripts/slurm.sh`) running the batch example.
 
 mod common;
 
@@ -72,8 +73,17 @@ impl Hosts {
 
 impl Drop for Hosts {
     fn drop(&mut self) {
+        let _ = Command::new(workspace().join("scripts/slurm.sh"))
+            .arg("down")
+            .arg(self.dir.path())
+            .status();
         let _ = self.script("down", &[]);
     }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
 fn ok(out: Output) -> String {
@@ -101,8 +111,7 @@ fn running_with(needle: &str) -> usize {
 
 #[test]
 fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         eprintln!("skipped: making hosts needs root");
         return;
     }
@@ -232,5 +241,78 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         std::fs::read_dir(&store).unwrap().count(),
         0,
         "node-local stores purged"
+    );
+}
+
+#[test]
+fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
+    if !is_root() {
+        eprintln!("skipped: making hosts needs root");
+        return;
+    }
+    let h = Hosts::up();
+    let slurm = Command::new(workspace().join("scripts/slurm.sh"))
+        .arg("up")
+        .arg(h.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        slurm.status.success(),
+        "{}",
+        String::from_utf8_lossy(&slurm.stderr)
+    );
+    let submit = h.dir.path().join("submit");
+    std::fs::create_dir_all(submit.join("inputs")).unwrap();
+    for i in 0..12 {
+        std::fs::write(submit.join(format!("inputs/{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    let job_out = submit.join("job.out");
+    let sbatch = format!(
+        "cd {} && SLURM_CONF={} LOCUS={} SCRIPT={} sbatch --wait --output={} {}",
+        submit.display(),
+        h.path("slurm.conf"),
+        env!("CARGO_BIN_EXE_locus"),
+        workspace().join("examples/locality-loop.swift").display(),
+        job_out.display(),
+        workspace().join("examples/slurm/locality.sbatch").display(),
+    );
+    let out = h.script("exec", &["login", "timeout", "120", "sh", "-c", &sbatch]);
+    let log = std::fs::read_to_string(&job_out).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{}{log}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        log.contains("3 nodes up") && log.contains("12 files"),
+        "{log}"
+    );
+    assert!(
+        log.contains("trace: counted,16,files where they live"),
+        "{log}"
+    );
+    assert!(log.contains("3 daemon(s) stopped"), "{log}");
+    let work = std::fs::read_dir(&submit)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("locus-")
+        })
+        .expect("the job's work directory");
+    let records = record::load(&work.join("run")).unwrap();
+    let apps: Vec<_> = records.iter().filter(|r| r.func == "application").collect();
+    assert_eq!(apps.len(), 16);
+    let hosts: std::collections::BTreeSet<&str> = apps.iter().map(|r| r.node.as_str()).collect();
+    assert_eq!(hosts.len(), 3, "{hosts:?}");
+    assert!(apps.iter().all(|r| r.remote_bytes == 0));
+    assert_eq!(std::fs::read_dir(work.join("results")).unwrap().count(), 16);
+    assert_eq!(
+        running_with(work.to_str().unwrap()),
+        0,
+        "left running after the job"
     );
 }

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The same as locality.sbatch with an MPI launcher instead of Slurm: give the
+# hosts (one daemon each, two ranks each).
+#   HOSTS=node0,node1,node2 examples/slurm/locality-mpiexec.sh
+# LOCUS, SCRIPT and MPIEXEC (default mpiexec) may be set; MPIEXEC_ARGS are
+# passed to every mpiexec (e.g. "-launcher ssh").
+set -euo pipefail
+locus=${LOCUS:-locus}
+script=${SCRIPT:-examples/locality-loop.swift}
+mpiexec=${MPIEXEC:-mpiexec}
+hosts=${HOSTS:?give the hosts, e.g. HOSTS=node0,node1,node2}
+n=$(tr ',' '\n' <<<"$hosts" | wc -l)
+work=${WORK:-$PWD/locus-$$}
+fs=$work/fs
+read -r -a extra <<<"${MPIEXEC_ARGS:-}"
+
+launcher_args=()
+for a in "${extra[@]}" -hosts "$hosts"; do launcher_args+=("--launcher-arg=$a"); done
+trap '"$locus" fs down --dir "$fs" --purge' EXIT
+"$locus" fs up --launcher mpiexec --launcher-program "$mpiexec" --nodes "$n" --dir "$fs" "${launcher_args[@]}"
+if [ -d "${INPUTS:-inputs}" ]; then
+    "$locus" fs put -r --placement round-robin --dir "$fs" "${INPUTS:-inputs}" /locus/inputs
+fi
+"$mpiexec" "${extra[@]}" -hosts "$hosts" -ppn 2 -n $((2 * n)) \
+    "$locus" run --run-dir "$work/run" --fs "$fs" "$script"
+"$locus" fs get -r --dir "$fs" /locus/output "$work/results"
+"$locus" report "$work/run"
