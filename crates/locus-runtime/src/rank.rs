@@ -133,10 +133,13 @@ async fn rank_main(
     };
     rendezvous::publish(&opts.run_dir, &entry).map_err(dir_err)?;
     let (dir, size) = (opts.run_dir.clone(), env.size);
-    let entries =
-        tokio::task::spawn_blocking(move || rendezvous::gather(&dir, size, GATHER_TIMEOUT))
-            .await
-            .map_err(|e| e.to_string())??;
+    // The leader (first server) gathers.
+    let gatherer = size - opts.servers;
+    let entries = tokio::task::spawn_blocking(move || {
+        rendezvous::gather(&dir, size, me, gatherer, GATHER_TIMEOUT)
+    })
+    .await
+    .map_err(|e| e.to_string())??;
     let names: Vec<String> = entries.iter().map(|e| e.node.clone()).collect();
     let layout = Arc::new(Layout::from_names(opts.servers, &names)?);
     let fs = match &opts.fs_dir {

@@ -64,6 +64,9 @@ pub struct Entry {
     pub nonce: u32,
 }
 
+/// Every rank's entry, written once by the gathering rank.
+const ALL_FILE: &str = "all.json";
+
 pub fn ranks_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("ranks")
 }
@@ -84,33 +87,64 @@ pub fn publish(run_dir: &Path, e: &Entry) -> io::Result<()> {
     std::fs::rename(&tmp, &path)
 }
 
-/// Waits until all `size` ranks have published, or `timeout` passes.
-pub fn gather(run_dir: &Path, size: u32, timeout: Duration) -> Result<Vec<Entry>, String> {
+/// Waits until all `size` ranks have published, or `timeout` passes. Rank
+/// `gatherer` reads each entry once and publishes them all in one file;
+/// the others wait for that file alone, so a run of N ranks costs O(N) file
+/// reads, not N per rank per poll (on a parallel file system that would be
+/// a metadata storm). Polls back off from 2 ms to 50 ms.
+pub fn gather(
+    run_dir: &Path,
+    size: u32,
+    me: Rank,
+    gatherer: Rank,
+    timeout: Duration,
+) -> Result<Vec<Entry>, String> {
     let dir = ranks_dir(run_dir);
+    let all = dir.join(ALL_FILE);
     let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(2);
+    let mut found: Vec<Option<Entry>> = vec![None; size as usize];
     loop {
-        let mut entries = Vec::with_capacity(size as usize);
-        let mut missing = Vec::new();
-        for r in 0..size {
-            match std::fs::read(dir.join(format!("{r}.json"))) {
-                Ok(b) => entries.push(
-                    serde_json::from_slice(&b)
-                        .map_err(|e| format!("{}/{r}.json: {e}", dir.display()))?,
-                ),
-                Err(_) => missing.push(r.to_string()),
+        if me == gatherer {
+            for (r, slot) in found.iter_mut().enumerate().filter(|(_, s)| s.is_none()) {
+                if let Ok(b) = std::fs::read(dir.join(format!("{r}.json"))) {
+                    let e = serde_json::from_slice(&b)
+                        .map_err(|e| format!("{}/{r}.json: {e}", dir.display()))?;
+                    *slot = Some(e);
+                }
             }
-        }
-        if missing.is_empty() {
+            if found.iter().all(Option::is_some) {
+                let entries: Vec<Entry> = found.into_iter().flatten().collect();
+                let bytes = serde_json::to_vec(&entries).map_err(|e| e.to_string())?;
+                locus_fs::join::write_once(&all, &bytes)
+                    .map_err(|e| format!("{}: {e}", all.display()))?;
+                return Ok(entries);
+            }
+        } else if let Ok(b) = std::fs::read(&all) {
+            let entries: Vec<Entry> =
+                serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", all.display()))?;
+            if entries.len() != size as usize {
+                return Err(format!(
+                    "{} lists {} ranks, not {size}: give each run its own --run-dir",
+                    all.display(),
+                    entries.len()
+                ));
+            }
             return Ok(entries);
         }
         if Instant::now() > deadline {
+            let missing: Vec<String> = (0..size)
+                .filter(|r| !dir.join(format!("{r}.json")).exists())
+                .map(|r| r.to_string())
+                .collect();
             return Err(format!(
                 "ranks {} did not start within {timeout:?} (rendezvous in {})",
                 missing.join(","),
                 dir.display()
             ));
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
@@ -144,8 +178,21 @@ mod tests {
             };
             publish(dir.path(), &e).unwrap();
         }
-        let got = gather(dir.path(), 2, Duration::from_millis(10)).unwrap();
+        // The gatherer publishes them all; the others read that one file.
+        let got = gather(dir.path(), 2, 1, 1, Duration::from_millis(10)).unwrap();
         assert_eq!(got[1].rank, 1);
+        std::fs::rename(
+            dir.path().join("ranks/0.json"),
+            dir.path().join("ranks/moved"),
+        )
+        .unwrap();
+        let other = gather(dir.path(), 2, 0, 1, Duration::from_millis(10)).unwrap();
+        assert_eq!(other, got);
+        std::fs::rename(
+            dir.path().join("ranks/moved"),
+            dir.path().join("ranks/0.json"),
+        )
+        .unwrap();
         let again = Entry {
             rank: 0,
             node: "n".into(),
@@ -154,7 +201,10 @@ mod tests {
             nonce: 8,
         };
         assert!(publish(dir.path(), &again).is_err());
-        let err = gather(dir.path(), 3, Duration::from_millis(10)).unwrap_err();
-        assert!(err.contains("ranks 2 did not start"), "{err}");
+        let err = gather(dir.path(), 3, 0, 1, Duration::from_millis(10)).unwrap_err();
+        assert!(err.contains("lists 2 ranks, not 3"), "{err}");
+        let late = tempfile::tempdir().unwrap();
+        let err = gather(late.path(), 3, 2, 2, Duration::from_millis(10)).unwrap_err();
+        assert!(err.contains("ranks 0,1,2 did not start"), "{err}");
     }
 }
