@@ -14,6 +14,9 @@ use std::process::ExitCode;
 // The runtime allocates and frees many small objects per task (futures,
 // frames, messages); mimalloc does that faster than glibc's malloc, which
 // fragments under this pattern.
+// Built without transparent huge pages (`no_thp`): with them each of the
+// hundreds of rank processes of a large run zeroed 2 MiB pages over and over
+// as mimalloc returned and re-took memory (512 ranks: 8.2 s → 1.6 s).
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

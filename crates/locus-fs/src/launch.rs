@@ -13,7 +13,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const PID_FILE: &str = "daemon.pid";
@@ -59,6 +59,12 @@ impl Launch {
     /// Starts the daemon of `node` on `listen` and waits until it serves;
     /// returns the address it bound.
     fn start(&self, node: &NodeInfo, listen: SocketAddr, secret: &Path) -> io::Result<SocketAddr> {
+        let child = self.spawn(node, listen, secret)?;
+        wait_started(node, child)
+    }
+
+    /// Starts the daemon of `node` without waiting for it.
+    fn spawn(&self, node: &NodeInfo, listen: SocketAddr, secret: &Path) -> io::Result<Child> {
         let addr_file = node.dir.join(ADDR_FILE);
         let _ = std::fs::remove_file(&addr_file);
         crate::private_dir::create(&node.dir)?;
@@ -96,32 +102,9 @@ impl Launch {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn()?;
+        let child = cmd.spawn()?;
         std::fs::write(node.dir.join(PID_FILE), child.id().to_string())?;
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Ok(text) = std::fs::read_to_string(&addr_file) {
-                return text
-                    .trim()
-                    .parse()
-                    .map_err(|e| fail(format!("node {}: bad address file: {e}", node.id)));
-            }
-            if let Some(status) = child.try_wait()? {
-                let log = std::fs::read_to_string(node.dir.join(LOG_FILE)).unwrap_or_default();
-                let last = log.lines().last().unwrap_or("").to_string();
-                return Err(fail(format!(
-                    "daemon of node {} exited ({status}): {last}",
-                    node.id
-                )));
-            }
-            if Instant::now() > deadline {
-                return Err(fail(format!(
-                    "daemon of node {} did not start within {START_TIMEOUT:?}",
-                    node.id
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        Ok(child)
     }
 
     /// Creates a cluster of `nodes` daemons in the new directory `dir`, each
@@ -166,17 +149,31 @@ impl Launch {
             vnodes: DEFAULT_VNODES,
             placement,
         };
-        for mut node in nodes {
-            match self.start(&node, node.addr, &secret) {
-                Ok(addr) => node.addr = addr,
+        // All start at once, then each is waited for.
+        let mut started = Vec::new();
+        let mut failed = None;
+        for node in &nodes {
+            match self.spawn(node, node.addr, &secret) {
+                Ok(child) => started.push(child),
                 Err(e) => {
-                    // Leave nothing running for a cluster that was not made.
-                    spec.nodes.push(node);
-                    stop_nodes(&spec);
-                    return Err(e);
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        for (mut node, child) in nodes.into_iter().zip(started) {
+            if failed.is_none() {
+                match wait_started(&node, child) {
+                    Ok(addr) => node.addr = addr,
+                    Err(e) => failed = Some(e),
                 }
             }
             spec.nodes.push(node);
+        }
+        if let Some(e) = failed {
+            // Leave nothing running for a cluster that was not made.
+            stop_nodes(&spec);
+            return Err(e);
         }
         spec.save(dir)?;
         Ok(spec)
@@ -196,6 +193,35 @@ impl Launch {
             }
         }
         Ok((spec, restarted))
+    }
+}
+
+/// Waits until the daemon `child` of `node` serves; returns its address.
+fn wait_started(node: &NodeInfo, mut child: Child) -> io::Result<SocketAddr> {
+    let addr_file = node.dir.join(ADDR_FILE);
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&addr_file) {
+            return text
+                .trim()
+                .parse()
+                .map_err(|e| fail(format!("node {}: bad address file: {e}", node.id)));
+        }
+        if let Some(status) = child.try_wait()? {
+            let log = std::fs::read_to_string(node.dir.join(LOG_FILE)).unwrap_or_default();
+            let last = log.lines().last().unwrap_or("").to_string();
+            return Err(fail(format!(
+                "daemon of node {} exited ({status}): {last}",
+                node.id
+            )));
+        }
+        if Instant::now() > deadline {
+            return Err(fail(format!(
+                "daemon of node {} did not start within {START_TIMEOUT:?}",
+                node.id
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

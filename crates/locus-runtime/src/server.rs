@@ -23,6 +23,8 @@ const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a server that is done waits for its last messages to go out.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
+const LISTEN_BACKLOG: u32 = 8192;
+
 /// The task writing one connection's messages.
 type Writer = tokio::task::JoinHandle<std::io::Result<()>>;
 /// Steal retry delays after a round of empty answers.
@@ -148,7 +150,15 @@ pub struct Server {
 
 impl Server {
     pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<Server> {
-        let listener = TcpListener::bind(addr).await?;
+        // Every worker of a large run connects at once: a queue long enough
+        // for all of them (the kernel caps it at somaxconn), so none waits
+        // for TCP's SYN retransmission (1 s, 3 s, 7 s…).
+        let socket = match addr {
+            std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+            std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+        };
+        socket.bind(addr)?;
+        let listener = socket.listen(LISTEN_BACKLOG)?;
         let (events, rx) = mpsc::unbounded_channel();
         let (engine, inbox) = mpsc::unbounded_channel();
         let dispatch = Arc::new(Dispatch {

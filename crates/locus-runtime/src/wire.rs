@@ -34,8 +34,44 @@ async fn send(w: &mut OwnedWriteHalf, msg: &RankMsg) -> io::Result<()> {
     w.write_all(&frame::encode(msg)?).await
 }
 
-/// Connects to the server rank at `addr` as rank `me`.
+/// How long a rank keeps trying to reach a server: at start-up a server of
+/// a large run is busy accepting hundreds of ranks on a few cores.
+const CONNECT_PATIENCE: Duration = Duration::from_secs(60);
+
+/// Connects to the server rank at `addr` as rank `me`, trying again (with
+/// back-off) while the server is too busy to answer, for a bounded time.
 pub async fn connect(
+    addr: SocketAddr,
+    secret: &Secret,
+    me: Rank,
+) -> io::Result<(Reader, OwnedWriteHalf)> {
+    let deadline = tokio::time::Instant::now() + CONNECT_PATIENCE;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match connect_once(addr, secret, me).await {
+            Err(e) if busy(&e) && tokio::time::Instant::now() + pause < deadline => {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A server that did not answer in time (or whose queue was full), as
+/// opposed to one that refused the secret.
+fn busy(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock
+            | io::ErrorKind::TimedOut
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::UnexpectedEof
+    )
+}
+
+async fn connect_once(
     addr: SocketAddr,
     secret: &Secret,
     me: Rank,
