@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::locus;
+use common::{locus, ok};
 use locus_bench::emulated::Outcome;
 use locus_bench::filecopy::Results;
 use std::path::Path;
@@ -18,16 +18,6 @@ fn require_root() {
         0,
         "the emulated-cluster tests need root (network namespaces)"
     );
-}
-
-fn ok(out: &std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "locus failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).to_string()
 }
 
 fn sh(cmd: &str, args: &[&str]) -> String {

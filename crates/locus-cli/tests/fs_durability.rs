@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, locus, rt, FsDown, Run, TestCluster};
+use common::{eventually, is_root, locus, rt, FsDown, Run, TestCluster};
 use locus_fs::{Client, ClientOptions};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::Errno;
@@ -21,11 +21,6 @@ fn owned_by(cl: &Client, node: u32, prefix: &str) -> String {
         .map(|i| format!("/{prefix}{i}.txt"))
         .find(|p| cl.owner(p) == node)
         .unwrap()
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 fn wait_unlocked(rt: &tokio::runtime::Runtime, cl: &Client, path: &str) {

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::{is_root, ok, processes_with};
+
 use locus_runtime::record;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -81,34 +83,6 @@ impl Drop for Hosts {
     }
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn ok(out: Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).to_string()
-}
-
-/// Processes whose command line mentions `needle`.
-fn running_with(needle: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| String::from_utf8_lossy(&c).contains(needle))
-                .unwrap_or(false)
-        })
-        .count()
-}
-
 #[test]
 fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is() {
     if !is_root() {
@@ -118,7 +92,7 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
     let h = Hosts::up();
     let (fs, store) = (h.path("fs"), h.path("local"));
     // One daemon per host, started by the launcher, formed in fs/.
-    let up = ok(h.locus(
+    let up = ok(&h.locus(
         "login",
         &[
             "fs",
@@ -157,11 +131,11 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
     let mut put = vec!["fs", "put", "-r", "--placement", "round-robin"];
     put.extend_from_slice(&dir_arg);
     put.extend_from_slice(&[inputs.to_str().unwrap(), "/locus/in"]);
-    assert!(ok(h.locus("node1", &put)).starts_with("30 files"));
+    assert!(ok(&h.locus("node1", &put)).starts_with("30 files"));
     let mut ls = vec!["fs", "ls", "--long"];
     ls.extend_from_slice(&dir_arg);
     ls.push("/in");
-    let listing = ok(h.locus("node0", &ls));
+    let listing = ok(&h.locus("node0", &ls));
     for k in 0..3 {
         assert_eq!(listing.matches(&format!("[{k}]")).count(), 10, "{listing}");
     }
@@ -170,7 +144,7 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
     // on the host holding its input.
     let run = h.path("run");
     let script = workspace().join("examples/locality-loop.swift");
-    let out = ok(h.mpiexec(
+    let out = ok(&h.mpiexec(
         "node0,node1,node2",
         "2",
         "6",
@@ -226,17 +200,20 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
     let mut get = vec!["fs", "get", "-r"];
     get.extend_from_slice(&dir_arg);
     get.extend_from_slice(&["/locus/output", &results]);
-    assert!(ok(h.locus("node2", &get)).starts_with("16 files"));
+    assert!(ok(&h.locus("node2", &get)).starts_with("16 files"));
     let mut down = vec!["fs", "down", "--purge"];
     down.extend_from_slice(&dir_arg);
-    assert!(ok(h.locus("login", &down)).contains("3 daemon(s) stopped"));
+    assert!(ok(&h.locus("login", &down)).contains("3 daemon(s) stopped"));
     for _ in 0..200 {
-        if running_with(&fs) == 0 {
+        if processes_with(&fs).is_empty() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert_eq!(running_with(&fs), 0, "daemons or launcher left running");
+    assert!(
+        processes_with(&fs).is_empty(),
+        "daemons or launcher left running"
+    );
     assert_eq!(
         std::fs::read_dir(&store).unwrap().count(),
         0,
@@ -310,9 +287,8 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
     assert_eq!(hosts.len(), 3, "{hosts:?}");
     assert!(apps.iter().all(|r| r.remote_bytes == 0));
     assert_eq!(std::fs::read_dir(work.join("results")).unwrap().count(), 16);
-    assert_eq!(
-        running_with(work.to_str().unwrap()),
-        0,
+    assert!(
+        processes_with(work.to_str().unwrap()).is_empty(),
         "left running after the job"
     );
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::locus;
+use common::{locus, processes_with};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::frame;
 use locus_proto::run::RankMsg;
@@ -42,23 +42,6 @@ fn entry(run_dir: &Path, rank: u32) -> Entry {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("rank {rank} never published {}", path.display());
-}
-
-/// Processes whose command line contains `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|c| {
-                    String::from_utf8_lossy(&c)
-                        .replace('\0', " ")
-                        .contains(needle)
-                })
-                .unwrap_or(false)
-        })
-        .collect()
 }
 
 #[test]
