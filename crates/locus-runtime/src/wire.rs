@@ -58,16 +58,13 @@ pub async fn connect(
     }
 }
 
-/// A server that did not answer in time (or whose queue was full), as
-/// opposed to one that refused the secret.
+/// A server that did not answer in time, as opposed to one that is gone
+/// (refused: it listened before it published its address) or refused the
+/// secret.
 fn busy(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::WouldBlock
-            | io::ErrorKind::TimedOut
-            | io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::UnexpectedEof
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
     )
 }
 
