@@ -26,9 +26,11 @@ pub fn default_dir() -> PathBuf {
 pub struct ClientArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
-    /// Act as a client on this node.
-    #[arg(long, default_value_t = 0)]
-    pub node: NodeId,
+    /// Act as a client on this node (default: this host's node, else node 0;
+    /// on a host of no node of a deployed cluster, a client with no store
+    /// of its own, whose bytes all cross the network).
+    #[arg(long)]
+    pub node: Option<NodeId>,
     /// Placement of new files: local, hash or round-robin (default: the cluster's).
     #[arg(long)]
     pub placement: Option<Placement>,
@@ -40,14 +42,32 @@ pub struct ClientArgs {
 
 impl ClientArgs {
     pub fn client(&self) -> Result<Client> {
+        let spec = locus_fs::ClusterSpec::load(&self.cluster.dir)?;
+        let host = locus_fs::join::hostname();
+        let (node, scratch) = match self.node {
+            Some(k) => (k, None),
+            None => match spec.nodes.iter().find(|n| n.name == host) {
+                Some(n) => (n.id, None),
+                // Node 0's store is on node 0, not here.
+                None if spec.joined => (0, Some(scratch_dir())),
+                None => (0, None),
+            },
+        };
         let opts = ClientOptions {
-            node: self.node,
+            node,
             placement: self.placement,
             lease: std::time::Duration::from_millis(self.lease_ms),
+            scratch,
             ..ClientOptions::default()
         };
         Ok(Client::open(&self.cluster.dir, opts)?)
     }
+}
+
+/// Where a command run on a host without a node stages bytes; removed when
+/// the command ends.
+fn scratch_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("locus-client-{}", std::process::id()))
 }
 
 #[derive(Subcommand)]
@@ -189,7 +209,9 @@ pub fn run(op: FsOp) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(run_op(op))
+    let result = rt.block_on(run_op(op));
+    let _ = std::fs::remove_dir_all(scratch_dir());
+    result
 }
 
 async fn run_op(op: FsOp) -> Result<()> {

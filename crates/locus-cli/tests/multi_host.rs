@@ -140,6 +140,21 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         assert_eq!(listing.matches(&format!("[{k}]")).count(), 10, "{listing}");
     }
 
+    // From the login host, which has no daemon: a client with no store of
+    // its own (its bytes go to and come from the nodes).
+    let note = h.dir.path().join("note.txt");
+    std::fs::write(&note, "written from the login host\n").unwrap();
+    let mut put_one = vec!["fs", "put"];
+    put_one.extend_from_slice(&dir_arg);
+    put_one.extend_from_slice(&[note.to_str().unwrap(), "/locus/note.txt"]);
+    ok(&h.locus("login", &put_one));
+    for host in ["login", "node2"] {
+        let mut cat = vec!["fs", "cat"];
+        cat.extend_from_slice(&dir_arg);
+        cat.push("/locus/note.txt");
+        assert_eq!(ok(&h.locus(host, &cat)), "written from the login host\n");
+    }
+
     // A workflow whose ranks mpiexec starts on the hosts: every task runs
     // on the host holding its input.
     let run = h.path("run");

@@ -34,6 +34,10 @@ pub struct ClusterSpec {
     pub vnodes: u32,
     /// Default data placement for new files.
     pub placement: Placement,
+    /// Formed by daemons on real hosts (`fs serve --join`): a node is the
+    /// host of its name, and a client elsewhere has no store of its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub joined: bool,
 }
 
 impl ClusterSpec {

@@ -219,6 +219,7 @@ pub fn wait_formed(
                     .collect(),
                 vnodes: DEFAULT_VNODES,
                 placement: Placement::Local,
+                joined: true,
             };
             let bytes = serde_json::to_vec_pretty(&spec).map_err(io::Error::other)?;
             write_once(&dir.join(CLUSTER_FILE), &bytes)?;

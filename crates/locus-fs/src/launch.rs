@@ -148,6 +148,7 @@ impl Launch {
             nodes: Vec::new(),
             vnodes: DEFAULT_VNODES,
             placement,
+            joined: false,
         };
         // All start at once, then each is waited for.
         let mut started = Vec::new();
