@@ -111,12 +111,6 @@ fn blocking_failed(e: tokio::task::JoinError) -> FsError {
 impl Client {
     /// A client of the cluster described in `dir` (as written by `locus fs up`).
     pub fn open(dir: &Path, opts: ClientOptions) -> FsResult<Client> {
-        // Another user's directory could hold their daemons' addresses and
-        // secret, and receive everything written.
-        if dir.exists() {
-            crate::private_dir::check(dir)
-                .map_err(|e| FsError::io(dir.display().to_string(), &e))?;
-        }
         let spec =
             ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
         let secret_path = dir.join(SECRET_FILE);

@@ -48,8 +48,13 @@ impl ClusterSpec {
         )
     }
 
-    /// Reads `DIR/cluster.json`.
+    /// Reads `DIR/cluster.json`, from a directory only this user controls:
+    /// another user's could name their daemons and secret, and receive
+    /// everything written.
     pub fn load(dir: &Path) -> io::Result<ClusterSpec> {
+        if dir.exists() {
+            crate::private_dir::check(dir)?;
+        }
         let path = dir.join(CLUSTER_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             io::Error::new(
