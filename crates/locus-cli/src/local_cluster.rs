@@ -66,7 +66,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let listen = a
             .listen
             .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
@@ -112,7 +112,11 @@ pub fn serve(a: ServeArgs) -> Result<()> {
                 .with_context(|| format!("purging {}", node_dir.display()))?;
         }
         Ok(())
-    })
+    });
+    // Transfer threads blocked reading idle pooled connections must not
+    // keep a stopped daemon alive.
+    rt.shutdown_timeout(Duration::from_millis(200));
+    served
 }
 
 /// Joins the cluster forming in `dir` as this host, serving on `port`, and

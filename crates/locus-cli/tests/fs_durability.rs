@@ -91,8 +91,13 @@ file r<"/locus/r.txt"> = peek(a);
     assert!(err.contains("exited with code 3"), "{err}");
     let fs = run.run_dir().join("fs");
     let fs_str = fs.to_str().unwrap();
-    assert!(locus(&["fs", "up", "--dir", fs_str]).status.success());
+    let up = locus(&["fs", "up", "--dir", fs_str]);
     let _down = FsDown(fs.clone());
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
     let rt = rt();
     let cl = Client::open(&fs, ClientOptions::default()).unwrap();
     let o = rt.block_on(cl.stat("/o.txt")).unwrap();
