@@ -183,14 +183,25 @@ impl Launch {
     /// Restarts the daemons of the cluster in `dir` that are not running, on
     /// their recorded addresses; returns the cluster and how many restarted.
     pub fn restart_stopped(&self, dir: &Path) -> io::Result<(ClusterSpec, usize)> {
-        let spec = ClusterSpec::load(dir)?;
+        let mut spec = ClusterSpec::load(dir)?;
         let secret = dir.join(SECRET_FILE);
         let mut restarted = 0;
-        for node in &spec.nodes {
-            if running_pid(&node.dir).is_none() {
-                self.start(node, node.addr, &secret)?;
-                restarted += 1;
+        let mut moved = false;
+        for node in &mut spec.nodes {
+            if running_pid(&node.dir).is_some() {
+                continue;
             }
+            if self.start(node, node.addr, &secret).is_err() {
+                // Its port was taken meanwhile (ports are reused): any port
+                // on its address, recorded for the clients to come.
+                let any = SocketAddr::new(node.addr.ip(), 0);
+                node.addr = self.start(node, any, &secret)?;
+                moved = true;
+            }
+            restarted += 1;
+        }
+        if moved {
+            spec.save(dir)?;
         }
         Ok((spec, restarted))
     }
