@@ -60,7 +60,7 @@ impl ClientArgs {
             scratch,
             ..ClientOptions::default()
         };
-        Ok(Client::open(&self.cluster.dir, opts)?)
+        Ok(Client::open_loaded(&self.cluster.dir, &spec, opts)?)
     }
 }
 

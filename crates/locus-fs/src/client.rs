@@ -113,10 +113,16 @@ impl Client {
     pub fn open(dir: &Path, opts: ClientOptions) -> FsResult<Client> {
         let spec =
             ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        Client::open_loaded(dir, &spec, opts)
+    }
+
+    /// [`Client::open`] of the cluster in `dir` whose file the caller read
+    /// already (to choose the node).
+    pub fn open_loaded(dir: &Path, spec: &ClusterSpec, opts: ClientOptions) -> FsResult<Client> {
         let secret_path = dir.join(SECRET_FILE);
         let secret = Secret::load(&secret_path)
             .map_err(|e| FsError::io(secret_path.display().to_string(), &e))?;
-        Client::new(&spec, secret, opts)
+        Client::new(spec, secret, opts)
     }
 
     pub fn new(spec: &ClusterSpec, secret: Secret, opts: ClientOptions) -> FsResult<Client> {
@@ -1002,19 +1008,39 @@ impl Client {
             Err(e) => return Err(e),
         };
         let _renewal = self.keep_lease(path, lease);
-        if let Err(e) = self
-            .place_bytes(&out.local, path, lease.token, target)
-            .await
-        {
-            self.give_up(path, lease.token, replacing.is_none()).await;
+        let size = meta.len();
+        self.finish_write(
+            &out.local,
+            path,
+            lease.token,
+            size,
+            target,
+            replacing.as_ref(),
+        )
+        .await
+    }
+
+    /// Stores `src` (`size` bytes) as the version `token` of `path` on node
+    /// `target` and commits it, as the write holding lock `token`; a write
+    /// whose bytes cannot be stored is given up.
+    async fn finish_write(
+        &self,
+        src: &Path,
+        path: &str,
+        token: u64,
+        size: u64,
+        target: NodeId,
+        replacing: Option<&Record>,
+    ) -> FsResult<Record> {
+        if let Err(e) = self.place_bytes(src, path, token, target).await {
+            self.give_up(path, token, replacing.is_none()).await;
             return Err(e);
         }
-        self.publish(path, lease.token, meta.len(), target, replacing.as_ref())
-            .await
+        self.publish(path, token, size, target, replacing).await
     }
 
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
-    /// pushed there). No other copy is touched.
+    /// pushed there; `src` is gone either way). No other copy is touched.
     async fn place_bytes(
         &self,
         src: &Path,
@@ -1023,7 +1049,11 @@ impl Client {
         target: NodeId,
     ) -> FsResult<()> {
         if target == self.inner.me && !self.inner.diskless {
-            return self.inner.store.install(src, path, stamp);
+            let installed = self.inner.store.install(src, path, stamp);
+            if installed.is_err() {
+                self.inner.store.discard(src);
+            }
+            return installed;
         }
         let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
         let pushed = tokio::task::spawn_blocking(move || c.push_to(target, &l, (&p, stamp)))
@@ -1183,24 +1213,15 @@ impl Writer {
             .map_err(|e| FsError::io(&self.path, &e))?
             .len();
         drop(file);
-        let (client, token) = (self.client.clone(), self.lease.token);
-        if let Err(e) = client
-            .place_bytes(&self.tmp, &self.path, token, self.target)
-            .await
-        {
-            client.inner.store.discard(&self.tmp);
-            client
-                .give_up(&self.path, token, self.replacing.is_none())
-                .await;
-            return Err(e);
-        }
-        client
-            .publish(
+        let replacing = self.replacing.as_ref();
+        self.client
+            .finish_write(
+                &self.tmp,
                 &self.path,
-                token,
+                self.lease.token,
                 size,
                 self.target,
-                self.replacing.as_ref(),
+                replacing,
             )
             .await
     }

@@ -90,13 +90,21 @@ pub fn node_dir(store_root: &Path, dir: &Path, name: &str) -> PathBuf {
 /// link makes a complete file appear at once or fails if another won.
 /// Returns whether this call made it.
 pub fn write_once(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    write_once_with(path, |tmp| std::fs::write(tmp, bytes))
+}
+
+/// [`write_once`] of the file `write` makes at the temporary path it is given.
+fn write_once_with(path: &Path, write: impl FnOnce(&Path) -> io::Result<()>) -> io::Result<bool> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
     let tmp = path.with_file_name(format!(
         ".{name}.{}.{:x}",
         std::process::id(),
         rand::random::<u32>()
     ));
-    std::fs::write(&tmp, bytes)?;
+    if let Err(e) = write(&tmp) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     let linked = std::fs::hard_link(&tmp, path);
     let _ = std::fs::remove_file(&tmp);
     match linked {
@@ -112,16 +120,7 @@ pub fn shared_secret(dir: &Path) -> io::Result<Secret> {
     if let Ok(s) = Secret::load(&path) {
         return Ok(s);
     }
-    let tmp = dir.join(format!(".secret.{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    Secret::generate().save(&tmp)?;
-    let linked = std::fs::hard_link(&tmp, &path);
-    let _ = std::fs::remove_file(&tmp);
-    if let Err(e) = linked.as_ref() {
-        if e.kind() != io::ErrorKind::AlreadyExists {
-            return Err(linked.unwrap_err());
-        }
-    }
+    write_once_with(&path, |tmp| Secret::generate().save(tmp))?;
     Secret::load(&path)
 }
 

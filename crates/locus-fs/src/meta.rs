@@ -311,6 +311,10 @@ impl Db {
             return Ok(db);
         }
         let mut open = self.open.write().expect("db lock");
+        // Another thread may have reopened it while this one waited.
+        if let Some(db) = open.as_ref() {
+            return Ok(db.clone());
+        }
         let db = Arc::new(open_database(&self.file).inspect_err(|e| {
             *self.failure.lock().expect("failure lock") = Some(e.clone());
         })?);

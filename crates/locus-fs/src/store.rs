@@ -77,6 +77,11 @@ impl Store {
     /// private directory; what is already gone is no error.
     pub fn discard(&self, file: &Path) {
         let _ = std::fs::remove_file(file);
+        self.remove_private_dir(file);
+    }
+
+    /// Removes the private directory `file` was made in, if it has one.
+    fn remove_private_dir(&self, file: &Path) {
         if let Some(dir) = file.parent().filter(|d| *d != self.tmp) {
             let _ = std::fs::remove_dir(dir);
         }
@@ -87,7 +92,7 @@ impl Store {
         let dest = self.data_path(path, stamp);
         self.make_parent(&dest, path)?;
         std::fs::rename(tmp, &dest).map_err(|e| FsError::io(path, &e))?;
-        self.discard(tmp);
+        self.remove_private_dir(tmp);
         Ok(())
     }
 

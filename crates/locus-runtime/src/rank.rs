@@ -146,28 +146,13 @@ async fn rank_main(
         Some(d) => Some(open_fs(d, &entry.node, opts.placement, &opts.run_dir)?),
         None => None,
     };
-    let diskless_hosts = match &fs {
-        Some((_, fs_hosts)) => diskless_hosts(&layout, fs_hosts),
-        None => Vec::new(),
-    };
-    if me == layout.leader() && !diskless_hosts.is_empty() {
-        let dir = opts.fs_dir.as_deref().expect("a file system").display();
-        let workers: BTreeSet<&str> = (0..layout.workers()).map(|w| layout.node_name(w)).collect();
-        if diskless_hosts.len() == workers.len() && !opts.fs_remote {
-            let fs_hosts = fs.as_ref().map(|(_, h)| h.join(", ")).unwrap_or_default();
-            return Err(format!(
-                "no worker of this run is on a host of the file system in {dir}: workers on {}, \
-                 its daemons on {fs_hosts}; start the ranks on the file system's hosts (or give \
-                 --fs-remote to use it over the network)",
-                diskless_hosts.join(", ")
-            ));
+    // The leader checks where the workers are against the file system.
+    let diskless_hosts = match (&fs, &opts.fs_dir) {
+        (Some((_, fs_hosts)), Some(dir)) if me == layout.leader() => {
+            diskless_hosts(&layout, fs_hosts, opts.fs_remote, dir)?
         }
-        eprintln!(
-            "locus: workers on {} have no daemon of the file system in {dir}: their tasks \
-             read and write over the network",
-            diskless_hosts.join(", ")
-        );
-    }
+        _ => Vec::new(),
+    };
     let Some(server) = server else {
         let server_rank = layout.server_of(me);
         let cfg = WorkerConfig {
@@ -251,14 +236,38 @@ async fn rank_main(
     written.map_err(|e| format!("{}: {e}", summary_path(&opts.run_dir).display()))
 }
 
-/// The hosts of `layout`'s workers that are not hosts of the file system.
-fn diskless_hosts(layout: &Layout, fs_hosts: &[String]) -> Vec<String> {
+/// The hosts of `layout`'s workers that are not hosts of the file system in
+/// `dir` (said on stderr); none of them being one is an error unless the
+/// file system is used over the network on purpose (`fs_remote`).
+fn diskless_hosts(
+    layout: &Layout,
+    fs_hosts: &[String],
+    fs_remote: bool,
+    dir: &std::path::Path,
+) -> Result<Vec<String>, String> {
     let workers: BTreeSet<&str> = (0..layout.workers()).map(|w| layout.node_name(w)).collect();
-    workers
+    let (on_fs, off): (Vec<&str>, Vec<&str>) = workers
         .into_iter()
-        .filter(|h| !fs_hosts.iter().any(|f| f == h))
-        .map(str::to_string)
-        .collect()
+        .partition(|h| fs_hosts.iter().any(|f| f == h));
+    if off.is_empty() {
+        return Ok(Vec::new());
+    }
+    let dir = dir.display();
+    if on_fs.is_empty() && !fs_remote {
+        return Err(format!(
+            "no worker of this run is on a host of the file system in {dir}: workers on {}, \
+             its daemons on {}; start the ranks on the file system's hosts (or give \
+             --fs-remote to use it over the network)",
+            off.join(", "),
+            fs_hosts.join(", ")
+        ));
+    }
+    eprintln!(
+        "locus: workers on {} have no daemon of the file system in {dir}: their tasks \
+         read and write over the network",
+        off.join(", ")
+    );
+    Ok(off.into_iter().map(str::to_string).collect())
 }
 
 /// A client of the run's file system acting on this rank's node: the
@@ -285,6 +294,6 @@ fn open_fs(
             ..ClientOptions::default()
         },
     };
-    let client = Client::open(dir, opts).map_err(|e| e.to_string())?;
+    let client = Client::open_loaded(dir, &spec, opts).map_err(|e| e.to_string())?;
     Ok((client, names))
 }

@@ -76,15 +76,13 @@ pub fn publish(run_dir: &Path, e: &Entry) -> io::Result<()> {
     let dir = ranks_dir(run_dir);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{}.json", e.rank));
-    if path.exists() {
+    if !locus_fs::join::write_once(&path, &serde_json::to_vec(e)?)? {
         return Err(io::Error::other(format!(
             "{} is left from another run; give each run its own --run-dir",
             path.display()
         )));
     }
-    let tmp = dir.join(format!(".{}.{}", e.rank, e.pid));
-    std::fs::write(&tmp, serde_json::to_vec(e)?)?;
-    std::fs::rename(&tmp, &path)
+    Ok(())
 }
 
 /// Waits until all `size` ranks have published, or `timeout` passes. Rank

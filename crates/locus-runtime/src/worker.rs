@@ -201,10 +201,11 @@ impl App<'_> {
                     Ok(p.clone())
                 }
                 Some(fp) => {
-                    let out = match outputs.iter().find(|o| o.path == fp) {
-                        Some(out) => out.clone(),
-                        None => self.fs(p)?.output(fp).map_err(|e| fail(p, &e))?,
-                    };
+                    // A path named twice is one output.
+                    if let Some(out) = outputs.iter().find(|o| o.path == fp) {
+                        return Ok(out.local.display().to_string());
+                    }
+                    let out = self.fs(p)?.output(fp).map_err(|e| fail(p, &e))?;
                     let local = out.local.display().to_string();
                     outputs.push(out);
                     Ok(local)
@@ -266,13 +267,9 @@ impl App<'_> {
             }
             *attempts += 1;
         }
-        // Publish the Locus outputs the process wrote (each path once).
+        // Publish the Locus outputs the process wrote.
         let committing = Instant::now();
-        let mut published: Vec<&str> = Vec::new();
         for out in &outputs.pending {
-            if published.contains(&out.path.as_str()) {
-                continue;
-            }
             let fs = self.fs(&out.path)?;
             let registered = async {
                 fs.mkdir_all(fs_parent(&out.path)).await?;
@@ -285,7 +282,6 @@ impl App<'_> {
                 )
             })?;
             io.written += record.size;
-            published.push(&out.path);
         }
         io.commit_us = committing.elapsed().as_micros() as u64;
         Ok(())
