@@ -3,17 +3,19 @@
 //! configuration, reading what its records say, and the raw baselines the
 //! figures are compared with (link bandwidth, dd on the host).
 
-use crate::emulate::{self, Emulation, Rate, UpOptions};
 use anyhow::{bail, Context, Result};
-use locus_fs::launch::Launch;
+use locus_launch::emulate::{self, Emulation, FsMode, Rate, UpOptions};
+use locus_launch::{launch_ranks, Daemons, Program, RankLaunch};
 use locus_fs::Placement;
-use locus_runtime::rank::{summary_path, RunSummary};
+use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
+use locus_runtime::Locality;
 use locus_runtime::record::{self, TaskRecord};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::process::Command;
 use std::time::Instant;
 
@@ -280,7 +282,7 @@ impl Outcome {
 /// Runs `script` (its text) on `cluster` in configuration `c` with
 /// `workers_per_node` workers on every node and one server.
 pub fn run_config(
-    exe: &Path,
+    program: &Arc<dyn Program>,
     cluster: &Cluster,
     work: &Path,
     script: &str,
@@ -291,26 +293,39 @@ pub fn run_config(
     std::fs::write(&file, script)?;
     let run_dir = work.join(c.name.replace(' ', "_"));
     let _ = std::fs::remove_dir_all(&run_dir);
-    let ranks = workers_per_node * cluster.emulation.nodes.len() as u32 + 1;
-    let mode = if c.central { "central" } else { "local" };
-    let out = Command::new(exe)
-        .arg("run")
-        .arg("--cluster")
-        .arg(&cluster.dir)
-        .args(["--fs-mode", mode, "-n", &ranks.to_string(), "--run-dir"])
-        .arg(&run_dir)
-        .args(["--locality", if c.locality_off { "off" } else { "auto" }])
-        .args(["--placement", &c.data.to_string()])
-        .arg(&file)
-        .args(&c.args)
-        .output()
-        .context("running locus")?;
-    if !out.status.success() {
-        bail!(
-            "{}: locus run failed: {}",
-            c.name,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+    let mode = if c.central {
+        FsMode::Central
+    } else {
+        FsMode::Local
+    };
+    let (on, fs_dir, fs_remote) = cluster.emulation.run_on(&cluster.dir, mode);
+    let log = work.join(format!("{}.log", c.name.replace(' ', "_")));
+    let _ = std::fs::remove_file(&log);
+    let run = RankLaunch {
+        program: program.clone(),
+        size: workers_per_node * cluster.emulation.nodes.len() as u32 + 1,
+        on,
+        rank: RankOptions {
+            fs_dir: Some(fs_dir),
+            fs_remote,
+            placement: Some(c.data),
+            locality: if c.locality_off {
+                Locality::Off
+            } else {
+                Locality::Auto
+            },
+            args: c.args.clone(),
+            ..RankOptions::new(file, run_dir.clone())
+        },
+        keep_fs: false,
+        log: Some(log.clone()),
+    };
+    let code = launch_ranks(&run, |_| Ok(())).map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?;
+    if code != 0 {
+        let out = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = out.lines().rev().take(5).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        bail!("{}: locus run failed ({code}): {}", c.name, tail.join("\n"));
     }
     outcome(&run_dir, c.clone())
 }
@@ -361,7 +376,7 @@ pub fn outcome(run_dir: &Path, config: Config) -> Result<Outcome> {
 /// Runs every configuration on `cluster`, each with `args` and its own
 /// directory `/locus/<bench>/c<k>`.
 pub fn run_configs(
-    exe: &Path,
+    program: &Arc<dyn Program>,
     cluster: &Cluster,
     work: &Path,
     (bench, script): (&str, &str),
@@ -376,7 +391,7 @@ pub fn run_configs(
         c.args.push(format!("--dir=/locus/{bench}/c{k}"));
         eprintln!("  {nodes} nodes × {workers_per_node} workers: {}", c.name);
         outcomes.push(run_config(
-            exe,
+            program,
             cluster,
             work,
             script,
@@ -405,7 +420,7 @@ pub fn link_rate(from: &str, to: &str, to_addr: std::net::Ipv4Addr, bytes: u64) 
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let to = to.to_string();
     let receiver = std::thread::spawn(move || -> Result<f64> {
-        locus_fs::netns::enter_thread(&to)?;
+        locus_launch::netns::enter_thread(&to)?;
         let l = TcpListener::bind(SocketAddr::from((to_addr, 0)))?;
         ready_tx.send(l.local_addr()?)?;
         let (mut s, _) = l.accept()?;
@@ -423,7 +438,7 @@ pub fn link_rate(from: &str, to: &str, to_addr: std::net::Ipv4Addr, bytes: u64) 
     let addr = ready_rx.recv().context("link receiver did not start")?;
     let from = from.to_string();
     let sender = std::thread::spawn(move || -> Result<()> {
-        locus_fs::netns::enter_thread(&from)?;
+        locus_launch::netns::enter_thread(&from)?;
         let mut s = TcpStream::connect(addr)?;
         let buf = vec![7u8; 1 << 20];
         let mut left = bytes;
@@ -483,8 +498,7 @@ pub fn dd_rates(dir: &Path, writers: u32, size: u64, chunk: u64) -> Result<(f64,
 
 /// Options shared by the workflow benchmarks.
 pub struct ClusterOpts {
-    pub exe: PathBuf,
-    pub launch: Launch,
+    pub daemons: Daemons,
     pub link: Rate,
     pub storage_link: Rate,
     /// CPUs each host may use (`None`: no limit).
@@ -524,7 +538,7 @@ impl ClusterOpts {
                     link: self.link,
                     storage_link: self.storage_link,
                     host_cpus: self.host_cpus,
-                    launch: self.launch.clone(),
+                    daemons: self.daemons.clone(),
                 },
             ),
         }

@@ -140,7 +140,7 @@ fn run_step(o: &FilecopyOpts, nodes: u32, wpn: u32) -> Result<Step> {
         dd_read,
     };
     let outcomes = crate::emulated::run_configs(
-        &o.cluster.exe,
+        &o.cluster.daemons.program,
         &cluster,
         &work,
         ("filecopy", SCRIPT),

@@ -6,7 +6,7 @@
 
 use crate::report::{header, median, row_precise, target};
 use crate::workspace::{default_root, Workspace};
-use locus_fs::launch::Launch;
+use locus_launch::Daemons;
 use locus_fs::Client;
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -20,7 +20,7 @@ pub struct IoOpts {
     pub rounds: u32,
     pub dir: Option<PathBuf>,
     pub keep: bool,
-    pub launch: Launch,
+    pub daemons: Daemons,
 }
 
 const MIB: u64 = 1 << 20;
@@ -189,7 +189,7 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
         anyhow::bail!("--size must be a positive multiple of 1 MiB");
     }
     let root = opts.dir.clone().unwrap_or_else(|| default_root("io"));
-    let ws = Workspace::start(&root, 2, &opts.launch, opts.keep)?;
+    let ws = Workspace::start(&root, 2, &opts.daemons, opts.keep)?;
     println!("{}", crate::machine::describe());
     println!(
         "io: {} files x {} MiB per round, {} rounds after a warm-up (median shown); \

@@ -3,7 +3,6 @@
 //! VMs drift, ratios much less.
 
 pub mod check;
-pub mod emulate;
 pub mod emulated;
 pub mod filecopy;
 pub mod html;

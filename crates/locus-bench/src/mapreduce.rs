@@ -65,7 +65,7 @@ pub fn run(o: MapreduceOpts) -> Result<()> {
     std::fs::create_dir_all(&o.work)?;
     let cluster = o.cluster.cluster(&o.work, o.nodes)?;
     let outcomes = crate::emulated::run_configs(
-        &o.cluster.exe,
+        &o.cluster.daemons.program,
         &cluster,
         &o.work,
         ("mapreduce", SCRIPT),

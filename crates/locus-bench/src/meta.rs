@@ -6,7 +6,7 @@
 
 use crate::report::{header, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
-use locus_fs::launch::Launch;
+use locus_launch::Daemons;
 use locus_fs::Client;
 use locus_proto::FsResult;
 use std::future::Future;
@@ -25,7 +25,7 @@ pub struct MetaOpts {
     /// Where the raw baseline runs (default: beside the stores).
     pub raw_dir: Option<PathBuf>,
     pub keep: bool,
-    pub launch: Launch,
+    pub daemons: Daemons,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -175,7 +175,7 @@ async fn locus_rates(
 
 pub fn run(opts: MetaOpts) -> anyhow::Result<()> {
     let root = opts.dir.clone().unwrap_or_else(|| default_root("meta"));
-    let mut ws = Workspace::start(&root, opts.nodes, &opts.launch, opts.keep)?;
+    let mut ws = Workspace::start(&root, opts.nodes, &opts.daemons, opts.keep)?;
     if let Some(d) = &opts.raw_dir {
         ws.raw_under(d);
     }
@@ -183,7 +183,7 @@ pub fn run(opts: MetaOpts) -> anyhow::Result<()> {
     println!(
         "meta: {} daemons ({} metadata), {} clients x {} files, {} in flight per client; raw baseline in {}",
         opts.nodes,
-        if opts.launch.durability == locus_fs::Durability::Group { "durable" } else { "non-durable" },
+        if opts.daemons.durability == locus_fs::Durability::Group { "durable" } else { "non-durable" },
         opts.clients,
         opts.files,
         opts.depth,

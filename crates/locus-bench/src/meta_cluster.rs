@@ -5,16 +5,17 @@
 //! over all of them) and on the central file system (one daemon on the
 //! storage host, every request through its link), scaled over node counts.
 
-use crate::emulate::{Emulation, FsMode};
 use crate::emulated::{Cluster, ClusterOpts, Testbed};
 use crate::meta::{phase, Layout};
 use crate::report::target;
 use anyhow::{bail, Context, Result};
 use locus_fs::{Client, ClientOptions};
+use locus_launch::emulate::{Emulation, FsMode};
+use locus_launch::role::{self, Program, Role};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Stdio};
 
 pub struct MetaClusterOpts {
     pub cluster: ClusterOpts,
@@ -73,8 +74,9 @@ impl Results {
     }
 }
 
-/// What one client process does (`locus bench meta-client`, started by
-/// `run` inside its node's namespace and cgroup).
+/// What one client process does (started by `run` inside its node's
+/// namespace and cgroup, from a role file).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClientArgs {
     /// The file system (`locus fs up` directory).
     pub fs: PathBuf,
@@ -87,6 +89,10 @@ pub struct ClientArgs {
     pub root: String,
     pub files: u32,
     pub depth: u32,
+}
+
+impl Role for ClientArgs {
+    const NAME: &'static str = "bench-meta-client";
 }
 
 const LAYOUTS: [Layout; 2] = [Layout::OwnDirs, Layout::SharedDir];
@@ -176,7 +182,7 @@ impl Drop for Clients {
 /// Both layouts with one client process per node at once, on Locus or
 /// central; each client starts inside its node's namespace and cgroup.
 fn measure(
-    exe: &Path,
+    program: &dyn Program,
     cluster: &Cluster,
     work: &Path,
     central: bool,
@@ -193,27 +199,21 @@ fn measure(
     let root = format!("/meta/n{nodes}");
     let mut clients = Clients(Vec::new());
     for (k, host) in e.nodes.iter().enumerate() {
-        let mut cmd = Command::new(exe);
-        cmd.args(["bench", "meta-client", "--fs"])
-            .arg(&fs_dir)
-            .args(["--node", &k.to_string(), "--root", &root])
-            .args([
-                "--files",
-                &o.files.to_string(),
-                "--depth",
-                &o.depth.to_string(),
-            ])
-            .stdin(Stdio::piped())
+        let config = ClientArgs {
+            fs: fs_dir.clone(),
+            node: k as u32,
+            scratch: central.then(|| work.join("scratch").join(&host.name)),
+            root: root.clone(),
+            files: o.files,
+            depth: o.depth,
+        };
+        let role_file = work.join(format!("meta-client-{k}.json"));
+        role::write(&role_file, &config)?;
+        let mut cmd = program.command(&role_file);
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if central {
-            cmd.arg("--scratch")
-                .arg(work.join("scratch").join(&host.name));
-        }
-        locus_fs::netns::enter(&mut cmd, &host.netns)?;
-        if let Some(cg) = &host.cgroup {
-            locus_fs::cgroup::join(&mut cmd, cg)?;
-        }
+        host.enter(&mut cmd)?;
         let mut child = cmd.spawn().context("starting a metadata client")?;
         let out = BufReader::new(child.stdout.take().context("client stdout")?);
         clients.0.push((child, out));
@@ -260,7 +260,7 @@ pub fn run(o: MetaClusterOpts) -> Result<()> {
             cluster.emulation.nodes.len()
         );
         for central in [false, true] {
-            let points = measure(&o.cluster.exe, &cluster, &work, central, &o)?;
+            let points = measure(o.cluster.daemons.program.as_ref(), &cluster, &work, central, &o)?;
             results.points.extend(points);
         }
     }

@@ -6,14 +6,16 @@
 //! two servers beside one, all in the same run.
 
 use crate::report::{header, median, row, target};
-use anyhow::{bail, Context, Result};
-use locus_runtime::rank::{summary_path, RunSummary};
-use std::path::{Path, PathBuf};
+use anyhow::{bail, Result};
+use locus_launch::{launch_ranks, On, Program, RankLaunch};
+use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
+use std::path::Path;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Instant;
 
 pub struct TasksOpts {
-    pub exe: PathBuf,
+    pub program: Arc<dyn Program>,
     pub builtin: u32,
     pub apps: u32,
     /// `fib(n)` by recursive composite calls, for control work.
@@ -32,21 +34,32 @@ fn fib_calls(n: u32) -> f64 {
 
 /// Runs `script` with `servers` servers and 2 workers; returns the seconds
 /// from the engine's start to its end, as the leader recorded them.
-fn timed_run(exe: &Path, dir: &Path, name: &str, script: &str, servers: u32) -> Result<f64> {
+fn timed_run(
+    program: &Arc<dyn Program>,
+    dir: &Path,
+    name: &str,
+    script: &str,
+    servers: u32,
+) -> Result<f64> {
     let file = dir.join(format!("{name}.swift"));
     std::fs::write(&file, script)?;
     let run_dir = dir.join(name);
     let _ = std::fs::remove_dir_all(&run_dir);
-    let out = Command::new(exe)
-        .arg("run")
-        .args(["-n", &(2 + servers).to_string()])
-        .args(["--servers", &servers.to_string(), "--run-dir"])
-        .arg(&run_dir)
-        .arg(&file)
-        .output()
-        .context("running locus")?;
-    if !out.status.success() {
-        bail!("{name}: {}", String::from_utf8_lossy(&out.stderr));
+    let log = dir.join(format!("{name}.log"));
+    let run = RankLaunch {
+        program: program.clone(),
+        size: 2 + servers,
+        on: On::This { nodes: 1 },
+        rank: RankOptions {
+            servers,
+            ..RankOptions::new(file, run_dir.clone())
+        },
+        keep_fs: false,
+        log: Some(log.clone()),
+    };
+    let code = launch_ranks(&run, |_| Ok(())).map_err(anyhow::Error::msg)?;
+    if code != 0 {
+        bail!("{name}: {}", std::fs::read_to_string(&log).unwrap_or_default());
     }
     let s: RunSummary = serde_json::from_slice(&std::fs::read(summary_path(&run_dir))?)?;
     let _ = std::fs::remove_dir_all(&run_dir);
@@ -106,7 +119,7 @@ pub fn run(o: TasksOpts) -> Result<()> {
         ("fib", &fib, 2),
     ];
     for (name, script, servers) in runs {
-        timed_run(&o.exe, &dir, name, script, servers)?;
+        timed_run(&o.program, &dir, name, script, servers)?;
     }
     // Rates per round: the runs above in order, then raw fork/exec.
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); runs.len() + 1];
@@ -117,7 +130,7 @@ pub fn run(o: TasksOpts) -> Result<()> {
                 "fib" => fib_calls(o.fib),
                 _ => o.builtin as f64,
             };
-            rates[i].push(n / timed_run(&o.exe, &dir, name, script, *servers)?);
+            rates[i].push(n / timed_run(&o.program, &dir, name, script, *servers)?);
         }
         rates[runs.len()].push(o.apps as f64 / raw_spawns(o.apps)?);
     }

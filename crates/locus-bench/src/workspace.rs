@@ -1,7 +1,7 @@
 //! A benchmark's scratch directory and the local cluster running in it,
 //! stopped and removed when the benchmark ends.
 
-use locus_fs::launch::{self, Launch};
+use locus_launch::daemons::{self, Daemons};
 use locus_fs::{Client, ClientOptions, Placement};
 use std::path::{Path, PathBuf};
 
@@ -17,14 +17,14 @@ impl Workspace {
     pub fn start(
         root: &Path,
         nodes: u32,
-        launch: &Launch,
+        daemons: &Daemons,
         keep: bool,
     ) -> anyhow::Result<Workspace> {
         if root.exists() {
             anyhow::bail!("{} already exists; give a new --dir", root.display());
         }
         std::fs::create_dir_all(root)?;
-        launch.create(&root.join("cluster"), nodes, Placement::Local)?;
+        daemons.create(&root.join("cluster"), nodes, Placement::Local)?;
         Ok(Workspace {
             root: root.to_path_buf(),
             raw_root: root.join("raw"),
@@ -56,7 +56,7 @@ impl Workspace {
 
 impl Drop for Workspace {
     fn drop(&mut self) {
-        let _ = launch::stop(&self.root.join("cluster"), false);
+        let _ = daemons::stop(&self.root.join("cluster"), false);
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.raw_root);
             let _ = std::fs::remove_dir_all(&self.root);

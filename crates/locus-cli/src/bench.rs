@@ -1,13 +1,12 @@
 //! `locus bench …`: drivers live in `locus-bench`.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
-use locus_bench::emulate::{Emulation, Rate};
 use locus_bench::emulated::{ClusterOpts, HostCpus};
 use locus_bench::filecopy::{self, Scaling};
 use locus_bench::{check, io, mapreduce, meta, meta_cluster, tasks};
-use locus_fs::launch::Launch;
 use locus_fs::Durability;
+use locus_launch::{Daemons, Emulation, Rate};
 use std::path::PathBuf;
 
 #[derive(Args)]
@@ -24,9 +23,9 @@ pub struct Common {
 }
 
 impl Common {
-    fn launch(&self) -> Result<Launch> {
-        Ok(Launch {
-            exe: std::env::current_exe().context("locating the locus binary")?,
+    fn daemons(&self) -> Result<Daemons> {
+        Ok(Daemons {
+            program: crate::launched::program()?,
             durability: self.durability,
         })
     }
@@ -69,8 +68,7 @@ impl EmulatedArgs {
     fn cluster_opts(&self, common: &Common, nodes: &[u32], cpus: HostCpus) -> Result<ClusterOpts> {
         let max_nodes = nodes.iter().copied().max().unwrap_or(1);
         Ok(ClusterOpts {
-            exe: std::env::current_exe().context("locating the locus binary")?,
-            launch: common.launch()?,
+            daemons: common.daemons()?,
             link: self.link,
             storage_link: self.storage_link,
             host_cpus: self.host_cpus.unwrap_or(cpus).per_host(max_nodes),
@@ -232,22 +230,6 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 16)]
         depth: u32,
     },
-    /// One client of `meta-cluster`, started by it on its node.
-    #[command(hide = true)]
-    MetaClient {
-        #[arg(long)]
-        fs: PathBuf,
-        #[arg(long)]
-        node: u32,
-        #[arg(long)]
-        scratch: Option<PathBuf>,
-        #[arg(long)]
-        root: String,
-        #[arg(long)]
-        files: u32,
-        #[arg(long)]
-        depth: u32,
-    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -279,7 +261,7 @@ pub fn run(b: BenchCommand) -> Result<()> {
             files,
             depth,
             list,
-            launch: common.launch()?,
+            daemons: common.daemons()?,
             dir: common.dir,
             keep: common.keep,
         }),
@@ -355,28 +337,13 @@ pub fn run(b: BenchCommand) -> Result<()> {
                 })
             })
         }
-        BenchCommand::MetaClient {
-            fs,
-            node,
-            scratch,
-            root,
-            files,
-            depth,
-        } => meta_cluster::client_main(meta_cluster::ClientArgs {
-            fs,
-            node,
-            scratch,
-            root,
-            files,
-            depth,
-        }),
         BenchCommand::Tasks {
             builtin,
             apps,
             fib,
             rounds,
         } => tasks::run(tasks::TasksOpts {
-            exe: std::env::current_exe().context("locating the locus binary")?,
+            program: crate::launched::program()?,
             builtin,
             apps,
             fib,
@@ -391,7 +358,7 @@ pub fn run(b: BenchCommand) -> Result<()> {
             files,
             size: size_mib << 20,
             rounds,
-            launch: common.launch()?,
+            daemons: common.daemons()?,
             dir: common.dir,
             keep: common.keep,
         }),

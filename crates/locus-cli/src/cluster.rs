@@ -5,8 +5,8 @@ use crate::fs_ops::ClusterArgs;
 use crate::local_cluster::DownArgs;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use locus_bench::emulate::{self, Emulation, FsMode, Rate, UpOptions};
-use locus_fs::launch::{running_pid, Launch};
+use locus_launch::emulate::{self, Emulation, FsMode, Rate, UpOptions};
+use locus_launch::{running_pid, Daemons};
 use locus_fs::{ClusterSpec, Durability};
 
 #[derive(Subcommand)]
@@ -63,8 +63,8 @@ fn up(a: UpArgs) -> Result<()> {
         link: a.link,
         storage_link: a.storage_link.unwrap_or(a.link),
         host_cpus: a.host_cpus,
-        launch: Launch {
-            exe: std::env::current_exe().context("locating the locus binary")?,
+        daemons: Daemons {
+            program: crate::launched::program()?,
             durability: a.durability,
         },
     };

@@ -22,6 +22,8 @@ pub fn default_dir() -> PathBuf {
     std::env::temp_dir().join(format!("locus-{uid}"))
 }
 
+const DEFAULT_LEASE_MS: u64 = 30_000;
+
 #[derive(Args, Clone)]
 pub struct ClientArgs {
     #[command(flatten)]
@@ -36,11 +38,21 @@ pub struct ClientArgs {
     pub placement: Option<Placement>,
     /// How long a write lock this command takes outlives it if it dies
     /// (renewed while it writes).
-    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    #[arg(long, default_value_t = DEFAULT_LEASE_MS, value_name = "MS")]
     pub lease_ms: u64,
 }
 
 impl ClientArgs {
+    /// A client of `cluster` as this host's node, with the defaults.
+    pub fn of(cluster: ClusterArgs) -> ClientArgs {
+        ClientArgs {
+            cluster,
+            node: None,
+            placement: None,
+            lease_ms: DEFAULT_LEASE_MS,
+        }
+    }
+
     pub fn client(&self) -> Result<Client> {
         let spec = locus_fs::ClusterSpec::load(&self.cluster.dir)?;
         let host = locus_fs::join::hostname();
@@ -184,7 +196,7 @@ pub enum FsOp {
 
 /// A path as scripts write it (`/locus/a/b`) or as the file system names it
 /// (`/a/b`): both mean `/a/b`, so a path can be pasted from a script.
-fn locus_path(s: &str) -> Result<String, String> {
+pub fn locus_path(s: &str) -> Result<String, String> {
     Ok(match locus_runtime::files::fs_path(s) {
         Some(p) => p.to_string(),
         None if s == locus_runtime::files::LOCUS_PREFIX => "/".to_string(),

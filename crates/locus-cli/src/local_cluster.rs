@@ -1,20 +1,18 @@
 //! Starting, stopping and inspecting daemons: `locus fs serve|up|down|status`.
 
-use crate::deploy::{self, Deploy, SiteLauncher};
 use crate::fs_ops::ClusterArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use locus_fs::cluster::CLUSTER_FILE;
-use locus_fs::join;
-use locus_fs::launch::{self, running_pid, Launch};
 use locus_fs::meta::Durability;
-use locus_fs::server::{Daemon, DaemonConfig, Stopped};
-use locus_fs::{Client, ClientOptions, ClusterSpec, Placement};
-use locus_proto::auth::Secret;
+use locus_fs::{
+    Client, ClientOptions, ClusterSpec, JoinConfig, Membership, Placement, ServeConfig,
+};
+use locus_launch::site::{self, Deploy, Site, SiteLauncher};
+use locus_launch::{daemons, running_pid, Daemons};
 use locus_proto::fs::NodeId;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -59,98 +57,52 @@ pub struct ServeArgs {
     pub addr_file: Option<PathBuf>,
 }
 
-/// How long daemons started by a launcher wait for each other.
-const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
-
 pub fn serve(a: ServeArgs) -> Result<()> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let served = rt.block_on(async move {
-        let listen = a
-            .listen
-            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .with_context(|| format!("listening on {listen}"))?;
-        let (cfg, node_dir) = match &a.join {
-            Some(dir) => joined(&a, dir, listener.local_addr()?.port())?,
-            None => {
-                let secret = a.secret.as_ref().expect("required without --join");
-                let secret = Secret::load(secret)
-                    .with_context(|| format!("cluster secret {}", secret.display()))?;
-                let node_dir = a.node_dir.clone().expect("required without --join");
-                let node = a.node.expect("required without --join");
-                let cfg = DaemonConfig {
-                    node,
-                    node_dir: node_dir.clone(),
-                    secret,
-                    durability: a.durability,
-                };
-                (cfg, node_dir)
-            }
-        };
-        let node = cfg.node;
-        let daemon = Daemon::new(cfg, listener)
-            .await
-            .with_context(|| format!("node {node} in {}", node_dir.display()))?;
-        let addr = daemon.local_addr()?;
-        if let Some(f) = &a.addr_file {
-            let tmp = f.with_extension("tmp");
-            std::fs::write(&tmp, addr.to_string())?;
-            std::fs::rename(&tmp, f)?;
-        }
-        tracing::info!("node {node} serving on {addr}");
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let stopped = tokio::select! {
-            r = daemon.run() => r?,
-            _ = term.recv() => Stopped { purge: false },
-            _ = tokio::signal::ctrl_c() => Stopped { purge: false },
-        };
-        if stopped.purge {
-            std::fs::remove_dir_all(&node_dir)
-                .with_context(|| format!("purging {}", node_dir.display()))?;
-        }
-        Ok(())
-    });
-    // Transfer threads blocked reading idle pooled connections must not
-    // keep a stopped daemon alive.
-    rt.shutdown_timeout(Duration::from_millis(200));
-    served
+    let membership = match a.join {
+        Some(dir) => Membership::Join(JoinConfig {
+            dir,
+            expect: a.expect,
+            store: a.store,
+            name: a.name,
+            advertise: a.advertise,
+        }),
+        None => Membership::Node {
+            node: a.node.expect("required without --join"),
+            node_dir: a.node_dir.expect("required without --join"),
+            secret: a.secret.expect("required without --join"),
+        },
+    };
+    Ok(locus_fs::serve(ServeConfig {
+        membership,
+        listen: a.listen,
+        durability: a.durability,
+        addr_file: a.addr_file,
+    })?)
 }
 
-/// Joins the cluster forming in `dir` as this host, serving on `port`, and
-/// waits until it is formed; returns this node's configuration.
-fn joined(a: &ServeArgs, dir: &Path, port: u16) -> Result<(DaemonConfig, PathBuf)> {
-    let name = a.name.clone().unwrap_or_else(join::hostname);
-    let expect = a.expect.or_else(join::expected_from_env).context(
-        "how many daemons form the cluster? give --expect N (or start them with srun or mpiexec)",
-    )?;
-    let store = a.store.clone().unwrap_or_else(std::env::temp_dir);
-    let node_dir = join::node_dir(&store, dir, &name);
-    locus_fs::private_dir::create(dir)?;
-    let secret = join::shared_secret(dir)?;
-    let me = join::Member {
-        name: name.clone(),
-        addr: SocketAddr::new(a.advertise.unwrap_or_else(join::advertised_ip), port),
-        dir: node_dir.clone(),
-        pid: std::process::id(),
-    };
-    join::register(dir, &me)?;
-    let spec = join::wait_formed(dir, &name, expect, JOIN_TIMEOUT)?;
-    let node = spec
-        .nodes
-        .iter()
-        .find(|n| n.name == name)
-        .map(|n| n.id)
-        .expect("wait_formed checks membership");
-    let cfg = DaemonConfig {
-        node,
-        node_dir: node_dir.clone(),
-        secret,
-        durability: a.durability,
-    };
-    Ok((cfg, node_dir))
+/// A site launcher to start processes on the hosts of a job.
+#[derive(Args)]
+pub struct LauncherArgs {
+    /// The site's launcher: srun (Slurm) or mpiexec (MPI).
+    #[arg(long, value_name = "srun|mpiexec")]
+    pub launcher: Option<SiteLauncher>,
+    /// With --launcher: the launcher program (default: srun or mpiexec).
+    #[arg(long, requires = "launcher")]
+    pub launcher_program: Option<PathBuf>,
+    /// With --launcher: one more argument for the launcher, before the
+    /// command (repeat it: `--launcher-arg=-hosts --launcher-arg=a,b`).
+    #[arg(long, requires = "launcher", allow_hyphen_values = true)]
+    pub launcher_arg: Vec<String>,
+}
+
+impl LauncherArgs {
+    pub fn site(&self) -> Option<Site> {
+        Some(Site {
+            launcher: self.launcher?,
+            program: self.launcher_program.clone(),
+            args: self.launcher_arg.clone(),
+        })
+    }
 }
 
 #[derive(Args)]
@@ -161,15 +113,8 @@ pub struct UpArgs {
     pub nodes: Option<u32>,
     /// Start one daemon per host of a job through the site's launcher
     /// (instead of emulating nodes on this machine).
-    #[arg(long)]
-    pub launcher: Option<SiteLauncher>,
-    /// With --launcher: the launcher program (default: srun or mpiexec).
-    #[arg(long, requires = "launcher")]
-    pub launcher_program: Option<PathBuf>,
-    /// With --launcher: one more argument for the launcher, before the
-    /// command (repeat it: `--launcher-arg=-hosts --launcher-arg=a,b`).
-    #[arg(long, requires = "launcher", allow_hyphen_values = true)]
-    pub launcher_arg: Vec<String>,
+    #[command(flatten)]
+    pub site: LauncherArgs,
     /// With --launcher: node-local storage on every host (default: its
     /// $TMPDIR, else /tmp).
     #[arg(long, requires = "launcher")]
@@ -184,18 +129,14 @@ pub struct UpArgs {
     pub durability: Durability,
 }
 
-fn launch(durability: Durability) -> Result<Launch> {
-    Ok(Launch {
-        exe: std::env::current_exe().context("locating the locus binary")?,
-        durability,
-    })
-}
-
 pub fn up(a: UpArgs) -> Result<()> {
     let dir = &a.cluster.dir;
-    let launch = launch(a.durability)?;
+    let daemons = Daemons {
+        program: crate::launched::program()?,
+        durability: a.durability,
+    };
     if dir.join(CLUSTER_FILE).exists() {
-        let (spec, restarted) = launch.restart_stopped(dir)?;
+        let (spec, restarted) = daemons.restart_stopped(dir)?;
         println!(
             "cluster at {}: {} nodes, {restarted} daemon(s) restarted",
             dir.display(),
@@ -203,16 +144,18 @@ pub fn up(a: UpArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let spec = match a.launcher {
-        Some(launcher) => deploy::up(Deploy {
-            dir,
-            launcher,
-            program: a.launcher_program.clone(),
-            hosts: a.nodes,
-            store: a.store.clone(),
-            launcher_args: &a.launcher_arg,
-        })?,
-        None => launch.create(dir, a.nodes.unwrap_or(4), a.placement)?,
+    let spec = match a.site.site() {
+        Some(site) => site::deploy(
+            daemons.program.as_ref(),
+            Deploy {
+                dir,
+                site,
+                hosts: a.nodes,
+                store: a.store.clone(),
+                durability: a.durability,
+            },
+        )?,
+        None => daemons.create(dir, a.nodes.unwrap_or(4), a.placement)?,
     };
     println!(
         "cluster at {}: {} nodes up",
@@ -236,7 +179,7 @@ pub struct DownArgs {
 
 pub fn down(a: DownArgs) -> Result<()> {
     let dir = &a.cluster.dir;
-    let stopped = launch::stop(dir, a.purge)?;
+    let stopped = daemons::stop(dir, a.purge)?;
     if a.purge {
         std::fs::remove_dir_all(dir).with_context(|| dir.display().to_string())?;
     }

@@ -3,8 +3,8 @@
 mod bench;
 mod check;
 mod cluster;
-mod deploy;
 mod fs_ops;
+mod launched;
 mod local_cluster;
 mod run;
 
@@ -50,6 +50,9 @@ enum Command {
     /// Benchmarks, each printed beside a baseline measured in the same run.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// A process Locus started, told what to be by a role file.
+    #[command(hide = true)]
+    Launched(launched::LaunchedArgs),
 }
 
 #[derive(clap::Args)]
@@ -100,6 +103,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Report(a) => report(a),
         Command::Bench(b) => bench::run(b),
+        Command::Launched(a) => launched::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,18 +1,21 @@
-//! `locus run`: on one machine, launch a run's ranks and file system; as a
-//! rank (launcher variables set by `locus run`, `srun` or `mpiexec`), play
-//! that rank.
+//! `locus run`: launch a run's ranks (and its file system, unless it uses
+//! an existing one) on this machine, on an emulated cluster or through a
+//! site launcher; as a rank (launcher variables set by `srun`, `mpiexec`
+//! or Locus itself), play that rank.
 
-use anyhow::{Context, Result};
+use crate::fs_ops::{self, ClientArgs, ClusterArgs, FsOp};
+use crate::local_cluster::LauncherArgs;
+use anyhow::{bail, Context, Result};
 use clap::Args;
-use locus_bench::emulate::{Emulation, FsMode};
 use locus_fs::Placement;
 use locus_lang::{compile, ir::Program, Source};
-use locus_runtime::launch::{launch_local, Host, LocalRun};
+use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch};
 use locus_runtime::rank::{run_rank, RankOptions};
 use locus_runtime::rendezvous::RankEnv;
-use locus_runtime::Locality;
-use std::ffi::OsString;
+use locus_runtime::{Locality, Progress};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -20,15 +23,17 @@ pub struct RunArgs {
     /// Ranks in all: workers plus servers (default: one worker per core).
     #[arg(short = 'n', long = "ranks")]
     pub ranks: Option<u32>,
-    /// Emulated nodes, each with its own file-system daemon.
-    #[arg(long, default_value_t = 1)]
-    pub nodes: u32,
+    /// Emulated nodes, each with its own file-system daemon (default 1);
+    /// with --launcher, the hosts to spread the ranks over (default: the
+    /// launcher's choice).
+    #[arg(long)]
+    pub nodes: Option<u32>,
     /// Server ranks (the highest ranks; the first one leads).
     #[arg(long, default_value_t = 1)]
     pub servers: u32,
     /// auto: a task without a location runs SOFT on the node holding most
     /// of its input bytes; off: anywhere.
-    #[arg(long, value_enum, default_value_t = Locality::Auto)]
+    #[arg(long, default_value = "auto", value_name = "auto|off")]
     pub locality: Locality,
     /// Where files the run writes are stored: local (the writer's node),
     /// hash (the node the path hashes to, Hercules' default) or round-robin;
@@ -52,12 +57,20 @@ pub struct RunArgs {
     pub fs: Option<PathBuf>,
     /// Run on an emulated cluster (`locus cluster up --emulate`; its
     /// directory or its emulation.json): each rank in its node's namespace.
-    #[arg(long, conflicts_with = "nodes")]
+    #[arg(long, conflicts_with_all = ["nodes", "launcher"])]
     pub cluster: Option<PathBuf>,
     /// With --cluster: local uses Locus (a daemon per node); central keeps
     /// all data and metadata on the storage host, like a shared file system.
-    #[arg(long, value_enum, default_value_t = FsMode::Local, requires = "cluster")]
+    #[arg(long, default_value = "local", value_name = "local|central", requires = "cluster")]
     pub fs_mode: FsMode,
+    /// Start the ranks on the hosts of a job through the site's launcher
+    /// (with a file system of one daemon per host, unless --fs is given).
+    #[command(flatten)]
+    pub site: LauncherArgs,
+    /// When the run succeeds, copy Locus file or tree SRC (e.g.
+    /// /locus/results) to host path DST, as `locus fs get -r` does.
+    #[arg(long, num_args = 2, value_names = ["SRC", "DST"])]
+    pub stage_out: Option<Vec<String>>,
     /// With --fs: ranks on hosts without a daemon of that file system use
     /// it over the network (diskless). Without this, a run none of whose
     /// workers is on a file-system host is an error.
@@ -85,25 +98,63 @@ fn load(script: &Path) -> Result<Program, String> {
     compile(&src).map_err(|diags| locus_lang::diag::report(&diags, &src))
 }
 
+/// Leaf tasks done out of those put, on a terminal.
+struct Bar(indicatif::ProgressBar);
+
+impl Progress for Bar {
+    fn show(&self, done: u64, put: u64) {
+        self.0.set_length(put);
+        self.0.set_position(done);
+    }
+}
+
+/// Plays the rank the launcher's environment names.
+pub fn as_rank(opts: RankOptions) -> Result<()> {
+    let env = RankEnv::from_env()
+        .context("not started as a rank: no rank and size in the launcher's environment")?;
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} tasks ({per_sec})",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    });
+    let progress = bar.clone().map(|b| Arc::new(Bar(b)) as Arc<dyn Progress>);
+    let script = opts.script.clone();
+    let result = run_rank(env, opts, move || load(&script), progress);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    result.map_err(anyhow::Error::msg)
+}
+
+impl RunArgs {
+    /// What every rank is told.
+    fn rank_options(&self, run_dir: PathBuf) -> RankOptions {
+        RankOptions {
+            servers: self.servers,
+            fs_dir: self.fs.clone(),
+            fs_remote: self.fs_remote,
+            placement: self.placement,
+            locality: self.locality,
+            retries: self.retries,
+            soft_wait: Duration::from_millis(self.soft_wait),
+            args: self.args.clone(),
+            ..RankOptions::new(self.script.clone(), run_dir)
+        }
+    }
+}
+
 pub fn run(a: RunArgs) -> Result<()> {
-    if let Some(env) = RankEnv::from_env() {
-        let opts = RankOptions {
-            run_dir: a
-                .run_dir
-                .clone()
-                .context("a rank started by a launcher needs --run-dir (shared by all ranks)")?,
-            servers: a.servers,
-            fs_dir: a.fs.clone(),
-            fs_remote: a.fs_remote,
-            placement: a.placement,
-            locality: a.locality,
-            retries: a.retries,
-            soft_wait: Duration::from_millis(a.soft_wait),
-            args: a.args.clone(),
-            stall: Duration::from_millis(500),
-        };
-        let script = a.script.clone();
-        return run_rank(env, opts, move || load(&script)).map_err(anyhow::Error::msg);
+    if RankEnv::from_env().is_some() {
+        // Started by a launcher as one rank of many.
+        let run_dir =
+            a.run_dir.clone().context(
+                "a rank started by a launcher needs --run-dir (shared by all ranks)",
+            )?;
+        return as_rank(a.rank_options(run_dir));
     }
     // Check the script before starting anything.
     if let Err(diags) = load(&a.script) {
@@ -119,35 +170,42 @@ pub fn run(a: RunArgs) -> Result<()> {
             d
         }
     };
-    let size = a.ranks.unwrap_or_else(|| default_workers() + a.servers);
-    let (fs_dir, hosts) = match &a.cluster {
-        Some(at) => {
+    let mut rank = a.rank_options(run_dir.clone());
+    let on = match (&a.cluster, a.site.site()) {
+        (Some(at), _) => {
             let (dir, e) = Emulation::load(at)?;
-            let hosts = e.nodes.iter().map(|h| Host {
-                name: h.name.clone(),
-                netns: h.netns.clone(),
-                addr: h.addr.into(),
-                cgroup: h.cgroup.clone(),
-            });
-            (
-                Some(Emulation::fs_dir(&dir, a.fs_mode)),
-                Some(hosts.collect()),
-            )
+            let (on, fs_dir, fs_remote) = e.run_on(&dir, a.fs_mode);
+            rank.fs_dir = Some(fs_dir);
+            rank.fs_remote |= fs_remote;
+            on
         }
-        None => (a.fs.clone(), None),
+        (None, Some(site)) => On::Site {
+            site,
+            hosts: a.nodes,
+        },
+        (None, None) => On::This {
+            nodes: a.nodes.unwrap_or(1),
+        },
     };
-    let run = LocalRun {
-        exe: std::env::current_exe().context("locating the locus binary")?,
+    let size = match (a.ranks, &on) {
+        (Some(n), _) => n,
+        (None, On::Site { .. }) => bail!("with --launcher, give the number of ranks: -n N"),
+        (None, _) => default_workers() + a.servers,
+    };
+    let stage_out = a.stage_out.as_deref().map(|v| (v[0].clone(), PathBuf::from(&v[1])));
+    let run = RankLaunch {
+        program: crate::launched::program()?,
         size,
-        servers: a.servers,
-        nodes: a.nodes,
-        run_dir: run_dir.clone(),
-        fs_dir,
-        rank_args: rank_args(&a),
+        on,
+        rank,
         keep_fs: a.keep_fs,
-        hosts,
+        log: None,
     };
-    let code = launch_local(&run).map_err(anyhow::Error::msg)?;
+    let code = launch_ranks(&run, |fs_dir| match &stage_out {
+        Some((src, dst)) => stage(fs_dir, src, dst).map_err(|e| format!("--stage-out: {e:#}")),
+        None => Ok(()),
+    })
+    .map_err(anyhow::Error::msg)?;
     if a.keep_fs {
         eprintln!(
             "locus: the run's file system is still up: --fs {}",
@@ -165,33 +223,16 @@ pub fn run(a: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// The options every rank of a local run gets (the launcher adds
-/// `--run-dir` and `--fs`).
-fn rank_args(a: &RunArgs) -> Vec<OsString> {
-    let mut v: Vec<OsString> = vec![
-        "--servers".into(),
-        a.servers.to_string().into(),
-        "--locality".into(),
-        match a.locality {
-            Locality::Auto => "auto",
-            Locality::Off => "off",
-        }
-        .into(),
-        "--retries".into(),
-        a.retries.to_string().into(),
-        "--soft-wait".into(),
-        a.soft_wait.to_string().into(),
-    ];
-    // The central store of an emulated cluster has no daemon on any node.
-    if a.fs_remote || (a.cluster.is_some() && matches!(a.fs_mode, FsMode::Central)) {
-        v.push("--fs-remote".into());
-    }
-    if let Some(p) = a.placement {
-        v.extend(["--placement".into(), p.to_string().into()]);
-    }
-    v.push(a.script.clone().into());
-    v.extend(a.args.iter().map(OsString::from));
-    v
+/// Copies Locus tree `src` out of the file system in `fs_dir` to `dst`.
+fn stage(fs_dir: &Path, src: &str, dst: &Path) -> Result<()> {
+    fs_ops::run(FsOp::Get {
+        c: ClientArgs::of(ClusterArgs {
+            dir: fs_dir.to_path_buf(),
+        }),
+        recursive: true,
+        path: fs_ops::locus_path(src).map_err(anyhow::Error::msg)?,
+        local: dst.to_path_buf(),
+    })
 }
 
 fn default_workers() -> u32 {

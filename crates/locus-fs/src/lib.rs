@@ -2,18 +2,16 @@
 //! metadata spread over every node's daemon by consistent hashing, data kept
 //! on the node that wrote it, and its location exposed for scheduling.
 
-pub mod cgroup;
 pub mod client;
 pub mod cluster;
 pub mod join;
-pub mod launch;
 pub mod meta;
-pub mod netns;
 pub mod path;
 pub mod peer;
 pub mod placement;
 pub mod private_dir;
 pub mod ring;
+pub mod serve;
 pub mod server;
 pub mod stage;
 pub mod store;
@@ -23,3 +21,4 @@ pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
 pub use cluster::{ClusterSpec, NodeInfo};
 pub use meta::Durability;
 pub use placement::Placement;
+pub use serve::{serve, JoinConfig, Membership, ServeConfig};

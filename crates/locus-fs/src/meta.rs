@@ -27,7 +27,8 @@ const MAX_BATCH: usize = 8192;
 const MAX_LEASE_MS: u32 = 3_600_000;
 
 /// When a commit reaches the disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// Every acknowledged operation is on disk (fsync per group commit).
     Group,

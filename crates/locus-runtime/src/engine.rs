@@ -21,6 +21,7 @@ use crate::store::{FutureId, Store};
 use crate::value::{Key, Value};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
+use serde::{Deserialize, Serialize};
 use locus_proto::run::{Arg, Placed, Target, Task, Work};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -31,12 +32,30 @@ use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
 
 /// Whether leaf tasks without a location are placed by their input data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Locality {
     /// SOFT NODE at the node holding most of the task's Locus input bytes.
     Auto,
     /// Anywhere (the locality-agnostic baseline).
     Off,
+}
+
+impl std::str::FromStr for Locality {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Locality, String> {
+        match s {
+            "auto" => Ok(Locality::Auto),
+            "off" => Ok(Locality::Off),
+            _ => Err(format!("'{s}': expected auto or off")),
+        }
+    }
+}
+
+/// Shows a run's leaf tasks done out of those put, as they change (the
+/// embedder's progress display; the leader's only).
+pub trait Progress: Send + Sync {
+    fn show(&self, done: u64, put: u64);
 }
 
 pub struct RunOptions {
@@ -61,7 +80,7 @@ pub struct RunOptions {
     /// How long without progress (and nothing running) means stuck.
     pub stall: Duration,
     /// Leaf tasks done / put, shown while the run goes (a terminal only).
-    pub progress: Option<indicatif::ProgressBar>,
+    pub progress: Option<Arc<dyn Progress>>,
 }
 
 pub struct Engine {
@@ -1235,10 +1254,9 @@ impl Engine {
 
     /// Leaf tasks done and put on every server, on the progress bar.
     fn show_progress(&self) {
-        if let Some(bar) = &self.opts.progress {
+        if let Some(shown) = &self.opts.progress {
             let (mine, others) = (self.progress_now(), self.remote.others());
-            bar.set_length(mine.put + others.put);
-            bar.set_position(mine.done + others.done);
+            shown.show(mine.done + others.done, mine.put + others.put);
         }
     }
 

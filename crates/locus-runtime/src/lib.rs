@@ -10,7 +10,6 @@ pub mod engine;
 pub mod files;
 pub mod format;
 pub mod ids;
-pub mod launch;
 pub mod layout;
 pub mod plan;
 pub mod rank;
@@ -25,4 +24,4 @@ pub mod value;
 pub mod wire;
 pub mod worker;
 
-pub use engine::{Engine, Locality, RunOptions};
+pub use engine::{Engine, Locality, Progress, RunOptions};

@@ -2,7 +2,7 @@
 //! (`srun`, `mpiexec`): finds the others, then serves as a worker or a
 //! server with its dataflow engine; the leader (first server) runs `main`.
 
-use crate::engine::{Engine, Locality, RunOptions};
+use crate::engine::{Engine, Locality, Progress, RunOptions};
 use crate::layout::Layout;
 use crate::record::now_us;
 use crate::remote::ControlStats;
@@ -14,7 +14,7 @@ use locus_fs::{Client, ClientOptions, ClusterSpec, Placement};
 use locus_lang::ir::Program;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -22,7 +22,12 @@ use std::time::Duration;
 
 const GATHER_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What every rank of a run is told: the same for all ranks (each learns
+/// its own rank from the launcher's environment). Serialised by launchers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RankOptions {
+    /// The Swift script.
+    pub script: PathBuf,
     pub run_dir: PathBuf,
     pub servers: u32,
     /// The Locus file system of the run (a `locus fs up` directory).
@@ -40,6 +45,26 @@ pub struct RankOptions {
     pub args: Vec<String>,
     /// How long without progress (and no task running) means stuck.
     pub stall: Duration,
+}
+
+impl RankOptions {
+    /// A run of `script` in `run_dir` with one server and the defaults:
+    /// automatic locality, no retries, SOFT tasks wait 100 ms.
+    pub fn new(script: PathBuf, run_dir: PathBuf) -> RankOptions {
+        RankOptions {
+            script,
+            run_dir,
+            servers: 1,
+            fs_dir: None,
+            fs_remote: false,
+            placement: None,
+            locality: Locality::Auto,
+            retries: 0,
+            soft_wait: Duration::from_millis(100),
+            args: Vec::new(),
+            stall: Duration::from_millis(500),
+        }
+    }
 }
 
 /// What the leader writes to `RUN_DIR/run.json` for `locus report`.
@@ -77,11 +102,13 @@ fn listen_addr() -> Result<SocketAddr, String> {
 }
 
 /// Runs this process's rank to the end of the run. `program` is needed on
-/// servers only and compiled on demand.
+/// servers only and compiled on demand; the leader shows its progress on
+/// `progress`.
 pub fn run_rank(
     env: RankEnv,
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, String>,
+    progress: Option<Arc<dyn Progress>>,
 ) -> Result<(), String> {
     // One thread per rank: ranks are processes, one per core, and a single
     // thread spares the engine's futures cross-thread wake-ups.
@@ -89,7 +116,7 @@ pub fn run_rank(
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let result = rt.block_on(rank_main(env, opts, program));
+    let result = rt.block_on(rank_main(env, opts, program, progress));
     // Tasks left waiting on a failed run must not hold the process open.
     rt.shutdown_timeout(Duration::from_millis(100));
     result
@@ -99,6 +126,7 @@ async fn rank_main(
     env: RankEnv,
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, String>,
+    progress: Option<Arc<dyn Progress>>,
 ) -> Result<(), String> {
     let me = env.rank;
     if opts.servers == 0 || opts.servers >= env.size {
@@ -181,15 +209,7 @@ async fn rank_main(
         .await?;
     let leads = me == layout.leader();
     let start_us = now_us();
-    let progress = (leads && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} tasks ({per_sec})",
-        ) {
-            bar.set_style(style.progress_chars("=> "));
-        }
-        bar
-    });
+    let progress = progress.filter(|_| leads);
     let engine = Engine::new(
         program()?,
         RunOptions {
@@ -204,7 +224,7 @@ async fn rank_main(
             run_dir: opts.run_dir.clone(),
             out: Arc::new(Mutex::new(std::io::stdout())),
             stall: opts.stall,
-            progress: progress.clone(),
+            progress,
         },
     );
     engine.start();
@@ -214,9 +234,6 @@ async fn rank_main(
     let serve = tokio::spawn(serving);
     let result = engine.run().await;
     let end_us = now_us();
-    if let Some(p) = progress {
-        p.finish_and_clear();
-    }
     let control = engine.control_stats().await;
     dispatch.finish();
     let _ = serve.await;

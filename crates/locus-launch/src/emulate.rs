@@ -10,7 +10,7 @@
 //! that, even after a failed `up`.
 
 use anyhow::{bail, Context, Result};
-use locus_fs::launch::{self, Launch};
+use crate::daemons::{self, Daemons};
 use locus_fs::{ClusterSpec, NodeInfo, Placement};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -100,13 +100,35 @@ pub struct Emulation {
     pub host_cpus: Option<f64>,
 }
 
+impl Host {
+    /// Makes `cmd` start on this host: in its network namespace and cgroup.
+    pub fn enter(&self, cmd: &mut Command) -> std::io::Result<()> {
+        crate::netns::enter(cmd, &self.netns)?;
+        match &self.cgroup {
+            Some(cg) => crate::cgroup::join(cmd, cg),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Which file system a run on the emulation uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsMode {
     /// Locus: a daemon on every node, data where it was written.
     Local,
     /// Every byte and all metadata on the storage host, across its link.
     Central,
+}
+
+impl std::str::FromStr for FsMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<FsMode, String> {
+        match s {
+            "local" => Ok(FsMode::Local),
+            "central" => Ok(FsMode::Central),
+            _ => Err(format!("'{s}': expected local or central")),
+        }
+    }
 }
 
 pub struct UpOptions {
@@ -116,7 +138,7 @@ pub struct UpOptions {
     /// Limit each host (node or storage) to this many CPUs' worth of time,
     /// so idle hosts do not lend their cores to busy ones.
     pub host_cpus: Option<f64>,
-    pub launch: Launch,
+    pub daemons: Daemons,
 }
 
 /// Runs `ip`/`tc` with `args`; a failure carries the command and its stderr.
@@ -212,6 +234,18 @@ impl Emulation {
         })
     }
 
+    /// Where a run's ranks go on the cluster in `dir` using file system
+    /// `mode`: on the node hosts; that file system's directory; and whether
+    /// the workers use it over the network (the central store has no
+    /// daemon on any node).
+    pub fn run_on(&self, dir: &Path, mode: FsMode) -> (crate::ranks::On, PathBuf, bool) {
+        (
+            crate::ranks::On::Emulated(self.nodes.clone()),
+            Emulation::fs_dir(dir, mode),
+            mode == FsMode::Central,
+        )
+    }
+
     /// The nodes, then the storage host.
     pub fn hosts(&self) -> impl Iterator<Item = &Host> {
         self.nodes.iter().chain([&self.storage])
@@ -243,7 +277,7 @@ pub fn up(dir: &Path, o: &UpOptions) -> Result<Emulation> {
         netns: format!("locus-{id}-{name}"),
         cgroup: o
             .host_cpus
-            .map(|_| locus_fs::cgroup::path(&format!("locus-{id}-{name}"))),
+            .map(|_| crate::cgroup::path(&format!("locus-{id}-{name}"))),
         name,
         addr,
     };
@@ -259,14 +293,14 @@ pub fn up(dir: &Path, o: &UpOptions) -> Result<Emulation> {
         host_cpus: o.host_cpus,
     };
     e.save(dir)?;
-    if let Err(err) = build(dir, &e, &o.launch) {
+    if let Err(err) = build(dir, &e, &o.daemons) {
         let _ = down(dir);
         return Err(err);
     }
     Ok(e)
 }
 
-fn build(dir: &Path, e: &Emulation, launch: &Launch) -> Result<()> {
+fn build(dir: &Path, e: &Emulation, daemons: &Daemons) -> Result<()> {
     let br = e.bridge_netns.as_str();
     sh("ip", &["netns", "add", br])?;
     sh("ip", &["-n", br, "link", "add", "br0", "type", "bridge"])?;
@@ -277,24 +311,24 @@ fn build(dir: &Path, e: &Emulation, launch: &Launch) -> Result<()> {
     attach(e, &e.storage, "storage", e.storage_link)?;
     if let Some(cpus) = e.host_cpus {
         for cg in e.hosts().filter_map(|h| h.cgroup.as_deref()) {
-            locus_fs::cgroup::create(cg, cpus).context("limiting a host's CPU")?;
+            crate::cgroup::create(cg, cpus).context("limiting a host's CPU")?;
         }
     }
     let node = |id: usize, h: &Host, fs: &Path| NodeInfo {
         id: id as u32,
         name: h.name.clone(),
         addr: SocketAddr::from((h.addr, 0)),
-        dir: launch::node_dir(fs, id as u32),
+        dir: daemons::node_dir(fs, id as u32),
         netns: Some(h.netns.clone()),
         cgroup: h.cgroup.clone(),
     };
     let fs = Emulation::fs_dir(dir, FsMode::Local);
     let nodes = e.nodes.iter().enumerate().map(|(k, h)| node(k, h, &fs));
-    launch
+    daemons
         .create_nodes(&fs, nodes.collect(), Placement::Local)
         .context("starting the nodes' daemons")?;
     let central = Emulation::fs_dir(dir, FsMode::Central);
-    launch
+    daemons
         .create_nodes(
             &central,
             vec![node(0, &e.storage, &central)],
@@ -324,11 +358,11 @@ pub fn down(dir: &Path) -> Result<Removed> {
     for mode in [FsMode::Local, FsMode::Central] {
         let fs = Emulation::fs_dir(&dir, mode);
         if ClusterSpec::load(&fs).is_ok() {
-            removed.daemons += launch::stop(&fs, false)?;
+            removed.daemons += daemons::stop(&fs, false)?;
         }
     }
     for ns in e.namespaces() {
-        if !locus_fs::netns::path(ns).exists() {
+        if !crate::netns::path(ns).exists() {
             continue;
         }
         removed.processes += kill_all_in(ns);
@@ -336,7 +370,7 @@ pub fn down(dir: &Path) -> Result<Removed> {
         removed.namespaces += 1;
     }
     for cg in e.hosts().filter_map(|h| h.cgroup.as_deref()) {
-        locus_fs::cgroup::remove(cg).with_context(|| format!("removing {}", cg.display()))?;
+        crate::cgroup::remove(cg).with_context(|| format!("removing {}", cg.display()))?;
     }
     Ok(removed)
 }

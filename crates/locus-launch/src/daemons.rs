@@ -1,21 +1,28 @@
-//! Local clusters: N daemons on one machine, each emulating a node on its own
-//! loopback address (127.0.0.K+1) with its own directory under the cluster's.
-//! Used by `locus fs up|down` and by the benchmarks.
+//! Clusters whose node list Locus makes: N daemons on one machine, each
+//! emulating a node on its own loopback address (127.0.0.K+1) or on an
+//! emulated host, with its own directory under the cluster's. Used by
+//! `locus fs up|down`, emulated clusters, runs and the benchmarks. Also
+//! stopping any cluster, joined ones included.
 
-use crate::client::{Client, ClientOptions};
-use crate::cluster::{ClusterSpec, NodeInfo, CLUSTER_FILE, SECRET_FILE};
-use crate::meta::Durability;
-use crate::placement::Placement;
-use crate::ring::DEFAULT_VNODES;
+use crate::role::{self, Program};
+use locus_fs::cluster::{CLUSTER_FILE, SECRET_FILE};
+use locus_fs::ring::DEFAULT_VNODES;
+use locus_fs::{
+    Client, ClientOptions, ClusterSpec, Durability, Membership, NodeInfo, Placement, ServeConfig,
+};
 use locus_proto::auth::Secret;
 use locus_proto::fs::NodeId;
 use std::io;
 use std::net::SocketAddr;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The daemon's role file in its node directory.
+const ROLE_FILE: &str = "serve.json";
 const PID_FILE: &str = "daemon.pid";
 const ADDR_FILE: &str = "daemon.addr";
 const LOG_FILE: &str = "daemon.log";
@@ -25,10 +32,9 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 const STOP_ASK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How daemons are started.
-#[derive(Debug, Clone)]
-pub struct Launch {
-    /// The `locus` binary (its `fs serve` runs a daemon).
-    pub exe: PathBuf,
+#[derive(Clone)]
+pub struct Daemons {
+    pub program: Arc<dyn Program>,
     pub durability: Durability,
 }
 
@@ -51,11 +57,16 @@ pub fn running_pid(node_dir: &Path) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // A zombie (state Z after the command name) is not running.
     let state = stat.rsplit(')').next()?.split_whitespace().next()?;
-    let is_daemon = String::from_utf8_lossy(&cmdline).contains("serve") && state != "Z";
+    // Started on this node's role file: not a reused pid.
+    let role = node_dir.join(ROLE_FILE);
+    let is_daemon = cmdline
+        .split(|b| *b == 0)
+        .any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)) == role)
+        && state != "Z";
     is_daemon.then_some(pid)
 }
 
-impl Launch {
+impl Daemons {
     /// Starts the daemon of `node` on `listen` and waits until it serves;
     /// returns the address it bound.
     fn start(&self, node: &NodeInfo, listen: SocketAddr, secret: &Path) -> io::Result<SocketAddr> {
@@ -67,25 +78,25 @@ impl Launch {
     fn spawn(&self, node: &NodeInfo, listen: SocketAddr, secret: &Path) -> io::Result<Child> {
         let addr_file = node.dir.join(ADDR_FILE);
         let _ = std::fs::remove_file(&addr_file);
-        crate::private_dir::create(&node.dir)?;
+        locus_fs::private_dir::create(&node.dir)?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(node.dir.join(LOG_FILE))?;
-        let mut cmd = Command::new(&self.exe);
-        cmd.args(["fs", "serve", "--node"])
-            .arg(node.id.to_string())
-            .arg("--node-dir")
-            .arg(&node.dir)
-            .arg("--listen")
-            .arg(listen.to_string())
-            .arg("--secret")
-            .arg(secret)
-            .arg("--addr-file")
-            .arg(&addr_file)
-            .arg("--durability")
-            .arg(self.durability.to_string())
-            .stdin(Stdio::null())
+        let config = ServeConfig {
+            membership: Membership::Node {
+                node: node.id,
+                node_dir: node.dir.clone(),
+                secret: secret.to_path_buf(),
+            },
+            listen: Some(listen),
+            durability: self.durability,
+            addr_file: Some(addr_file),
+        };
+        let role_file = node.dir.join(ROLE_FILE);
+        role::write(&role_file, &config)?;
+        let mut cmd = self.program.command(&role_file);
+        cmd.stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
         if let Some(ns) = &node.netns {
@@ -135,7 +146,7 @@ impl Launch {
         nodes: Vec<NodeInfo>,
         placement: Placement,
     ) -> io::Result<ClusterSpec> {
-        crate::private_dir::create(dir)?;
+        locus_fs::private_dir::create(dir)?;
         if dir.join(CLUSTER_FILE).exists() {
             return Err(fail(format!(
                 "{}: a cluster already exists there",

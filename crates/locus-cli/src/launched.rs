@@ -1,0 +1,44 @@
+//! How this binary is started as a process Locus launches (`locus launched
+//! FILE`, hidden): the role file says what to be.
+
+use anyhow::{bail, Result};
+use locus_launch::{Launched, Program, Role};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+/// This binary, started on a role file.
+pub struct ThisBinary(PathBuf);
+
+impl Program for ThisBinary {
+    fn command(&self, role_file: &Path) -> Command {
+        let mut cmd = Command::new(&self.0);
+        cmd.arg("launched").arg(role_file);
+        cmd
+    }
+}
+
+/// The program every process Locus starts runs.
+pub fn program() -> Result<Arc<dyn Program>> {
+    use anyhow::Context;
+    let exe = std::env::current_exe().context("locating the locus binary")?;
+    Ok(Arc::new(ThisBinary(exe)))
+}
+
+#[derive(clap::Args)]
+pub struct LaunchedArgs {
+    /// The role file Locus wrote for this process.
+    file: PathBuf,
+}
+
+pub fn run(a: LaunchedArgs) -> Result<()> {
+    let l = Launched::load(&a.file)?;
+    match l.role.as_str() {
+        locus_fs::ServeConfig::NAME => Ok(locus_fs::serve(l.config()?)?),
+        locus_runtime::rank::RankOptions::NAME => crate::run::as_rank(l.config()?),
+        locus_bench::meta_cluster::ClientArgs::NAME => {
+            locus_bench::meta_cluster::client_main(l.config()?)
+        }
+        other => bail!("{}: unknown role '{other}'", a.file.display()),
+    }
+}

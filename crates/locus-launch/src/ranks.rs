@@ -1,0 +1,399 @@
+//! A run's ranks, started on this machine (each emulated node named by
+//! the launcher variables a site launcher would set), on emulated hosts (in
+//! their namespaces and cgroups), or through a site launcher on the hosts
+//! of a job; with a file system the run starts for itself unless it uses an
+//! existing one. Waits for the ranks, and stops what it started.
+
+use crate::daemons::{self, Daemons};
+use crate::emulate::Host;
+use crate::role::{self, Program};
+use crate::site::{self, Deploy, Shape, Site};
+use locus_fs::{ClusterSpec, Durability, Placement};
+use locus_runtime::layout::Layout;
+use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
+use locus_runtime::record::{now_us, records_dir};
+use locus_runtime::rendezvous::ranks_dir;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The ranks' role file in the run directory.
+const ROLE_FILE: &str = "rank.json";
+
+/// How long the other ranks get to stop on their own once the leader is
+/// done or a rank failed; and a site launcher to stop its ranks.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Where the ranks run.
+#[derive(Clone)]
+pub enum On {
+    /// This machine, emulating this many nodes by name (one file-system
+    /// daemon each, unless the run uses an existing file system).
+    This { nodes: u32 },
+    /// Emulated hosts, with their file system (`RankOptions::fs_dir`).
+    Emulated(Vec<Host>),
+    /// The hosts of a job, through the site's launcher, over this many
+    /// hosts (else the launcher's choice).
+    Site { site: Site, hosts: Option<u32> },
+}
+
+/// A run to start.
+pub struct RankLaunch {
+    pub program: Arc<dyn Program>,
+    /// Ranks in all.
+    pub size: u32,
+    pub on: On,
+    /// What every rank is told; without `fs_dir` the run starts a file
+    /// system in `RUN_DIR/fs` and stops it at the end.
+    pub rank: RankOptions,
+    /// Leave the file system the run started running when it ends (for
+    /// inspection and later runs: `--fs RUN_DIR/fs`).
+    pub keep_fs: bool,
+    /// Where the ranks' output goes, if not to this process's.
+    pub log: Option<PathBuf>,
+}
+
+/// Runs all ranks; returns the exit code of the run. After a run that
+/// succeeded, `after` gets the file system's directory while it still
+/// serves (to stage results out).
+pub fn launch_ranks(
+    r: &RankLaunch,
+    after: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<i32, String> {
+    let (size, servers) = (r.size, r.rank.servers);
+    if servers == 0 || servers >= size {
+        return Err(format!(
+            "-n {size} cannot hold {servers} server(s) and at least one worker"
+        ));
+    }
+    let run_dir = &r.rank.run_dir;
+    let dir_err = |e: std::io::Error| format!("run directory {}: {e}", run_dir.display());
+    claim_run_dir(run_dir).map_err(dir_err)?;
+    for stale in [ranks_dir(run_dir), records_dir(run_dir)] {
+        if stale.exists() {
+            std::fs::remove_dir_all(&stale).map_err(dir_err)?;
+        }
+    }
+    match std::fs::remove_file(summary_path(run_dir)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(dir_err(e)),
+        _ => {}
+    }
+    if matches!(r.on, On::Emulated(_)) && r.rank.fs_dir.is_none() {
+        return Err("ranks on emulated hosts need the hosts' file system".into());
+    }
+    let own_fs = r.rank.fs_dir.is_none();
+    let fs_dir = r.rank.fs_dir.clone().unwrap_or_else(|| run_dir.join("fs"));
+    if own_fs && fs_dir.exists() {
+        // An earlier run's, possibly kept running (--keep-fs).
+        let _ = daemons::stop(&fs_dir, false);
+        std::fs::remove_dir_all(&fs_dir).map_err(dir_err)?;
+    }
+    let mut rank = r.rank.clone();
+    rank.fs_dir = Some(fs_dir.clone());
+    let role_file = run_dir.join(ROLE_FILE);
+    let result = match &r.on {
+        On::Site { site, hosts } => {
+            if own_fs {
+                site::deploy(
+                    r.program.as_ref(),
+                    Deploy {
+                        dir: &fs_dir,
+                        site: site.clone(),
+                        hosts: *hosts,
+                        store: None,
+                        durability: Durability::Group,
+                    },
+                )
+                .map_err(|e| format!("starting the run's file system: {e:#}"))?;
+            }
+            role::write(&role_file, &rank).map_err(dir_err)?;
+            run_site(r, site, *hosts, &role_file)
+        }
+        On::This { nodes } => {
+            let spec = if own_fs {
+                Daemons {
+                    program: r.program.clone(),
+                    durability: Durability::Group,
+                }
+                .create(&fs_dir, *nodes, Placement::Local)
+                .map_err(|e| format!("starting the run's file system: {e}"))?
+            } else {
+                ClusterSpec::load(&fs_dir).map_err(|e| e.to_string())?
+            };
+            let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
+            role::write(&role_file, &rank).map_err(dir_err)?;
+            run_here(r, &role_file, &Layout::emulated_names(size, servers, &names), &[])
+        }
+        On::Emulated(hosts) => {
+            let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
+            role::write(&role_file, &rank).map_err(dir_err)?;
+            run_here(
+                r,
+                &role_file,
+                &Layout::emulated_names(size, servers, &names),
+                hosts,
+            )
+        }
+    };
+    let result = match result {
+        Ok(0) => after(&fs_dir).map(|()| 0),
+        other => other,
+    };
+    if own_fs && !r.keep_fs {
+        // Node-local stores of a job's hosts are not left behind; the
+        // local one stays in the run directory.
+        let purge = matches!(r.on, On::Site { .. });
+        let _ = daemons::stop(&fs_dir, purge);
+    }
+    result
+}
+
+/// Marks a directory as a run directory: what a run replaces in it on reuse
+/// (`fs`, `ranks`, `records`) is only ever its own.
+const RUN_MARKER: &str = "locus-run";
+
+/// Makes `dir` this run's directory: a new or empty directory (made private),
+/// or an earlier run's; anything else is refused rather than overwritten.
+fn claim_run_dir(dir: &Path) -> std::io::Result<()> {
+    let fresh = match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+        Err(e) => return Err(e),
+    };
+    locus_fs::private_dir::create(dir)?;
+    if fresh {
+        return std::fs::write(dir.join(RUN_MARKER), "");
+    }
+    if !dir.join(RUN_MARKER).exists() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            "not empty and not a Locus run directory; refusing to use it (a run replaces \
+             fs/, ranks/ and records/ in its directory): give a new directory",
+        ));
+    }
+    Ok(())
+}
+
+/// Where a rank's stdout and stderr go.
+fn output(r: &RankLaunch) -> std::io::Result<(Stdio, Stdio)> {
+    match &r.log {
+        Some(f) => {
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(f)?;
+            Ok((log.try_clone()?.into(), log.into()))
+        }
+        None => Ok((Stdio::inherit(), Stdio::inherit())),
+    }
+}
+
+/// Starts every rank on this machine, rank K as node `nodes[K]` (in that
+/// host's namespace and cgroup when it is one of `hosts`).
+fn run_here(
+    r: &RankLaunch,
+    role_file: &Path,
+    nodes: &[String],
+    hosts: &[Host],
+) -> Result<i32, String> {
+    let start_us = now_us();
+    let mut children: Vec<(u32, Child)> = Vec::new();
+    for (rank, node) in nodes.iter().enumerate() {
+        let mut cmd = r.program.command(role_file);
+        if let Some(h) = hosts.iter().find(|h| &h.name == node) {
+            if let Err(e) = h.enter(&mut cmd) {
+                stop_all(&mut children);
+                return Err(format!("cannot start rank {rank} on {node}: {e}"));
+            }
+            cmd.env(
+                "LOCUS_LISTEN",
+                std::net::SocketAddr::new(h.addr.into(), 0).to_string(),
+            );
+        }
+        let spawned = output(r).and_then(|(out, err)| {
+            cmd.env("LOCUS_RANK", rank.to_string())
+                .env("LOCUS_SIZE", r.size.to_string())
+                .env("LOCUS_NODE", node)
+                // Each rank leads a process group its apps inherit, so
+                // stopping a rank stops what it started.
+                .process_group(0)
+                .stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err)
+                .spawn()
+        });
+        match spawned {
+            Ok(c) => children.push((rank as u32, c)),
+            Err(e) => {
+                stop_all(&mut children);
+                return Err(format!("cannot start rank {rank}: {e}"));
+            }
+        }
+    }
+    let leader = r.size - r.rank.servers;
+    let mut codes: Vec<Option<i32>> = vec![None; children.len()];
+    let mut ended_at: Option<Instant> = None;
+    let mut killed = None;
+    let interrupted = on_interrupt();
+    loop {
+        for (rank, child) in &mut children {
+            if codes[*rank as usize].is_none() {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
+                    codes[*rank as usize] = Some(code);
+                    if let Some(sig) = status.signal() {
+                        // It could not say why itself.
+                        let why = format!(
+                            "rank {rank} ({}) on {} was killed by signal {sig}",
+                            role(*rank, leader),
+                            nodes[*rank as usize]
+                        );
+                        eprintln!("locus: {why}");
+                        killed.get_or_insert(why);
+                    }
+                    if code != 0 || *rank == leader {
+                        ended_at.get_or_insert_with(Instant::now);
+                    }
+                }
+            }
+        }
+        if codes.iter().all(Option::is_some) {
+            break;
+        }
+        if interrupted.load(Ordering::Relaxed) {
+            let why = "the run was interrupted (SIGINT or SIGTERM)".to_string();
+            eprintln!("locus: {why}; stopping it");
+            stop_all(&mut children);
+            killed = Some(why);
+            codes[leader as usize] = Some(130);
+            // What a rank saw while being stopped is not the story.
+            let _ = std::fs::remove_file(summary_path(&r.rank.run_dir));
+            break;
+        }
+        if ended_at.is_some_and(|t| t.elapsed() > STOP_GRACE) {
+            stop_all(&mut children);
+            for (rank, child) in &mut children {
+                if codes[*rank as usize].is_none() {
+                    codes[*rank as usize] = Some(child.wait().map_or(1, |s| s.code().unwrap_or(1)));
+                }
+            }
+            break;
+        }
+        // Each pass asks every rank: keep that under ~5% of a core.
+        std::thread::sleep(Duration::from_micros(2_000.max(20 * children.len() as u64)));
+    }
+    let leader_code = codes[leader as usize].unwrap_or(1);
+    let code = if leader_code != 0 {
+        leader_code
+    } else {
+        codes
+            .iter()
+            .flatten()
+            .copied()
+            .find(|c| *c != 0)
+            .unwrap_or(0)
+    };
+    if code != 0 {
+        // Apps of a failed run must not go on writing.
+        stop_all(&mut children);
+    }
+    let summary = summary_path(&r.rank.run_dir);
+    if let (Some(why), false) = (killed, summary.exists()) {
+        // The leader did not live to write the run's summary.
+        let written = Layout::from_names(r.rank.servers, nodes).map(|layout| RunSummary {
+            layout,
+            start_us,
+            end_us: now_us(),
+            error: Some(why),
+            control: Vec::new(),
+            diskless_hosts: Vec::new(),
+        });
+        if let Ok(s) = written {
+            let _ = serde_json::to_vec_pretty(&s).map(|b| std::fs::write(&summary, b));
+        }
+    }
+    Ok(code)
+}
+
+/// Starts the ranks through the site's launcher and waits for it. An
+/// interrupted run asks the launcher to stop them (it forwards the signal
+/// to every rank on every host), then kills it after a grace period.
+fn run_site(
+    r: &RankLaunch,
+    site: &Site,
+    hosts: Option<u32>,
+    role_file: &Path,
+) -> Result<i32, String> {
+    let mut cmd = site.command(Shape::Tasks(r.size, hosts), &r.program.command(role_file));
+    let (out, err) = output(r).map_err(|e| e.to_string())?;
+    let mut launcher = cmd
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", site.program().display()))?;
+    let interrupted = on_interrupt();
+    loop {
+        if let Some(status) = launcher.try_wait().map_err(|e| e.to_string())? {
+            return Ok(status
+                .code()
+                .unwrap_or(128 + status.signal().unwrap_or(9)));
+        }
+        if interrupted.load(Ordering::Relaxed) {
+            eprintln!("locus: the run was interrupted (SIGINT or SIGTERM); stopping it");
+            let pid = launcher.id() as i32;
+            // SAFETY: signals to the launcher we started, then its group.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            let deadline = Instant::now() + STOP_GRACE;
+            while Instant::now() < deadline && matches!(launcher.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            unsafe { libc::killpg(pid, libc::SIGKILL) };
+            let _ = launcher.wait();
+            return Ok(130);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn role(rank: u32, leader: u32) -> &'static str {
+    match rank {
+        r if r == leader => "the leading server",
+        r if r > leader => "a server",
+        _ => "a worker",
+    }
+}
+
+/// Stops every rank's process group: the rank, if still running, and the
+/// apps it started (they are ours: we spawned the ranks).
+fn stop_all(children: &mut [(u32, Child)]) {
+    // All at once: a rank that sees another go first would report that.
+    for (_, c) in children.iter() {
+        // SAFETY: a signal to the process group our child leads.
+        unsafe { libc::killpg(c.id() as i32, libc::SIGKILL) };
+    }
+    for (_, c) in children.iter_mut() {
+        let _ = c.wait();
+    }
+}
+
+/// A flag raised by SIGINT or SIGTERM, so that an interrupted `locus run`
+/// stops its ranks (in process groups of their own, the terminal's signal
+/// does not reach them) and the file system it started.
+fn on_interrupt() -> &'static AtomicBool {
+    static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+    extern "C" fn raise(_: libc::c_int) {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+    let handler = raise as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only stores to an atomic (async-signal-safe).
+    unsafe {
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    &INTERRUPTED
+}

@@ -1,0 +1,242 @@
+//! A site's launcher (`srun`, `mpiexec`) starting Locus's processes on the
+//! hosts of a job: one file-system daemon per host (`deploy`, returning
+//! once they formed the cluster), or a run's ranks. The launcher keeps
+//! running with what it started; `locus fs down` stops the daemons, and
+//! with them their launcher.
+
+use crate::role::{self, Program};
+use anyhow::{bail, Context, Result};
+use locus_fs::cluster::CLUSTER_FILE;
+use locus_fs::{ClusterSpec, Durability, JoinConfig, Membership, ServeConfig};
+use serde::{Deserialize, Serialize};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long the daemons get to start and find each other.
+const FORM_TIMEOUT: Duration = Duration::from_secs(120);
+const LOG_FILE: &str = "launcher.log";
+/// The daemons' role file, in the cluster's (shared) directory.
+const ROLE_FILE: &str = "serve.json";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SiteLauncher {
+    /// Slurm's `srun`.
+    Srun,
+    /// An MPI launcher (`mpiexec`, e.g. MPICH's Hydra).
+    Mpiexec,
+}
+
+impl std::str::FromStr for SiteLauncher {
+    type Err = String;
+    fn from_str(s: &str) -> Result<SiteLauncher, String> {
+        match s {
+            "srun" => Ok(SiteLauncher::Srun),
+            "mpiexec" => Ok(SiteLauncher::Mpiexec),
+            _ => Err(format!("'{s}': expected srun or mpiexec")),
+        }
+    }
+}
+
+/// A launcher as a user would call it.
+#[derive(Clone, Debug)]
+pub struct Site {
+    pub launcher: SiteLauncher,
+    /// The launcher program, if not `srun`/`mpiexec` on the PATH.
+    pub program: Option<PathBuf>,
+    /// Passed to the launcher before the command (e.g. `-hosts a,b`).
+    pub args: Vec<String>,
+}
+
+/// How many processes where.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape {
+    /// One on each of this many hosts.
+    PerHost(u32),
+    /// This many in all, over this many hosts if given (else the
+    /// launcher's choice: the allocation's, the host list's).
+    Tasks(u32, Option<u32>),
+}
+
+impl Site {
+    pub fn program(&self) -> PathBuf {
+        self.program.clone().unwrap_or_else(|| {
+            match self.launcher {
+                SiteLauncher::Srun => "srun",
+                SiteLauncher::Mpiexec => "mpiexec",
+            }
+            .into()
+        })
+    }
+
+    /// The launcher starting `inner` in `shape`.
+    pub fn command(&self, shape: Shape, inner: &Command) -> Command {
+        let shape: Vec<String> = match (self.launcher, shape) {
+            // --overlap: the job's later steps (its ranks) share the CPUs
+            // with the daemons.
+            (SiteLauncher::Srun, Shape::PerHost(h)) => vec![
+                format!("--nodes={h}"),
+                "--ntasks-per-node=1".into(),
+                "--overlap".into(),
+            ],
+            (SiteLauncher::Srun, Shape::Tasks(n, hosts)) => {
+                let mut v = vec![format!("--ntasks={n}")];
+                v.extend(hosts.map(|h| format!("--nodes={h}")));
+                v
+            }
+            (SiteLauncher::Mpiexec, Shape::PerHost(h)) => {
+                vec!["-ppn".into(), "1".into(), "-n".into(), h.to_string()]
+            }
+            (SiteLauncher::Mpiexec, Shape::Tasks(n, hosts)) => {
+                let mut v = vec!["-n".into(), n.to_string()];
+                if let Some(h) = hosts {
+                    v.extend(["-ppn".into(), n.div_ceil(h.max(1)).to_string()]);
+                }
+                v
+            }
+        };
+        let mut cmd = Command::new(self.program());
+        cmd.args(shape)
+            .args(&self.args)
+            .arg(inner.get_program())
+            .args(inner.get_args());
+        for (k, v) in inner.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd
+    }
+
+    /// How many hosts the job has, when the launcher's environment says.
+    fn hosts_from_env(&self) -> Option<u32> {
+        match self.launcher {
+            SiteLauncher::Srun => locus_fs::join::expected_from_env(),
+            SiteLauncher::Mpiexec => None,
+        }
+    }
+}
+
+/// What `locus fs up --launcher` was asked for.
+pub struct Deploy<'a> {
+    pub dir: &'a Path,
+    pub site: Site,
+    /// Hosts (daemons) to start: required for mpiexec; srun defaults to the
+    /// allocation's node count.
+    pub hosts: Option<u32>,
+    /// Node-local storage on every host.
+    pub store: Option<PathBuf>,
+    pub durability: Durability,
+}
+
+/// Starts one daemon per host through the launcher and waits until they
+/// formed the cluster in `dir`.
+pub fn deploy(program: &dyn Program, d: Deploy) -> Result<ClusterSpec> {
+    if d.dir.join(CLUSTER_FILE).exists() {
+        bail!("{}: a cluster already exists there", d.dir.display());
+    }
+    locus_fs::private_dir::create(d.dir)?;
+    let hosts = match (d.hosts, d.site.launcher) {
+        (Some(n), _) => n,
+        (None, SiteLauncher::Srun) => d
+            .site
+            .hosts_from_env()
+            .context("srun outside an allocation: give --nodes N (or run inside salloc/sbatch)")?,
+        (None, SiteLauncher::Mpiexec) => bail!("with --launcher mpiexec, give --nodes N"),
+    };
+    // One role file for all: each daemon finds its own name and address.
+    let role_file = d.dir.join(ROLE_FILE);
+    let config = ServeConfig {
+        membership: Membership::Join(JoinConfig {
+            dir: d.dir.to_path_buf(),
+            expect: Some(hosts),
+            store: d.store.clone(),
+            name: None,
+            advertise: None,
+        }),
+        listen: None,
+        durability: d.durability,
+        addr_file: None,
+    };
+    role::write(&role_file, &config)?;
+    let log = std::fs::File::create(d.dir.join(LOG_FILE))?;
+    let mut cmd = d
+        .site
+        .command(Shape::PerHost(hosts), &program.command(&role_file));
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        // A process group of its own: a Ctrl-C meant for this command does
+        // not reach the daemons, which outlive it.
+        .process_group(0);
+    let launcher_program = d.site.program();
+    let mut launcher = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", launcher_program.display()))?;
+    let started = Instant::now();
+    loop {
+        if let Ok(spec) = ClusterSpec::load(d.dir) {
+            return Ok(spec);
+        }
+        if let Some(status) = launcher.try_wait()? {
+            let log = std::fs::read_to_string(d.dir.join(LOG_FILE)).unwrap_or_default();
+            let last = log.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+            bail!(
+                "{} exited ({status}) before the cluster formed: {last}",
+                launcher_program.display()
+            );
+        }
+        if started.elapsed() > FORM_TIMEOUT {
+            let _ = launcher.kill();
+            bail!(
+                "the daemons did not form a cluster in {} within {FORM_TIMEOUT:?} (see {})",
+                d.dir.display(),
+                d.dir.join(LOG_FILE).display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(c: &Command) -> Vec<String> {
+        std::iter::once(c.get_program())
+            .chain(c.get_args())
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn launchers_get_their_own_shape_flags_before_the_command() {
+        let mut inner = Command::new("/bin/locus");
+        inner.args(["launched", "/d/rank.json"]);
+        let srun = Site {
+            launcher: SiteLauncher::Srun,
+            program: None,
+            args: vec!["--mpi=none".into()],
+        };
+        assert_eq!(
+            words(&srun.command(Shape::Tasks(8, Some(2)), &inner)),
+            ["srun", "--ntasks=8", "--nodes=2", "--mpi=none", "/bin/locus", "launched", "/d/rank.json"]
+        );
+        let mpi = Site {
+            launcher: SiteLauncher::Mpiexec,
+            program: Some("/usr/bin/mpiexec.mpich".into()),
+            args: vec!["-hosts".into(), "a,b,c".into()],
+        };
+        assert_eq!(
+            words(&mpi.command(Shape::PerHost(3), &inner))[..5],
+            ["/usr/bin/mpiexec.mpich", "-ppn", "1", "-n", "3"]
+        );
+        assert_eq!(
+            words(&mpi.command(Shape::Tasks(7, Some(3)), &inner))[..5],
+            ["/usr/bin/mpiexec.mpich", "-n", "7", "-ppn", "3"]
+        );
+    }
+}
