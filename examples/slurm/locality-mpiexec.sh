@@ -21,7 +21,7 @@ trap '"$locus" fs down --dir "$fs" --purge' EXIT
 if [ -d "${INPUTS:-inputs}" ]; then
     "$locus" fs put -r --placement round-robin --dir "$fs" "${INPUTS:-inputs}" /locus/inputs
 fi
-"$mpiexec" "${extra[@]}" -hosts "$hosts" -ppn 2 -n $((2 * n)) \
-    "$locus" run --run-dir "$work/run" --fs "$fs" "$script"
-"$locus" fs get -r --dir "$fs" /locus/output "$work/results"
+"$locus" run --launcher mpiexec --launcher-program "$mpiexec" "${launcher_args[@]}" \
+    -n $((2 * n)) --nodes "$n" --run-dir "$work/run" --fs "$fs" \
+    --stage-out /locus/output "$work/results" "$script"
 "$locus" report "$work/run"

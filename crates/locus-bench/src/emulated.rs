@@ -4,19 +4,18 @@
 //! figures are compared with (link bandwidth, dd on the host).
 
 use anyhow::{bail, Context, Result};
+use locus_fs::Placement;
 use locus_launch::emulate::{self, Emulation, FsMode, Rate, UpOptions};
 use locus_launch::{launch_ranks, Daemons, Program, RankLaunch};
-use locus_fs::Placement;
-use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
+use locus_runtime::rank::RankOptions;
+use locus_runtime::report::RunView;
 use locus_runtime::Locality;
-use locus_runtime::record::{self, TaskRecord};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// An emulated cluster for one benchmark step, removed on drop unless it
@@ -176,107 +175,12 @@ impl Config {
     }
 }
 
-/// A task as the report draws it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Span {
-    pub func: String,
-    pub rank: u32,
-    /// Seconds from the run's start.
-    pub start: f64,
-    pub end: f64,
-    pub stage: f64,
-    pub commit: f64,
-    pub local_bytes: u64,
-    pub remote_bytes: u64,
-    pub written_bytes: u64,
-}
-
 /// What one configuration's run did.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Outcome {
     pub config: Config,
-    /// Seconds from the engine's start to its end.
-    pub seconds: f64,
-    /// Worker ranks and their nodes.
-    pub workers: Vec<(u32, String)>,
-    pub spans: Vec<Span>,
-    /// SOFT tasks that ran off their target.
-    pub spilled: usize,
-}
-
-impl Outcome {
-    pub fn tasks<'a>(&'a self, func: &'a str) -> impl Iterator<Item = &'a Span> + 'a {
-        self.spans.iter().filter(move |s| s.func == func)
-    }
-
-    /// Seconds from the first start to the last end of `func`'s tasks.
-    pub fn phase_seconds(&self, func: &str) -> f64 {
-        let (mut lo, mut hi) = (f64::MAX, 0.0f64);
-        for s in self.tasks(func) {
-            lo = lo.min(s.start);
-            hi = hi.max(s.end);
-        }
-        (hi - lo).max(0.0)
-    }
-
-    /// Mean of `f` over `func`'s tasks (0 when there are none).
-    pub fn mean(&self, func: &str, f: impl Fn(&Span) -> f64) -> f64 {
-        let (sum, n) = self
-            .tasks(func)
-            .fold((0.0, 0usize), |(s, n), t| (s + f(t), n + 1));
-        sum / n.max(1) as f64
-    }
-
-    /// Average over `func`'s tasks of bytes moved per second of the task.
-    pub fn per_task_rate(&self, func: &str, bytes: impl Fn(&Span) -> u64) -> f64 {
-        let rates: Vec<f64> = self
-            .tasks(func)
-            .filter(|s| s.end > s.start)
-            .map(|s| bytes(s) as f64 / (s.end - s.start))
-            .collect();
-        rates.iter().sum::<f64>() / rates.len().max(1) as f64
-    }
-
-    /// Input bytes that `func`'s tasks (all tasks: `None`) found on their
-    /// node, and fetched.
-    pub fn input_bytes(&self, func: Option<&str>) -> (u64, u64) {
-        self.spans
-            .iter()
-            .filter(|t| func.is_none_or(|f| t.func == f))
-            .fold((0, 0), |(l, r), t| (l + t.local_bytes, r + t.remote_bytes))
-    }
-
-    /// Share of all worker time spent idle between the run's start and end.
-    pub fn idle_share(&self) -> f64 {
-        let busy: f64 = self.spans.iter().map(|s| s.end - s.start).sum();
-        let total = self.seconds * self.workers.len() as f64;
-        if total <= 0.0 {
-            return 0.0;
-        }
-        (1.0 - busy / total).max(0.0)
-    }
-
-    /// Input bytes of `func`'s tasks per node that ran them: (read locally,
-    /// fetched from other nodes).
-    pub fn bytes_in(&self, func: &str) -> BTreeMap<String, (u64, u64)> {
-        let node_of: BTreeMap<u32, &str> =
-            self.workers.iter().map(|(r, n)| (*r, n.as_str())).collect();
-        let mut per = BTreeMap::<String, (u64, u64)>::new();
-        for s in self.tasks(func) {
-            let node = node_of.get(&s.rank).copied().unwrap_or("?");
-            let e = per.entry(node.to_string()).or_default();
-            (e.0, e.1) = (e.0 + s.local_bytes, e.1 + s.remote_bytes);
-        }
-        per
-    }
-
-    /// The number of nodes with workers.
-    pub fn nodes(&self) -> usize {
-        let mut names: Vec<&str> = self.workers.iter().map(|(_, n)| n.as_str()).collect();
-        names.sort();
-        names.dedup();
-        names.len()
-    }
+    #[serde(flatten)]
+    pub run: RunView,
 }
 
 /// Runs `script` (its text) on `cluster` in configuration `c` with
@@ -332,45 +236,8 @@ pub fn run_config(
 
 /// What the finished run in `run_dir` did, as configuration `config`.
 pub fn outcome(run_dir: &Path, config: Config) -> Result<Outcome> {
-    let path = summary_path(run_dir);
-    let text = std::fs::read(&path).with_context(|| {
-        format!(
-            "{} (is {} a finished run's directory?)",
-            path.display(),
-            run_dir.display()
-        )
-    })?;
-    let summary: RunSummary = serde_json::from_slice(&text)?;
-    let tasks = record::load(run_dir)?;
-    let report = locus_runtime::report::Report {
-        run: summary.clone(),
-        tasks: tasks.clone(),
-    };
-    let t0 = summary.start_us;
-    let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
-    let layout = &summary.layout;
-    Ok(Outcome {
-        config,
-        seconds: summary.end_us.saturating_sub(t0) as f64 / 1e6,
-        workers: (0..layout.workers())
-            .map(|r| (r, layout.node_name(r).to_string()))
-            .collect(),
-        spans: tasks
-            .iter()
-            .map(|t: &TaskRecord| Span {
-                func: t.func.clone(),
-                rank: t.rank,
-                start: secs(t.start_us),
-                end: secs(t.end_us),
-                stage: t.stage_us as f64 / 1e6,
-                commit: t.commit_us as f64 / 1e6,
-                local_bytes: t.local_bytes,
-                remote_bytes: t.remote_bytes,
-                written_bytes: t.written_bytes,
-            })
-            .collect(),
-        spilled: report.spilled(),
-    })
+    let run = RunView::load(run_dir).map_err(anyhow::Error::msg)?;
+    Ok(Outcome { config, run })
 }
 
 /// Runs every configuration on `cluster`, each with `args` and its own

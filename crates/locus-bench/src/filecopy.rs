@@ -87,8 +87,9 @@ const MB: f64 = 1e6;
 /// unevenly, as hashing does, raises the bound: that node's work is the
 /// phase's floor however well the readers run.)
 pub fn read_bound(o: &Outcome, b: &Baselines) -> f64 {
-    let per_node_dd = b.dd_read / o.nodes().max(1) as f64;
-    o.bytes_in("read_task")
+    let per_node_dd = b.dd_read / o.run.nodes().max(1) as f64;
+    o.run
+        .bytes_in("read_task")
         .into_values()
         .map(|(local, remote)| (local + remote) as f64 / per_node_dd + remote as f64 / b.link)
         .fold(0.0, f64::max)
@@ -189,24 +190,27 @@ fn print_step(s: &Step) {
     let central = s.outcomes.iter().find(|o| o.config.central);
     let total = 2.0 * s.files as f64 * s.size as f64;
     for o in &s.outcomes {
-        let write = o.per_task_rate("write_task", |t| t.written_bytes) / MB;
-        let read = o.per_task_rate("read_task", |t| t.local_bytes + t.remote_bytes) / MB;
-        let (local, remote) = o.input_bytes(Some("read_task"));
+        let write = o.run.per_task_rate("write_task", |t| t.written_bytes) / MB;
+        let read = o
+            .run
+            .per_task_rate("read_task", |t| t.local_bytes + t.remote_bytes)
+            / MB;
+        let (local, remote) = o.run.input_bytes(Some("read_task"));
         let all = local + remote;
         let bound = if o.config.central {
             f64::NAN
         } else {
-            read_bound(o, b) / o.phase_seconds("read_task")
+            read_bound(o, b) / o.run.phase_seconds("read_task")
         };
-        let speedup = central.map_or(f64::NAN, |c| c.seconds / o.seconds);
+        let speedup = central.map_or(f64::NAN, |c| c.run.seconds / o.run.seconds);
         println!(
             "{:<28} {:>10.1} {:>10.1} {:>12.1} {:>7.0}% {:>6.1}% {:>10.2} {:>8.2}",
             o.config.name,
             write,
             read,
-            total / o.seconds / MB,
+            total / o.run.seconds / MB,
             100.0 * remote as f64 / all.max(1) as f64,
-            100.0 * o.idle_share(),
+            100.0 * o.run.idle_share(),
             bound,
             speedup
         );
@@ -216,7 +220,7 @@ fn print_step(s: &Step) {
         .iter()
         .find(|o| o.config.name == "DP-def TP-loc-ag")
     {
-        let (local, remote) = ag.input_bytes(Some("read_task"));
+        let (local, remote) = ag.run.input_bytes(Some("read_task"));
         let all = local + remote;
         println!(
             "locality-agnostic reads fetched {:.0}% of their bytes; a reader placed at random lands away from its file {:.0}% of the time",
@@ -231,7 +235,7 @@ fn print_step(s: &Step) {
         .collect();
     let worst = aware
         .iter()
-        .map(|o| read_bound(o, b) / o.phase_seconds("read_task"))
+        .map(|o| read_bound(o, b) / o.run.phase_seconds("read_task"))
         .fold(f64::MAX, f64::min);
     target(
         &format!(
@@ -245,7 +249,7 @@ fn print_step(s: &Step) {
             .outcomes
             .iter()
             .filter(|o| !o.config.central)
-            .map(|o| c.seconds / o.seconds)
+            .map(|o| c.run.seconds / o.run.seconds)
             .fold(0.0, f64::max);
         let ratio = s.nodes as f64 * b.link / b.storage_link;
         target(

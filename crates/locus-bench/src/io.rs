@@ -6,8 +6,8 @@
 
 use crate::report::{header, median, row_precise, target};
 use crate::workspace::{default_root, Workspace};
-use locus_launch::Daemons;
 use locus_fs::Client;
+use locus_launch::Daemons;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::Command;

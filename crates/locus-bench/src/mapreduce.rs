@@ -56,7 +56,7 @@ fn configs() -> Vec<Config> {
 
 /// Average seconds per task of `func`.
 pub fn phase_avg(o: &Outcome, func: &str) -> f64 {
-    o.mean(func, |t| t.end - t.start)
+    o.run.mean(func, |t| t.end - t.start)
 }
 
 pub fn run(o: MapreduceOpts) -> Result<()> {
@@ -108,19 +108,19 @@ fn print_results(r: &Results) {
     );
     let central = r.outcomes.iter().find(|o| o.config.central);
     for o in &r.outcomes {
-        let (local, fetched) = o.input_bytes(None);
+        let (local, fetched) = o.run.input_bytes(None);
         let p: Vec<f64> = PHASES.iter().map(|f| phase_avg(o, f)).collect();
         println!(
             "{:<20} {:>9.2} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>6.1}% {:>7.0}% {:>10.2}",
             o.config.name,
-            o.seconds,
+            o.run.seconds,
             p[0],
             p[1],
             p[2],
             p[3],
-            100.0 * (1.0 - o.idle_share()),
+            100.0 * (1.0 - o.run.idle_share()),
             100.0 * fetched as f64 / (local + fetched).max(1) as f64,
-            central.map_or(f64::NAN, |c| c.seconds / o.seconds)
+            central.map_or(f64::NAN, |c| c.run.seconds / o.run.seconds)
         );
     }
     if let Some(inf) = r
@@ -128,7 +128,7 @@ fn print_results(r: &Results) {
         .iter()
         .find(|o| o.config.name == "DP-inf HARD NODE")
     {
-        let busy = 1.0 - inf.idle_share();
+        let busy = 1.0 - inf.run.idle_share();
         target(
             &format!(
                 "informed placement with HARD NODE keeps workers ≥ 90% busy ({:.1}%)",

@@ -6,8 +6,8 @@
 
 use crate::report::{header, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
-use locus_launch::Daemons;
 use locus_fs::Client;
+use locus_launch::Daemons;
 use locus_proto::FsResult;
 use std::future::Future;
 use std::path::{Path, PathBuf};

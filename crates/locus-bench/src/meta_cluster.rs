@@ -260,7 +260,13 @@ pub fn run(o: MetaClusterOpts) -> Result<()> {
             cluster.emulation.nodes.len()
         );
         for central in [false, true] {
-            let points = measure(o.cluster.daemons.program.as_ref(), &cluster, &work, central, &o)?;
+            let points = measure(
+                o.cluster.daemons.program.as_ref(),
+                &cluster,
+                &work,
+                central,
+                &o,
+            )?;
             results.points.extend(points);
         }
     }

@@ -59,7 +59,10 @@ fn timed_run(
     };
     let code = launch_ranks(&run, |_| Ok(())).map_err(anyhow::Error::msg)?;
     if code != 0 {
-        bail!("{name}: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        bail!(
+            "{name}: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
     }
     let s: RunSummary = serde_json::from_slice(&std::fs::read(summary_path(&run_dir))?)?;
     let _ = std::fs::remove_dir_all(&run_dir);

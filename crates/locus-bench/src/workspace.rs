@@ -1,8 +1,8 @@
 //! A benchmark's scratch directory and the local cluster running in it,
 //! stopped and removed when the benchmark ends.
 
-use locus_launch::daemons::{self, Daemons};
 use locus_fs::{Client, ClientOptions, Placement};
+use locus_launch::daemons::{self, Daemons};
 use std::path::{Path, PathBuf};
 
 pub struct Workspace {

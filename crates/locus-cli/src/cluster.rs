@@ -5,9 +5,9 @@ use crate::fs_ops::ClusterArgs;
 use crate::local_cluster::DownArgs;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use locus_fs::{ClusterSpec, Durability};
 use locus_launch::emulate::{self, Emulation, FsMode, Rate, UpOptions};
 use locus_launch::{running_pid, Daemons};
-use locus_fs::{ClusterSpec, Durability};
 
 #[derive(Subcommand)]
 pub enum ClusterCommand {

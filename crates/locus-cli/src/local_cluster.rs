@@ -145,6 +145,7 @@ pub fn up(a: UpArgs) -> Result<()> {
         return Ok(());
     }
     let spec = match a.site.site() {
+        // The launcher runs on with the daemons; `fs down` stops both.
         Some(site) => site::deploy(
             daemons.program.as_ref(),
             Deploy {
@@ -154,7 +155,8 @@ pub fn up(a: UpArgs) -> Result<()> {
                 store: a.store.clone(),
                 durability: a.durability,
             },
-        )?,
+        )?
+        .0,
         None => daemons.create(dir, a.nodes.unwrap_or(4), a.placement)?,
     };
     println!(

@@ -136,16 +136,11 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
         println!("meta-cluster results: {} point(s)", r.points.len());
         locus_bench::html::meta_cluster(&r)
     } else {
-        let r = locus_runtime::report::Report::load(&a.dir).map_err(anyhow::Error::msg)?;
+        use locus_runtime::report::{html, Report, RunView};
+        let r = Report::load(&a.dir).map_err(anyhow::Error::msg)?;
         print!("{}", r.text());
-        let config = locus_bench::emulated::Config {
-            name: a.dir.display().to_string(),
-            central: false,
-            data: locus_fs::Placement::Local,
-            locality_off: false,
-            args: Vec::new(),
-        };
-        locus_bench::html::run(&locus_bench::emulated::outcome(&a.dir, config)?)
+        let view = RunView::load(&a.dir).map_err(anyhow::Error::msg)?;
+        html::run(&a.dir.display().to_string(), &view)
     };
     if let Some(out) = a.html {
         std::fs::write(&out, page).with_context(|| out.display().to_string())?;

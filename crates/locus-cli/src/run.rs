@@ -61,7 +61,12 @@ pub struct RunArgs {
     pub cluster: Option<PathBuf>,
     /// With --cluster: local uses Locus (a daemon per node); central keeps
     /// all data and metadata on the storage host, like a shared file system.
-    #[arg(long, default_value = "local", value_name = "local|central", requires = "cluster")]
+    #[arg(
+        long,
+        default_value = "local",
+        value_name = "local|central",
+        requires = "cluster"
+    )]
     pub fs_mode: FsMode,
     /// Start the ranks on the hosts of a job through the site's launcher
     /// (with a file system of one daemon per host, unless --fs is given).
@@ -148,12 +153,13 @@ impl RunArgs {
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
-    if RankEnv::from_env().is_some() {
-        // Started by a launcher as one rank of many.
-        let run_dir =
-            a.run_dir.clone().context(
-                "a rank started by a launcher needs --run-dir (shared by all ranks)",
-            )?;
+    // Started by a launcher as one rank of many (a batch script's own
+    // environment may name a rank too: --launcher says this starts them).
+    if a.site.launcher.is_none() && RankEnv::from_env().is_some() {
+        let run_dir = a
+            .run_dir
+            .clone()
+            .context("a rank started by a launcher needs --run-dir (shared by all ranks)")?;
         return as_rank(a.rank_options(run_dir));
     }
     // Check the script before starting anything.
@@ -192,7 +198,10 @@ pub fn run(a: RunArgs) -> Result<()> {
         (None, On::Site { .. }) => bail!("with --launcher, give the number of ranks: -n N"),
         (None, _) => default_workers() + a.servers,
     };
-    let stage_out = a.stage_out.as_deref().map(|v| (v[0].clone(), PathBuf::from(&v[1])));
+    let stage_out = a
+        .stage_out
+        .as_deref()
+        .map(|v| (v[0].clone(), PathBuf::from(&v[1])));
     let run = RankLaunch {
         program: crate::launched::program()?,
         size,

@@ -206,7 +206,8 @@ fn cluster_commands_refuse_bad_input_clearly() {
 
 /// Every read task of `o` ran on the node holding its file.
 fn all_reads_local(o: &Outcome) -> bool {
-    o.tasks("read_task")
+    o.run
+        .tasks("read_task")
         .all(|t| t.remote_bytes == 0 && t.local_bytes > 0)
 }
 
@@ -247,12 +248,16 @@ fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
             .unwrap_or_else(|| panic!("no configuration {name}"))
     };
     for o in &step.outcomes {
-        assert_eq!(o.tasks("write_task").count(), 4, "{}", o.config.name);
-        assert_eq!(o.tasks("read_task").count(), 4, "{}", o.config.name);
-        assert!(o.tasks("write_task").all(|t| t.written_bytes == 2 << 20));
+        assert_eq!(o.run.tasks("write_task").count(), 4, "{}", o.config.name);
+        assert_eq!(o.run.tasks("read_task").count(), 4, "{}", o.config.name);
+        assert!(o
+            .run
+            .tasks("write_task")
+            .all(|t| t.written_bytes == 2 << 20));
     }
     // Central: every byte read crossed the storage link.
     assert!(by("central")
+        .run
         .tasks("read_task")
         .all(|t| t.remote_bytes == 2 << 20 && t.local_bytes == 0));
     // HARD locality-aware readers (and automatic locality) read only local data.
@@ -261,8 +266,8 @@ fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
     assert!(all_reads_local(by("DP-local TP-auto")));
     let per_node = |o: &Outcome, func: &str| {
         let mut n = std::collections::BTreeMap::<String, u32>::new();
-        for t in o.tasks(func) {
-            let node = &o.workers.iter().find(|(r, _)| *r == t.rank).unwrap().1;
+        for t in o.run.tasks(func) {
+            let node = &o.run.workers.iter().find(|(r, _)| *r == t.rank).unwrap().1;
             *n.entry(node.clone()).or_default() += 1;
         }
         n
@@ -364,23 +369,25 @@ fn mapreduce_bench_places_phases_as_configured_and_the_report_renders() {
         serde_json::from_slice(&std::fs::read(out_dir.join("mapreduce.json")).unwrap()).unwrap();
     assert_eq!(r.outcomes.len(), 7);
     for o in &r.outcomes {
-        let n = |f: &str| o.tasks(f).count();
+        let n = |f: &str| o.run.tasks(f).count();
         let counts = (n("generate"), n("map"), n("count"), n("merge"));
         assert_eq!(counts, (6, 6, 6, 5), "{}", o.config.name);
     }
     let by = |name: &str| r.outcomes.iter().find(|o| o.config.name == name).unwrap();
     assert!(by("central")
+        .run
         .tasks("count")
         .all(|t| t.local_bytes == 0 && t.remote_bytes > 0));
     // HARD NODE: every count task on the node of its words; informed: every
     // map task too.
     for name in ["DP-def HARD NODE", "DP-inf HARD NODE"] {
         assert!(
-            by(name).tasks("count").all(|t| t.remote_bytes == 0),
+            by(name).run.tasks("count").all(|t| t.remote_bytes == 0),
             "{name}"
         );
     }
     assert!(by("DP-inf HARD NODE")
+        .run
         .tasks("map")
         .all(|t| t.remote_bytes == 0));
     let page = tmp.path().join("mr.html");

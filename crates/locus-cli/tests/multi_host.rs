@@ -210,6 +210,50 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         "{err}"
     );
 
+    // The same started by `locus run --launcher` from the login host, with
+    // a file system of its own on the hosts (one daemon each, purged at the
+    // end) and its results staged out when it succeeds.
+    let (run3, results3) = (h.path("run3"), h.path("results3"));
+    let out = ok(&h.locus(
+        "login",
+        &[
+            "run",
+            "--launcher",
+            "mpiexec",
+            "--launcher-program",
+            "mpiexec.mpich",
+            "--launcher-arg=-launcher",
+            "--launcher-arg=ssh",
+            &format!("--launcher-arg=-launcher-exec={}", h.path("ssh")),
+            "--launcher-arg=-hosts",
+            "--launcher-arg=node0,node1,node2",
+            "-n",
+            "6",
+            "--nodes",
+            "3",
+            "--run-dir",
+            &run3,
+            "--stage-out",
+            "/locus/output",
+            &results3,
+            script.to_str().unwrap(),
+        ],
+    ));
+    assert!(
+        out.contains("trace: counted,16,files where they live"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_dir(&results3).unwrap().count(), 16);
+    let records = record::load(Path::new(&run3)).unwrap();
+    let apps: Vec<_> = records.iter().filter(|r| r.func == "application").collect();
+    let hosts: std::collections::BTreeSet<&str> = apps.iter().map(|r| r.node.as_str()).collect();
+    assert_eq!((apps.len(), hosts.len()), (16, 3), "{hosts:?}");
+    assert!(apps.iter().all(|r| r.remote_bytes == 0));
+    assert!(
+        processes_with(&run3).is_empty(),
+        "ranks, daemons or launcher left running"
+    );
+
     // Stage out from another host, then tear down over the network.
     let results = h.path("results");
     let mut get = vec!["fs", "get", "-r"];

@@ -152,4 +152,3 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<(NodeId, PathBuf, Secret)> {
         .expect("wait_formed checks membership");
     Ok((node, node_dir, secret))
 }
-

@@ -9,8 +9,8 @@
 //! `DIR/emulation.json` before it is created, so `down` removes exactly
 //! that, even after a failed `up`.
 
-use anyhow::{bail, Context, Result};
 use crate::daemons::{self, Daemons};
+use anyhow::{bail, Context, Result};
 use locus_fs::{ClusterSpec, NodeInfo, Placement};
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -94,10 +94,12 @@ pub fn launch_ranks(
     let mut rank = r.rank.clone();
     rank.fs_dir = Some(fs_dir.clone());
     let role_file = run_dir.join(ROLE_FILE);
+    // The launcher of a file system deployed for this run.
+    let mut fs_launcher = None;
     let result = match &r.on {
         On::Site { site, hosts } => {
             if own_fs {
-                site::deploy(
+                let (_, launcher) = site::deploy(
                     r.program.as_ref(),
                     Deploy {
                         dir: &fs_dir,
@@ -108,6 +110,7 @@ pub fn launch_ranks(
                     },
                 )
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;
+                fs_launcher = Some(launcher);
             }
             role::write(&role_file, &rank).map_err(dir_err)?;
             run_site(r, site, *hosts, &role_file)
@@ -125,7 +128,12 @@ pub fn launch_ranks(
             };
             let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
             role::write(&role_file, &rank).map_err(dir_err)?;
-            run_here(r, &role_file, &Layout::emulated_names(size, servers, &names), &[])
+            run_here(
+                r,
+                &role_file,
+                &Layout::emulated_names(size, servers, &names),
+                &[],
+            )
         }
         On::Emulated(hosts) => {
             let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
@@ -147,6 +155,9 @@ pub fn launch_ranks(
         // local one stays in the run directory.
         let purge = matches!(r.on, On::Site { .. });
         let _ = daemons::stop(&fs_dir, purge);
+        if let Some(launcher) = fs_launcher {
+            reap(launcher);
+        }
     }
     result
 }
@@ -339,25 +350,33 @@ fn run_site(
     let interrupted = on_interrupt();
     loop {
         if let Some(status) = launcher.try_wait().map_err(|e| e.to_string())? {
-            return Ok(status
-                .code()
-                .unwrap_or(128 + status.signal().unwrap_or(9)));
+            return Ok(status.code().unwrap_or(128 + status.signal().unwrap_or(9)));
         }
         if interrupted.load(Ordering::Relaxed) {
             eprintln!("locus: the run was interrupted (SIGINT or SIGTERM); stopping it");
-            let pid = launcher.id() as i32;
-            // SAFETY: signals to the launcher we started, then its group.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-            let deadline = Instant::now() + STOP_GRACE;
-            while Instant::now() < deadline && matches!(launcher.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            unsafe { libc::killpg(pid, libc::SIGKILL) };
-            let _ = launcher.wait();
+            // SAFETY: a signal to the launcher we started; it passes it on
+            // to every rank it started, on every host.
+            unsafe { libc::kill(launcher.id() as i32, libc::SIGTERM) };
+            reap(launcher);
             return Ok(130);
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Waits for a launcher whose processes were told to stop; kills it (and
+/// its process group) if it lingers.
+fn reap(mut launcher: Child) {
+    let deadline = Instant::now() + STOP_GRACE;
+    while Instant::now() < deadline {
+        if !matches!(launcher.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: the group of a launcher we started (it leads its own group).
+    unsafe { libc::killpg(launcher.id() as i32, libc::SIGKILL) };
+    let _ = launcher.wait();
 }
 
 fn role(rank: u32, leader: u32) -> &'static str {

@@ -71,7 +71,11 @@ impl Launched {
         serde_json::from_value(self.config).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{}: not a {} configuration: {e}", self.path.display(), R::NAME),
+                format!(
+                    "{}: not a {} configuration: {e}",
+                    self.path.display(),
+                    R::NAME
+                ),
             )
         })
     }
@@ -107,6 +111,9 @@ mod tests {
         assert_eq!(l.config::<Probe>().unwrap(), Probe { n: 7 });
         std::fs::write(&f, b"{\"role\":\"probe\",\"config\":{\"m\":1}}").unwrap();
         let err = Launched::load(&f).unwrap().config::<Probe>().unwrap_err();
-        assert!(err.to_string().contains("not a probe configuration"), "{err}");
+        assert!(
+            err.to_string().contains("not a probe configuration"),
+            "{err}"
+        );
     }
 }

@@ -11,7 +11,7 @@ use locus_fs::{ClusterSpec, Durability, JoinConfig, Membership, ServeConfig};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// How long the daemons get to start and find each other.
@@ -82,7 +82,7 @@ impl Site {
                 "--overlap".into(),
             ],
             (SiteLauncher::Srun, Shape::Tasks(n, hosts)) => {
-                let mut v = vec![format!("--ntasks={n}")];
+                let mut v = vec![format!("--ntasks={n}"), "--overlap".into()];
                 v.extend(hosts.map(|h| format!("--nodes={h}")));
                 v
             }
@@ -133,8 +133,9 @@ pub struct Deploy<'a> {
 }
 
 /// Starts one daemon per host through the launcher and waits until they
-/// formed the cluster in `dir`.
-pub fn deploy(program: &dyn Program, d: Deploy) -> Result<ClusterSpec> {
+/// formed the cluster in `dir`; returns it and the launcher, which runs
+/// until the daemons stop.
+pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> {
     if d.dir.join(CLUSTER_FILE).exists() {
         bail!("{}: a cluster already exists there", d.dir.display());
     }
@@ -179,7 +180,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<ClusterSpec> {
     let started = Instant::now();
     loop {
         if let Ok(spec) = ClusterSpec::load(d.dir) {
-            return Ok(spec);
+            return Ok((spec, launcher));
         }
         if let Some(status) = launcher.try_wait()? {
             let log = std::fs::read_to_string(d.dir.join(LOG_FILE)).unwrap_or_default();
@@ -223,7 +224,15 @@ mod tests {
         };
         assert_eq!(
             words(&srun.command(Shape::Tasks(8, Some(2)), &inner)),
-            ["srun", "--ntasks=8", "--nodes=2", "--mpi=none", "/bin/locus", "launched", "/d/rank.json"]
+            [
+                "srun",
+                "--ntasks=8",
+                "--nodes=2",
+                "--mpi=none",
+                "/bin/locus",
+                "launched",
+                "/d/rank.json"
+            ]
         );
         let mpi = Site {
             launcher: SiteLauncher::Mpiexec,

@@ -2,6 +2,11 @@
 //! per-worker busy and idle time, how tasks were placed, the locality hit
 //! rate and the bytes moved.
 
+pub mod html;
+mod view;
+
+pub use view::{RunView, Span};
+
 use crate::rank::{summary_path, RunSummary};
 use crate::record::{self, TaskRecord};
 use locus_proto::run::Placed;

@@ -1,0 +1,252 @@
+//! Self-contained HTML reports (inline SVG and CSS, no scripts or fonts
+//! from elsewhere): a run's per-worker timeline like seed 004 Fig. 10, its
+//! I/O breakdown like Figs. 8–9 and a locality panel; the pieces the
+//! benchmarks' pages are made of.
+
+use super::view::RunView;
+use std::fmt::Write;
+
+pub const COLORS: [&str; 8] = [
+    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#eeca3b", "#9d755d",
+];
+pub const MB: f64 = 1e6;
+
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+pub fn page(title: &str, body: &str) -> String {
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{t}</title>
+<style>
+body{{font-family:sans-serif;margin:2em;color:#222;max-width:1100px}}
+h1{{font-size:1.5em}} h2{{font-size:1.2em;margin-top:2em}} h3{{font-size:1em}}
+table{{border-collapse:collapse;margin:1em 0}} td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}
+th:first-child,td:first-child{{text-align:left}}
+svg{{display:block;margin:0.5em 0}} .legend span{{display:inline-block;margin-right:1em}}
+.sw{{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}}
+</style></head><body>
+<h1>{t}</h1>
+{body}
+</body></html>
+"#,
+        t = esc(title)
+    )
+}
+
+pub fn legend(names: &[String]) -> String {
+    let mut s = String::from("<div class=\"legend\">");
+    for (i, n) in names.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<span><i class=\"sw\" style=\"background:{}\"></i>{}</span>",
+            COLORS[i % COLORS.len()],
+            esc(n)
+        );
+    }
+    s.push_str("</div>");
+    s
+}
+
+/// Horizontal stacked bars: one bar per row, one segment per part.
+pub fn stacked(unit: &str, rows: &[(String, Vec<f64>)], parts: &[String]) -> String {
+    let max = rows
+        .iter()
+        .map(|(_, v)| v.iter().sum::<f64>())
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let (bar, left, width) = (20.0, 210.0, 560.0);
+    let height = rows.len() as f64 * bar + 30.0;
+    let mut s = format!(
+        "<svg class=\"chart\" width=\"{}\" height=\"{height}\" role=\"img\">",
+        left + width + 90.0
+    );
+    for (r, (label, values)) in rows.iter().enumerate() {
+        let y = r as f64 * bar;
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"12\">{}</text>",
+            y + bar - 6.0,
+            esc(label)
+        );
+        let mut x = left;
+        for (i, v) in values.iter().enumerate() {
+            let w = v / max * width;
+            let _ = write!(
+                s,
+                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\"><title>{}: {v:.3} {unit}</title></rect>",
+                bar - 4.0,
+                COLORS[i % COLORS.len()],
+                esc(&parts[i])
+            );
+            x += w;
+        }
+        let _ = write!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"10\">{:.3}</text>",
+            x + 4.0,
+            y + bar - 8.0,
+            values.iter().sum::<f64>()
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{left}\" y=\"{}\" font-size=\"11\">{}</text></svg>",
+        height - 8.0,
+        esc(unit)
+    );
+    s
+}
+
+/// Per-worker timeline: busy spans coloured by function on an idle (dark
+/// red) background, as in seed 004 Fig. 10, with each worker's idle share.
+pub fn timeline(o: &RunView) -> String {
+    let funcs: Vec<String> = {
+        let mut f: Vec<String> = o.spans.iter().map(|s| s.func.clone()).collect();
+        f.sort();
+        f.dedup();
+        f
+    };
+    let (row, left, width) = (16.0, 110.0, 760.0);
+    let total = o.seconds.max(1e-6);
+    let height = o.workers.len() as f64 * row + 30.0;
+    let mut s = format!(
+        "<svg class=\"chart\" width=\"{}\" height=\"{height}\" role=\"img\">",
+        left + width + 70.0
+    );
+    for (i, (rank, node)) in o.workers.iter().enumerate() {
+        let y = i as f64 * row;
+        let busy: f64 = o
+            .spans
+            .iter()
+            .filter(|t| t.rank == *rank)
+            .map(|t| t.end - t.start)
+            .sum();
+        let _ = write!(
+            s,
+            "<text x=\"0\" y=\"{:.1}\" font-size=\"11\">rank {rank} {}</text><rect x=\"{left}\" y=\"{y}\" width=\"{width}\" height=\"{}\" fill=\"#8b1a1a\"/>",
+            y + row - 4.0,
+            esc(node),
+            row - 2.0
+        );
+        for t in o.spans.iter().filter(|t| t.rank == *rank) {
+            let x = left + t.start / total * width;
+            let w = ((t.end - t.start) / total * width).max(0.5);
+            let c = funcs.iter().position(|f| *f == t.func).unwrap_or(0);
+            let _ = write!(
+                s,
+                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\"><title>{} {:.3}–{:.3} s</title></rect>",
+                row - 2.0,
+                COLORS[c % COLORS.len()],
+                esc(&t.func),
+                t.start,
+                t.end
+            );
+        }
+        let idle = 100.0 * (1.0 - busy / total).max(0.0);
+        let _ = write!(
+            s,
+            "<text x=\"{}\" y=\"{:.1}\" font-size=\"11\">idle {idle:.1}%</text>",
+            left + width + 6.0,
+            y + row - 4.0
+        );
+    }
+    let _ = write!(
+        s,
+        "<text x=\"{left}\" y=\"{}\" font-size=\"11\">0 s</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{total:.2} s</text></svg>",
+        height - 8.0,
+        left + width,
+        height - 8.0
+    );
+    let mut names = funcs;
+    names.push("idle".into());
+    let mut lg = legend(&names[..names.len() - 1]);
+    lg.insert_str(
+        lg.len() - 6,
+        "<span><i class=\"sw\" style=\"background:#8b1a1a\"></i>idle</span>",
+    );
+    format!(
+        "{lg}{s}<p>busy {:.1}% of worker time</p>",
+        100.0 * (1.0 - o.idle_share())
+    )
+}
+
+/// Average seconds per task of each function in each part: staging its
+/// inputs, its program, registering its outputs.
+fn breakdown(o: &RunView) -> Vec<(String, f64)> {
+    let mut parts = Vec::new();
+    let mut funcs: Vec<&str> = o.spans.iter().map(|s| s.func.as_str()).collect();
+    funcs.sort();
+    funcs.dedup();
+    for func in funcs {
+        parts.push((format!("{func}: staging inputs"), o.mean(func, |s| s.stage)));
+        parts.push((
+            format!("{func}: program"),
+            o.mean(func, |s| (s.end - s.start - s.stage - s.commit).max(0.0)),
+        ));
+        parts.push((
+            format!("{func}: registering outputs"),
+            o.mean(func, |s| s.commit),
+        ));
+    }
+    parts
+}
+
+/// One stacked bar per labelled run of the parts any of them spent time in.
+pub fn breakdown_chart(runs: &[(&str, &RunView)]) -> String {
+    let all: Vec<Vec<(String, f64)>> = runs.iter().map(|(_, v)| breakdown(v)).collect();
+    let mut parts: Vec<String> = Vec::new();
+    for (name, v) in all.iter().flatten() {
+        if *v > 0.0005 && !parts.contains(name) {
+            parts.push(name.clone());
+        }
+    }
+    let rows: Vec<(String, Vec<f64>)> = runs
+        .iter()
+        .zip(&all)
+        .map(|((label, _), b)| {
+            let value = |p: &String| b.iter().find(|(n, _)| n == p).map_or(0.0, |(_, v)| *v);
+            (label.to_string(), parts.iter().map(value).collect())
+        })
+        .collect();
+    format!("{}{}", legend(&parts), stacked("s", &rows, &parts))
+}
+
+/// The locality panel, a row per labelled run: local and fetched input bytes, SOFT spills.
+pub fn locality_table(runs: &[(&str, &RunView)]) -> String {
+    let mut s = String::from(
+        "<table><tr><th>configuration</th><th>local MB</th><th>fetched MB</th><th>local share</th><th>SOFT spills</th></tr>",
+    );
+    for (label, o) in runs {
+        let (l, r) = o.input_bytes(None);
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.0}%</td><td>{}</td></tr>",
+            esc(label),
+            l as f64 / MB,
+            r as f64 / MB,
+            100.0 * l as f64 / (l + r).max(1) as f64,
+            o.spilled
+        );
+    }
+    s.push_str("</table>");
+    s
+}
+
+/// A page for one run: its timeline, I/O breakdown and locality.
+pub fn run(name: &str, o: &RunView) -> String {
+    let body = format!(
+        "<p>{} tasks in {:.3} s on {} workers</p><h2>Per-worker timeline</h2>{}<h2>I/O breakdown, average seconds per task</h2>{}<h2>Locality</h2>{}",
+        o.spans.len(),
+        o.seconds,
+        o.workers.len(),
+        timeline(o),
+        breakdown_chart(&[(name, o)]),
+        locality_table(&[(name, o)])
+    );
+    page(&format!("Locus run {name}"), &body)
+}
