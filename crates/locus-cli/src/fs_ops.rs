@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use locus_fs::stage::Via;
 use locus_fs::{Client, ClientOptions, Placement};
 use locus_proto::fs::{Kind, NodeId, Record};
 use locus_proto::FsError;
@@ -82,6 +83,49 @@ fn scratch_dir() -> PathBuf {
     std::env::temp_dir().join(format!("locus-client-{}", std::process::id()))
 }
 
+/// Who moves a tree's bytes.
+#[derive(Args, Clone)]
+pub struct ViaArgs {
+    /// With -r: `nodes` has every node read (put) or write (get) its own
+    /// files on the host file system directly, which every node's host must
+    /// see; `client` moves all bytes through this command's node; `auto`:
+    /// nodes when the cluster runs on this machine, or the host path is on
+    /// the file system holding the cluster's (shared) directory.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "auto|nodes|client",
+        requires = "recursive"
+    )]
+    via: ViaChoice,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ViaChoice {
+    Auto,
+    Nodes,
+    Client,
+}
+
+impl ViaArgs {
+    pub fn auto() -> ViaArgs {
+        ViaArgs {
+            via: ViaChoice::Auto,
+        }
+    }
+
+    fn resolve(&self, c: &ClientArgs, host: &std::path::Path) -> Result<Via> {
+        Ok(match self.via {
+            ViaChoice::Nodes => Via::Nodes,
+            ViaChoice::Client => Via::Client,
+            ViaChoice::Auto => {
+                let dir = &c.cluster.dir;
+                Via::for_path(&locus_fs::ClusterSpec::load(dir)?, dir, host)
+            }
+        })
+    }
+}
+
 #[derive(Subcommand)]
 pub enum FsOp {
     /// List a directory (or show a file).
@@ -140,6 +184,8 @@ pub enum FsOp {
         /// Copy a directory and everything under it, many files at once.
         #[arg(short, long)]
         recursive: bool,
+        #[command(flatten)]
+        via: ViaArgs,
         local: PathBuf,
         #[arg(value_parser = locus_path)]
         path: String,
@@ -152,6 +198,8 @@ pub enum FsOp {
         /// Copy a directory and everything under it, many files at once.
         #[arg(short, long)]
         recursive: bool,
+        #[command(flatten)]
+        via: ViaArgs,
         #[arg(value_parser = locus_path)]
         path: String,
         local: PathBuf,
@@ -295,12 +343,14 @@ async fn run_op(op: FsOp) -> Result<()> {
         FsOp::Put {
             c,
             recursive,
+            via,
             local,
             path,
         } => {
             let client = c.client()?;
             if recursive {
-                let moved = locus_fs::stage::put_tree(&client, &local, &path).await?;
+                let via = via.resolve(&c, &local)?;
+                let moved = locus_fs::stage::put_tree(&client, &local, &path, via).await?;
                 writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
                 return Ok(());
             }
@@ -324,6 +374,7 @@ async fn run_op(op: FsOp) -> Result<()> {
         FsOp::Get {
             c,
             recursive,
+            via,
             path,
             local,
         } => {
@@ -332,7 +383,8 @@ async fn run_op(op: FsOp) -> Result<()> {
                 let mut f = client.open_read(&path).await?;
                 std::io::copy(&mut f, &mut out)?;
             } else if recursive {
-                let moved = locus_fs::stage::get_tree(&client, &path, &local).await?;
+                let via = via.resolve(&c, &local)?;
+                let moved = locus_fs::stage::get_tree(&client, &path, &local, via).await?;
                 writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
             } else {
                 let src = client.local_path(&path).await?;

@@ -146,17 +146,19 @@ pub fn up(a: UpArgs) -> Result<()> {
     }
     let spec = match a.site.site() {
         // The launcher runs on with the daemons; `fs down` stops both.
-        Some(site) => site::deploy(
-            daemons.program.as_ref(),
-            Deploy {
-                dir,
-                site,
-                hosts: a.nodes,
-                store: a.store.clone(),
-                durability: a.durability,
-            },
-        )?
-        .0,
+        Some(site) => {
+            site::deploy(
+                daemons.program.as_ref(),
+                Deploy {
+                    dir,
+                    site,
+                    hosts: a.nodes,
+                    store: a.store.clone(),
+                    durability: a.durability,
+                },
+            )?
+            .0
+        }
         None => daemons.create(dir, a.nodes.unwrap_or(4), a.placement)?,
     };
     println!(

@@ -3,7 +3,7 @@
 //! site launcher; as a rank (launcher variables set by `srun`, `mpiexec`
 //! or Locus itself), play that rank.
 
-use crate::fs_ops::{self, ClientArgs, ClusterArgs, FsOp};
+use crate::fs_ops::{self, ClientArgs, ClusterArgs, FsOp, ViaArgs};
 use crate::local_cluster::LauncherArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -239,6 +239,7 @@ fn stage(fs_dir: &Path, src: &str, dst: &Path) -> Result<()> {
             dir: fs_dir.to_path_buf(),
         }),
         recursive: true,
+        via: ViaArgs::auto(),
         path: fs_ops::locus_path(src).map_err(anyhow::Error::msg)?,
         local: dst.to_path_buf(),
     })

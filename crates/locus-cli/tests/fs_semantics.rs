@@ -527,6 +527,26 @@ fn trees_stage_in_spread_over_the_nodes_and_out_byte_exact() {
             );
         }
     }
+    // The same through this command's node instead of by the nodes.
+    let put = c.fs(&["put", "-r", "--via", "client", src_s, "/viaclient"]);
+    assert!(String::from_utf8_lossy(&put.stdout).starts_with("1000 files, "));
+    let out2 = host.path().join("out2");
+    let got = c.fs(&[
+        "get",
+        "-r",
+        "--via",
+        "client",
+        "/viaclient",
+        out2.to_str().unwrap(),
+    ]);
+    assert!(got.status.success());
+    for rel in ["d0/f0.txt", "d9/f99.txt"] {
+        assert_eq!(
+            std::fs::read(out2.join(rel)).unwrap(),
+            std::fs::read(src.join(rel)).unwrap(),
+            "{rel}"
+        );
+    }
     // One file to stdout; a directory without -r is refused and creates nothing.
     let cat = c.fs(&["get", "/locus/in/d3/f0.txt", "-"]);
     assert_eq!(cat.stdout, b"file 3/0\n");
@@ -543,4 +563,53 @@ fn trees_stage_in_spread_over_the_nodes_and_out_byte_exact() {
         rt.block_on(cl.stat("/single")).unwrap_err().code,
         Errno::ENOENT
     );
+}
+
+#[test]
+fn nodes_stage_files_themselves_and_a_failed_copy_changes_nothing() {
+    let c = TestCluster::up(2);
+    let host = tempfile::tempdir().unwrap();
+    let src = host.path().join("src.bin");
+    std::fs::write(&src, vec![7u8; 300_000]).unwrap();
+    let rt = rt();
+    // Round-robin from node 0: every other file is read in by node 1.
+    let cl = c.client_with(ClientOptions {
+        node: 0,
+        placement: Some(Placement::RoundRobin),
+        ..ClientOptions::default()
+    });
+    rt.block_on(async {
+        cl.mkdir("/imp").await.unwrap();
+        let mut holders = Vec::new();
+        for i in 0..4 {
+            let rec = cl.import(&format!("/imp/{i}"), &src).await.unwrap();
+            assert_eq!(rec.size, 300_000);
+            holders.push(rec.holders[0]);
+            let out = host.path().join(format!("out{i}"));
+            assert_eq!(
+                cl.export(&format!("/imp/{i}"), &out).await.unwrap(),
+                300_000
+            );
+            assert_eq!(std::fs::read(&out).unwrap(), vec![7u8; 300_000]);
+        }
+        holders.sort();
+        assert_eq!(holders, [0, 0, 1, 1]);
+
+        cl.put("/kept", b"acknowledged").await.unwrap();
+        let missing = host.path().join("missing");
+        for path in ["/kept", "/new"] {
+            let err = cl.import(path, &missing).await.unwrap_err();
+            assert_eq!(err.code, Errno::ENOENT, "{err}");
+        }
+        assert_eq!(cl.get("/kept").await.unwrap(), b"acknowledged");
+        assert_eq!(cl.stat("/new").await.unwrap_err().code, Errno::ENOENT);
+        // Nothing stays locked or half-made.
+        cl.put("/kept", b"v2").await.unwrap();
+        let nowhere = host.path().join("no/such/dir/out");
+        assert_eq!(
+            cl.export("/kept", &nowhere).await.unwrap_err().code,
+            Errno::ENOENT
+        );
+        assert!(!nowhere.parent().unwrap().exists());
+    });
 }

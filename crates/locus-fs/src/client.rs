@@ -999,13 +999,9 @@ impl Client {
             return Err(FsError::new(Errno::EISDIR, path));
         }
         let lease = out.lease;
-        let record = Record::new(Kind::File, 0o644, now_ns());
-        let (target, replacing) = match self.create_name(path, record, Some(lease)).await {
-            Ok(hint) => (self.new_file_target(path, hint), None),
-            Err(e) if e.code == Errno::EEXIST => {
-                (self.inner.me, Some(self.lock_created(path, lease).await?))
-            }
-            Err(e) => return Err(e),
+        let (target, replacing) = match self.claim(path, lease).await? {
+            (Some(target), None) => (target, None),
+            (_, replacing) => (self.inner.me, replacing),
         };
         let _renewal = self.keep_lease(path, lease);
         let size = meta.len();
@@ -1018,6 +1014,103 @@ impl Client {
             replacing.as_ref(),
         )
         .await
+    }
+
+    /// Takes the name `path` for a write holding `lease`: creates it (and
+    /// says where its data goes), or locks the existing file (and returns
+    /// its record).
+    async fn claim(&self, path: &str, lease: Lease) -> FsResult<(Option<NodeId>, Option<Record>)> {
+        let record = Record::new(Kind::File, 0o644, now_ns());
+        match self.create_name(path, record, Some(lease)).await {
+            Ok(hint) => Ok((Some(self.new_file_target(path, hint)), None)),
+            Err(e) if e.code == Errno::EEXIST => {
+                Ok((None, Some(self.lock_created(path, lease).await?)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Copies host file `source` in as the next version of `path`, creating
+    /// the name if needed, its bytes read by the node the placement policy
+    /// picks (also for a file that exists) straight from `source`: staging
+    /// in from a file system every node's host sees, without the bytes
+    /// passing through this client. If this fails, the previous version is
+    /// kept, readable and unlocked.
+    pub async fn import(&self, path: &str, source: &Path) -> FsResult<Record> {
+        let path = normalise(path)?;
+        let lease = self.new_lease();
+        let (hint, replacing) = self.claim(&path, lease).await?;
+        let target = hint.unwrap_or_else(|| self.new_file_target(&path, None));
+        let _renewal = self.keep_lease(&path, lease);
+        let copied = if target == self.inner.me && !self.inner.diskless {
+            let (store, p, src) = (self.inner.store.clone(), path.clone(), source.to_path_buf());
+            tokio::task::spawn_blocking(move || store.import(&src, &p, lease.token))
+                .await
+                .map_err(blocking_failed)
+                .and_then(|r| r)
+        } else {
+            let req = Request::ImportData {
+                path: path.clone(),
+                stamp: lease.token,
+                source: source.to_path_buf(),
+            };
+            match self.call(target, req).await {
+                Ok(Response::Size(n)) => Ok(n),
+                Ok(other) => Err(unexpected(other)),
+                Err(e) => Err(e),
+            }
+        };
+        match copied {
+            Ok(size) => {
+                self.publish(&path, lease.token, size, target, replacing.as_ref())
+                    .await
+            }
+            Err(e) => {
+                // Copied in or not, an unpublished stamp is not kept.
+                let drop = Request::DropData {
+                    path: path.clone(),
+                    stamp: lease.token,
+                };
+                let _ = self.call(target, drop).await;
+                self.give_up(&path, lease.token, replacing.is_none()).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Copies file `path` out to host file `dest` by a node holding it (this
+    /// one if it does): staging out to a file system every node's host
+    /// sees, without the bytes passing through this client. Returns the
+    /// bytes copied.
+    pub async fn export(&self, path: &str, dest: &Path) -> FsResult<u64> {
+        let path = normalise(path)?;
+        let rec = self.stat(&path).await?;
+        if rec.kind == Kind::Dir {
+            return Err(FsError::new(Errno::EISDIR, path));
+        }
+        let me = self.inner.me;
+        if !self.inner.diskless && rec.holders.contains(&me) {
+            let (store, src, dst) = (self.inner.store.clone(), path.clone(), dest.to_path_buf());
+            return tokio::task::spawn_blocking(move || store.export(&src, rec.stamp, &dst))
+                .await
+                .map_err(blocking_failed)
+                .and_then(|r| r);
+        }
+        let Some(&holder) = rec.holders.first() else {
+            // An empty file has no stored copy.
+            return std::fs::write(dest, b"")
+                .map(|()| 0)
+                .map_err(|e| FsError::io(dest.display().to_string(), &e));
+        };
+        let req = Request::ExportData {
+            path,
+            stamp: rec.stamp,
+            dest: dest.to_path_buf(),
+        };
+        match self.call(holder, req).await? {
+            Response::Size(n) => Ok(n),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// Stores `src` (`size` bytes) as the version `token` of `path` on node

@@ -202,7 +202,11 @@ impl State {
                     .list(&dir, after.as_deref(), limit.min(MAX_PAGE))
                     .map(|(entries, more)| Response::Entries { entries, more }),
             )),
-            req @ (Request::Status | Request::LinkData { .. } | Request::DropData { .. }) => {
+            req @ (Request::Status
+            | Request::LinkData { .. }
+            | Request::DropData { .. }
+            | Request::ImportData { .. }
+            | Request::ExportData { .. }) => {
                 let state = self.clone();
                 tokio::spawn(async move { send(state.handle(req).await) });
             }
@@ -222,6 +226,18 @@ impl State {
                 self.blocking(move |s| s.store.drop_copy(&path, stamp))
                     .await,
             ),
+            Request::ImportData {
+                path,
+                stamp,
+                source,
+            } => answer(
+                self.copying(move |s| s.store.import(&source, &path, stamp))
+                    .await,
+            ),
+            Request::ExportData { path, stamp, dest } => answer(
+                self.copying(move |s| s.store.export(&path, stamp, &dest))
+                    .await,
+            ),
             write => self.meta.write(write).await,
         }
     }
@@ -231,6 +247,15 @@ impl State {
         f: impl FnOnce(&State) -> FsResult<()> + Send + 'static,
     ) -> FsResult<Response> {
         tokio::task::spawn_blocking(move || f(&self).map(|()| Response::Ok))
+            .await
+            .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?
+    }
+
+    async fn copying(
+        self: Arc<Self>,
+        f: impl FnOnce(&State) -> FsResult<u64> + Send + 'static,
+    ) -> FsResult<Response> {
+        tokio::task::spawn_blocking(move || f(&self).map(Response::Size))
             .await
             .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?
     }
@@ -270,7 +295,9 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::AddHolder { path, .. }
         | Request::RemoveRecord { path, .. }
         | Request::SetHint { path, .. }
-        | Request::DropData { path, .. } => checked(path).map(drop),
+        | Request::DropData { path, .. }
+        | Request::ImportData { path, .. }
+        | Request::ExportData { path, .. } => checked(path).map(drop),
         Request::ListEntries { dir, .. } => checked(dir).map(drop),
         Request::AddEntry { parent, name, .. } | Request::RemoveEntry { parent, name, .. } => {
             checked(parent)?;

@@ -1,9 +1,12 @@
 //! Staging whole trees between the host file system and Locus (`locus fs put
 //! -r`, `get -r`), many files in flight at once, named as `cp -r` names them:
 //! a destination that is an existing directory receives a copy of the
-//! source under the source's name; any other becomes the copy.
+//! source under the source's name; any other becomes the copy. The bytes
+//! move through this client, or straight between the host file system and
+//! the nodes holding them (`Via::Nodes`), every node moving its own.
 
 use crate::client::Client;
+use crate::cluster::ClusterSpec;
 use crate::path::{join, normalise};
 use locus_proto::fs::Kind;
 use locus_proto::{Errno, FsError, FsResult};
@@ -12,6 +15,42 @@ use tokio::task::JoinSet;
 
 /// Files moved at once.
 const IN_FLIGHT: usize = 16;
+
+/// Who moves the bytes of a staging command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// This client reads (put) or writes (get) the host files; every byte
+    /// passes through its node.
+    Client,
+    /// Each node reads (put) or writes (get) its own files on the host
+    /// file system itself, which must be one every node's host sees.
+    Nodes,
+}
+
+impl Via {
+    /// `Nodes` when every daemon of the cluster in `dir` sees host path
+    /// `host`: the cluster runs on this machine, or it was deployed across
+    /// hosts (its directory is on their shared file system) and `host` is
+    /// on the same file system as its directory. Otherwise `Client`.
+    pub fn for_path(spec: &ClusterSpec, dir: &Path, host: &Path) -> Via {
+        use std::os::unix::fs::MetadataExt;
+        if !spec.joined {
+            return Via::Nodes;
+        }
+        // The nearest existing ancestor of a destination still to be made.
+        let existing = host.ancestors().find_map(|p| std::fs::metadata(p).ok());
+        match (existing, std::fs::metadata(dir)) {
+            (Some(h), Ok(d)) if h.dev() == d.dev() => Via::Nodes,
+            _ => Via::Client,
+        }
+    }
+}
+
+/// A host path as every daemon reads it: absolute (their working
+/// directories are not this process's).
+fn absolute(p: &Path) -> FsResult<PathBuf> {
+    std::path::absolute(p).map_err(|e| host_error(p, &e))
+}
 
 /// What a staging command moved.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +77,8 @@ fn host_name(p: &Path) -> FsResult<String> {
 /// Copies host file or tree `src` to Locus path `dst`; new files are placed
 /// by the client's placement policy, so a round-robin client spreads them
 /// over the nodes.
-pub async fn put_tree(client: &Client, src: &Path, dst: &str) -> FsResult<Moved> {
+pub async fn put_tree(client: &Client, src: &Path, dst: &str, via: Via) -> FsResult<Moved> {
+    let src = &absolute(src)?;
     let meta = std::fs::metadata(src).map_err(|e| host_error(src, &e))?;
     let mut dst = normalise(dst)?;
     if let Ok(rec) = client.stat(&dst).await {
@@ -46,8 +86,9 @@ pub async fn put_tree(client: &Client, src: &Path, dst: &str) -> FsResult<Moved>
             dst = join(&dst, &host_name(src)?);
         }
     }
+    let put = move |client, host, locus| put_file(client, host, locus, via);
     if !meta.is_dir() {
-        let bytes = put_file(client.clone(), src.to_path_buf(), dst).await?;
+        let bytes = put(client.clone(), src.to_path_buf(), dst).await?;
         return Ok(Moved { files: 1, bytes });
     }
     let mut files = Vec::new();
@@ -69,10 +110,13 @@ pub async fn put_tree(client: &Client, src: &Path, dst: &str) -> FsResult<Moved>
             }
         }
     }
-    in_parallel(client, files, put_file).await
+    in_parallel(client, files, put).await
 }
 
-async fn put_file(client: Client, host: PathBuf, locus: String) -> FsResult<u64> {
+async fn put_file(client: Client, host: PathBuf, locus: String, via: Via) -> FsResult<u64> {
+    if via == Via::Nodes {
+        return client.import(&locus, &host).await.map(|rec| rec.size);
+    }
     let mut src = std::fs::File::open(&host).map_err(|e| host_error(&host, &e))?;
     let mut w = client.create_or_truncate(&locus).await?;
     match std::io::copy(&mut src, w.file()) {
@@ -85,10 +129,10 @@ async fn put_file(client: Client, host: PathBuf, locus: String) -> FsResult<u64>
 }
 
 /// Copies Locus file or tree `src` to host path `dst`.
-pub async fn get_tree(client: &Client, src: &str, dst: &Path) -> FsResult<Moved> {
+pub async fn get_tree(client: &Client, src: &str, dst: &Path, via: Via) -> FsResult<Moved> {
     let src = normalise(src)?;
     let rec = client.stat(&src).await?;
-    let mut dst = dst.to_path_buf();
+    let mut dst = absolute(dst)?;
     if dst.is_dir() {
         let name = src
             .rsplit('/')
@@ -97,8 +141,9 @@ pub async fn get_tree(client: &Client, src: &str, dst: &Path) -> FsResult<Moved>
             .unwrap_or("locus");
         dst = dst.join(name);
     }
+    let get = move |client, locus, host| get_file(client, locus, host, via);
     if rec.kind == Kind::File {
-        let bytes = get_file(client.clone(), src, dst).await?;
+        let bytes = get(client.clone(), src, dst).await?;
         return Ok(Moved { files: 1, bytes });
     }
     let mut files = Vec::new();
@@ -113,10 +158,13 @@ pub async fn get_tree(client: &Client, src: &str, dst: &Path) -> FsResult<Moved>
             }
         }
     }
-    in_parallel(client, files, get_file).await
+    in_parallel(client, files, get).await
 }
 
-async fn get_file(client: Client, locus: String, host: PathBuf) -> FsResult<u64> {
+async fn get_file(client: Client, locus: String, host: PathBuf, via: Via) -> FsResult<u64> {
+    if via == Via::Nodes {
+        return client.export(&locus, &host).await;
+    }
     let local = client.local_path(&locus).await?;
     tokio::task::spawn_blocking(move || {
         std::fs::copy(&local, &host).map_err(|e| host_error(&host, &e))

@@ -7,7 +7,7 @@
 //! daemon can sweep what dead writers left.
 
 use crate::private_dir;
-use locus_proto::{FsError, FsResult};
+use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -94,6 +94,49 @@ impl Store {
         std::fs::rename(tmp, &dest).map_err(|e| FsError::io(path, &e))?;
         self.remove_private_dir(tmp);
         Ok(())
+    }
+
+    /// Copies host file `source` in as stored copy `stamp` of `path`;
+    /// returns its size. Nothing is stored if the copy fails.
+    pub fn import(&self, source: &Path, path: &str, stamp: u64) -> FsResult<u64> {
+        let host_err = |e: &io::Error| FsError::io(source.display().to_string(), e);
+        let mut from = File::open(source).map_err(|e| host_err(&e))?;
+        if from.metadata().map_err(|e| host_err(&e))?.is_dir() {
+            return Err(FsError::new(Errno::EISDIR, source.display().to_string()));
+        }
+        let (tmp, mut to) = self.temp_file()?;
+        // std's copy uses copy_file_range: in-kernel, a reflink where the
+        // file system offers one.
+        let copied = io::copy(&mut from, &mut to)
+            .map_err(|e| host_err(&e))
+            .and_then(|n| self.install(&tmp, path, stamp).map(|()| n));
+        if copied.is_err() {
+            self.discard(&tmp);
+        }
+        copied
+    }
+
+    /// Copies stored copy `stamp` of `path` out to host file `dest`, which
+    /// appears whole or not at all; returns its size.
+    pub fn export(&self, path: &str, stamp: u64, dest: &Path) -> FsResult<u64> {
+        let host_err = |e: &io::Error| FsError::io(dest.display().to_string(), e);
+        let mut from =
+            File::open(self.data_path(path, stamp)).map_err(|e| FsError::io(path, &e))?;
+        let name = dest.file_name().ok_or_else(|| {
+            FsError::new(Errno::EINVAL, dest.display().to_string()).with_detail("not a file name")
+        })?;
+        let mut tmp_name = std::ffi::OsString::from(".");
+        tmp_name.push(name);
+        tmp_name.push(format!(".locus-{}", std::process::id()));
+        let tmp = dest.with_file_name(tmp_name);
+        let copied = File::create(&tmp)
+            .and_then(|mut to| io::copy(&mut from, &mut to))
+            .and_then(|n| std::fs::rename(&tmp, dest).map(|()| n))
+            .map_err(|e| host_err(&e));
+        if copied.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        copied
     }
 
     /// Makes stored copy `stamp` of `to` another name of that of `from` (no

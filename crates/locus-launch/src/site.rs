@@ -227,6 +227,7 @@ mod tests {
             [
                 "srun",
                 "--ntasks=8",
+                "--overlap",
                 "--nodes=2",
                 "--mpi=none",
                 "/bin/locus",

@@ -188,6 +188,21 @@ pub enum Request {
         path: String,
         stamp: u64,
     },
+    /// Copies host file `source` (on a file system this node's host sees,
+    /// e.g. the cluster's shared one) in as stored copy `stamp` of `path`;
+    /// answered by `Size`. Staging in by the nodes themselves.
+    ImportData {
+        path: String,
+        stamp: u64,
+        source: std::path::PathBuf,
+    },
+    /// Copies stored copy `stamp` of `path` out to host file `dest` (made or
+    /// replaced whole); answered by `Size`. Staging out by the holders.
+    ExportData {
+        path: String,
+        stamp: u64,
+        dest: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -209,6 +224,8 @@ pub enum Response {
     },
     Status(NodeStatus),
     Hint(Option<NodeId>),
+    /// Bytes copied.
+    Size(u64),
     Err(FsError),
 }
 
