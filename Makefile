@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-tasks bench-filecopy bench-mapreduce bench-meta-cluster
+.PHONY: setup build run test lint bench-meta bench-io bench-tasks bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
 
 setup:
 	./scripts/setup.sh
@@ -37,3 +37,7 @@ bench-mapreduce: build
 
 bench-meta-cluster: build
 	target/release/locus bench meta-cluster
+
+# Deployment through a real Slurm on 8 namespace hosts (root).
+bench-deploy: build
+	LOCUS=target/release/locus ./scripts/bench-deploy.sh

@@ -8,7 +8,9 @@
 # machine's). They share the machine's file system, which plays the
 # cluster's shared file system. Needs root.
 #
-#   hosts.sh up DIR HOST...     make the hosts (the first is the login host)
+#   hosts.sh up DIR HOST...     make the hosts (the first is the login host);
+#                               LINK=RATE (tc units, e.g. 1gbit) shapes each
+#                               host's link both ways
 #   hosts.sh exec DIR HOST CMD  run CMD inside HOST's namespaces
 #   hosts.sh down DIR           stop every process on the hosts, remove them
 #
@@ -54,6 +56,12 @@ up)
         ip -n "$ns" addr add "10.77.0.$k/24" dev eth0
         ip -n "$ns" link set eth0 up
         ip -n "$ns" link set lo up
+        if [ -n "${LINK:-}" ]; then
+            for end in "$ns eth0" "$br p$k"; do
+                read -r n d <<<"$end"
+                tc -n "$n" qdisc add dev "$d" root tbf rate "$LINK" burst 256kb latency 100ms
+            done
+        fi
         nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation slave \
             sh -c "hostname $h; mount --bind $dir/etc-hosts /etc/hosts; \
                    mount --bind $dir/resolv.conf /etc/resolv.conf; \

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Deployment on a job's hosts through a real launcher, beside same-run
+# baselines (needs root, and what scripts/setup.sh installs):
+#   * `locus fs up --launcher srun` on NODES hosts, beside the launcher alone
+#     (`srun` starting `true` once per host);
+#   * staging FILES files of 1 MiB in (`fs put -r`) and out (`fs get -r`),
+#     beside the same bytes copied by `cp` on every host at once, each host
+#     its share (the bound of that path here: the hosts share this machine's
+#     disk, which plays the shared file system).
+# Hosts are network namespaces with their own names and addresses
+# (scripts/hosts.sh), Slurm runs on them (scripts/slurm.sh); both are
+# removed at the end.
+#   scripts/bench-deploy.sh            (LOCUS, NODES=8, FILES=1000, ROUNDS=3)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+locus=$(realpath "${LOCUS:-$here/../target/release/locus}")
+n=${NODES:-8}
+files=${FILES:-1000}
+rounds=${ROUNDS:-3}
+work=$(mktemp -d /tmp/locus-bench-deploy.XXXXXX)
+cleanup() {
+    "$here/slurm.sh" down "$work" >/dev/null 2>&1 || true
+    "$here/hosts.sh" down "$work" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+nodes=()
+for k in $(seq 0 $((n - 1))); do nodes+=("node$k"); done
+"$here/hosts.sh" up "$work" login "${nodes[@]}"
+"$here/slurm.sh" up "$work"
+export SLURM_CONF="$work/slurm.conf"
+on() { "$here/hosts.sh" exec "$work" "$@"; }
+# Seconds `"$@"` takes, started with no dirty pages left from the step
+# before (so no step pays for another's writeback).
+timed() {
+    local t0 t1
+    sync
+    t0=$(date +%s.%N)
+    "$@" >/dev/null
+    t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
+}
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+row() { awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%-44s %9.3f %9.3f %7.2f\n", l, a, b, a / b }'; }
+
+grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'
+echo "$(nproc) cores, $n hosts (network namespaces), Slurm $(srun --version | cut -d' ' -f2)"
+echo
+printf '%-44s %9s %9s %7s\n' "seconds (median of $rounds)" locus baseline ratio
+
+# 1. Forming the file system through srun, beside srun alone.
+up=() launcher=()
+for r in $(seq "$rounds"); do
+    launcher+=("$(timed on login srun --nodes="$n" --ntasks-per-node=1 true)")
+    up+=("$(timed on login "$locus" fs up --launcher srun --nodes "$n" --dir "$work/fs$r")")
+    on login "$locus" fs down --dir "$work/fs$r" --purge >/dev/null
+    # The next srun must not wait for this job's resources.
+    while [ -n "$(on login squeue -h)" ]; do sleep 0.05; done
+done
+up_s=$(printf '%s\n' "${up[@]}" | median)
+launcher_s=$(printf '%s\n' "${launcher[@]}" | median)
+row "fs up, $n hosts (vs srun true on each)" "$up_s" "$launcher_s"
+
+# 2. Staging in and out, beside cp on every host at once.
+mkdir -p "$work/in"
+for i in $(seq "$files"); do head -c 1048576 /dev/urandom >"$work/in/f$i"; done
+on login "$locus" fs up --launcher srun --nodes "$n" --dir "$work/fs" >/dev/null
+# Each host's share: the files round-robin puts on it.
+copy_shares() { # FROM TO
+    local pids=()
+    for k in $(seq 0 $((n - 1))); do
+        mkdir -p "$2/node$k"
+        on "node$k" sh -c "cd '$1' && ls | awk 'NR % $n == $k' | xargs -P 4 -n 32 cp -t '$2/node$k'" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+}
+# Each host copies its share back out.
+copy_back() { # FROM TO
+    local pids=()
+    mkdir -p "$2"
+    for k in $(seq 0 $((n - 1))); do
+        on "node$k" sh -c "ls -d '$1/node$k'/* | xargs -P 4 -n 32 cp -t '$2'" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+}
+ins=() outs=() cps=() cpouts=()
+for r in $(seq "$rounds"); do
+    ins+=("$(timed on login "$locus" fs put -r --placement round-robin --dir "$work/fs" "$work/in" "/in$r")")
+    outs+=("$(timed on login "$locus" fs get -r --dir "$work/fs" "/in$r" "$work/out$r")")
+    cps+=("$(timed copy_shares "$work/in" "$work/raw$r")")
+    cpouts+=("$(timed copy_back "$work/raw$r" "$work/rawout$r")")
+    cmp -s "$work/in/f$files" "$work/out$r/f$files"
+    rm -rf "$work/out$r" "$work/raw$r" "$work/rawout$r"
+done
+rate() { printf '%s\n' "$@" | median | awk -v f="$files" '{ print f * 1.048576 / $1 }'; }
+printf '\n%-44s %9s %9s %7s\n' "MB/s (median of $rounds)" locus baseline ratio
+row "stage in $files x 1 MiB (vs cp per host)" "$(rate "${ins[@]}")" "$(rate "${cps[@]}")"
+row "stage out $files x 1 MiB (vs cp per host)" "$(rate "${outs[@]}")" "$(rate "${cpouts[@]}")"
+on login "$locus" fs down --dir "$work/fs" --purge >/dev/null
