@@ -24,17 +24,16 @@ impl Layout {
                 "{size} ranks cannot hold {servers} server(s) and at least one worker"
             ));
         }
+        // Every rank builds this from all N names: a map, not a scan per name.
+        let mut index: std::collections::HashMap<&str, u32> = Default::default();
         let mut nodes: Vec<String> = Vec::new();
         let mut rank_node = Vec::with_capacity(names.len());
         for n in names {
-            let i = match nodes.iter().position(|m| m == n) {
-                Some(i) => i,
-                None => {
-                    nodes.push(n.clone());
-                    nodes.len() - 1
-                }
-            };
-            rank_node.push(i as u32);
+            let i = *index.entry(n).or_insert_with(|| {
+                nodes.push(n.clone());
+                nodes.len() as u32 - 1
+            });
+            rank_node.push(i);
         }
         Ok(Layout {
             servers,

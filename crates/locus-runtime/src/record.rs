@@ -47,26 +47,36 @@ pub fn now_us() -> u64 {
 
 /// Appends one worker's records.
 pub struct Recorder {
-    out: BufWriter<std::fs::File>,
+    path: std::path::PathBuf,
+    /// Opened with the first record: a rank that runs no task makes no
+    /// file (thousands of ranks creating files in one directory at once
+    /// contend on it).
+    out: Option<BufWriter<std::fs::File>>,
 }
 
 impl Recorder {
-    pub fn create(run_dir: &Path, rank: Rank) -> io::Result<Recorder> {
-        let dir = records_dir(run_dir);
-        std::fs::create_dir_all(&dir)?;
-        let file = std::fs::File::create(dir.join(format!("rank-{rank}.jsonl")))?;
-        Ok(Recorder {
-            out: BufWriter::with_capacity(256 << 10, file),
-        })
+    pub fn new(run_dir: &Path, rank: Rank) -> Recorder {
+        Recorder {
+            path: records_dir(run_dir).join(format!("rank-{rank}.jsonl")),
+            out: None,
+        }
     }
 
     pub fn write(&mut self, r: &TaskRecord) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, r)?;
-        self.out.write_all(b"\n")
+        let out = match &mut self.out {
+            Some(out) => out,
+            None => {
+                std::fs::create_dir_all(self.path.parent().expect("in the records directory"))?;
+                let file = std::fs::File::create(&self.path)?;
+                self.out.insert(BufWriter::with_capacity(256 << 10, file))
+            }
+        };
+        serde_json::to_writer(&mut *out, r)?;
+        out.write_all(b"\n")
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.out.as_mut().map_or(Ok(()), |out| out.flush())
     }
 }
 
@@ -74,8 +84,11 @@ impl Recorder {
 pub fn load(run_dir: &Path) -> io::Result<Vec<TaskRecord>> {
     let dir = records_dir(run_dir);
     let mut out = Vec::new();
-    let rd = std::fs::read_dir(&dir)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    let rd = match std::fs::read_dir(&dir) {
+        // No task ran.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        rd => rd.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?,
+    };
     for entry in rd {
         let path = entry?.path();
         if path.extension().is_none_or(|x| x != "jsonl") {

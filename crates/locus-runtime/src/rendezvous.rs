@@ -71,18 +71,25 @@ pub fn ranks_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("ranks")
 }
 
-/// Publishes `e`; a rank's entry already there belongs to another run.
+/// Publishes `e`; a rank's entry already there belongs to another run. One
+/// file created in the shared directory (not a temporary name linked into
+/// place): thousands of ranks publish at once, and every creation in one
+/// directory takes its lock. The gatherer reads an entry not yet whole as
+/// not yet there.
 pub fn publish(run_dir: &Path, e: &Entry) -> io::Result<()> {
     let dir = ranks_dir(run_dir);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{}.json", e.rank));
-    if !locus_fs::join::write_once(&path, &serde_json::to_vec(e)?)? {
-        return Err(io::Error::other(format!(
-            "{} is left from another run; give each run its own --run-dir",
-            path.display()
-        )));
-    }
-    Ok(())
+    let mut file = match std::fs::File::create_new(&path) {
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(io::Error::other(format!(
+                "{} is left from another run; give each run its own --run-dir",
+                path.display()
+            )))
+        }
+        file => file?,
+    };
+    io::Write::write_all(&mut file, &serde_json::to_vec(e)?)
 }
 
 /// Waits until all `size` ranks have published, or `timeout` passes. Rank
@@ -106,9 +113,8 @@ pub fn gather(
         if me == gatherer {
             for (r, slot) in found.iter_mut().enumerate().filter(|(_, s)| s.is_none()) {
                 if let Ok(b) = std::fs::read(dir.join(format!("{r}.json"))) {
-                    let e = serde_json::from_slice(&b)
-                        .map_err(|e| format!("{}/{r}.json: {e}", dir.display()))?;
-                    *slot = Some(e);
+                    // Not whole yet: read again next time.
+                    *slot = serde_json::from_slice(&b).ok();
                 }
             }
             if found.iter().all(Option::is_some) {
@@ -132,7 +138,10 @@ pub fn gather(
         }
         if Instant::now() > deadline {
             let missing: Vec<String> = (0..size)
-                .filter(|r| !dir.join(format!("{r}.json")).exists())
+                .filter(|&r| {
+                    let entry = std::fs::read(dir.join(format!("{r}.json")));
+                    entry.map_or(true, |b| serde_json::from_slice::<Entry>(&b).is_err())
+                })
                 .map(|r| r.to_string())
                 .collect();
             return Err(format!(
@@ -201,6 +210,22 @@ mod tests {
         assert!(publish(dir.path(), &again).is_err());
         let err = gather(dir.path(), 3, 0, 1, Duration::from_millis(10)).unwrap_err();
         assert!(err.contains("lists 2 ranks, not 3"), "{err}");
+        // An entry not yet whole is not there yet.
+        let partial = tempfile::tempdir().unwrap();
+        publish(partial.path(), &again).unwrap();
+        let one = partial.path().join("ranks/1.json");
+        std::fs::write(&one, b"{\"rank\":1,").unwrap();
+        let err = gather(partial.path(), 2, 0, 0, Duration::from_millis(10)).unwrap_err();
+        assert!(err.contains("ranks 1 did not start"), "{err}");
+        let whole = Entry {
+            rank: 1,
+            ..again.clone()
+        };
+        std::fs::write(&one, serde_json::to_vec(&whole).unwrap()).unwrap();
+        assert_eq!(
+            gather(partial.path(), 2, 0, 0, Duration::from_millis(10)).unwrap(),
+            [again, whole]
+        );
         let late = tempfile::tempdir().unwrap();
         let err = gather(late.path(), 3, 2, 2, Duration::from_millis(10)).unwrap_err();
         assert!(err.contains("ranks 0,1,2 did not start"), "{err}");

@@ -46,7 +46,7 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
             )
         })?;
     let records_err = |e: std::io::Error| format!("worker rank {me}: records: {e}");
-    let mut records = Recorder::create(&cfg.run_dir, me).map_err(records_err)?;
+    let mut records = Recorder::new(&cfg.run_dir, me);
     let lost = |e: std::io::Error| format!("worker rank {me}: connection to its server: {e}");
     // Messages go out through a batching writer; tasks sent ahead queue here.
     let (out, rx) = mpsc::unbounded_channel();
