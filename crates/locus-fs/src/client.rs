@@ -108,6 +108,16 @@ fn blocking_failed(e: tokio::task::JoinError) -> FsError {
     FsError::new(Errno::EIO, "client").with_detail(e)
 }
 
+/// Runs file-system work that blocks off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> FsResult<T> + Send + 'static,
+) -> FsResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(blocking_failed)
+        .and_then(|r| r)
+}
+
 impl Client {
     /// A client of the cluster described in `dir` (as written by `locus fs up`).
     pub fn open(dir: &Path, opts: ClientOptions) -> FsResult<Client> {
@@ -1044,10 +1054,7 @@ impl Client {
         let _renewal = self.keep_lease(&path, lease);
         let copied = if target == self.inner.me && !self.inner.diskless {
             let (store, p, src) = (self.inner.store.clone(), path.clone(), source.to_path_buf());
-            tokio::task::spawn_blocking(move || store.import(&src, &p, lease.token))
-                .await
-                .map_err(blocking_failed)
-                .and_then(|r| r)
+            blocking(move || store.import(&src, &p, lease.token)).await
         } else {
             let req = Request::ImportData {
                 path: path.clone(),
@@ -1091,10 +1098,7 @@ impl Client {
         let me = self.inner.me;
         if !self.inner.diskless && rec.holders.contains(&me) {
             let (store, src, dst) = (self.inner.store.clone(), path.clone(), dest.to_path_buf());
-            return tokio::task::spawn_blocking(move || store.export(&src, rec.stamp, &dst))
-                .await
-                .map_err(blocking_failed)
-                .and_then(|r| r);
+            return blocking(move || store.export(&src, rec.stamp, &dst)).await;
         }
         let Some(&holder) = rec.holders.first() else {
             // An empty file has no stored copy.
@@ -1149,10 +1153,7 @@ impl Client {
             return installed;
         }
         let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
-        let pushed = tokio::task::spawn_blocking(move || c.push_to(target, &l, (&p, stamp)))
-            .await
-            .map_err(blocking_failed)
-            .and_then(|r| r);
+        let pushed = blocking(move || c.push_to(target, &l, (&p, stamp))).await;
         self.inner.store.discard(src);
         pushed.map(drop)
     }
