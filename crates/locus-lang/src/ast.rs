@@ -136,6 +136,11 @@ pub enum StmtKind {
         targets: Vec<LValue>,
         value: Expr,
     },
+    /// `b += v;`: adds a member to a bag (or an array, at a new index).
+    Append {
+        target: LValue,
+        value: Expr,
+    },
     Expr(Expr),
     If {
         cond: Expr,
@@ -160,6 +165,13 @@ pub enum StmtKind {
         cond: Expr,
         update: Vec<(Ident, Expr)>,
         body: Block,
+    },
+    /// `iterate var { body } until (until);`: the body runs with var 0, 1,
+    /// … until `until` (read after each run) holds.
+    Iterate {
+        var: Ident,
+        body: Block,
+        until: Expr,
     },
     Wait {
         deep: bool,

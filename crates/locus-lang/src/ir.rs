@@ -201,6 +201,11 @@ pub enum Stmt {
     },
     /// `a => b`: each part starts when everything the previous one did is done.
     Seq(Vec<Vec<Stmt>>),
+    /// Adds `value` to `array` under a key no other member has.
+    ArrayAppend {
+        array: VarId,
+        value: VarId,
+    },
     ArrayInsert {
         array: VarId,
         index: VarId,
@@ -413,6 +418,9 @@ impl Function {
                     self.open(out, depth + 1, "then".into(), p);
                 }
                 let _ = writeln!(out, "{pad}}}");
+            }
+            Stmt::ArrayAppend { array, value } => {
+                let _ = writeln!(out, "{pad}{} += {}", v(*array), v(*value));
             }
             Stmt::ArrayInsert {
                 array,

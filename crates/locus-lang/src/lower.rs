@@ -490,12 +490,21 @@ impl<'a> FnCx<'a> {
 
     /// Declares `name` in the innermost scope; shadowing is an error.
     fn declare(&mut self, name: &Ident, ty: Type, role: Role) -> VarId {
-        if self.lookup(&name.name).is_some() {
-            let what = if self
-                .scopes
-                .last()
-                .is_some_and(|s| s.contains_key(&name.name))
-            {
+        self.declare_checked(name, ty, role, true)
+    }
+
+    /// Declares `name` in the innermost scope, shadowing any outer one.
+    fn declare_over(&mut self, name: &Ident, ty: Type, role: Role) -> VarId {
+        self.declare_checked(name, ty, role, false)
+    }
+
+    fn declare_checked(&mut self, name: &Ident, ty: Type, role: Role, no_shadow: bool) -> VarId {
+        let inner = self
+            .scopes
+            .last()
+            .is_some_and(|s| s.contains_key(&name.name));
+        if (no_shadow || inner) && self.lookup(&name.name).is_some() {
+            let what = if inner {
                 "is already declared"
             } else {
                 "shadows a variable of an enclosing scope"
@@ -594,10 +603,8 @@ impl<'a> FnCx<'a> {
                 }
                 let base = resolve_name(self.g, ty, self.diags);
                 for v in vars {
+                    // A `void` variable is a signal: set when its writer is done.
                     let t = wrap_dims(self.g, base.clone(), &v.dims, self.diags);
-                    if t == Type::Void {
-                        self.error(v.name.span, "a variable cannot be void");
-                    }
                     let mapping = v.mapping.as_ref().map(|m| {
                         if elem_type(&t) != &Type::File {
                             self.error(m.span, format!("only files can be mapped, not {t}"));
@@ -617,6 +624,7 @@ impl<'a> FnCx<'a> {
                 }
             }
             StmtKind::Assign { targets, value } => self.assign(targets, value, out),
+            StmtKind::Append { target, value } => self.append(target, value, out),
             StmtKind::Expr(e) => {
                 if let ExprKind::Call { .. } = e.kind {
                     self.call(e, None, out);
@@ -629,10 +637,7 @@ impl<'a> FnCx<'a> {
                 then,
                 otherwise,
             } => {
-                let (c, t) = self.expr(cond, out, Some(&Type::Bool));
-                if !Type::Bool.accepts(&t) {
-                    self.error(cond.span, format!("a condition must be boolean, not {t}"));
-                }
+                let c = self.condition(cond, out);
                 let mut then_ir = Vec::new();
                 let mut else_ir = Vec::new();
                 let empty = Vec::new();
@@ -705,6 +710,7 @@ impl<'a> FnCx<'a> {
                 source,
                 body,
             } => self.foreach(annotations, value, index.as_ref(), source, body, out),
+            StmtKind::Iterate { var, body, until } => self.iterate(var, body, until, out),
             StmtKind::For {
                 init,
                 cond,
@@ -742,7 +748,60 @@ impl<'a> FnCx<'a> {
         }
     }
 
+    /// `b += v;` on a bag or array variable.
+    fn append(&mut self, target: &ast::LValue, value: &Expr, out: &mut Vec<Stmt>) {
+        let ast::LValue::Var(name) = target else {
+            self.error(
+                value.span,
+                "only a bag or array variable can be appended to",
+            );
+            return;
+        };
+        let Some(local) = self.lookup(&name.name).map(|l| (l.id, l.role)) else {
+            self.error(name.span, format!("undeclared variable '{}'", name.name));
+            return;
+        };
+        let (array, role) = local;
+        if role == Role::Input {
+            self.error(
+                name.span,
+                format!("'{}' is an input and cannot be assigned", name.name),
+            );
+        }
+        let elem = match &self.vars[array as usize].ty {
+            Type::Array { elem, .. } => (**elem).clone(),
+            other => {
+                self.error(
+                    name.span,
+                    format!("'{}' is {other}, not a bag or array", name.name),
+                );
+                return;
+            }
+        };
+        let v = self.typed_expr(value, out, &elem);
+        self.ever_assigned.insert(array);
+        out.push(Stmt::ArrayAppend { array, value: v });
+    }
+
     fn assign(&mut self, targets: &[ast::LValue], value: &Expr, out: &mut Vec<Stmt>) {
+        if let ExprKind::Tuple(values) = &value.kind {
+            // `a, b = 1, 2;`: each target from its value.
+            if values.len() != targets.len() {
+                self.error(
+                    value.span,
+                    format!(
+                        "{} variable(s) assigned {} value(s)",
+                        targets.len(),
+                        values.len()
+                    ),
+                );
+                return;
+            }
+            for (t, v) in targets.iter().zip(values) {
+                self.assign(std::slice::from_ref(t), v, out);
+            }
+            return;
+        }
         if targets.len() > 1 {
             // `(a, b) = f(…)`
             if !matches!(value.kind, ExprKind::Call { .. }) {
@@ -1009,6 +1068,43 @@ impl<'a> FnCx<'a> {
         id
     }
 
+    /// `iterate v { body } until (c);` as a loop whose test block is the
+    /// body followed by `!c`: the body runs before each test.
+    fn iterate(&mut self, var: &Ident, body: &[ast::Stmt], until: &Expr, out: &mut Vec<Stmt>) {
+        let (zero, _) = self.constant(Type::Int, Const::Int(0), out);
+        let stmt = self.scoped(|cx| {
+            cx.loop_depth += 1;
+            let v = cx.declare_over(var, Type::Int, Role::Input);
+            let mut cond_ir = Vec::new();
+            cx.block(body, &mut cond_ir);
+            let stop = cx.condition(until, &mut cond_ir);
+            let test = cx.temp(Type::Bool, &mut cond_ir);
+            cond_ir.push(Stmt::Op {
+                dst: test,
+                op: ir::Op::Un(UnOp::Not),
+                args: vec![stop],
+            });
+            let mut next = Vec::new();
+            let (one, _) = cx.constant(Type::Int, Const::Int(1), &mut next);
+            let succ = cx.temp(Type::Int, &mut next);
+            next.push(Stmt::Op {
+                dst: succ,
+                op: ir::Op::Bin(BinOp::Add),
+                args: vec![v, one],
+            });
+            cx.loop_depth -= 1;
+            Stmt::Loop {
+                vars: vec![(v, zero)],
+                cond: cond_ir,
+                test,
+                body: Vec::new(),
+                next,
+                updates: vec![(v, succ)],
+            }
+        });
+        out.push(stmt);
+    }
+
     fn for_loop(
         &mut self,
         init: &[ast::ForVar],
@@ -1038,14 +1134,17 @@ impl<'a> FnCx<'a> {
             for (v, init_id, t) in &inits {
                 // Loop variables take a new value each iteration: the loop,
                 // not the body, assigns them.
-                let id = cx.declare(&v.name, t.clone(), Role::Input);
+                // `for (i = 0; …)` with `i` declared outside: the loop's
+                // own `i` (a variable is assigned once; the loop's takes a
+                // value per iteration), as Swift/T accepts it.
+                let id = match v.ty {
+                    None => cx.declare_over(&v.name, t.clone(), Role::Input),
+                    Some(_) => cx.declare(&v.name, t.clone(), Role::Input),
+                };
                 vars.push((id, *init_id));
             }
             let mut cond_ir = Vec::new();
-            let (test, ct) = cx.expr(cond, &mut cond_ir, Some(&Type::Bool));
-            if !Type::Bool.accepts(&ct) {
-                cx.error(cond.span, format!("a condition must be boolean, not {ct}"));
-            }
+            let test = cx.condition(cond, &mut cond_ir);
             let mut body_ir = Vec::new();
             cx.block(body, &mut body_ir);
             let mut next = Vec::new();
@@ -1080,6 +1179,26 @@ impl<'a> FnCx<'a> {
     }
 
     // ---- expressions ----
+
+    /// A condition: a boolean, or an int (true when not zero, as Swift/T
+    /// allows).
+    fn condition(&mut self, cond: &Expr, out: &mut Vec<Stmt>) -> VarId {
+        let (c, t) = self.expr(cond, out, Some(&Type::Bool));
+        if t == Type::Int {
+            let (zero, _) = self.constant(Type::Int, Const::Int(0), out);
+            let dst = self.temp(Type::Bool, out);
+            out.push(Stmt::Op {
+                dst,
+                op: ir::Op::Bin(BinOp::Ne),
+                args: vec![c, zero],
+            });
+            return dst;
+        }
+        if !Type::Bool.accepts(&t) {
+            self.error(cond.span, format!("a condition must be boolean, not {t}"));
+        }
+        c
+    }
 
     fn constant(&mut self, dst_ty: Type, value: Const, out: &mut Vec<Stmt>) -> (VarId, Type) {
         let id = self.temp(dst_ty.clone(), out);

@@ -19,6 +19,9 @@ pub fn parse(tokens: Vec<Token>) -> (Program, Vec<Diagnostic>) {
     };
     let mut items = Vec::new();
     while !p.at_eof() {
+        if p.eat_sym(";") {
+            continue;
+        }
         let before = p.pos;
         match p.item() {
             Ok(item) => items.push(item),
@@ -242,7 +245,7 @@ impl Parser {
             });
         }
         let annotations = self.annotations()?;
-        if self.is_word("app") || self.starts_func_def() {
+        if self.is_word("app") || self.starts_func_def() || self.starts_outputless_def() {
             return self.func_def(annotations, start).map(Item::Func);
         }
         self.stmt_after_annotations(annotations, start)
@@ -254,24 +257,46 @@ impl Parser {
         if !self.is_sym("(") {
             return false;
         }
+        self.after_parens(self.pos).is_some_and(|i| {
+            matches!(self.toks.get(i).map(|t| &t.tok), Some(Tok::Ident(_)))
+                && matches!(self.toks.get(i + 1).map(|t| &t.tok), Some(Tok::Sym("(")))
+        })
+    }
+
+    /// `name ( … ) {` or `name ( … ) "package"` at top level starts a
+    /// function without outputs (a call there ends with `;`).
+    fn starts_outputless_def(&self) -> bool {
+        const STATEMENTS: [&str; 7] = ["if", "switch", "for", "foreach", "wait", "iterate", "main"];
+        match self.tok() {
+            Tok::Ident(w) if !STATEMENTS.contains(&w.as_str()) && self.is_sym_at(1, "(") => {}
+            _ => return false,
+        }
+        match self.after_parens(self.pos + 1) {
+            Some(i) => matches!(
+                self.toks.get(i).map(|t| &t.tok),
+                Some(Tok::Sym("{")) | Some(Tok::Str(_))
+            ),
+            None => false,
+        }
+    }
+
+    /// The index after the parenthesis matching the one at `open`.
+    fn after_parens(&self, open: usize) -> Option<usize> {
         let mut depth = 0;
-        let mut i = self.pos;
-        while i < self.toks.len() {
-            match &self.toks[i].tok {
+        for (i, t) in self.toks.iter().enumerate().skip(open) {
+            match &t.tok {
                 Tok::Sym("(") => depth += 1,
                 Tok::Sym(")") => {
                     depth -= 1;
                     if depth == 0 {
-                        return matches!(self.toks.get(i + 1).map(|t| &t.tok), Some(Tok::Ident(_)))
-                            && matches!(self.toks.get(i + 2).map(|t| &t.tok), Some(Tok::Sym("(")));
+                        return Some(i + 1);
                     }
                 }
-                Tok::Eof | Tok::Sym(";") | Tok::Sym("{") | Tok::Sym("}") => return false,
+                Tok::Eof | Tok::Sym(";") | Tok::Sym("{") | Tok::Sym("}") => return None,
                 _ => {}
             }
-            i += 1;
         }
-        false
+        None
     }
 
     fn type_ref(&mut self) -> PResult<TypeRef> {
@@ -459,6 +484,10 @@ impl Parser {
                 self.depth -= 1;
                 return self.expected("'}'");
             }
+            if self.eat_sym(";") {
+                // An empty statement.
+                continue;
+            }
             let before = self.pos;
             match self.stmt() {
                 Ok(s) => stmts.push(s),
@@ -497,6 +526,9 @@ impl Parser {
             Tok::Ident(w) if w == "switch" => return self.switch_stmt(start),
             Tok::Ident(w) if w == "for" && self.is_sym_at(1, "(") => return self.for_stmt(start),
             Tok::Ident(w) if w == "wait" => return self.wait_stmt(start),
+            Tok::Ident(w) if w == "iterate" && matches!(self.tok_at(1), Tok::Ident(_)) => {
+                return self.iterate(start)
+            }
             _ => self.simple()?,
         };
         if matches!(kind, StmtKind::Block(_)) {
@@ -554,18 +586,32 @@ impl Parser {
             self.bump();
             self.bump();
         }
-        if matches!(self.tok(), Tok::Ident(_)) && matches!(self.tok_at(1), Tok::Ident(_)) {
+        let generic = self.is_word("bag") && self.is_sym_at(1, "<");
+        if generic || matches!(self.tok(), Tok::Ident(_)) && matches!(self.tok_at(1), Tok::Ident(_))
+        {
             return self.decl(global);
         }
         if global {
             return self.expected("a declaration after 'global const'");
+        }
+        if matches!(self.tok(), Tok::Ident(_)) && self.is_sym_at(1, "=>") {
+            // `v => …`: what follows waits for v (a `void` signal, say).
+            let v = self.ident()?;
+            return Ok(StmtKind::Wait {
+                deep: false,
+                on: vec![Expr {
+                    kind: ExprKind::Var(v.name),
+                    span: v.span,
+                }],
+                body: Vec::new(),
+            });
         }
         if self.is_sym("(") {
             // `(a, b) = f(…)`: tried first, undone if it is not that.
             let (save, ndiags) = (self.pos, self.diags.len());
             if let Ok(targets) = self.tuple_targets() {
                 if self.eat_sym("=") {
-                    let value = self.expr()?;
+                    let value = self.expr_list()?;
                     return Ok(StmtKind::Assign { targets, value });
                 }
             }
@@ -573,13 +619,21 @@ impl Parser {
             self.diags.truncate(ndiags);
         }
         if matches!(self.tok(), Tok::Ident(_)) && !self.is_sym_at(1, "(") {
-            let target = self.lvalue()?;
+            // `a = e;`, or `a, b = f();` and `a, b = 1, 2;`, or `b += v;`
+            let mut targets = vec![self.lvalue()?];
+            if self.is_sym("+") && self.is_sym_at(1, "=") {
+                self.bump();
+                self.bump();
+                let value = self.expr()?;
+                let target = targets.pop().expect("one target");
+                return Ok(StmtKind::Append { target, value });
+            }
+            while self.eat_sym(",") {
+                targets.push(self.lvalue()?);
+            }
             self.expect_sym("=")?;
-            let value = self.expr()?;
-            return Ok(StmtKind::Assign {
-                targets: vec![target],
-                value,
-            });
+            let value = self.expr_list()?;
+            return Ok(StmtKind::Assign { targets, value });
         }
         let e = self.expr()?;
         if !matches!(e.kind, ExprKind::Call { .. }) {
@@ -590,6 +644,23 @@ impl Parser {
             return Err(());
         }
         Ok(StmtKind::Expr(e))
+    }
+
+    /// One expression, or several separated by commas as one tuple.
+    fn expr_list(&mut self) -> PResult<Expr> {
+        let first = self.expr()?;
+        if !self.is_sym(",") {
+            return Ok(first);
+        }
+        let start = first.span;
+        let mut items = vec![first];
+        while self.eat_sym(",") {
+            items.push(self.expr()?);
+        }
+        Ok(Expr {
+            kind: ExprKind::Tuple(items),
+            span: start.to(self.prev_span()),
+        })
     }
 
     fn tuple_targets(&mut self) -> PResult<Vec<LValue>> {
@@ -626,11 +697,21 @@ impl Parser {
     }
 
     fn decl(&mut self, global: bool) -> PResult<StmtKind> {
-        let ty = self.ident()?;
+        let mut ty = self.ident()?;
+        // `bag<T> b`: an unordered collection of T, kept as an array of T
+        // whose members get new keys.
+        let bag = ty.name == "bag" && self.eat_sym("<");
+        if bag {
+            ty = self.ident()?;
+            self.expect_sym(">")?;
+        }
         let mut vars = Vec::new();
         loop {
             let name = self.ident()?;
-            let dims = self.dims()?;
+            let mut dims = self.dims()?;
+            if bag {
+                dims.insert(0, None);
+            }
             let mapping = if self.eat_sym("<") {
                 let m = self.additive()?;
                 self.expect_sym(">")?;
@@ -809,6 +890,24 @@ impl Parser {
                 update,
                 body,
             },
+            span: start.to(self.prev_span()),
+        })
+    }
+
+    /// `iterate v { … } until (cond);`
+    fn iterate(&mut self, start: Span) -> PResult<Stmt> {
+        self.bump();
+        let var = self.ident()?;
+        let body = self.block()?;
+        if !self.eat_word("until") {
+            return self.expected("'until'");
+        }
+        self.expect_sym("(")?;
+        let until = self.expr()?;
+        self.expect_sym(")")?;
+        self.expect_sym(";")?;
+        Ok(Stmt {
+            kind: StmtKind::Iterate { var, body, until },
             span: start.to(self.prev_span()),
         })
     }

@@ -101,6 +101,8 @@ pub struct Engine {
     /// Names of futures some task waits on, for the stall report.
     waiting: Mutex<HashMap<FutureId, (String, usize)>>,
     temp_files: AtomicU64,
+    /// Members added by `+=` here, for their keys.
+    appended: AtomicU64,
     /// Statements run, calls and `foreach` shares received and sent.
     statements: AtomicU64,
     received: AtomicU64,
@@ -113,6 +115,9 @@ pub struct Engine {
 
 /// Runs a statement's completion callback once the statement and all the
 /// work it started have dropped their clones.
+/// The value of a `void` future: set when what it signals is done.
+const SIGNAL: Value = Value::Bool(true);
+
 struct Done {
     _parent: Option<Arc<Done>>,
     on_done: Mutex<Option<Box<dyn FnOnce() + Send>>>,
@@ -233,6 +238,7 @@ impl Engine {
             progress: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
             temp_files: AtomicU64::new(0),
+            appended: AtomicU64::new(0),
             statements: AtomicU64::new(0),
             received: AtomicU64::new(0),
             sent: AtomicU64::new(0),
@@ -797,6 +803,13 @@ impl Engine {
                         .await;
                 }
             }
+            Stmt::ArrayAppend { array, value } => {
+                let v = self.get(func, frame, *value).await;
+                // Keys unique over all servers: this server's, then a count.
+                let n = self.appended.fetch_add(1, Ordering::Relaxed) as i64;
+                let k = Key::Int(((self.remote.me as i64) << 40) | n);
+                self.insert(func, frame.get(*array), vec![k], v, done);
+            }
             Stmt::ArrayInsert {
                 array,
                 index,
@@ -1129,7 +1142,26 @@ impl Engine {
         done: &Arc<Done>,
     ) {
         let inner = self.callee_frame(callee, binds);
-        self.exec_block(callee, &inner, self.plans.body(&callee.name), done);
+        let body = self.plans.body(&callee.name);
+        // A `void` output the body does not write is a signal that the
+        // call is done.
+        let signals: Vec<FutureId> = callee
+            .outputs
+            .iter()
+            .filter(|o| callee.vars[**o as usize].ty == Type::Void)
+            .filter(|o| !body.stmts.iter().any(|s| crate::plan::writes(s, **o)))
+            .map(|o| inner.get(*o))
+            .collect();
+        if signals.is_empty() {
+            return self.exec_block(callee, &inner, body, done);
+        }
+        let (engine, parent) = (self.clone(), done.clone());
+        let done = Done::new(Some(done.clone()), move || {
+            for f in signals {
+                engine.set(f, SIGNAL, &parent);
+            }
+        });
+        self.exec_block(callee, &inner, body, &done);
     }
 
     /// Sends control work to another server; `done` is held until it
@@ -1340,6 +1372,11 @@ impl Engine {
             .await?;
         for (f, p) in out_files {
             self.set(f, Value::File(p), done);
+        }
+        for o in &app.outputs {
+            if app.vars[*o as usize].ty == Type::Void {
+                self.set(frame.get(*o), SIGNAL, done);
+            }
         }
         Ok(())
     }

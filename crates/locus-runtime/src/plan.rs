@@ -48,7 +48,7 @@ fn nested(s: &Stmt) -> Vec<&[Stmt]> {
 }
 
 /// Whether `s` (or anything nested in it) writes variable `v`.
-fn writes(s: &Stmt, v: VarId) -> bool {
+pub fn writes(s: &Stmt, v: VarId) -> bool {
     let direct = match s {
         Stmt::Const { dst, .. }
         | Stmt::Op { dst, .. }
@@ -56,7 +56,7 @@ fn writes(s: &Stmt, v: VarId) -> bool {
         | Stmt::ArrayGet { dst, .. }
         | Stmt::StructGet { dst, .. } => *dst == v,
         Stmt::Call { outs, .. } => outs.contains(&v),
-        Stmt::ArrayInsert { array, .. } => *array == v,
+        Stmt::ArrayInsert { array, .. } | Stmt::ArrayAppend { array, .. } => *array == v,
         Stmt::InsertPath { target, .. } => *target == v,
         Stmt::StructSet { target, .. } => *target == v,
         _ => false,

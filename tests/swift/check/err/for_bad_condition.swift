@@ -1,2 +1,2 @@
-// EXPECT-ERROR: 2: a condition must be boolean, not int
-for (i = 0; i; i = i + 1) { trace(i); }
+// EXPECT-ERROR: 2: a condition must be boolean, not string
+for (i = 0; "yes"; i = i + 1) { trace(i); }

@@ -1,0 +1,3 @@
+// EXPECT-ERROR: 3: a condition must be boolean, not string
+string a = "x";
+if (a) { trace(a); }

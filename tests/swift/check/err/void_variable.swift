@@ -1,2 +1,0 @@
-// EXPECT-ERROR: 2: a variable cannot be void
-void v;
