@@ -159,12 +159,12 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
                     &mut diags,
                 );
                 for v in vars {
-                    let value = match (&t, v.init.as_ref().map(|e| &e.kind)) {
-                        (Type::Int, Some(ExprKind::Int(i))) => Some(Const::Int(*i)),
-                        (Type::Float, Some(ExprKind::Float(x))) => Some(Const::Float(*x)),
-                        (Type::Float, Some(ExprKind::Int(i))) => Some(Const::Float(*i as f64)),
-                        (Type::String, Some(ExprKind::Str(s))) => Some(Const::Str(s.clone())),
-                        (Type::Bool, Some(ExprKind::Bool(b))) => Some(Const::Bool(*b)),
+                    let value = match (&t, v.init.as_ref().and_then(|e| const_value(&g, e))) {
+                        (Type::Int, Some(Const::Int(i))) => Some(Const::Int(i)),
+                        (Type::Float, Some(Const::Float(x))) => Some(Const::Float(x)),
+                        (Type::Float, Some(Const::Int(i))) => Some(Const::Float(i as f64)),
+                        (Type::String, Some(Const::Str(s))) => Some(Const::Str(s)),
+                        (Type::Bool, Some(Const::Bool(b))) => Some(Const::Bool(b)),
                         _ => None,
                     };
                     match value {
@@ -173,7 +173,11 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
                         }
                         _ => diags.push(Diagnostic::new(
                             v.name.span,
-                            format!("global const '{}' needs a literal {t} value", v.name.name),
+                            format!(
+                                "global const '{}' needs a constant {t} value (literals, \
+                                 other global constants and + - * / on them)",
+                                v.name.name
+                            ),
                         )),
                     }
                 }
@@ -234,6 +238,46 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
         },
         diags,
     )
+}
+
+/// The value of a constant expression: literals, global constants already
+/// defined, unary minus and not, and + - * / on them (as at run time; `/`
+/// of two ints is not constant, as it is not an int).
+fn const_value(g: &Globals<'_>, e: &Expr) -> Option<Const> {
+    use Const::{Bool, Float, Int, Str};
+    Some(match &e.kind {
+        ExprKind::Int(i) => Int(*i),
+        ExprKind::Float(x) => Float(*x),
+        ExprKind::Str(s) => Str(s.clone()),
+        ExprKind::Bool(b) => Bool(*b),
+        ExprKind::Var(name) => g.consts.get(name)?.1.clone(),
+        ExprKind::Unary(op, a) => match (op, const_value(g, a)?) {
+            (UnOp::Neg, Int(i)) => Int(i.checked_neg()?),
+            (UnOp::Neg, Float(x)) => Float(-x),
+            (UnOp::Not, Bool(b)) => Bool(!b),
+            _ => return None,
+        },
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = match (const_value(g, a)?, const_value(g, b)?) {
+                // An int literal beside a float is a float.
+                (Int(i), Float(y)) => (Float(i as f64), Float(y)),
+                (Float(x), Int(j)) => (Float(x), Float(j as f64)),
+                pair => pair,
+            };
+            match (op, a, b) {
+                (BinOp::Add, Int(x), Int(y)) => Int(x.checked_add(y)?),
+                (BinOp::Sub, Int(x), Int(y)) => Int(x.checked_sub(y)?),
+                (BinOp::Mul, Int(x), Int(y)) => Int(x.checked_mul(y)?),
+                (BinOp::Add, Float(x), Float(y)) => Float(x + y),
+                (BinOp::Sub, Float(x), Float(y)) => Float(x - y),
+                (BinOp::Mul, Float(x), Float(y)) => Float(x * y),
+                (BinOp::Div, Float(x), Float(y)) => Float(x / y),
+                (BinOp::Add, Str(x), Str(y)) => Str(x + &y),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
 }
 
 fn resolve_type(g: &Globals<'_>, t: &ast::TypeRef, diags: &mut Vec<Diagnostic>) -> Type {
@@ -308,7 +352,11 @@ fn lower_function(
                 }
                 _ => cx.error(a.span, "@dispatch takes WORKER, CONTROL or LOCAL"),
             },
-            "par" | "builtin_op" | "stc_intrinsic" | "implements" | "sync" | "suppress" => {}
+            // Swift/T's optimiser hints and library declarations: nothing
+            // to do here (every function runs where and when it is ready).
+            "par" | "builtin_op" | "stc_intrinsic" | "implements" | "sync" | "suppress"
+            | "sideeffectfree" | "commutative" | "copy" | "minmax" | "assertion" | "checkpoint"
+            | "deprecated" => {}
             other => cx.error(
                 a.name.span,
                 format!("unknown function annotation '@{other}'"),
@@ -981,7 +1029,12 @@ impl<'a> FnCx<'a> {
                 }
             };
             match a.name.name.as_str() {
-                "async" => {}
+                // Unrolling and splitting shape how STC compiles a loop;
+                // here iterations are futures the servers share out.
+                "async" | "nosplit" => {}
+                "unroll" => {
+                    int_value(self);
+                }
                 "sync" => opts.sync = true,
                 "splitdegree" => opts.splitdegree = int_value(self),
                 "leafdegree" => opts.leafdegree = int_value(self),
@@ -1001,31 +1054,18 @@ impl<'a> FnCx<'a> {
         out: &mut Vec<Stmt>,
     ) {
         let opts = self.loop_opts(annotations);
-        if let ExprKind::Range { lo, hi, step } = &source.kind {
-            let lo = self.int_expr(lo, out);
-            let hi = self.int_expr(hi, out);
-            let step = step.as_ref().map(|s| self.int_expr(s, out));
-            let stmt = self.scoped(|cx| {
-                cx.loop_depth += 1;
-                let v = cx.declare(value, Type::Int, Role::Input);
-                let i = index.map(|i| cx.declare(i, Type::Int, Role::Input));
-                let mut b = Vec::new();
-                cx.block(body, &mut b);
-                cx.loop_depth -= 1;
-                Stmt::ForeachRange {
-                    lo,
-                    hi,
-                    step,
-                    value: v,
-                    index: i,
-                    body: b,
-                    opts,
+        let (array, t) = match &source.kind {
+            ExprKind::Range { lo, hi, step } => {
+                let (bounds, float) = self.range_parts(lo, hi, step.as_deref(), out);
+                if !float {
+                    return self.foreach_range(value, index, &bounds, body, opts, out);
                 }
-            });
-            out.push(stmt);
-            return;
-        }
-        let (array, t) = self.expr(source, out, None);
+                // A float range is made as an array (an int range is
+                // iterated without one).
+                self.range_array(bounds, true, out)
+            }
+            _ => self.expr(source, out, None),
+        };
         let (kt, et) = match t {
             Type::Array { key, elem } => (*key, *elem),
             Type::Error => (Type::Error, Type::Error),
@@ -1055,8 +1095,78 @@ impl<'a> FnCx<'a> {
         out.push(stmt);
     }
 
-    fn int_expr(&mut self, e: &Expr, out: &mut Vec<Stmt>) -> VarId {
-        self.typed_expr(e, out, &Type::Int)
+    /// `foreach v[, i] in [lo:hi:step]` over ints: iterated without an array.
+    fn foreach_range(
+        &mut self,
+        value: &Ident,
+        index: Option<&Ident>,
+        bounds: &[VarId],
+        body: &[ast::Stmt],
+        opts: ir::LoopOpts,
+        out: &mut Vec<Stmt>,
+    ) {
+        let stmt = self.scoped(|cx| {
+            cx.loop_depth += 1;
+            let v = cx.declare(value, Type::Int, Role::Input);
+            let i = index.map(|i| cx.declare(i, Type::Int, Role::Input));
+            let mut b = Vec::new();
+            cx.block(body, &mut b);
+            cx.loop_depth -= 1;
+            Stmt::ForeachRange {
+                lo: bounds[0],
+                hi: bounds[1],
+                step: bounds.get(2).copied(),
+                value: v,
+                index: i,
+                body: b,
+                opts,
+            }
+        });
+        out.push(stmt);
+    }
+
+    /// A range's bounds and step, and whether any of them is a float.
+    fn range_parts(
+        &mut self,
+        lo: &Expr,
+        hi: &Expr,
+        step: Option<&Expr>,
+        out: &mut Vec<Stmt>,
+    ) -> (Vec<VarId>, bool) {
+        let mut float = false;
+        let mut parts = Vec::new();
+        for e in [lo, hi].into_iter().chain(step) {
+            let (v, t) = self.expr(e, out, None);
+            match t {
+                Type::Int | Type::Error => {}
+                Type::Float => float = true,
+                t => self.error(e.span, format!("a range takes numbers, not {t}")),
+            }
+            parts.push(v);
+        }
+        (parts, float)
+    }
+
+    /// The array `[lo:hi:step]` holds: ints, or floats if `float`.
+    fn range_array(
+        &mut self,
+        bounds: Vec<VarId>,
+        float: bool,
+        out: &mut Vec<Stmt>,
+    ) -> (VarId, Type) {
+        let (name, elem) = if float {
+            ("range_float", Type::Float)
+        } else {
+            ("range", Type::Int)
+        };
+        let t = Type::array_of(elem);
+        let dst = self.temp(t.clone(), out);
+        out.push(Stmt::Op {
+            dst,
+            op: ir::Op::Builtin(name.into()),
+            args: bounds,
+        });
+        (dst, t)
     }
 
     /// Lowers `e` where a `want` is expected, reporting anything else.
@@ -1393,18 +1503,8 @@ impl<'a> FnCx<'a> {
                 (arr, at)
             }
             ExprKind::Range { lo, hi, step } => {
-                let mut args = vec![self.int_expr(lo, out), self.int_expr(hi, out)];
-                if let Some(s) = step {
-                    args.push(self.int_expr(s, out));
-                }
-                let t = Type::array_of(Type::Int);
-                let dst = self.temp(t.clone(), out);
-                out.push(Stmt::Op {
-                    dst,
-                    op: ir::Op::Builtin("range".into()),
-                    args,
-                });
-                (dst, t)
+                let (bounds, float) = self.range_parts(lo, hi, step.as_deref(), out);
+                self.range_array(bounds, float, out)
             }
             ExprKind::FileName(inner) => {
                 let (v, t) = self.expr(inner, out, None);
@@ -1551,6 +1651,9 @@ impl<'a> FnCx<'a> {
             BinOp::Div => {
                 if both(&Type::Float) {
                     Type::Float
+                } else if both(&Type::String) {
+                    // `dir/"name"`: joined with a slash (file mappings).
+                    Type::String
                 } else if both(&Type::Int) {
                     self.error(span, "'/' divides floats; use '%/' for integer division");
                     Type::Error

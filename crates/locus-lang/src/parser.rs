@@ -210,6 +210,17 @@ impl Parser {
                 span: start.to(self.prev_span()),
             });
         }
+        if self.is_word("type")
+            && matches!(self.tok_at(1), Tok::Ident(_))
+            && matches!(self.tok_at(2), Tok::Ident(_))
+        {
+            // `type name existing;`, as `typedef name existing;`
+            self.bump();
+            let name = self.ident()?;
+            let ty = self.type_ref()?;
+            self.expect_sym(";")?;
+            return Ok(Item::Typedef { name, ty });
+        }
         if self.eat_word("typedef") {
             let name = self.ident()?;
             let ty = self.type_ref()?;

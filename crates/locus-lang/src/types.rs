@@ -58,6 +58,10 @@ impl Type {
             "file" => Type::File,
             "location" => Type::Location,
             "blob" => Type::Blob,
+            // A URL is passed to programs as its text.
+            "url" => Type::String,
+            // An ordering signal between leaf functions, as `void`.
+            "external" => Type::Void,
             _ => return None,
         })
     }

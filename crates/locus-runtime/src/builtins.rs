@@ -113,6 +113,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
         (BinOp::Div, Float(x), Float(y)) => Float(x / y),
         (BinOp::Pow, Float(x), Float(y)) => Float(x.powf(*y)),
         (BinOp::Add, Str(x), Str(y)) => Str(format!("{x}{y}")),
+        (BinOp::Div, Str(x), Str(y)) => Str(format!("{x}/{y}")),
         (op, x, y) => return Err(format!("{op:?} of {} and {}", x.render(), y.render())),
     })
 }
@@ -169,6 +170,31 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                 ));
             }
             array((0..len).map(|k| Value::Int(range_value(lo, step, k))))
+        }
+        "range_float" => {
+            let num = |v: &Value| match v {
+                Value::Int(i) => Ok(*i as f64),
+                Value::Float(x) => Ok(*x),
+                other => Err(format!("range: {} is not a number", other.render())),
+            };
+            let (lo, hi) = (num(arg(0)?)?, num(arg(1)?)?);
+            let step = a.get(2).map(num).transpose()?.unwrap_or(1.0);
+            if !(step > 0.0 && step.is_finite() && lo.is_finite() && hi.is_finite()) {
+                return Err(format!(
+                    "[{lo}:{hi}:{step}]: the step must be a positive number"
+                ));
+            }
+            // Counted, not summed, so rounding does not add or drop the
+            // last value: lo + k*step up to hi (within rounding).
+            let len = ((hi - lo) / step + 1e-9).floor() + 1.0;
+            let len = if len > 0.0 { len } else { 0.0 };
+            if len > MAX_RANGE_ARRAY as f64 {
+                return Err(format!(
+                    "[{lo}:{hi}:{step}] has {len} elements; a float range holds at most \
+                     {MAX_RANGE_ARRAY}"
+                ));
+            }
+            array((0..len as u64).map(|k| Value::Float(lo + k as f64 * step)))
         }
         "sum_integer" => Value::Int(
             members(arg(0)?)?

@@ -1,3 +1,3 @@
-// EXPECT-ERROR: 3: global const 'N' needs a literal int value
+// EXPECT-ERROR: 3: global const 'N' needs a constant int value
 int a = 1;
 global const int N = a;
