@@ -1,9 +1,9 @@
 //! `locus check`: the front end alone.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use locus_lang::{compile, Source};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Emit {
@@ -19,14 +19,41 @@ pub struct CheckArgs {
     /// Print a lowered form of each script that checks.
     #[arg(long)]
     pub emit: Option<Emit>,
+    #[command(flatten)]
+    pub modules: ModuleArgs,
+}
+
+/// Where user modules are found.
+#[derive(Args, Clone)]
+pub struct ModuleArgs {
+    /// Look for imported modules (`import a.b;` is `a/b.swift`) in DIR too,
+    /// after the script's directory; SWIFT_PATH (DIR:DIR…) is searched last.
+    #[arg(short = 'I', long = "include", value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+}
+
+impl ModuleArgs {
+    /// `-I` directories, then SWIFT_PATH's.
+    pub fn search(&self) -> Vec<PathBuf> {
+        let mut dirs = self.include.clone();
+        if let Some(path) = std::env::var_os("SWIFT_PATH") {
+            dirs.extend(std::env::split_paths(&path).filter(|d| !d.as_os_str().is_empty()));
+        }
+        dirs
+    }
+}
+
+/// The script at `path`, its modules searched for in `search`.
+pub fn source(path: &Path, search: Vec<PathBuf>) -> Result<Source, String> {
+    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let src = Source::new(path.display().to_string(), String::from_utf8_lossy(&text));
+    Ok(src.with_search(search))
 }
 
 pub fn run(a: CheckArgs) -> Result<()> {
     let mut failed = 0;
     for path in &a.files {
-        let text =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let src = Source::new(path.display().to_string(), String::from_utf8_lossy(&text));
+        let src = source(path, a.modules.search()).map_err(anyhow::Error::msg)?;
         match compile(&src) {
             Ok(program) => {
                 if let Some(Emit::Ir) = a.emit {

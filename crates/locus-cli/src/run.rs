@@ -8,7 +8,7 @@ use crate::local_cluster::LauncherArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use locus_fs::Placement;
-use locus_lang::{compile, ir::Program, Source};
+use locus_lang::{compile, ir::Program};
 use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch};
 use locus_runtime::rank::{run_rank, RankOptions};
 use locus_runtime::rendezvous::RankEnv;
@@ -86,6 +86,8 @@ pub struct RunArgs {
     /// `locus fs down --dir RUN_DIR/fs` stops it.
     #[arg(long, conflicts_with_all = ["fs", "cluster"])]
     pub keep_fs: bool,
+    #[command(flatten)]
+    pub modules: crate::check::ModuleArgs,
     /// Print the run's summary (`locus report`) when it ends.
     #[arg(long)]
     pub summary: bool,
@@ -96,10 +98,8 @@ pub struct RunArgs {
     pub args: Vec<String>,
 }
 
-fn load(script: &Path) -> Result<Program, String> {
-    let text =
-        std::fs::read(script).map_err(|e| format!("cannot read {}: {e}", script.display()))?;
-    let src = Source::new(script.display().to_string(), String::from_utf8_lossy(&text));
+fn load(script: &Path, search: Vec<PathBuf>) -> Result<Program, String> {
+    let src = crate::check::source(script, search)?;
     compile(&src).map_err(|diags| locus_lang::diag::report(&diags, &src))
 }
 
@@ -127,8 +127,8 @@ pub fn as_rank(opts: RankOptions) -> Result<()> {
         bar
     });
     let progress = bar.clone().map(|b| Arc::new(Bar(b)) as Arc<dyn Progress>);
-    let script = opts.script.clone();
-    let result = run_rank(env, opts, move || load(&script), progress);
+    let (script, search) = (opts.script.clone(), opts.include.clone());
+    let result = run_rank(env, opts, move || load(&script, search), progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -147,6 +147,7 @@ impl RunArgs {
             retries: self.retries,
             soft_wait: Duration::from_millis(self.soft_wait),
             args: self.args.clone(),
+            include: self.modules.search(),
             ..RankOptions::new(self.script.clone(), run_dir)
         }
     }
@@ -163,7 +164,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         return as_rank(a.rank_options(run_dir));
     }
     // Check the script before starting anything.
-    if let Err(diags) = load(&a.script) {
+    if let Err(diags) = load(&a.script, a.modules.search()) {
         eprintln!("{diags}");
         std::process::exit(1);
     }

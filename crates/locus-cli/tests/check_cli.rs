@@ -75,3 +75,48 @@ fn unreadable_script_is_one_line() {
         "{err}"
     );
 }
+
+#[test]
+fn modules_come_from_include_dirs_and_swift_path_and_cycles_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (main, lib) = (dir.path().join("main"), dir.path().join("lib"));
+    std::fs::create_dir_all(main.join("pkg")).unwrap();
+    std::fs::create_dir_all(&lib).unwrap();
+    let script = main.join("wf.swift");
+    std::fs::write(
+        &script,
+        "import pkg.one;\nimport shared;\nmain { trace(one() + two()); }\n",
+    )
+    .unwrap();
+    std::fs::write(main.join("pkg/one.swift"), "(int o) one() { o = 1; }\n").unwrap();
+    std::fs::write(lib.join("shared.swift"), "(int o) two() { o = 2; }\n").unwrap();
+    let script = script.to_str().unwrap();
+    let missing = locus(&["check", script]);
+    let err = String::from_utf8_lossy(&missing.stderr);
+    assert!(!missing.status.success());
+    assert!(
+        err.contains("wf.swift:2:1: error: unknown module 'shared': no shared.swift in"),
+        "{err}"
+    );
+    let lib_s = lib.to_str().unwrap();
+    assert!(locus(&["check", "-I", lib_s, script]).status.success());
+    let via_env = std::process::Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["check", script])
+        .env("SWIFT_PATH", lib_s)
+        .output()
+        .unwrap();
+    assert!(via_env.status.success());
+    // A cycle is reported where it closes, in the module's own file.
+    std::fs::write(
+        lib.join("shared.swift"),
+        "import back;\n(int o) two() { o = 2; }\n",
+    )
+    .unwrap();
+    std::fs::write(lib.join("back.swift"), "import shared;\n").unwrap();
+    let cycle = locus(&["check", "-I", lib_s, script]);
+    let err = String::from_utf8_lossy(&cycle.stderr);
+    assert!(
+        err.contains("back.swift:1:1: error: import cycle: shared -> back -> shared"),
+        "{err}"
+    );
+}

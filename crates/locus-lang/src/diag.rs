@@ -24,8 +24,8 @@ impl Diagnostic {
 
     /// The first line alone: `file:line:col: error: message`.
     pub fn headline(&self, src: &Source) -> String {
-        let (line, col) = src.line_col(self.span.start);
-        format!("{}:{line}:{col}: error: {}", src.name, self.message)
+        let p = src.position(self.span.start);
+        format!("{}:{}:{}: error: {}", p.file, p.line, p.col, self.message)
     }
 
     /// The headline, the source line and a caret under the span. A long
@@ -33,7 +33,7 @@ impl Diagnostic {
     /// few lines whatever the file looks like.
     pub fn render(&self, src: &Source) -> String {
         let (line, col) = src.line_col(self.span.start);
-        let full = src.line_text(line);
+        let full = src.line_text(self.span.start);
         let (end_line, end_col) = src.line_col(self.span.end.max(self.span.start + 1) - 1);
         let width = if end_line == line {
             (end_col + 1).saturating_sub(col).max(1)

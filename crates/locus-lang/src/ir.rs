@@ -17,6 +17,8 @@ pub type VarId = u32;
 pub struct Program {
     /// The script's name, as given to the compiler.
     pub file: String,
+    /// The script's name, then each user module's file (`Pos::file`).
+    pub files: Vec<String>,
     pub imports: Vec<String>,
     pub structs: Vec<StructDef>,
     pub functions: Vec<Function>,
@@ -31,9 +33,11 @@ pub enum Member {
     Field(String),
 }
 
-/// A 1-based line and column of the script.
+/// A 1-based line and column in the script or one of its modules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pos {
+    /// Index in `Program::files`.
+    pub file: u32,
     pub line: u32,
     pub col: u32,
 }

@@ -7,6 +7,7 @@ pub mod diag;
 pub mod ir;
 pub mod lexer;
 pub mod lower;
+pub mod modules;
 pub mod parser;
 pub mod source;
 pub mod types;
@@ -35,7 +36,7 @@ pub fn compile(src: &Source) -> Result<ir::Program, Vec<Diagnostic>> {
 fn compile_here(src: &Source) -> Result<ir::Program, Vec<Diagnostic>> {
     let (tokens, mut diags) = lexer::lex(&src.text);
     let eof = tokens.last().map_or(0, |t| t.span.start);
-    let (ast, parse_diags) = parser::parse(tokens);
+    let (mut ast, parse_diags) = parser::parse(tokens);
     // A bad token usually derails the parse of its own line, and an
     // unterminated string or comment the end of the file: those echoes of a
     // lexical error are not reported.
@@ -44,6 +45,7 @@ fn compile_here(src: &Source) -> Result<ir::Program, Vec<Diagnostic>> {
         lex_lines.is_empty()
             || !(lex_lines.contains(&src.line_col(d.span.start).0) || d.span.start >= eof)
     }));
+    diags.extend(modules::expand(src, &mut ast));
     let (program, check_diags) = lower::lower(&ast, src);
     // Checking a tree with syntax errors in it would report their echoes.
     if diags.is_empty() {

@@ -231,6 +231,7 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
     (
         ir::Program {
             file: src.name.clone(),
+            files: src.file_names(),
             imports,
             structs,
             functions,
@@ -1890,15 +1891,16 @@ impl<'a> FnCx<'a> {
                 args: arg_ids,
             });
         } else {
-            let (line, col) = self.g.src.line_col(name.span.start);
+            let at = self.g.src.position(name.span.start);
             out.push(Stmt::Call {
                 func: name.name.clone(),
                 outs: out_ids,
                 args: arg_ids,
                 opts,
                 at: ir::Pos {
-                    line: line as u32,
-                    col: col as u32,
+                    file: at.file_index as u32,
+                    line: at.line as u32,
+                    col: at.col as u32,
                 },
             });
         }

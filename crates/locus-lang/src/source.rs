@@ -1,6 +1,11 @@
-//! Source text, byte spans, and line/column lookup.
+//! Source text, byte spans, and line/column lookup. A script and the user
+//! modules it imports share one space of byte offsets: each module's text
+//! starts after the one before, so a span alone says which file it is in.
 
-/// A byte range in one source file.
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// A byte range in the script or one of its modules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Span {
     pub start: u32,
@@ -22,43 +27,127 @@ impl Span {
             end: self.end.max(other.end),
         }
     }
+
+    /// This span moved `by` bytes on (a module's spans start at its base).
+    pub fn shifted(self, by: usize) -> Span {
+        Span::new(self.start as usize + by, self.end as usize + by)
+    }
 }
 
-pub struct Source {
-    pub name: String,
-    pub text: String,
+/// One file's text and where its offsets start.
+struct File {
+    name: String,
+    base: usize,
+    text: String,
     line_starts: Vec<usize>,
 }
 
-impl Source {
-    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Source {
-        let text = text.into();
+impl File {
+    fn new(name: String, base: usize, text: String) -> File {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Source {
-            name: name.into(),
+        File {
+            name,
+            base,
             text,
             line_starts,
         }
     }
 
-    /// 1-based line and column (in characters) of byte offset `at`.
-    pub fn line_col(&self, at: u32) -> (usize, usize) {
-        let at = (at as usize).min(self.text.len());
-        let line = self.line_starts.partition_point(|&s| s <= at) - 1;
-        let start = self.line_starts[line];
-        let col = self.text[start..floor_char(&self.text, at)].chars().count() + 1;
-        (line + 1, col)
+    fn end(&self) -> usize {
+        // One past the text: a span at end of file still maps here.
+        self.base + self.text.len() + 1
+    }
+}
+
+/// A position: the file's name, 1-based line and column (in characters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    pub file: String,
+    /// Index of the file: 0 for the script, then modules as loaded.
+    pub file_index: usize,
+    pub line: usize,
+    pub col: usize,
+}
+
+pub struct Source {
+    /// The script's name and text.
+    pub name: String,
+    pub text: String,
+    /// Where `import a.b;` looks for `a/b.swift` after the importing file's
+    /// directory.
+    pub search: Vec<PathBuf>,
+    /// The script (first), then each module loaded.
+    files: Mutex<Vec<Arc<File>>>,
+}
+
+impl Source {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Source {
+        let (name, text) = (name.into(), text.into());
+        Source {
+            files: Mutex::new(vec![Arc::new(File::new(name.clone(), 0, text.clone()))]),
+            name,
+            text,
+            search: Vec::new(),
+        }
     }
 
-    /// The text of 1-based `line`, without its newline.
-    pub fn line_text(&self, line: usize) -> &str {
-        let start = self.line_starts[line - 1];
-        let end = self
-            .line_starts
-            .get(line)
-            .map_or(self.text.len(), |&e| e - 1);
-        self.text[start..end].trim_end_matches('\r')
+    /// The same script, importing modules from `dirs` too.
+    pub fn with_search(mut self, dirs: Vec<PathBuf>) -> Source {
+        self.search = dirs;
+        self
+    }
+
+    /// Adds a module's text; returns the offset its spans start at.
+    pub fn add_module(&self, name: String, text: String) -> usize {
+        let mut files = self.files.lock().expect("source files");
+        let base = files.last().map_or(0, |f| f.end());
+        files.push(Arc::new(File::new(name, base, text)));
+        base
+    }
+
+    /// The names of the script and its modules, by file index.
+    pub fn file_names(&self) -> Vec<String> {
+        let files = self.files.lock().expect("source files");
+        files.iter().map(|f| f.name.clone()).collect()
+    }
+
+    fn file_at(&self, at: u32) -> (usize, Arc<File>) {
+        let files = self.files.lock().expect("source files");
+        let i = files
+            .partition_point(|f| f.base <= at as usize)
+            .saturating_sub(1);
+        (i, files[i].clone())
+    }
+
+    /// Where byte offset `at` is.
+    pub fn position(&self, at: u32) -> Position {
+        let (file_index, f) = self.file_at(at);
+        let at = (at as usize - f.base).min(f.text.len());
+        let line = f.line_starts.partition_point(|&s| s <= at) - 1;
+        let start = f.line_starts[line];
+        let col = f.text[start..floor_char(&f.text, at)].chars().count() + 1;
+        Position {
+            file: f.name.clone(),
+            file_index,
+            line: line + 1,
+            col,
+        }
+    }
+
+    /// 1-based line and column of byte offset `at` in its file.
+    pub fn line_col(&self, at: u32) -> (usize, usize) {
+        let p = self.position(at);
+        (p.line, p.col)
+    }
+
+    /// The text of the line holding offset `at`, without its newline.
+    pub fn line_text(&self, at: u32) -> String {
+        let (_, f) = self.file_at(at);
+        let line = self.position(at).line;
+        let start = f.line_starts[line - 1];
+        let end = f.line_starts.get(line).map_or(f.text.len(), |&e| e - 1);
+        f.text[start..end].trim_end_matches('\r').to_string()
     }
 }
 

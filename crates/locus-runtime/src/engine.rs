@@ -84,8 +84,8 @@ pub struct RunOptions {
 }
 
 pub struct Engine {
-    /// The script's name, for errors at a call.
-    file: String,
+    /// The script, then its modules: where calls are, for errors.
+    files: Vec<String>,
     funcs: HashMap<String, Arc<Function>>,
     /// Each function's body and every block, prepared once.
     plans: Plans,
@@ -226,7 +226,7 @@ impl Engine {
             opts.dispatch.clone(),
         );
         Arc::new(Engine {
-            file: program.file,
+            files: program.files,
             funcs,
             plans,
             store: Store::new(opts.server),
@@ -730,7 +730,8 @@ impl Engine {
             } => {
                 let call = self.call(func, frame, name, outs, args, opts, done);
                 if let Err(e) = Box::pin(call).await {
-                    self.fail(format!("{}:{}:{}: {e}", self.file, at.line, at.col));
+                    let file = self.files.get(at.file as usize).map_or("?", String::as_str);
+                    self.fail(format!("{file}:{}:{}: {e}", at.line, at.col));
                 }
             }
             Stmt::If { cond, .. } => {

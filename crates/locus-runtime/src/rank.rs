@@ -28,6 +28,9 @@ const GATHER_TIMEOUT: Duration = Duration::from_secs(60);
 pub struct RankOptions {
     /// The Swift script.
     pub script: PathBuf,
+    /// Where its user modules are looked for after its own directory.
+    #[serde(default)]
+    pub include: Vec<PathBuf>,
     pub run_dir: PathBuf,
     pub servers: u32,
     /// The Locus file system of the run (a `locus fs up` directory).
@@ -53,6 +56,7 @@ impl RankOptions {
     pub fn new(script: PathBuf, run_dir: PathBuf) -> RankOptions {
         RankOptions {
             script,
+            include: Vec::new(),
             run_dir,
             servers: 1,
             fs_dir: None,
