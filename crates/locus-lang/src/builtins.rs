@@ -18,7 +18,7 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("builtins", "toString", "any -> string"),
     ("builtins", "toInt", "string -> int"),
     ("builtins", "toFloat", "string -> float"),
-    ("builtins", "parseInt", "string -> int"),
+    ("builtins", "parseInt", "string int? -> int"),
     ("builtins", "parseFloat", "string -> float"),
     ("builtins", "itof", "int -> float"),
     ("builtins", "fromInt", "int -> string"),
@@ -37,6 +37,22 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("builtins", "min_float", "float float -> float"),
     ("builtins", "abs_integer", "int -> int"),
     ("builtins", "abs_float", "float -> float"),
+    // Swift/T's names for the conversions and arithmetic above.
+    ("builtins", "toint", "string -> int"),
+    ("builtins", "fromint", "int -> string"),
+    ("builtins", "tofloat", "string -> float"),
+    ("builtins", "fromfloat", "float -> string"),
+    ("builtins", "pow_integer", "int int -> float"),
+    ("builtins", "pow_float", "float float -> float"),
+    ("builtins", "xor", "boolean boolean -> boolean"),
+    ("builtins", "rangestep", "int int int -> int[]"),
+    ("builtins", "bag_size", "any[] -> int"),
+    ("builtins", "ternary", "boolean int int -> int"),
+    ("builtins", "input_url", "string -> string"),
+    ("builtins", "urlname", "string -> string"),
+    ("builtins", "turbine_workers", "-> int"),
+    ("builtins", "turbine_engines", "-> int"),
+    ("builtins", "adlb_servers", "-> int"),
     (
         "builtins",
         "location",
@@ -64,6 +80,19 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("string", "trim", "string -> string"),
     ("string", "toupper", "string -> string"),
     ("string", "tolower", "string -> string"),
+    ("string", "toUpper", "string -> string"),
+    ("string", "toLower", "string -> string"),
+    (
+        "string",
+        "replaceAll",
+        "string string string int? -> string",
+    ),
+    ("string", "string_count", "string string int? int? -> int"),
+    ("string", "isint", "string -> boolean"),
+    ("string", "hash", "string -> int"),
+    ("string", "string_from_floats", "float[] -> string"),
+    ("string", "pick_regexp", "string string[] -> string[]"),
+    ("string", "join", "string[] string -> string"),
     ("files", "glob", "string -> file[]"),
     ("files", "read", "file -> string"),
     ("files", "write", "string -> file"),
@@ -72,7 +101,10 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("files", "file_size", "file -> int"),
     ("sys", "argv", "string string? -> string"),
     ("sys", "argc", "-> int"),
-    ("sys", "argp", "int -> string"),
+    ("sys", "argp", "int string? -> string"),
+    ("sys", "args", "-> string"),
+    ("sys", "argv_accept", "... ->"),
+    ("sys", "clock_seconds", "-> int"),
     ("sys", "argv_contains", "string -> boolean"),
     ("sys", "getenv", "string -> string"),
     ("sys", "sleep", "float ->"),
@@ -81,7 +113,17 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("math", "floor", "float -> float"),
     ("math", "ceil", "float -> float"),
     ("math", "round", "float -> float"),
-    ("math", "log", "float -> float"),
+    ("math", "log", "float float? -> float"),
+    ("math", "abs", "T -> T"),
+    ("math", "sin", "float -> float"),
+    ("math", "cos", "float -> float"),
+    ("math", "tan", "float -> float"),
+    ("math", "asin", "float -> float"),
+    ("math", "acos", "float -> float"),
+    ("math", "atan", "float -> float"),
+    ("math", "atan2", "float float -> float"),
+    ("math", "isNaN", "float -> boolean"),
+    ("stats", "avg", "any[] -> float"),
     ("math", "exp", "float -> float"),
     ("math", "is_nan", "float -> boolean"),
     ("assert", "assert", "boolean string ->"),
@@ -178,6 +220,38 @@ pub fn lookup(name: &str) -> Option<Signature> {
         variadic,
         outputs,
     })
+}
+
+/// Every builtin function's name.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    TABLE.iter().map(|(_, n, _)| *n)
+}
+
+/// The known name closest to `name` (at most two edits away, ignoring
+/// case), for "did you mean".
+pub fn nearest<'k>(name: &str, known: impl Iterator<Item = &'k str>) -> Option<String> {
+    let lower = name.to_lowercase();
+    known
+        .filter(|k| *k != name)
+        .map(|k| (edit_distance(&lower, &k.to_lowercase()), k))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, k)| k.to_string())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 pub fn constant(name: &str) -> Option<(&'static str, Type)> {

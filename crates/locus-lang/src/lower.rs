@@ -1732,7 +1732,14 @@ impl<'a> FnCx<'a> {
             unreachable!("a call")
         };
         let Some(sig) = self.signature(name) else {
-            self.error(name.span, format!("unknown function '{}'", name.name));
+            let mut known: Vec<&str> = self.g.functions.keys().map(String::as_str).collect();
+            for n in builtins::names() {
+                known.push(n);
+            }
+            let hint = builtins::nearest(&name.name, known.into_iter())
+                .map(|k| format!("; did you mean '{k}'?"))
+                .unwrap_or_default();
+            self.error(name.span, format!("unknown function '{}'{hint}", name.name));
             for a in args {
                 self.expr(a, out, None);
             }

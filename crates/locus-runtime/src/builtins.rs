@@ -47,6 +47,13 @@ fn float(v: &Value) -> Result<f64, String> {
     }
 }
 
+fn boolean(v: &Value) -> Result<bool, String> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        other => Err(format!("expected a boolean, got {}", other.render())),
+    }
+}
+
 pub(crate) fn string(v: &Value) -> Result<&str, String> {
     match v {
         Value::Str(s) | Value::File(s) => Ok(s),
@@ -105,8 +112,10 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
         (BinOp::IntDiv | BinOp::Mod, Int(_), Int(0)) => {
             return Err("integer division by zero".into())
         }
-        (BinOp::IntDiv, Int(x), Int(y)) => Int(x.div_euclid(*y)),
-        (BinOp::Mod, Int(x), Int(y)) => Int(x.rem_euclid(*y)),
+        // Swift/T's: truncated, the remainder with the dividend's sign
+        // (-7 %/ 2 is -3, -7 %% 2 is -1), as Java and C.
+        (BinOp::IntDiv, Int(x), Int(y)) => Int(x.wrapping_div(*y)),
+        (BinOp::Mod, Int(x), Int(y)) => Int(x.wrapping_rem(*y)),
         (BinOp::Add, Float(x), Float(y)) => Float(x + y),
         (BinOp::Sub, Float(x), Float(y)) => Float(x - y),
         (BinOp::Mul, Float(x), Float(y)) => Float(x * y),
@@ -134,17 +143,22 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             .ok_or_else(|| format!("{name}: missing argument {}", i + 1))
     };
     Ok(match name {
-        "size" => Value::Int(members(arg(0)?)?.len() as i64),
-        "toString" | "fromInt" | "fromFloat" => Value::Str(arg(0)?.render()),
-        "toInt" | "parseInt" => {
+        "size" | "bag_size" => Value::Int(members(arg(0)?)?.len() as i64),
+        "toString" | "fromInt" | "fromFloat" | "fromint" | "fromfloat" => {
+            Value::Str(arg(0)?.render())
+        }
+        "toInt" | "toint" | "parseInt" => {
             let s = string(arg(0)?)?;
+            let base = a.get(1).map(int).transpose()?.unwrap_or(10);
+            if !(2..=36).contains(&base) {
+                return Err(format!("{name}: base {base} is not between 2 and 36"));
+            }
             Value::Int(
-                s.trim()
-                    .parse()
-                    .map_err(|_| format!("toInt: '{s}' is not an integer"))?,
+                i64::from_str_radix(s.trim(), base as u32)
+                    .map_err(|_| format!("{name}: '{s}' is not an integer"))?,
             )
         }
-        "toFloat" | "parseFloat" => {
+        "toFloat" | "tofloat" | "parseFloat" => {
             let s = string(arg(0)?)?;
             Value::Float(
                 s.trim()
@@ -158,7 +172,7 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
         "filename" => Value::Str(string(arg(0)?)?.to_string()),
         "input" | "input_file" => Value::File(string(arg(0)?)?.to_string()),
         "contains" => Value::Bool(members(arg(0)?)?.values().any(|v| v == arg(1).unwrap_or(v))),
-        "range" => {
+        "range" | "rangestep" => {
             let (lo, hi) = (int(arg(0)?)?, int(arg(1)?)?);
             let step = a.get(2).map(int).transpose()?.unwrap_or(1);
             let len = range_len(lo, hi, step)?;
@@ -172,13 +186,8 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             array((0..len).map(|k| Value::Int(range_value(lo, step, k))))
         }
         "range_float" => {
-            let num = |v: &Value| match v {
-                Value::Int(i) => Ok(*i as f64),
-                Value::Float(x) => Ok(*x),
-                other => Err(format!("range: {} is not a number", other.render())),
-            };
-            let (lo, hi) = (num(arg(0)?)?, num(arg(1)?)?);
-            let step = a.get(2).map(num).transpose()?.unwrap_or(1.0);
+            let (lo, hi) = (float(arg(0)?)?, float(arg(1)?)?);
+            let step = a.get(2).map(float).transpose()?.unwrap_or(1.0);
             if !(step > 0.0 && step.is_finite() && lo.is_finite() && hi.is_finite()) {
                 return Err(format!(
                     "[{lo}:{hi}:{step}]: the step must be a positive number"
@@ -214,6 +223,29 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
         "min_float" => Value::Float(float(arg(0)?)?.min(float(arg(1)?)?)),
         "abs_integer" => Value::Int(int(arg(0)?)?.abs()),
         "abs_float" => Value::Float(float(arg(0)?)?.abs()),
+        "abs" => match arg(0)? {
+            Value::Int(i) => Value::Int(i.abs()),
+            v => Value::Float(float(v)?.abs()),
+        },
+        "pow_integer" => Value::Float((int(arg(0)?)? as f64).powf(int(arg(1)?)? as f64)),
+        "pow_float" => Value::Float(float(arg(0)?)?.powf(float(arg(1)?)?)),
+        "xor" => Value::Bool(boolean(arg(0)?)? != boolean(arg(1)?)?),
+        "ternary" => {
+            if boolean(arg(0)?)? {
+                arg(1)?.clone()
+            } else {
+                arg(2)?.clone()
+            }
+        }
+        "input_url" | "urlname" => Value::Str(string(arg(0)?)?.to_string()),
+        "avg" => {
+            let m = members(arg(0)?)?;
+            if m.is_empty() {
+                return Err("avg of an empty array".into());
+            }
+            let sum = m.values().map(float).sum::<Result<f64, _>>()?;
+            Value::Float(sum / m.len() as f64)
+        }
         "location" => match (arg(1)?, arg(2)?) {
             (Value::Strictness(hard), Value::Accuracy(node)) => Value::Location(Location {
                 rank: int(arg(0)?)?,
@@ -227,6 +259,12 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             hard: true,
             node: false,
         }),
+        "args" => Value::Str(cx.args.join(" ")),
+        "clock_seconds" => Value::Int(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64),
+        ),
         "argc" => Value::Int(cx.args.iter().filter(|s| !s.starts_with("--")).count() as i64),
         "argp" => {
             let i = int(arg(0)?)?;
@@ -234,6 +272,7 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                 cx.args.iter().filter(|s| !s.starts_with("--")).collect();
             match usize::try_from(i).ok().and_then(|i| positional.get(i)) {
                 Some(s) => Value::Str((*s).clone()),
+                None if a.len() > 1 => Value::Str(string(arg(1)?)?.to_string()),
                 None => {
                     return Err(format!(
                         "argp({i}): there are {} positional arguments",
@@ -279,25 +318,90 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             )
         }
         "replace" => Value::Str(string(arg(0)?)?.replacen(string(arg(1)?)?, string(arg(2)?)?, 1)),
-        "replace_all" => Value::Str(string(arg(0)?)?.replace(string(arg(1)?)?, string(arg(2)?)?)),
+        "replace_all" | "replaceAll" => {
+            let (s, sub, rep) = (string(arg(0)?)?, string(arg(1)?)?, string(arg(2)?)?);
+            let start = a.get(3).map(int).transpose()?.unwrap_or(0).max(0) as usize;
+            let start = (0..=start.min(s.len()))
+                .rev()
+                .find(|i| s.is_char_boundary(*i))
+                .unwrap_or(0);
+            Value::Str(format!("{}{}", &s[..start], s[start..].replace(sub, rep)))
+        }
+        "string_count" => {
+            let (s, sub) = (string(arg(0)?)?, string(arg(1)?)?);
+            let chars: Vec<char> = s.chars().collect();
+            let start = a
+                .get(2)
+                .map(int)
+                .transpose()?
+                .unwrap_or(0)
+                .clamp(0, chars.len() as i64);
+            let end = a.get(3).map(int).transpose()?.unwrap_or(-1);
+            let end = if end < 0 {
+                chars.len() as i64
+            } else {
+                end.min(chars.len() as i64)
+            };
+            let window: String = chars[start as usize..end.max(start) as usize]
+                .iter()
+                .collect();
+            Value::Int(if sub.is_empty() {
+                0
+            } else {
+                window.matches(sub).count() as i64
+            })
+        }
+        "isint" => Value::Bool(string(arg(0)?)?.trim().parse::<i64>().is_ok()),
+        "hash" => {
+            let h = blake3::hash(string(arg(0)?)?.as_bytes());
+            Value::Int(i64::from_le_bytes(
+                h.as_bytes()[..8].try_into().expect("8 bytes"),
+            ))
+        }
+        "string_from_floats" => {
+            let parts: Vec<String> = members(arg(0)?)?.values().map(Value::render).collect();
+            Value::Str(parts.join(","))
+        }
+        "pick_regexp" => {
+            let pattern = string(arg(0)?)?;
+            let re = regex::Regex::new(pattern)
+                .map_err(|e| format!("pick_regexp: bad pattern '{pattern}': {e}"))?;
+            let picked: Vec<Value> = members(arg(1)?)?
+                .values()
+                .filter(|v| matches!(v, Value::Str(s) if re.is_match(s)))
+                .cloned()
+                .collect();
+            array(picked)
+        }
         "split" => array(
             string(arg(0)?)?
                 .split(string(arg(1)?)?)
                 .map(|p| Value::Str(p.to_string())),
         ),
-        "string_join" => {
+        "string_join" | "join" => {
             let parts: Vec<String> = members(arg(0)?)?.values().map(Value::render).collect();
             Value::Str(parts.join(string(arg(1)?)?))
         }
         "trim" => Value::Str(string(arg(0)?)?.trim().to_string()),
-        "toupper" => Value::Str(string(arg(0)?)?.to_uppercase()),
-        "tolower" => Value::Str(string(arg(0)?)?.to_lowercase()),
+        "toupper" | "toUpper" => Value::Str(string(arg(0)?)?.to_uppercase()),
+        "tolower" | "toLower" => Value::Str(string(arg(0)?)?.to_lowercase()),
         "sqrt" => Value::Float(float(arg(0)?)?.sqrt()),
         "pow" => Value::Float(float(arg(0)?)?.powf(float(arg(1)?)?)),
         "floor" => Value::Float(float(arg(0)?)?.floor()),
         "ceil" => Value::Float(float(arg(0)?)?.ceil()),
         "round" => Value::Float(float(arg(0)?)?.round()),
-        "log" => Value::Float(float(arg(0)?)?.ln()),
+        "log" => match a.get(1) {
+            Some(base) => Value::Float(float(arg(0)?)?.log(float(base)?)),
+            None => Value::Float(float(arg(0)?)?.ln()),
+        },
+        "sin" => Value::Float(float(arg(0)?)?.sin()),
+        "cos" => Value::Float(float(arg(0)?)?.cos()),
+        "tan" => Value::Float(float(arg(0)?)?.tan()),
+        "asin" => Value::Float(float(arg(0)?)?.asin()),
+        "acos" => Value::Float(float(arg(0)?)?.acos()),
+        "atan" => Value::Float(float(arg(0)?)?.atan()),
+        "atan2" => Value::Float(float(arg(0)?)?.atan2(float(arg(1)?)?)),
+        "isNaN" => Value::Bool(float(arg(0)?)?.is_nan()),
         "exp" => Value::Float(float(arg(0)?)?.exp()),
         "is_nan" => Value::Bool(float(arg(0)?)?.is_nan()),
         "read" => {
@@ -387,6 +491,24 @@ fn pseudo_random() -> f64 {
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// `argv_accept(keys…)`: every `--key=value` argument given is one of `keys`.
+pub fn argv_accept(args: &[String], keys: &[Value]) -> Result<(), String> {
+    let keys: Vec<&str> = keys.iter().map(string).collect::<Result<_, _>>()?;
+    for arg in args {
+        let Some(named) = arg.strip_prefix("--") else {
+            continue;
+        };
+        let key = named.split_once('=').map_or(named, |(k, _)| k);
+        if !keys.contains(&key) {
+            return Err(format!(
+                "argument --{key} is not accepted (accepted: {})",
+                keys.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Builtins that produce no value; `Ok(Some(line))` is output to print.
 pub fn effect(name: &str, a: &[Value]) -> Result<Option<String>, String> {
     let msg = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
@@ -445,10 +567,14 @@ mod tests {
     fn arithmetic_follows_swift_t() {
         assert_eq!(
             binary(BinOp::IntDiv, &Value::Int(-7), &Value::Int(2)).unwrap(),
-            Value::Int(-4)
+            Value::Int(-3)
         );
         assert_eq!(
             binary(BinOp::Mod, &Value::Int(-7), &Value::Int(2)).unwrap(),
+            Value::Int(-1)
+        );
+        assert_eq!(
+            binary(BinOp::Mod, &Value::Int(7), &Value::Int(-2)).unwrap(),
             Value::Int(1)
         );
         assert!(binary(BinOp::IntDiv, &Value::Int(1), &Value::Int(0)).is_err());

@@ -705,6 +705,7 @@ impl Engine {
                     "set_rank" => Box::pin(self.opts.storage.set_rank(&a))
                         .await
                         .map(|()| None),
+                    "argv_accept" => builtins::argv_accept(&self.opts.args, &a).map(|()| None),
                     _ => builtins::effect(op, &a),
                 };
                 match done {

@@ -102,6 +102,9 @@ impl Storage {
             "hostmapOneWorker" => text(a, 0, name)
                 .and_then(|h| self.worker_on(name, &h))
                 .map(|r| Value::Int(r as i64)),
+            "turbine_workers" => Ok(Value::Int(self.layout.workers() as i64)),
+            // Every server runs an engine here.
+            "adlb_servers" | "turbine_engines" => Ok(Value::Int(self.layout.servers as i64)),
             "hostmapList" => Ok(array(
                 (0..self.layout.nodes.len() as u32)
                     .filter(|n| self.layout.workers_on(*n).next().is_some())
