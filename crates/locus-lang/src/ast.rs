@@ -62,6 +62,8 @@ pub struct Annotation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FuncDef {
     pub annotations: Vec<Annotation>,
+    /// `<T, U>`: type variables, standing for any type.
+    pub type_params: Vec<Ident>,
     pub name: Ident,
     pub outputs: Vec<Param>,
     pub inputs: Vec<Param>,

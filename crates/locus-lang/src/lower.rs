@@ -36,6 +36,7 @@ impl FnSig {
     }
 }
 
+#[derive(Clone)]
 struct Globals<'s> {
     /// The script, for the positions of calls in the IR.
     src: &'s Source,
@@ -123,18 +124,19 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
                     ));
                     continue;
                 }
+                let gf = g.with_type_vars(f);
                 let sig = FnSig {
                     inputs: f
                         .inputs
                         .iter()
-                        .map(|p| ParamKind::Is(resolve_type(&g, &p.ty, &mut diags)))
+                        .map(|p| ParamKind::Is(resolve_type(&gf, &p.ty, &mut diags)))
                         .collect(),
                     required: f.inputs.len(),
                     variadic: false,
                     outputs: f
                         .outputs
                         .iter()
-                        .map(|p| resolve_type(&g, &p.ty, &mut diags))
+                        .map(|p| resolve_type(&gf, &p.ty, &mut diags))
                         .collect(),
                     task: !matches!(f.body, ast::FuncBody::Composite(_)),
                     builtin: false,
@@ -189,7 +191,7 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
     let mut functions = Vec::new();
     for item in &prog.items {
         if let ast::Item::Func(f) = item {
-            if let Some(func) = lower_function(&g, f, &mut diags) {
+            if let Some(func) = lower_function(&g.with_type_vars(f), f, &mut diags) {
                 functions.push(func);
             }
         }
@@ -279,6 +281,21 @@ fn const_value(g: &Globals<'_>, e: &Expr) -> Option<Const> {
         }
         _ => return None,
     })
+}
+
+impl<'s> Globals<'s> {
+    /// These globals as `f` sees them: its type variables stand for any
+    /// type (checked where the values are used, at run time).
+    fn with_type_vars(&self, f: &ast::FuncDef) -> std::borrow::Cow<'_, Globals<'s>> {
+        if f.type_params.is_empty() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut g = self.clone();
+        for t in &f.type_params {
+            g.typedefs.insert(t.name.clone(), Type::Error);
+        }
+        std::borrow::Cow::Owned(g)
+    }
 }
 
 fn resolve_type(g: &Globals<'_>, t: &ast::TypeRef, diags: &mut Vec<Diagnostic>) -> Type {

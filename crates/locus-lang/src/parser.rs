@@ -256,6 +256,18 @@ impl Parser {
             });
         }
         let annotations = self.annotations()?;
+        if self.eat_sym("<") {
+            // `<T> (T o) f(T i) …`: a definition over any type T.
+            let mut type_params = vec![self.ident()?];
+            while self.eat_sym(",") {
+                type_params.push(self.ident()?);
+            }
+            self.expect_sym(">")?;
+            let annotations = [annotations, self.annotations()?].concat();
+            let mut f = self.func_def(annotations, start)?;
+            f.type_params = type_params;
+            return Ok(Item::Func(f));
+        }
         if self.is_word("app") || self.starts_func_def() || self.starts_outputless_def() {
             return self.func_def(annotations, start).map(Item::Func);
         }
@@ -425,6 +437,7 @@ impl Parser {
         };
         Ok(FuncDef {
             annotations,
+            type_params: Vec::new(),
             name,
             outputs,
             inputs,

@@ -39,8 +39,15 @@ impl Type {
     }
 
     /// Whether a value of type `from` may be given where `self` is expected.
+    /// (`Error` also stands for a type variable's any type, at any depth.)
     pub fn accepts(&self, from: &Type) -> bool {
-        self == from || *self == Type::Error || *from == Type::Error
+        match (self, from) {
+            (Type::Error, _) | (_, Type::Error) => true,
+            (Type::Array { key, elem }, Type::Array { key: k, elem: e }) => {
+                key.accepts(k) && elem.accepts(e)
+            }
+            _ => self == from,
+        }
     }
 
     pub fn is_numeric(&self) -> bool {
