@@ -134,6 +134,8 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("location", "hostmapList", "-> string[]"),
     ("location", "randomWorker", "-> location"),
     ("random", "random", "-> float"),
+    ("python", "python", "string string? -> string"),
+    ("python", "python_persist", "string string? -> string"),
     ("random", "randint", "int int -> int"),
 ];
 

@@ -55,6 +55,8 @@ pub enum Work {
     },
     /// `sleep(secs)`, a builtin leaf task (Swift/T dispatches it to workers).
     Sleep { secs: f64 },
+    /// `python(code, expr)`: in the worker's persistent interpreter.
+    Python { code: String, expr: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,6 +80,9 @@ pub struct Outcome {
     pub micros: u64,
     /// The failure, worded for the user, or `None` on success.
     pub error: Option<String>,
+    /// What a task that computes a value (`python`) gave.
+    #[serde(default)]
+    pub value: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

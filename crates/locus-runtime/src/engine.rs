@@ -664,6 +664,17 @@ impl Engine {
                 let r = match op {
                     ir::Op::Bin(b) => builtins::binary(*b, &a[0], &a[1]),
                     ir::Op::Un(u) => builtins::unary(*u, &a[0]),
+                    ir::Op::Builtin(name) if name == "python" || name == "python_persist" => {
+                        let text = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
+                        let work = Work::Python {
+                            code: text(0),
+                            expr: text(1),
+                        };
+                        let task = self.task(name, None, Placed::Anywhere, 0, work);
+                        Box::pin(self.leaf_value(task))
+                            .await
+                            .map(|v| Value::Str(v.unwrap_or_default()))
+                    }
                     ir::Op::Builtin(name) if name == "write" => {
                         let path = self.path(frame.get(*dst)).await;
                         let data = a.first().map(Value::render).unwrap_or_default();
@@ -1274,6 +1285,11 @@ impl Engine {
 
     /// Runs a leaf task on a worker and waits for it.
     async fn leaf(&self, task: Task) -> Result<(), String> {
+        self.leaf_value(task).await.map(drop)
+    }
+
+    /// Runs a leaf task on a worker; returns the value it computed, if any.
+    async fn leaf_value(&self, task: Task) -> Result<Option<String>, String> {
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
         let outcome = self.opts.dispatch.run(task).await;
@@ -1282,7 +1298,7 @@ impl Engine {
         self.step();
         match outcome.error {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => Ok(outcome.value),
         }
     }
 

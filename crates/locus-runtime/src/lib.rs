@@ -12,6 +12,7 @@ pub mod format;
 pub mod ids;
 pub mod layout;
 pub mod plan;
+pub mod python;
 pub mod rank;
 pub mod record;
 pub mod remote;

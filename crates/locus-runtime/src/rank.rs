@@ -197,6 +197,7 @@ async fn rank_main(
             fs: fs.map(|(c, _)| c),
             run_dir: opts.run_dir.clone(),
             retries: opts.retries,
+            python: Default::default(),
         };
         return run_worker(cfg).await;
     };

@@ -104,6 +104,7 @@ impl Dispatch {
         self.pending.lock().expect("pending").insert(id, tx);
         let _ = self.events.send(Event::Put(task));
         rx.await.unwrap_or_else(|_| Outcome {
+            value: None,
             id,
             rank: 0,
             micros: 0,

@@ -32,6 +32,8 @@ pub struct WorkerConfig {
     pub run_dir: PathBuf,
     /// Extra attempts for a process that exits non-zero.
     pub retries: u32,
+    /// This worker's Python interpreter, started by its first `python` task.
+    pub python: tokio::sync::Mutex<Option<crate::python::Interpreter>>,
 }
 
 /// Serves tasks until the server says the run is over.
@@ -100,12 +102,24 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
     let mut io = Io::default();
     let mut exit = None;
     let mut attempts = 1;
+    let mut value = None;
     let result = match &task.work {
         Work::Sleep { secs } => {
             if *secs > 0.0 {
                 tokio::time::sleep(std::time::Duration::from_secs_f64(*secs)).await;
             }
             Ok(())
+        }
+        Work::Python { code, expr } => {
+            let mut python = cfg.python.lock().await;
+            let interp = match python.as_mut() {
+                Some(i) => Ok(i),
+                None => crate::python::Interpreter::start().map(|i| python.insert(i)),
+            };
+            match interp {
+                Ok(i) => i.eval(code, expr).await.map(|v| value = Some(v)),
+                Err(e) => Err(e),
+            }
         }
         Work::App {
             argv,
@@ -151,6 +165,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         rank: cfg.me,
         micros: record.end_us.saturating_sub(start_us),
         error,
+        value,
     };
     (outcome, record)
 }
