@@ -40,9 +40,13 @@ pub struct RunArgs {
     /// default: the file system's policy (local for the run's own).
     #[arg(long)]
     pub placement: Option<Placement>,
-    /// Extra attempts for an app that exits non-zero.
+    /// Extra attempts for an app that fails (exits non-zero, leaves an
+    /// output unwritten, or runs past --task-timeout).
     #[arg(long, default_value_t = 0)]
     pub retries: u32,
+    /// Seconds an app may run before it is killed and fails.
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    pub task_timeout: Option<f64>,
     /// Milliseconds a SOFT task waits for its busy target before another
     /// worker may take it (same node first).
     #[arg(long, default_value_t = 100)]
@@ -145,6 +149,7 @@ impl RunArgs {
             placement: self.placement,
             locality: self.locality,
             retries: self.retries,
+            task_timeout: self.task_timeout.map(Duration::from_secs_f64),
             soft_wait: Duration::from_millis(self.soft_wait),
             args: self.args.clone(),
             include: self.modules.search(),
@@ -244,6 +249,13 @@ fn stage(fs_dir: &Path, src: &str, dst: &Path) -> Result<()> {
         path: fs_ops::locus_path(src).map_err(anyhow::Error::msg)?,
         local: dst.to_path_buf(),
     })
+}
+
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(x),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
+    }
 }
 
 fn default_workers() -> u32 {

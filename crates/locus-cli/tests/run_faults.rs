@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{locus, processes_with};
+use common::{locus, processes_with, Run};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::frame;
 use locus_proto::run::RankMsg;
@@ -233,5 +233,34 @@ fn a_kept_file_system_serves_a_later_run() {
         String::from_utf8_lossy(&out.stdout).contains("trace: kept"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_hanging_app_is_killed_at_the_task_timeout_and_retried_like_any_failure() {
+    let script = "app (void o) hang() { \"sleep\" \"60\" }\nmain { hang(); }\n";
+    let started = std::time::Instant::now();
+    let run = Run::new(
+        &["-n", "2", "--task-timeout", "0.3", "--retries", "1"],
+        script,
+    );
+    assert!(!run.out.status.success());
+    let err = String::from_utf8_lossy(&run.out.stderr);
+    assert!(
+        err.contains("ran longer than the task timeout (300ms) and was killed (2 attempts)"),
+        "{err}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let records = run.records("hang");
+    assert_eq!((records.len(), records[0].attempts), (1, 2), "{records:?}");
+    assert!(
+        processes_with("sleep 60").is_empty(),
+        "the app was left running"
+    );
+    let bad = Run::new(&["--task-timeout=-1"], script);
+    let err = String::from_utf8_lossy(&bad.out.stderr);
+    assert!(
+        err.contains("'-1' is not a positive number of seconds"),
+        "{err}"
     );
 }

@@ -52,6 +52,10 @@ pub enum Work {
         stdin: Option<Arg>,
         stdout: Option<Arg>,
         stderr: Option<Arg>,
+        /// The app's output files: each must have been written when it
+        /// exits 0, named on its command line or not.
+        #[serde(default)]
+        outputs: Vec<String>,
     },
     /// `sleep(secs)`, a builtin leaf task (Swift/T dispatches it to workers).
     Sleep { secs: f64 },

@@ -1385,6 +1385,7 @@ impl Engine {
             stdin,
             stdout,
             stderr,
+            outputs: out_files.iter().map(|(_, p)| p.clone()).collect(),
         };
         self.leaf(self.task(&app.name, target, placed, prio, work))
             .await?;

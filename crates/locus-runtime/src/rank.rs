@@ -44,6 +44,9 @@ pub struct RankOptions {
     pub placement: Option<Placement>,
     pub locality: Locality,
     pub retries: u32,
+    /// An app running longer is killed and fails (retried like any failure).
+    #[serde(default)]
+    pub task_timeout: Option<Duration>,
     pub soft_wait: Duration,
     pub args: Vec<String>,
     /// How long without progress (and no task running) means stuck.
@@ -64,6 +67,7 @@ impl RankOptions {
             placement: None,
             locality: Locality::Auto,
             retries: 0,
+            task_timeout: None,
             soft_wait: Duration::from_millis(100),
             args: Vec::new(),
             stall: Duration::from_millis(500),
@@ -197,6 +201,7 @@ async fn rank_main(
             fs: fs.map(|(c, _)| c),
             run_dir: opts.run_dir.clone(),
             retries: opts.retries,
+            task_timeout: opts.task_timeout,
             python: Default::default(),
         };
         return run_worker(cfg).await;

@@ -32,6 +32,8 @@ pub struct WorkerConfig {
     pub run_dir: PathBuf,
     /// Extra attempts for a process that exits non-zero.
     pub retries: u32,
+    /// How long an app may run (`--task-timeout`).
+    pub task_timeout: Option<std::time::Duration>,
     /// This worker's Python interpreter, started by its first `python` task.
     pub python: tokio::sync::Mutex<Option<crate::python::Interpreter>>,
 }
@@ -126,6 +128,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             stdin,
             stdout,
             stderr,
+            outputs,
         } => {
             let app = App {
                 cfg,
@@ -133,6 +136,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             };
             app.run(
                 argv,
+                outputs,
                 [stdin, stdout, stderr],
                 &mut io,
                 &mut exit,
@@ -232,6 +236,7 @@ impl App<'_> {
     async fn run(
         &self,
         argv: &[Arg],
+        declared: &[String],
         streams: [&Option<Arg>; 3],
         io: &mut Io,
         exit: &mut Option<i32>,
@@ -258,19 +263,32 @@ impl App<'_> {
         let cfg = self.cfg;
         let node = cfg.layout.node_name(cfg.me);
         loop {
+            let started = std::time::SystemTime::now();
             let code = spawn(cfg, &words, &files).await.map_err(|e| {
                 format!(
                     "app '{}': cannot run `{command}` on {node} (rank {}): {e}",
                     self.func, cfg.me
                 )
             })?;
-            *exit = Some(code);
-            if code == 0 {
-                break;
-            }
+            *exit = code;
+            let failure = match code {
+                Some(0) => match declared.iter().find(|p| !outputs.written(p, started)) {
+                    // Nextflow's rule: a program that says it succeeded but
+                    // did not write what it must have written failed.
+                    Some(path) => {
+                        format!("exited 0 without writing its output {path} (missing output)")
+                    }
+                    None => break,
+                },
+                Some(code) => format!("exited with code {code}"),
+                None => format!(
+                    "ran longer than the task timeout ({:?}) and was killed",
+                    cfg.task_timeout.unwrap_or_default()
+                ),
+            };
             if *attempts > cfg.retries {
                 return Err(format!(
-                    "app '{}' failed on {node} (rank {}): `{command}` exited with code {code}{}",
+                    "app '{}' failed on {node} (rank {}): `{command}` {failure}{}",
                     self.func,
                     cfg.me,
                     if *attempts > 1 {
@@ -303,11 +321,37 @@ impl App<'_> {
     }
 }
 
+/// Whether file `path` exists and was written at or after `since` (a
+/// file left from before the program ran is not its output).
+fn written_since(path: impl AsRef<std::path::Path>, since: std::time::SystemTime) -> bool {
+    // File systems store coarser times than the clock reads.
+    let since = since - std::time::Duration::from_millis(10);
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t >= since)
+}
+
 /// A task's Locus outputs, in private places until published; whatever was
 /// not published when the task ends (it failed) is discarded.
 struct Outputs<'a> {
     fs: Option<&'a Client>,
     pending: Vec<Output>,
+}
+
+impl Outputs<'_> {
+    /// Whether output file `path` (a Locus path or a host path) was written
+    /// since `since`: a Locus output only exists if the program was given
+    /// its place.
+    fn written(&self, path: &str, since: std::time::SystemTime) -> bool {
+        match fs_path(path) {
+            Some(fp) => self
+                .pending
+                .iter()
+                .find(|o| o.path == fp)
+                .is_some_and(|o| written_since(&o.local, since)),
+            None => written_since(path, since),
+        }
+    }
 }
 
 impl Drop for Outputs<'_> {
@@ -320,12 +364,13 @@ impl Drop for Outputs<'_> {
     }
 }
 
-/// Runs one process with the rank's environment; returns its exit code.
+/// Runs one process with the rank's environment; returns its exit code, or
+/// `None` if it ran past the run's task timeout (it is killed).
 async fn spawn(
     cfg: &WorkerConfig,
     words: &[String],
     files: &[Option<String>],
-) -> std::io::Result<i32> {
+) -> std::io::Result<Option<i32>> {
     let mut cmd = tokio::process::Command::new(&words[0]);
     cmd.args(&words[1..])
         .env("ADLB_RANK_SELF", cfg.me.to_string())
@@ -349,6 +394,16 @@ async fn spawn(
     if let Some(p) = &files[2] {
         cmd.stderr(Stdio::from(std::fs::File::create(p)?));
     }
-    let status = cmd.status().await?;
-    Ok(status.code().unwrap_or(128 + 9))
+    let mut child = cmd.spawn()?;
+    let status = match cfg.task_timeout {
+        None => child.wait().await?,
+        Some(limit) => match tokio::time::timeout(limit, child.wait()).await {
+            Ok(status) => status?,
+            Err(_) => {
+                let _ = child.kill().await;
+                return Ok(None);
+            }
+        },
+    };
+    Ok(Some(status.code().unwrap_or(128 + 9)))
 }
