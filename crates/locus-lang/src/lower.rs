@@ -1915,16 +1915,16 @@ impl<'a> FnCx<'a> {
                 args: arg_ids,
             });
         } else {
-            let at = self.g.src.position(name.span.start);
+            let (file, line, col) = self.g.src.index_line_col(name.span.start);
             out.push(Stmt::Call {
                 func: name.name.clone(),
                 outs: out_ids,
                 args: arg_ids,
                 opts,
                 at: ir::Pos {
-                    file: at.file_index as u32,
-                    line: at.line as u32,
-                    col: at.col as u32,
+                    file: file as u32,
+                    line: line as u32,
+                    col: col as u32,
                 },
             });
         }

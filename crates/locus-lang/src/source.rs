@@ -64,8 +64,6 @@ impl File {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Position {
     pub file: String,
-    /// Index of the file: 0 for the script, then modules as loaded.
-    pub file_index: usize,
     pub line: usize,
     pub col: usize,
 }
@@ -120,31 +118,43 @@ impl Source {
         (i, files[i].clone())
     }
 
-    /// Where byte offset `at` is.
-    pub fn position(&self, at: u32) -> Position {
-        let (file_index, f) = self.file_at(at);
+    /// File index, 1-based line and column of offset `at`, and its file.
+    fn locate(&self, at: u32) -> (usize, usize, usize, Arc<File>) {
+        let (index, f) = self.file_at(at);
         let at = (at as usize - f.base).min(f.text.len());
         let line = f.line_starts.partition_point(|&s| s <= at) - 1;
         let start = f.line_starts[line];
         let col = f.text[start..floor_char(&f.text, at)].chars().count() + 1;
+        (index, line + 1, col, f)
+    }
+
+    /// Where byte offset `at` is.
+    pub fn position(&self, at: u32) -> Position {
+        let (_, line, col, f) = self.locate(at);
         Position {
             file: f.name.clone(),
-            file_index,
-            line: line + 1,
+            line,
             col,
         }
     }
 
+    /// File index (0 for the script, then modules as loaded), 1-based line
+    /// and column of byte offset `at` (no name copied: compiling asks this
+    /// of every call).
+    pub fn index_line_col(&self, at: u32) -> (usize, usize, usize) {
+        let (index, line, col, _) = self.locate(at);
+        (index, line, col)
+    }
+
     /// 1-based line and column of byte offset `at` in its file.
     pub fn line_col(&self, at: u32) -> (usize, usize) {
-        let p = self.position(at);
-        (p.line, p.col)
+        let (_, line, col, _) = self.locate(at);
+        (line, col)
     }
 
     /// The text of the line holding offset `at`, without its newline.
     pub fn line_text(&self, at: u32) -> String {
-        let (_, f) = self.file_at(at);
-        let line = self.position(at).line;
+        let (_, line, _, f) = self.locate(at);
         let start = f.line_starts[line - 1];
         let end = f.line_starts.get(line).map_or(f.text.len(), |&e| e - 1);
         f.text[start..end].trim_end_matches('\r').to_string()

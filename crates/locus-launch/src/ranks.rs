@@ -93,7 +93,9 @@ pub fn launch_ranks(
     }
     let mut rank = r.rank.clone();
     rank.fs_dir = Some(fs_dir.clone());
+    // Written before anything starts: a failure here leaves nothing running.
     let role_file = run_dir.join(ROLE_FILE);
+    role::write(&role_file, &rank).map_err(dir_err)?;
     // The launcher of a file system deployed for this run.
     let mut fs_launcher = None;
     let result = match &r.on {
@@ -112,7 +114,6 @@ pub fn launch_ranks(
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;
                 fs_launcher = Some(launcher);
             }
-            role::write(&role_file, &rank).map_err(dir_err)?;
             run_site(r, site, *hosts, &role_file)
         }
         On::This { nodes } => {
@@ -127,7 +128,6 @@ pub fn launch_ranks(
                 ClusterSpec::load(&fs_dir).map_err(|e| e.to_string())?
             };
             let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
-            role::write(&role_file, &rank).map_err(dir_err)?;
             run_here(
                 r,
                 &role_file,
@@ -137,7 +137,6 @@ pub fn launch_ranks(
         }
         On::Emulated(hosts) => {
             let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
-            role::write(&role_file, &rank).map_err(dir_err)?;
             run_here(
                 r,
                 &role_file,
