@@ -6,11 +6,16 @@
 #   * staging FILES files of 1 MiB in (`fs put -r`) and out (`fs get -r`),
 #     beside the same bytes copied by `cp` on every host at once, each host
 #     its share (the bound of that path here: the hosts share this machine's
-#     disk, which plays the shared file system).
+#     disk, which plays the shared file system);
+#   * seed 004's map/reduce (`locus bench mapreduce`) on the file system
+#     deployed through srun, its ranks started by srun, beside the same
+#     benchmark on the emulator's own cluster with the same links: each
+#     configuration's speed-up over placement-agnostic tasks, both ways.
 # Hosts are network namespaces with their own names and addresses
 # (scripts/hosts.sh), Slurm runs on them (scripts/slurm.sh); both are
 # removed at the end.
-#   scripts/bench-deploy.sh            (LOCUS, NODES=8, FILES=1000, ROUNDS=3)
+#   scripts/bench-deploy.sh   (LOCUS, NODES=8, FILES=1000, ROUNDS=3,
+#                              LINK=1gbit, MR_FILES=32, MR_MIB=8)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 locus=$(realpath "${LOCUS:-$here/../target/release/locus}")
@@ -26,7 +31,10 @@ cleanup() {
 trap cleanup EXIT
 nodes=()
 for k in $(seq 0 $((n - 1))); do nodes+=("node$k"); done
-"$here/hosts.sh" up "$work" login "${nodes[@]}"
+link=${LINK:-1gbit}
+# The emulator's bucket: 10 ms of traffic, at least 64 KiB.
+burst=$(awk -v r="$(numfmt --from=si "$(echo "${link%bit}" | tr a-z A-Z)")" 'BEGIN { b = r / 800; print (b < 65536 ? 65536 : b) "b" }')
+LINK=$link BURST=$burst "$here/hosts.sh" up "$work" login "${nodes[@]}"
 "$here/slurm.sh" up "$work"
 export SLURM_CONF="$work/slurm.conf"
 on() { "$here/hosts.sh" exec "$work" "$@"; }
@@ -44,7 +52,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 row() { awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%-44s %9.3f %9.3f %7.2f\n", l, a, b, a / b }'; }
 
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'
-echo "$(nproc) cores, $n hosts (network namespaces), Slurm $(srun --version | cut -d' ' -f2)"
+echo "$(nproc) cores, $n hosts (network namespaces, links $link), Slurm $(srun --version | cut -d' ' -f2)"
 echo
 printf '%-44s %9s %9s %7s\n' "seconds (median of $rounds)" locus baseline ratio
 
@@ -99,3 +107,25 @@ printf '\n%-44s %9s %9s %7s\n' "MB/s (median of $rounds)" locus baseline ratio
 row "stage in $files x 1 MiB (vs cp per host)" "$(rate "${ins[@]}")" "$(rate "${cps[@]}")"
 row "stage out $files x 1 MiB (vs cp per host)" "$(rate "${outs[@]}")" "$(rate "${cpouts[@]}")"
 on login "$locus" fs down --dir "$work/fs" --purge >/dev/null
+
+# 3. The seed map/reduce through srun, beside the emulator's launcher.
+mr_args=(--files "${MR_FILES:-32}" --size-mib "${MR_MIB:-8}" --workers-per-node 1)
+on login salloc --nodes="$n" --ntasks-per-node=2 sh -c "
+    '$locus' fs up --launcher srun --dir '$work/mrfs' >/dev/null &&
+    '$locus' bench mapreduce --fs '$work/mrfs' --launcher srun ${mr_args[*]} \
+        --dir '$work/mr-srun' --out '$work/mr-srun-out' >'$work/mr-srun.log' 2>&1
+    code=\$?; '$locus' fs down --dir '$work/mrfs' --purge >/dev/null; exit \$code" >/dev/null 2>&1 ||
+    { cat "$work/mr-srun.log"; exit 1; }
+"$locus" bench mapreduce --nodes "$n" --link "$link" --storage-link "$link" --host-cpus off \
+    "${mr_args[@]}" --dir "$work/mr-emu" --out "$work/mr-emu-out" >"$work/mr-emu.log" 2>&1 ||
+    { cat "$work/mr-emu.log"; exit 1; }
+python3 - "$work/mr-srun-out/mapreduce.json" "$work/mr-emu-out/mapreduce.json" <<'EOF'
+import json, sys
+runs = [{o["config"]["name"]: o["seconds"] for o in json.load(open(f))["outcomes"]} for f in sys.argv[1:]]
+base = "DP-def TP-loc-ag"
+print(f"\nmap/reduce: speed-up over {base} (its seconds)")
+print(f"{'configuration':<22} {'srun':>15} {'emulator':>15} {'ratio':>7}")
+for name in runs[0]:
+    s, e = (r[base] / r[name] for r in runs)
+    print(f"{name:<22} {s:>6.2f} ({runs[0][name]:5.2f} s) {e:>6.2f} ({runs[1][name]:5.2f} s) {s / e:>7.2f}")
+EOF

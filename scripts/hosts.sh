@@ -59,7 +59,7 @@ up)
         if [ -n "${LINK:-}" ]; then
             for end in "$ns eth0" "$br p$k"; do
                 read -r n d <<<"$end"
-                tc -n "$n" qdisc add dev "$d" root tbf rate "$LINK" burst 256kb latency 100ms
+                tc -n "$n" qdisc add dev "$d" root tbf rate "$LINK" burst "${BURST:-256kb}" latency 100ms
             done
         fi
         nsenter --net="/run/netns/$ns" unshare --uts --mount --propagation slave \

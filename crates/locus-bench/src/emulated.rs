@@ -4,9 +4,9 @@
 //! figures are compared with (link bandwidth, dd on the host).
 
 use anyhow::{bail, Context, Result};
-use locus_fs::Placement;
+use locus_fs::{ClusterSpec, Placement};
 use locus_launch::emulate::{self, Emulation, FsMode, Rate, UpOptions};
-use locus_launch::{launch_ranks, Daemons, Program, RankLaunch};
+use locus_launch::{launch_ranks, Daemons, On, Program, RankLaunch, Site};
 use locus_runtime::rank::RankOptions;
 use locus_runtime::report::RunView;
 use locus_runtime::Locality;
@@ -52,6 +52,49 @@ impl Drop for Cluster {
         if self.owned {
             let _ = emulate::down(&self.dir);
             let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A file system deployed on a job's hosts (`locus fs up --launcher`) and
+/// the site launcher that starts a benchmark's ranks on them: the seed
+/// workflows run as on the emulator, through the launcher a cluster has.
+#[derive(Clone)]
+pub struct Deployed {
+    pub fs_dir: PathBuf,
+    pub site: Site,
+}
+
+/// Where a workflow benchmark's runs go.
+pub enum Hosts<'a> {
+    Emulated(&'a Cluster),
+    Deployed { deployed: &'a Deployed, nodes: u32 },
+}
+
+impl Hosts<'_> {
+    pub fn nodes(&self) -> u32 {
+        match self {
+            Hosts::Emulated(c) => c.emulation.nodes.len() as u32,
+            Hosts::Deployed { nodes, .. } => *nodes,
+        }
+    }
+
+    /// Where a run on the file system `mode` starts its ranks, that file
+    /// system's directory, and whether every rank is its remote client;
+    /// `None` where there is no such file system (a deployed cluster has
+    /// no central one).
+    fn run_on(&self, mode: FsMode) -> Option<(On, PathBuf, bool)> {
+        match (self, mode) {
+            (Hosts::Emulated(c), _) => Some(c.emulation.run_on(&c.dir, mode)),
+            (Hosts::Deployed { deployed, nodes }, FsMode::Local) => Some((
+                On::Site {
+                    site: deployed.site.clone(),
+                    hosts: Some(*nodes),
+                },
+                deployed.fs_dir.clone(),
+                false,
+            )),
+            (Hosts::Deployed { .. }, FsMode::Central) => None,
         }
     }
 }
@@ -119,6 +162,9 @@ impl Testbed {
             .map_or("hosts not CPU-limited".to_string(), |c| {
                 format!("{c:.2} CPU(s) per host")
             });
+        if self.storage_link.is_empty() {
+            return format!("a deployed cluster's own links, {cpus}");
+        }
         format!(
             "links {} per node, storage link {}, {cpus}",
             self.link, self.storage_link
@@ -187,7 +233,7 @@ pub struct Outcome {
 /// `workers_per_node` workers on every node and one server.
 pub fn run_config(
     program: &Arc<dyn Program>,
-    cluster: &Cluster,
+    hosts: &Hosts,
     work: &Path,
     script: &str,
     workers_per_node: u32,
@@ -202,12 +248,14 @@ pub fn run_config(
     } else {
         FsMode::Local
     };
-    let (on, fs_dir, fs_remote) = cluster.emulation.run_on(&cluster.dir, mode);
+    let (on, fs_dir, fs_remote) = hosts
+        .run_on(mode)
+        .with_context(|| format!("{}: no such file system here", c.name))?;
     let log = work.join(format!("{}.log", c.name.replace(' ', "_")));
     let _ = std::fs::remove_file(&log);
     let run = RankLaunch {
         program: program.clone(),
-        size: workers_per_node * cluster.emulation.nodes.len() as u32 + 1,
+        size: workers_per_node * hosts.nodes() + 1,
         on,
         rank: RankOptions {
             fs_dir: Some(fs_dir),
@@ -234,32 +282,47 @@ pub fn run_config(
     outcome(&run_dir, c.clone())
 }
 
+/// What the other configurations are compared with: the central file
+/// system, else (where there is none) Locus with placement-agnostic tasks
+/// on hashed data.
+pub fn baseline(outcomes: &[Outcome]) -> Option<&Outcome> {
+    outcomes
+        .iter()
+        .find(|o| o.config.central)
+        .or_else(|| outcomes.iter().find(|o| o.config.name == "DP-def TP-loc-ag"))
+}
+
 /// What the finished run in `run_dir` did, as configuration `config`.
 pub fn outcome(run_dir: &Path, config: Config) -> Result<Outcome> {
     let run = RunView::load(run_dir).map_err(anyhow::Error::msg)?;
     Ok(Outcome { config, run })
 }
 
-/// Runs every configuration on `cluster`, each with `args` and its own
-/// directory `/locus/<bench>/c<k>`.
+/// Runs every configuration on `hosts`, each with `args` and its own
+/// directory `/locus/<bench>/c<k>`; central ones only where there is a
+/// central file system.
 pub fn run_configs(
     program: &Arc<dyn Program>,
-    cluster: &Cluster,
+    hosts: &Hosts,
     work: &Path,
     (bench, script): (&str, &str),
     workers_per_node: u32,
     configs: Vec<Config>,
     args: &[String],
 ) -> Result<Vec<Outcome>> {
-    let nodes = cluster.emulation.nodes.len();
+    let nodes = hosts.nodes();
     let mut outcomes = Vec::new();
     for (k, mut c) in configs.into_iter().enumerate() {
+        if c.central && hosts.run_on(FsMode::Central).is_none() {
+            eprintln!("  {}: skipped (no central file system here)", c.name);
+            continue;
+        }
         c.args.extend(args.iter().cloned());
         c.args.push(format!("--dir=/locus/{bench}/c{k}"));
         eprintln!("  {nodes} nodes × {workers_per_node} workers: {}", c.name);
         outcomes.push(run_config(
             program,
-            cluster,
+            hosts,
             work,
             script,
             workers_per_node,
@@ -372,6 +435,8 @@ pub struct ClusterOpts {
     pub host_cpus: Option<f64>,
     /// An existing emulated cluster to use instead of making one per step.
     pub cluster: Option<PathBuf>,
+    /// A deployed cluster to use instead of an emulated one.
+    pub deployed: Option<Deployed>,
 }
 
 impl ClusterOpts {
@@ -379,6 +444,15 @@ impl ClusterOpts {
     /// options'.
     pub fn testbed(&self) -> Result<Testbed> {
         let machine = crate::machine::describe();
+        if self.deployed.is_some() {
+            return Ok(Testbed {
+                machine,
+                link: "the job's network".into(),
+                // No storage host: there is no central file system.
+                storage_link: String::new(),
+                host_cpus: None,
+            });
+        }
         let (link, storage_link, host_cpus) = match &self.cluster {
             Some(at) => {
                 let e = Emulation::load(at)?.1;
@@ -394,7 +468,28 @@ impl ClusterOpts {
         })
     }
 
-    /// The cluster for a step with `nodes` nodes under `work`.
+    /// Runs `f` on the hosts of a step with `nodes` nodes under `work`: the
+    /// deployed cluster (whatever its size), else an emulated one.
+    pub fn on_hosts<T>(
+        &self,
+        work: &Path,
+        nodes: u32,
+        f: impl FnOnce(&Hosts) -> Result<T>,
+    ) -> Result<T> {
+        match &self.deployed {
+            Some(deployed) => {
+                let spec = ClusterSpec::load(&deployed.fs_dir)
+                    .with_context(|| format!("{}", deployed.fs_dir.display()))?;
+                f(&Hosts::Deployed {
+                    deployed,
+                    nodes: spec.nodes.len() as u32,
+                })
+            }
+            None => f(&Hosts::Emulated(&self.cluster(work, nodes)?)),
+        }
+    }
+
+    /// The emulated cluster for a step with `nodes` nodes under `work`.
     pub fn cluster(&self, work: &Path, nodes: u32) -> Result<Cluster> {
         match &self.cluster {
             Some(at) => Cluster::existing(at),

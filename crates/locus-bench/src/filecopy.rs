@@ -5,7 +5,7 @@
 //! beside the links' raw TCP rate and the host's own dd, measured in the
 //! same run.
 
-use crate::emulated::{dd_rates, link_rate, ClusterOpts, Config, Outcome, Testbed};
+use crate::emulated::{dd_rates, link_rate, ClusterOpts, Config, Hosts, Outcome, Testbed};
 use crate::report::target;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -142,7 +142,7 @@ fn run_step(o: &FilecopyOpts, nodes: u32, wpn: u32) -> Result<Step> {
     };
     let outcomes = crate::emulated::run_configs(
         &o.cluster.daemons.program,
-        &cluster,
+        &Hosts::Emulated(&cluster),
         &work,
         ("filecopy", SCRIPT),
         wpn,

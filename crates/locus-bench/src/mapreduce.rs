@@ -63,19 +63,21 @@ pub fn run(o: MapreduceOpts) -> Result<()> {
     let testbed = o.cluster.testbed()?;
     println!("{}", testbed.machine);
     std::fs::create_dir_all(&o.work)?;
-    let cluster = o.cluster.cluster(&o.work, o.nodes)?;
-    let outcomes = crate::emulated::run_configs(
-        &o.cluster.daemons.program,
-        &cluster,
-        &o.work,
-        ("mapreduce", SCRIPT),
-        o.workers_per_node,
-        configs(),
-        &[format!("--n={}", o.files), format!("--size={}", o.size)],
-    )?;
+    let (nodes, outcomes) = o.cluster.on_hosts(&o.work, o.nodes, |hosts| {
+        let outcomes = crate::emulated::run_configs(
+            &o.cluster.daemons.program,
+            hosts,
+            &o.work,
+            ("mapreduce", SCRIPT),
+            o.workers_per_node,
+            configs(),
+            &[format!("--n={}", o.files), format!("--size={}", o.size)],
+        )?;
+        Ok((hosts.nodes(), outcomes))
+    })?;
     let r = Results {
         testbed,
-        nodes: cluster.emulation.nodes.len() as u32,
+        nodes,
         workers_per_node: o.workers_per_node,
         files: o.files,
         size: o.size,
@@ -104,9 +106,9 @@ fn print_results(r: &Results) {
         "merge",
         "busy",
         "fetched",
-        "vs central"
+        "vs base"
     );
-    let central = r.outcomes.iter().find(|o| o.config.central);
+    let base = crate::emulated::baseline(&r.outcomes);
     for o in &r.outcomes {
         let (local, fetched) = o.run.input_bytes(None);
         let p: Vec<f64> = PHASES.iter().map(|f| phase_avg(o, f)).collect();
@@ -120,8 +122,11 @@ fn print_results(r: &Results) {
             p[3],
             100.0 * (1.0 - o.run.idle_share()),
             100.0 * fetched as f64 / (local + fetched).max(1) as f64,
-            central.map_or(f64::NAN, |c| c.run.seconds / o.run.seconds)
+            base.map_or(f64::NAN, |b| b.run.seconds / o.run.seconds)
         );
+    }
+    if let Some(b) = base {
+        println!("(vs base: speed-up over {})", b.config.name);
     }
     if let Some(inf) = r
         .outcomes

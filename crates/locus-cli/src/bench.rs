@@ -1,8 +1,9 @@
 //! `locus bench …`: drivers live in `locus-bench`.
 
-use anyhow::Result;
+use crate::local_cluster::LauncherArgs;
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
-use locus_bench::emulated::{ClusterOpts, HostCpus};
+use locus_bench::emulated::{ClusterOpts, Deployed, HostCpus};
 use locus_bench::filecopy::{self, Scaling};
 use locus_bench::{check, io, mapreduce, meta, meta_cluster, tasks};
 use locus_fs::Durability;
@@ -54,6 +55,33 @@ pub struct EmulatedArgs {
     pub host_cpus: Option<HostCpus>,
 }
 
+/// A file system deployed on a job's hosts to run on instead of an
+/// emulated cluster.
+#[derive(Args)]
+pub struct DeployedArgs {
+    /// Run on this deployed file system (`locus fs up --launcher … --dir
+    /// DIR`), every rank started by --launcher on its hosts, instead of on
+    /// an emulated cluster (configurations that need the central file
+    /// system are skipped).
+    #[arg(long, requires = "launcher", conflicts_with = "cluster")]
+    pub fs: Option<PathBuf>,
+    #[command(flatten)]
+    pub site: LauncherArgs,
+}
+
+impl DeployedArgs {
+    fn deployed(&self) -> Result<Option<Deployed>> {
+        Ok(match (&self.fs, self.site.site()) {
+            (Some(fs_dir), Some(site)) => Some(Deployed {
+                fs_dir: fs_dir.clone(),
+                site,
+            }),
+            (None, Some(_)) => bail!("--launcher: give the deployed file system with --fs DIR"),
+            _ => None,
+        })
+    }
+}
+
 impl EmulatedArgs {
     /// The node counts to run on: `nodes`, or the given cluster's.
     fn sweep(&self, nodes: Vec<u32>) -> Result<Vec<u32>> {
@@ -73,6 +101,7 @@ impl EmulatedArgs {
             storage_link: self.storage_link,
             host_cpus: self.host_cpus.unwrap_or(cpus).per_host(max_nodes),
             cluster: self.cluster.clone(),
+            deployed: None,
         })
     }
 
@@ -200,6 +229,8 @@ pub enum BenchCommand {
         common: Common,
         #[command(flatten)]
         emulated: EmulatedArgs,
+        #[command(flatten)]
+        deployed: DeployedArgs,
         #[arg(long, default_value_t = 8)]
         nodes: u32,
         #[arg(long, default_value_t = 1)]
@@ -269,6 +300,7 @@ pub fn run(b: BenchCommand) -> Result<()> {
         BenchCommand::Mapreduce {
             common,
             emulated,
+            deployed,
             nodes,
             workers_per_node,
             files,
@@ -278,7 +310,10 @@ pub fn run(b: BenchCommand) -> Result<()> {
             common.in_work_dir("mapreduce", |work| {
                 mapreduce::run(mapreduce::MapreduceOpts {
                     nodes,
-                    cluster: emulated.cluster_opts(&common, &[nodes], HostCpus::Auto)?,
+                    cluster: ClusterOpts {
+                        deployed: deployed.deployed()?,
+                        ..emulated.cluster_opts(&common, &[nodes], HostCpus::Auto)?
+                    },
                     workers_per_node,
                     files,
                     size: size_mib << 20,

@@ -81,8 +81,16 @@ impl Site {
                 "--ntasks-per-node=1".into(),
                 "--overlap".into(),
             ],
+            // Cyclic: ranks go round the hosts, so every host has workers
+            // (the low ranks) before any gets a second, and the servers
+            // (the highest ranks) share hosts with workers. Slurm's block
+            // default left a host with only a server on it.
             (SiteLauncher::Srun, Shape::Tasks(n, hosts)) => {
-                let mut v = vec![format!("--ntasks={n}"), "--overlap".into()];
+                let mut v = vec![
+                    format!("--ntasks={n}"),
+                    "--overlap".into(),
+                    "--distribution=cyclic".into(),
+                ];
                 v.extend(hosts.map(|h| format!("--nodes={h}")));
                 v
             }
