@@ -108,24 +108,35 @@ row "stage in $files x 1 MiB (vs cp per host)" "$(rate "${ins[@]}")" "$(rate "${
 row "stage out $files x 1 MiB (vs cp per host)" "$(rate "${outs[@]}")" "$(rate "${cpouts[@]}")"
 on login "$locus" fs down --dir "$work/fs" --purge >/dev/null
 
-# 3. The seed map/reduce through srun, beside the emulator's launcher.
+# 3. The seed map/reduce through srun, beside the emulator's launcher,
+# alternating, ROUNDS times each.
 mr_args=(--files "${MR_FILES:-32}" --size-mib "${MR_MIB:-8}" --workers-per-node 1)
-on login salloc --nodes="$n" --ntasks-per-node=2 sh -c "
-    '$locus' fs up --launcher srun --dir '$work/mrfs' >/dev/null &&
-    '$locus' bench mapreduce --fs '$work/mrfs' --launcher srun ${mr_args[*]} \
-        --dir '$work/mr-srun' --out '$work/mr-srun-out' >'$work/mr-srun.log' 2>&1
-    code=\$?; '$locus' fs down --dir '$work/mrfs' --purge >/dev/null; exit \$code" >/dev/null 2>&1 ||
-    { cat "$work/mr-srun.log"; exit 1; }
-"$locus" bench mapreduce --nodes "$n" --link "$link" --storage-link "$link" --host-cpus off \
-    "${mr_args[@]}" --dir "$work/mr-emu" --out "$work/mr-emu-out" >"$work/mr-emu.log" 2>&1 ||
-    { cat "$work/mr-emu.log"; exit 1; }
-python3 - "$work/mr-srun-out/mapreduce.json" "$work/mr-emu-out/mapreduce.json" <<'EOF'
-import json, sys
-runs = [{o["config"]["name"]: o["seconds"] for o in json.load(open(f))["outcomes"]} for f in sys.argv[1:]]
+for r in $(seq "$rounds"); do
+    sync
+    on login salloc --nodes="$n" --ntasks-per-node=2 sh -c "
+        '$locus' fs up --launcher srun --dir '$work/mrfs$r' >/dev/null &&
+        '$locus' bench mapreduce --fs '$work/mrfs$r' --launcher srun ${mr_args[*]} \
+            --dir '$work/mr-srun$r' --out '$work/mr-srun-out$r' >'$work/mr-srun.log' 2>&1
+        code=\$?; '$locus' fs down --dir '$work/mrfs$r' --purge >/dev/null; exit \$code" \
+        >/dev/null 2>&1 || { cat "$work/mr-srun.log"; exit 1; }
+    sync
+    "$locus" bench mapreduce --nodes "$n" --link "$link" --storage-link "$link" --host-cpus off \
+        "${mr_args[@]}" --dir "$work/mr-emu$r" --out "$work/mr-emu-out$r" >"$work/mr-emu.log" 2>&1 ||
+        { cat "$work/mr-emu.log"; exit 1; }
+done
+python3 - "$work" "$rounds" <<'EOF'
+import json, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+def medians(side):
+    runs = [json.load(open(f"{work}/mr-{side}-out{r}/mapreduce.json"))["outcomes"]
+            for r in range(1, rounds + 1)]
+    return {o["config"]["name"]: statistics.median(run[k]["seconds"] for run in runs)
+            for k, o in enumerate(runs[0])}
+srun, emu = medians("srun"), medians("emu")
 base = "DP-def TP-loc-ag"
-print(f"\nmap/reduce: speed-up over {base} (its seconds)")
+print(f"\nmap/reduce: speed-up over {base} (median seconds of {rounds})")
 print(f"{'configuration':<22} {'srun':>15} {'emulator':>15} {'ratio':>7}")
-for name in runs[0]:
-    s, e = (r[base] / r[name] for r in runs)
-    print(f"{name:<22} {s:>6.2f} ({runs[0][name]:5.2f} s) {e:>6.2f} ({runs[1][name]:5.2f} s) {s / e:>7.2f}")
+for name in srun:
+    s, e = srun[base] / srun[name], emu[base] / emu[name]
+    print(f"{name:<22} {s:>6.2f} ({srun[name]:5.2f} s) {e:>6.2f} ({emu[name]:5.2f} s) {s / e:>7.2f}")
 EOF

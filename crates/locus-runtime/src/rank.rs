@@ -6,7 +6,7 @@ use crate::engine::{Engine, Locality, Progress, RunOptions};
 use crate::layout::Layout;
 use crate::record::now_us;
 use crate::remote::ControlStats;
-use crate::rendezvous::{self, Entry, RankEnv};
+use crate::rendezvous::{self, Entry, RankEnv, RanksDir};
 use crate::server::{Server, ServerConfig};
 use crate::storage::Storage;
 use crate::worker::{run_worker, WorkerConfig};
@@ -167,12 +167,13 @@ async fn rank_main(
         pid: std::process::id(),
         nonce: rand::random(),
     };
-    rendezvous::publish(&opts.run_dir, &entry).map_err(dir_err)?;
-    let (dir, size) = (opts.run_dir.clone(), env.size);
+    let board = RanksDir::of(&opts.run_dir);
+    rendezvous::publish(&board, &entry).map_err(dir_err)?;
+    let size = env.size;
     // The leader (first server) gathers.
     let gatherer = size - opts.servers;
     let entries = tokio::task::spawn_blocking(move || {
-        rendezvous::gather(&dir, size, me, gatherer, GATHER_TIMEOUT)
+        rendezvous::gather(&board, size, me, gatherer, GATHER_TIMEOUT)
     })
     .await
     .map_err(|e| e.to_string())??;

@@ -71,25 +71,64 @@ pub fn ranks_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("ranks")
 }
 
-/// Publishes `e`; a rank's entry already there belongs to another run. One
-/// file created in the shared directory (not a temporary name linked into
-/// place): thousands of ranks publish at once, and every creation in one
-/// directory takes its lock. The gatherer reads an entry not yet whole as
-/// not yet there.
-pub fn publish(run_dir: &Path, e: &Entry) -> io::Result<()> {
-    let dir = ranks_dir(run_dir);
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("{}.json", e.rank));
-    let mut file = match std::fs::File::create_new(&path) {
-        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
-            return Err(io::Error::other(format!(
-                "{} is left from another run; give each run its own --run-dir",
-                path.display()
-            )))
-        }
-        file => file?,
-    };
-    io::Write::write_all(&mut file, &serde_json::to_vec(e)?)
+/// The shared directory the ranks meet in. Every file operation of the
+/// rendezvous goes through it, so its cost can be counted.
+pub trait Board: Sync {
+    /// Creates `name` holding `bytes`; an existing `name` is an error.
+    fn create_new(&self, name: &str, bytes: &[u8]) -> io::Result<()>;
+    fn read(&self, name: &str) -> io::Result<Vec<u8>>;
+    /// Publishes `name` whole, unless something already is there.
+    fn write_once(&self, name: &str, bytes: &[u8]) -> io::Result<()>;
+    fn path(&self, name: &str) -> PathBuf;
+}
+
+/// A run directory's `ranks/`.
+pub struct RanksDir(PathBuf);
+
+impl RanksDir {
+    pub fn of(run_dir: &Path) -> RanksDir {
+        RanksDir(ranks_dir(run_dir))
+    }
+}
+
+impl Board for RanksDir {
+    /// One file created in place (not a temporary name linked into place):
+    /// thousands of ranks publish at once, and every creation in one
+    /// directory takes its lock.
+    fn create_new(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        std::fs::create_dir_all(&self.0)?;
+        let mut file = std::fs::File::create_new(self.path(name))?;
+        io::Write::write_all(&mut file, bytes)
+    }
+
+    fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        std::fs::read(self.path(name))
+    }
+
+    fn write_once(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+        locus_fs::join::write_once(&self.path(name), bytes).map(|_| ())
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+fn entry_name(rank: u32) -> String {
+    format!("{rank}.json")
+}
+
+/// Publishes `e`; a rank's entry already there belongs to another run. The
+/// gatherer reads an entry not yet whole as not yet there.
+pub fn publish(board: &impl Board, e: &Entry) -> io::Result<()> {
+    let name = entry_name(e.rank);
+    match board.create_new(&name, &serde_json::to_vec(e)?) {
+        Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(io::Error::other(format!(
+            "{} is left from another run; give each run its own --run-dir",
+            board.path(&name).display()
+        ))),
+        done => done,
+    }
 }
 
 /// Waits until all `size` ranks have published, or `timeout` passes. Rank
@@ -98,33 +137,34 @@ pub fn publish(run_dir: &Path, e: &Entry) -> io::Result<()> {
 /// reads, not N per rank per poll (on a parallel file system that would be
 /// a metadata storm). Polls back off from 2 ms to 50 ms.
 pub fn gather(
-    run_dir: &Path,
+    board: &impl Board,
     size: u32,
     me: Rank,
     gatherer: Rank,
     timeout: Duration,
 ) -> Result<Vec<Entry>, String> {
-    let dir = ranks_dir(run_dir);
-    let all = dir.join(ALL_FILE);
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(2);
     let mut found: Vec<Option<Entry>> = vec![None; size as usize];
+    let whole = |r: u32| -> Option<Entry> {
+        // Not whole yet: read again next time.
+        serde_json::from_slice(&board.read(&entry_name(r)).ok()?).ok()
+    };
     loop {
         if me == gatherer {
             for (r, slot) in found.iter_mut().enumerate().filter(|(_, s)| s.is_none()) {
-                if let Ok(b) = std::fs::read(dir.join(format!("{r}.json"))) {
-                    // Not whole yet: read again next time.
-                    *slot = serde_json::from_slice(&b).ok();
-                }
+                *slot = whole(r as u32);
             }
             if found.iter().all(Option::is_some) {
                 let entries: Vec<Entry> = found.into_iter().flatten().collect();
                 let bytes = serde_json::to_vec(&entries).map_err(|e| e.to_string())?;
-                locus_fs::join::write_once(&all, &bytes)
-                    .map_err(|e| format!("{}: {e}", all.display()))?;
+                board
+                    .write_once(ALL_FILE, &bytes)
+                    .map_err(|e| format!("{}: {e}", board.path(ALL_FILE).display()))?;
                 return Ok(entries);
             }
-        } else if let Ok(b) = std::fs::read(&all) {
+        } else if let Ok(b) = board.read(ALL_FILE) {
+            let all = board.path(ALL_FILE);
             let entries: Vec<Entry> =
                 serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", all.display()))?;
             if entries.len() != size as usize {
@@ -138,16 +178,13 @@ pub fn gather(
         }
         if Instant::now() > deadline {
             let missing: Vec<String> = (0..size)
-                .filter(|&r| {
-                    let entry = std::fs::read(dir.join(format!("{r}.json")));
-                    entry.map_or(true, |b| serde_json::from_slice::<Entry>(&b).is_err())
-                })
+                .filter(|&r| whole(r).is_none())
                 .map(|r| r.to_string())
                 .collect();
             return Err(format!(
                 "ranks {} did not start within {timeout:?} (rendezvous in {})",
                 missing.join(","),
-                dir.display()
+                board.path("").display()
             ));
         }
         std::thread::sleep(pause);
@@ -159,6 +196,7 @@ pub fn gather(
 mod tests {
     use super::*;
     use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn launcher_variables_are_recognised() {
@@ -183,17 +221,17 @@ mod tests {
                 pid: 1,
                 nonce: 7,
             };
-            publish(dir.path(), &e).unwrap();
+            publish(&RanksDir::of(dir.path()), &e).unwrap();
         }
         // The gatherer publishes them all; the others read that one file.
-        let got = gather(dir.path(), 2, 1, 1, Duration::from_millis(10)).unwrap();
+        let got = gather(&RanksDir::of(dir.path()), 2, 1, 1, Duration::from_millis(10)).unwrap();
         assert_eq!(got[1].rank, 1);
         std::fs::rename(
             dir.path().join("ranks/0.json"),
             dir.path().join("ranks/moved"),
         )
         .unwrap();
-        let other = gather(dir.path(), 2, 0, 1, Duration::from_millis(10)).unwrap();
+        let other = gather(&RanksDir::of(dir.path()), 2, 0, 1, Duration::from_millis(10)).unwrap();
         assert_eq!(other, got);
         std::fs::rename(
             dir.path().join("ranks/moved"),
@@ -207,15 +245,15 @@ mod tests {
             pid: 2,
             nonce: 8,
         };
-        assert!(publish(dir.path(), &again).is_err());
-        let err = gather(dir.path(), 3, 0, 1, Duration::from_millis(10)).unwrap_err();
+        assert!(publish(&RanksDir::of(dir.path()), &again).is_err());
+        let err = gather(&RanksDir::of(dir.path()), 3, 0, 1, Duration::from_millis(10)).unwrap_err();
         assert!(err.contains("lists 2 ranks, not 3"), "{err}");
         // An entry not yet whole is not there yet.
         let partial = tempfile::tempdir().unwrap();
-        publish(partial.path(), &again).unwrap();
+        publish(&RanksDir::of(partial.path()), &again).unwrap();
         let one = partial.path().join("ranks/1.json");
         std::fs::write(&one, b"{\"rank\":1,").unwrap();
-        let err = gather(partial.path(), 2, 0, 0, Duration::from_millis(10)).unwrap_err();
+        let err = gather(&RanksDir::of(partial.path()), 2, 0, 0, Duration::from_millis(10)).unwrap_err();
         assert!(err.contains("ranks 1 did not start"), "{err}");
         let whole = Entry {
             rank: 1,
@@ -223,11 +261,65 @@ mod tests {
         };
         std::fs::write(&one, serde_json::to_vec(&whole).unwrap()).unwrap();
         assert_eq!(
-            gather(partial.path(), 2, 0, 0, Duration::from_millis(10)).unwrap(),
+            gather(&RanksDir::of(partial.path()), 2, 0, 0, Duration::from_millis(10)).unwrap(),
             [again, whole]
         );
         let late = tempfile::tempdir().unwrap();
-        let err = gather(late.path(), 3, 2, 2, Duration::from_millis(10)).unwrap_err();
+        let err = gather(&RanksDir::of(late.path()), 3, 2, 2, Duration::from_millis(10)).unwrap_err();
         assert!(err.contains("ranks 0,1,2 did not start"), "{err}");
+    }
+
+    /// A board that counts the file operations made on it.
+    struct Counted(RanksDir, AtomicUsize);
+
+    impl Board for Counted {
+        fn create_new(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            self.0.create_new(name, bytes)
+        }
+        fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            self.0.read(name)
+        }
+        fn write_once(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            self.0.write_once(name, bytes)
+        }
+        fn path(&self, name: &str) -> PathBuf {
+            self.0.path(name)
+        }
+    }
+
+    /// File operations of a whole rendezvous of `size` ranks: every rank
+    /// publishes, the gatherer gathers, then the others.
+    fn operations(size: u32) -> usize {
+        let dir = tempfile::tempdir().unwrap();
+        let board = Counted(RanksDir::of(dir.path()), AtomicUsize::new(0));
+        for rank in 0..size {
+            let e = Entry {
+                rank,
+                node: format!("n{}", rank % 7),
+                addr: None,
+                pid: rank,
+                nonce: rank,
+            };
+            publish(&board, &e).unwrap();
+        }
+        let gatherer = size - 1;
+        let all = gather(&board, size, gatherer, gatherer, Duration::ZERO).unwrap();
+        for rank in 0..gatherer {
+            assert_eq!(gather(&board, size, rank, gatherer, Duration::ZERO).unwrap(), all);
+        }
+        board.1.into_inner()
+    }
+
+    #[test]
+    fn file_operations_grow_linearly_with_the_ranks() {
+        // N creates, the gatherer's N reads and one write, one read by
+        // each of the N - 1 others: 3N (each rank reading every entry
+        // would be N²).
+        for size in [2, 16, 256, 1024] {
+            assert_eq!(operations(size), 3 * size as usize, "{size} ranks");
+        }
     }
 }
