@@ -33,7 +33,8 @@ nodes=()
 for k in $(seq 0 $((n - 1))); do nodes+=("node$k"); done
 link=${LINK:-1gbit}
 # The emulator's bucket: 10 ms of traffic, at least 64 KiB.
-burst=$(awk -v r="$(numfmt --from=si "$(echo "${link%bit}" | tr a-z A-Z)")" 'BEGIN { b = r / 800; print (b < 65536 ? 65536 : b) "b" }')
+bits=$(numfmt --from=si "$(echo "${link%bit}" | tr a-z A-Z)")
+burst=$(awk -v r="$bits" 'BEGIN { b = r / 800; print (b < 65536 ? 65536 : b) "b" }')
 LINK=$link BURST=$burst "$here/hosts.sh" up "$work" login "${nodes[@]}"
 "$here/slurm.sh" up "$work"
 export SLURM_CONF="$work/slurm.conf"
@@ -106,6 +107,11 @@ rate() { printf '%s\n' "$@" | median | awk -v f="$files" '{ print f * 1.048576 /
 printf '\n%-44s %9s %9s %7s\n' "MB/s (median of $rounds)" locus baseline ratio
 row "stage in $files x 1 MiB (vs cp per host)" "$(rate "${ins[@]}")" "$(rate "${cps[@]}")"
 row "stage out $files x 1 MiB (vs cp per host)" "$(rate "${outs[@]}")" "$(rate "${cpouts[@]}")"
+# What the hosts' links carry at once: the bound on a cluster, where each
+# host's share crosses its own link to the shared file system.
+links=$(awk -v n="$n" -v r="$bits" 'BEGIN { print n * r / 8e6 }')
+row "stage in (vs $n links of $link)" "$(rate "${ins[@]}")" "$links"
+row "stage out (vs $n links of $link)" "$(rate "${outs[@]}")" "$links"
 on login "$locus" fs down --dir "$work/fs" --purge >/dev/null
 
 # 3. The seed map/reduce through srun, beside the emulator's launcher,

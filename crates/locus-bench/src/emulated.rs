@@ -286,10 +286,11 @@ pub fn run_config(
 /// system, else (where there is none) Locus with placement-agnostic tasks
 /// on hashed data.
 pub fn baseline(outcomes: &[Outcome]) -> Option<&Outcome> {
-    outcomes
-        .iter()
-        .find(|o| o.config.central)
-        .or_else(|| outcomes.iter().find(|o| o.config.name == "DP-def TP-loc-ag"))
+    outcomes.iter().find(|o| o.config.central).or_else(|| {
+        outcomes
+            .iter()
+            .find(|o| o.config.name == "DP-def TP-loc-ag")
+    })
 }
 
 /// What the finished run in `run_dir` did, as configuration `config`.

@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// Seconds an app may run before it is killed and fails.
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
     pub task_timeout: Option<f64>,
+    /// Keep apps' stdout and stderr (those the script does not redirect)
+    /// only in RUN_DIR/tasks/<id>.out|.err, not on the terminal too.
+    #[arg(long)]
+    pub quiet_apps: bool,
     /// Milliseconds a SOFT task waits for its busy target before another
     /// worker may take it (same node first).
     #[arg(long, default_value_t = 100)]
@@ -150,6 +154,7 @@ impl RunArgs {
             locality: self.locality,
             retries: self.retries,
             task_timeout: self.task_timeout.map(Duration::from_secs_f64),
+            quiet_apps: self.quiet_apps,
             soft_wait: Duration::from_millis(self.soft_wait),
             args: self.args.clone(),
             include: self.modules.search(),

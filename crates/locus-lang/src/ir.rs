@@ -128,6 +128,9 @@ pub struct CallOpts {
     pub soft: bool,
     pub prio: Option<VarId>,
     pub par: Option<VarId>,
+    /// `@timeout=SECONDS`: the app is killed (and fails) after that long.
+    #[serde(default)]
+    pub timeout: Option<VarId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

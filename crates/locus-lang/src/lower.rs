@@ -1869,6 +1869,29 @@ impl<'a> FnCx<'a> {
                         opts.par = Some(id);
                     }
                 }
+                "timeout" => {
+                    if !sig.task {
+                        self.error(
+                            a.span,
+                            format!(
+                                "@timeout applies to app functions; '{}' does not run as a task",
+                                name.name
+                            ),
+                        );
+                    }
+                    let Some(v) = value else {
+                        self.error(a.span, "@timeout needs a number of seconds".to_string());
+                        continue;
+                    };
+                    let (id, t) = self.expr(v, out, Some(&Type::Float));
+                    if !matches!(t, Type::Int | Type::Float | Type::Error) {
+                        self.error(
+                            v.span,
+                            format!("@timeout needs seconds (int or float), not {t}"),
+                        );
+                    }
+                    opts.timeout = Some(id);
+                }
                 other => self.error(a.name.span, format!("unknown call annotation '@{other}'")),
             }
         }

@@ -236,6 +236,7 @@ mod tests {
                 "srun",
                 "--ntasks=8",
                 "--overlap",
+                "--distribution=cyclic",
                 "--nodes=2",
                 "--mpi=none",
                 "/bin/locus",

@@ -56,6 +56,9 @@ pub enum Work {
         /// exits 0, named on its command line or not.
         #[serde(default)]
         outputs: Vec<String>,
+        /// `@timeout`, in seconds (else the run's `--task-timeout`).
+        #[serde(default)]
+        timeout: Option<f64>,
     },
     /// `sleep(secs)`, a builtin leaf task (Swift/T dispatches it to workers).
     Sleep { secs: f64 },
@@ -73,6 +76,9 @@ pub struct Task {
     /// `@prio`: higher runs first.
     pub prio: i64,
     pub work: Work,
+    /// Where the script calls it (`file:line:col`), for the records.
+    #[serde(default)]
+    pub at: String,
 }
 
 /// What became of a task.

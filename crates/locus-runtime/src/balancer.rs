@@ -301,6 +301,7 @@ mod tests {
             placed: Placed::Explicit,
             prio,
             work: Work::Sleep { secs: 0.0 },
+            at: String::new(),
         }
     }
 

@@ -740,10 +740,10 @@ impl Engine {
                 opts,
                 at,
             } => {
-                let call = self.call(func, frame, name, outs, args, opts, done);
+                let at = self.place(at);
+                let call = self.call(func, frame, name, outs, args, opts, &at, done);
                 if let Err(e) = Box::pin(call).await {
-                    let file = self.files.get(at.file as usize).map_or("?", String::as_str);
-                    self.fail(format!("{file}:{}:{}: {e}", at.line, at.col));
+                    self.fail(format!("{at}: {e}"));
                 }
             }
             Stmt::If { cond, .. } => {
@@ -1043,15 +1043,29 @@ impl Engine {
         self.step();
     }
 
-    /// The placement a call asked for: its location option evaluated in
-    /// the caller's frame and checked against the run's ranks.
+    /// What a call's annotations ask of its task, evaluated in the
+    /// caller's frame: the placement (checked against the run's ranks),
+    /// the priority and the timeout.
     async fn call_target(
         &self,
         caller: &Function,
         frame: &Frame,
         name: &str,
         opts: &ir::CallOpts,
-    ) -> Result<(Option<Target>, i64), String> {
+    ) -> Result<(Option<Target>, i64, Option<f64>), String> {
+        let timeout = match opts.timeout {
+            None => None,
+            Some(t) => match self.get(caller, frame, t).await {
+                Value::Int(i) if i > 0 => Some(i as f64),
+                Value::Float(x) if x > 0.0 && x.is_finite() => Some(x),
+                other => {
+                    return Err(format!(
+                        "call of '{name}': @timeout must be a positive number of seconds, not {}",
+                        other.render()
+                    ))
+                }
+            },
+        };
         let prio = match opts.prio {
             Some(p) => match self.get(caller, frame, p).await {
                 Value::Int(i) => i,
@@ -1065,7 +1079,7 @@ impl Engine {
             None => 0,
         };
         let Some(loc) = opts.location else {
-            return Ok((None, prio));
+            return Ok((None, prio, timeout));
         };
         let Value::Location(l) = self.get(caller, frame, loc).await else {
             return Err(format!("call of '{name}': @location needs a location"));
@@ -1083,7 +1097,7 @@ impl Engine {
             hard: l.hard && !opts.soft,
             node: l.node,
         };
-        Ok((Some(target), prio))
+        Ok((Some(target), prio, timeout))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1095,6 +1109,7 @@ impl Engine {
         outs: &[VarId],
         args: &[VarId],
         opts: &ir::CallOpts,
+        at: &str,
         done: &Arc<Done>,
     ) -> Result<(), String> {
         let Some(callee) = self.funcs.get(name).cloned() else {
@@ -1118,7 +1133,7 @@ impl Engine {
             FnKind::App(t) => {
                 let inner = self.callee_frame(&callee, &binds);
                 let placed = self.call_target(caller, frame, name, opts).await?;
-                return self.run_app(&callee, &inner, t, placed, done).await;
+                return self.run_app(&callee, &inner, t, placed, at, done).await;
             }
             FnKind::Leaf {
                 package, target, ..
@@ -1280,7 +1295,14 @@ impl Engine {
             placed,
             prio,
             work,
+            at: String::new(),
         }
+    }
+
+    /// `file:line:col` of a position in the script.
+    fn place(&self, at: &ir::Pos) -> String {
+        let file = self.files.get(at.file as usize).map_or("?", String::as_str);
+        format!("{file}:{}:{}", at.line, at.col)
     }
 
     /// Runs a leaf task on a worker and waits for it.
@@ -1345,7 +1367,8 @@ impl Engine {
         app: &Arc<Function>,
         frame: &Arc<Frame>,
         t: &ir::AppTemplate,
-        (target, prio): (Option<Target>, i64),
+        (target, prio, timeout): (Option<Target>, i64, Option<f64>),
+        at: &str,
         done: &Arc<Done>,
     ) -> Result<(), String> {
         self.run_block(app, frame, self.plans.body(&app.name), done)
@@ -1386,9 +1409,13 @@ impl Engine {
             stdout,
             stderr,
             outputs: out_files.iter().map(|(_, p)| p.clone()).collect(),
+            timeout,
         };
-        self.leaf(self.task(&app.name, target, placed, prio, work))
-            .await?;
+        let task = Task {
+            at: at.to_string(),
+            ..self.task(&app.name, target, placed, prio, work)
+        };
+        self.leaf(task).await?;
         for (f, p) in out_files {
             self.set(f, Value::File(p), done);
         }

@@ -12,6 +12,7 @@ pub mod format;
 pub mod ids;
 pub mod layout;
 pub mod plan;
+pub mod process;
 pub mod python;
 pub mod rank;
 pub mod record;

@@ -47,6 +47,10 @@ pub struct RankOptions {
     /// An app running longer is killed and fails (retried like any failure).
     #[serde(default)]
     pub task_timeout: Option<Duration>,
+    /// Keep apps' unredirected stdout and stderr only in `RUN/tasks/`, not
+    /// on this process's streams too.
+    #[serde(default)]
+    pub quiet_apps: bool,
     pub soft_wait: Duration,
     pub args: Vec<String>,
     /// How long without progress (and no task running) means stuck.
@@ -68,6 +72,7 @@ impl RankOptions {
             locality: Locality::Auto,
             retries: 0,
             task_timeout: None,
+            quiet_apps: false,
             soft_wait: Duration::from_millis(100),
             args: Vec::new(),
             stall: Duration::from_millis(500),
@@ -203,6 +208,7 @@ async fn rank_main(
             run_dir: opts.run_dir.clone(),
             retries: opts.retries,
             task_timeout: opts.task_timeout,
+            echo_apps: !opts.quiet_apps,
             python: Default::default(),
         };
         return run_worker(cfg).await;

@@ -33,10 +33,39 @@ pub struct TaskRecord {
     pub exit: Option<i32>,
     pub attempts: u32,
     pub error: Option<String>,
+    /// Where the script calls it (`file:line:col`).
+    #[serde(default)]
+    pub at: String,
+    /// An app's command line as run (Locus files as their host paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
+    /// The Locus files it read and wrote (`/locus/…`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
+    /// An app's CPU time (user + system, all attempts) and peak resident
+    /// memory, from `wait4`.
+    #[serde(default)]
+    pub cpu_us: u64,
+    #[serde(default)]
+    pub max_rss_kib: u64,
+    /// Where its stdout and stderr were kept, relative to the run
+    /// directory (`tasks/<id>.out|.err`), if it wrote any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
 }
 
 pub fn records_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("records")
+}
+
+/// Where task `id`'s stream `ext` (`out` or `err`) is kept, relative to
+/// the run directory.
+pub fn task_stream(id: u64, ext: &str) -> String {
+    format!("tasks/{id}.{ext}")
 }
 
 pub fn now_us() -> u64 {

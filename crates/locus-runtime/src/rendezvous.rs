@@ -224,14 +224,28 @@ mod tests {
             publish(&RanksDir::of(dir.path()), &e).unwrap();
         }
         // The gatherer publishes them all; the others read that one file.
-        let got = gather(&RanksDir::of(dir.path()), 2, 1, 1, Duration::from_millis(10)).unwrap();
+        let got = gather(
+            &RanksDir::of(dir.path()),
+            2,
+            1,
+            1,
+            Duration::from_millis(10),
+        )
+        .unwrap();
         assert_eq!(got[1].rank, 1);
         std::fs::rename(
             dir.path().join("ranks/0.json"),
             dir.path().join("ranks/moved"),
         )
         .unwrap();
-        let other = gather(&RanksDir::of(dir.path()), 2, 0, 1, Duration::from_millis(10)).unwrap();
+        let other = gather(
+            &RanksDir::of(dir.path()),
+            2,
+            0,
+            1,
+            Duration::from_millis(10),
+        )
+        .unwrap();
         assert_eq!(other, got);
         std::fs::rename(
             dir.path().join("ranks/moved"),
@@ -246,14 +260,28 @@ mod tests {
             nonce: 8,
         };
         assert!(publish(&RanksDir::of(dir.path()), &again).is_err());
-        let err = gather(&RanksDir::of(dir.path()), 3, 0, 1, Duration::from_millis(10)).unwrap_err();
+        let err = gather(
+            &RanksDir::of(dir.path()),
+            3,
+            0,
+            1,
+            Duration::from_millis(10),
+        )
+        .unwrap_err();
         assert!(err.contains("lists 2 ranks, not 3"), "{err}");
         // An entry not yet whole is not there yet.
         let partial = tempfile::tempdir().unwrap();
         publish(&RanksDir::of(partial.path()), &again).unwrap();
         let one = partial.path().join("ranks/1.json");
         std::fs::write(&one, b"{\"rank\":1,").unwrap();
-        let err = gather(&RanksDir::of(partial.path()), 2, 0, 0, Duration::from_millis(10)).unwrap_err();
+        let err = gather(
+            &RanksDir::of(partial.path()),
+            2,
+            0,
+            0,
+            Duration::from_millis(10),
+        )
+        .unwrap_err();
         assert!(err.contains("ranks 1 did not start"), "{err}");
         let whole = Entry {
             rank: 1,
@@ -261,11 +289,25 @@ mod tests {
         };
         std::fs::write(&one, serde_json::to_vec(&whole).unwrap()).unwrap();
         assert_eq!(
-            gather(&RanksDir::of(partial.path()), 2, 0, 0, Duration::from_millis(10)).unwrap(),
+            gather(
+                &RanksDir::of(partial.path()),
+                2,
+                0,
+                0,
+                Duration::from_millis(10)
+            )
+            .unwrap(),
             [again, whole]
         );
         let late = tempfile::tempdir().unwrap();
-        let err = gather(&RanksDir::of(late.path()), 3, 2, 2, Duration::from_millis(10)).unwrap_err();
+        let err = gather(
+            &RanksDir::of(late.path()),
+            3,
+            2,
+            2,
+            Duration::from_millis(10),
+        )
+        .unwrap_err();
         assert!(err.contains("ranks 0,1,2 did not start"), "{err}");
     }
 
@@ -308,7 +350,10 @@ mod tests {
         let gatherer = size - 1;
         let all = gather(&board, size, gatherer, gatherer, Duration::ZERO).unwrap();
         for rank in 0..gatherer {
-            assert_eq!(gather(&board, size, rank, gatherer, Duration::ZERO).unwrap(), all);
+            assert_eq!(
+                gather(&board, size, rank, gatherer, Duration::ZERO).unwrap(),
+                all
+            );
         }
         board.1.into_inner()
     }

@@ -6,7 +6,8 @@
 
 use crate::files::{fs_parent, fs_path, LOCUS_PREFIX};
 use crate::layout::Layout;
-use crate::record::{now_us, Recorder, TaskRecord};
+use crate::process::{self, Capture, Ended, Usage};
+use crate::record::{now_us, task_stream, Recorder, TaskRecord};
 use crate::wire;
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
@@ -34,6 +35,9 @@ pub struct WorkerConfig {
     pub retries: u32,
     /// How long an app may run (`--task-timeout`).
     pub task_timeout: Option<std::time::Duration>,
+    /// Pass apps' unredirected stdout and stderr to this process's own too
+    /// (they are kept in `RUN/tasks/` either way).
+    pub echo_apps: bool,
     /// This worker's Python interpreter, started by its first `python` task.
     pub python: tokio::sync::Mutex<Option<crate::python::Interpreter>>,
 }
@@ -97,6 +101,9 @@ struct Io {
     written: u64,
     stage_us: u64,
     commit_us: u64,
+    usage: Usage,
+    argv: Vec<String>,
+    kept: [Option<String>; 2],
 }
 
 async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
@@ -129,10 +136,15 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             stdout,
             stderr,
             outputs,
+            timeout,
         } => {
             let app = App {
                 cfg,
                 func: &task.func,
+                id: task.id,
+                timeout: timeout
+                    .map(std::time::Duration::from_secs_f64)
+                    .or(cfg.task_timeout),
             };
             app.run(
                 argv,
@@ -146,6 +158,18 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         }
     };
     let error = result.err();
+    let (inputs, outputs) = match &task.work {
+        Work::App {
+            argv,
+            stdin,
+            stdout,
+            stderr,
+            outputs,
+            ..
+        } => locus_files(argv, [stdin, stdout, stderr], outputs),
+        _ => Default::default(),
+    };
+    let [stdout, stderr] = io.kept;
     let record = TaskRecord {
         id: task.id,
         func: task.func.clone(),
@@ -163,6 +187,14 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         exit,
         attempts,
         error: error.clone(),
+        at: task.at,
+        argv: io.argv,
+        inputs,
+        outputs,
+        cpu_us: io.usage.cpu_us,
+        max_rss_kib: io.usage.max_rss_kib,
+        stdout,
+        stderr,
     };
     let outcome = Outcome {
         id: task.id,
@@ -174,9 +206,32 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
     (outcome, record)
 }
 
+/// The Locus files (`/locus/…`) an app reads and writes.
+fn locus_files(
+    argv: &[Arg],
+    streams: [&Option<Arg>; 3],
+    declared: &[String],
+) -> (Vec<String>, Vec<String>) {
+    let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
+    for a in argv.iter().chain(streams.into_iter().flatten()) {
+        match a {
+            Arg::In(p) if fs_path(p).is_some() => inputs.push(p.clone()),
+            Arg::Out(p) if fs_path(p).is_some() => outputs.push(p.clone()),
+            _ => {}
+        }
+    }
+    outputs.extend(declared.iter().filter(|p| fs_path(p).is_some()).cloned());
+    outputs.sort();
+    outputs.dedup();
+    (inputs, outputs)
+}
+
 struct App<'a> {
     cfg: &'a WorkerConfig,
     func: &'a str,
+    id: u64,
+    /// `@timeout`, else the run's `--task-timeout`.
+    timeout: Option<std::time::Duration>,
 }
 
 impl App<'_> {
@@ -260,17 +315,33 @@ impl App<'_> {
         }
         io.stage_us = staging.elapsed().as_micros() as u64;
         let command = words.join(" ");
+        io.argv = words.clone();
         let cfg = self.cfg;
         let node = cfg.layout.node_name(cfg.me);
         loop {
             let started = std::time::SystemTime::now();
-            let code = spawn(cfg, &words, &files).await.map_err(|e| {
-                format!(
-                    "app '{}': cannot run `{command}` on {node} (rank {}): {e}",
-                    self.func, cfg.me
-                )
-            })?;
+            let ended = spawn(cfg, self.id, &words, &files, self.timeout)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "app '{}': cannot run `{command}` on {node} (rank {}): {e}",
+                        self.func, cfg.me
+                    )
+                })?;
+            let code = ended.code;
             *exit = code;
+            io.usage.cpu_us += ended.usage.cpu_us;
+            io.usage.max_rss_kib = io.usage.max_rss_kib.max(ended.usage.max_rss_kib);
+            let rel = |p: &Option<PathBuf>| -> Option<String> {
+                let p = p.as_ref()?;
+                Some(
+                    p.strip_prefix(&cfg.run_dir)
+                        .unwrap_or(p)
+                        .display()
+                        .to_string(),
+                )
+            };
+            io.kept = [rel(&ended.kept[0]), rel(&ended.kept[1])];
             let failure = match code {
                 Some(0) => match declared.iter().find(|p| !outputs.written(p, started)) {
                     // Nextflow's rule: a program that says it succeeded but
@@ -283,7 +354,7 @@ impl App<'_> {
                 Some(code) => format!("exited with code {code}"),
                 None => format!(
                     "ran longer than the task timeout ({:?}) and was killed",
-                    cfg.task_timeout.unwrap_or_default()
+                    self.timeout.unwrap_or_default()
                 ),
             };
             if *attempts > cfg.retries {
@@ -299,6 +370,10 @@ impl App<'_> {
                 ));
             }
             *attempts += 1;
+            // The next attempt's streams replace this one's.
+            for kept in io.kept.iter_mut().filter_map(Option::take) {
+                let _ = std::fs::remove_file(cfg.run_dir.join(kept));
+            }
         }
         // Publish the Locus outputs the process wrote.
         let committing = Instant::now();
@@ -364,14 +439,16 @@ impl Drop for Outputs<'_> {
     }
 }
 
-/// Runs one process with the rank's environment; returns its exit code, or
-/// `None` if it ran past the run's task timeout (it is killed).
+/// Runs one process of task `id` with the rank's environment; the streams
+/// the script does not redirect are kept in `RUN/tasks/<id>.out|.err`.
 async fn spawn(
     cfg: &WorkerConfig,
+    id: u64,
     words: &[String],
     files: &[Option<String>],
-) -> std::io::Result<Option<i32>> {
-    let mut cmd = tokio::process::Command::new(&words[0]);
+    timeout: Option<std::time::Duration>,
+) -> std::io::Result<Ended> {
+    let mut cmd = std::process::Command::new(&words[0]);
     cmd.args(&words[1..])
         .env("ADLB_RANK_SELF", cfg.me.to_string())
         .env("ADLB_RANK_OFFSET", cfg.layout.offset(cfg.me).to_string())
@@ -382,28 +459,27 @@ async fn spawn(
         .env("LOCUS_RANK", cfg.me.to_string())
         .env("LOCUS_NODE", cfg.layout.node_name(cfg.me))
         // A process that runs `locus` itself is not one of this run's ranks.
-        .env_remove("LOCUS_SIZE")
-        .kill_on_drop(true);
+        .env_remove("LOCUS_SIZE");
     cmd.stdin(match &files[0] {
         Some(p) => Stdio::from(std::fs::File::open(p)?),
         None => Stdio::null(),
     });
-    if let Some(p) = &files[1] {
-        cmd.stdout(Stdio::from(std::fs::File::create(p)?));
-    }
-    if let Some(p) = &files[2] {
-        cmd.stderr(Stdio::from(std::fs::File::create(p)?));
-    }
-    let mut child = cmd.spawn()?;
-    let status = match cfg.task_timeout {
-        None => child.wait().await?,
-        Some(limit) => match tokio::time::timeout(limit, child.wait()).await {
-            Ok(status) => status?,
-            Err(_) => {
-                let _ = child.kill().await;
-                return Ok(None);
-            }
-        },
+    let capture = |ext: &str| Capture {
+        path: cfg.run_dir.join(task_stream(id, ext)),
+        echo: cfg.echo_apps,
     };
-    Ok(Some(status.code().unwrap_or(128 + 9)))
+    let mut captures = [None, None];
+    match &files[1] {
+        Some(p) => {
+            cmd.stdout(std::fs::File::create(p)?);
+        }
+        None => captures[0] = Some(capture("out")),
+    }
+    match &files[2] {
+        Some(p) => {
+            cmd.stderr(std::fs::File::create(p)?);
+        }
+        None => captures[1] = Some(capture("err")),
+    }
+    process::run(cmd, captures, timeout).await
 }

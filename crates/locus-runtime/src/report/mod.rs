@@ -1,6 +1,6 @@
 //! `locus report RUN_DIR`: a run's summary from its task records: tasks,
 //! per-worker busy and idle time, how tasks were placed, the locality hit
-//! rate and the bytes moved.
+//! rate and the bytes moved, the apps' CPU and memory, and what failed.
 
 pub mod html;
 mod view;
@@ -12,6 +12,9 @@ use crate::record::{self, TaskRecord};
 use locus_proto::run::Placed;
 use std::fmt::Write;
 use std::path::Path;
+
+/// Failed tasks listed by name; the rest are counted.
+const SHOWN_FAILURES: usize = 10;
 
 pub struct Report {
     pub run: RunSummary,
@@ -120,6 +123,37 @@ impl Report {
             "locality: {local} of {with_inputs} tasks read only local inputs ({:.1}%); bytes read locally {local_bytes}, fetched {remote_bytes}",
             if with_inputs == 0 { 100.0 } else { 100.0 * local as f64 / with_inputs as f64 }
         );
+        let (cpu_us, rss) = self
+            .tasks
+            .iter()
+            .fold((0, 0), |(c, m), t| (c + t.cpu_us, m.max(t.max_rss_kib)));
+        if cpu_us > 0 {
+            let _ = writeln!(
+                s,
+                "apps: {:.3} s of CPU, peak memory {:.1} MiB (one process)",
+                cpu_us as f64 / 1e6,
+                rss as f64 / 1024.0
+            );
+        }
+        let failures: Vec<&TaskRecord> = self.tasks.iter().filter(|t| t.error.is_some()).collect();
+        if !failures.is_empty() {
+            let _ = writeln!(s, "failed tasks:");
+        }
+        for t in failures.iter().take(SHOWN_FAILURES) {
+            let _ = writeln!(
+                s,
+                "  {} {}{}",
+                t.at,
+                t.error.as_deref().unwrap_or_default(),
+                match &t.stderr {
+                    Some(p) => format!(" (its stderr: {p})"),
+                    None => String::new(),
+                }
+            );
+        }
+        if failures.len() > SHOWN_FAILURES {
+            let _ = writeln!(s, "  … and {} more", failures.len() - SHOWN_FAILURES);
+        }
         if !self.run.control.is_empty() {
             let _ = writeln!(s, "control:");
         }

@@ -1,0 +1,297 @@
+//! One app process: started with std's `Command` so that this module, not
+//! tokio, reaps it (`wait4` gives its CPU time and peak memory), its stdout
+//! and stderr kept in bounded files of the run directory, its run bounded
+//! by the task timeout.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Bytes of one stream kept per task; the rest is counted, not kept.
+pub const KEPT_BYTES: u64 = 1 << 20;
+
+/// How long a finished app's streams may stay open (a background child
+/// holding them): after that the task ends without waiting for them.
+const STREAM_GRACE: Duration = Duration::from_millis(200);
+
+/// Where a stream the script did not redirect goes: `path`, made at its
+/// first byte, holding at most `KEPT_BYTES`; and this process's own stream
+/// too when `echo`.
+pub struct Capture {
+    pub path: PathBuf,
+    pub echo: bool,
+}
+
+/// What the process used, as `wait4` reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    /// User plus system CPU time, in microseconds.
+    pub cpu_us: u64,
+    /// Peak resident memory, in KiB.
+    pub max_rss_kib: u64,
+}
+
+pub struct Ended {
+    /// The exit code (128 + signal for a killed process); `None` when it
+    /// ran past the timeout and was killed.
+    pub code: Option<i32>,
+    pub usage: Usage,
+    /// The files its stdout and stderr were kept in, if it wrote any.
+    pub kept: [Option<PathBuf>; 2],
+}
+
+/// Runs `cmd` (stdin already set) with its stdout and stderr captured as
+/// `captures` say (`None`: as `cmd` has them), for at most `timeout`.
+pub async fn run(
+    mut cmd: Command,
+    captures: [Option<Capture>; 2],
+    timeout: Option<Duration>,
+) -> io::Result<Ended> {
+    if captures[0].is_some() {
+        cmd.stdout(Stdio::piped());
+    }
+    if captures[1].is_some() {
+        cmd.stderr(Stdio::piped());
+    }
+    let mut child = cmd.spawn()?;
+    let pid = child.id() as libc::pid_t;
+    let [out, err] = captures;
+    let readers = [
+        out.zip(child.stdout.take())
+            .map(|(c, s)| tokio::task::spawn_blocking(move || keep(s, c, Echo::Stdout))),
+        err.zip(child.stderr.take())
+            .map(|(c, s)| tokio::task::spawn_blocking(move || keep(s, c, Echo::Stderr))),
+    ];
+    // Dropping a std `Child` neither waits for nor kills the process.
+    drop(child);
+    let exited = Arc::new(Mutex::new(false));
+    let reaper = {
+        let exited = exited.clone();
+        tokio::task::spawn_blocking(move || reap(pid, &exited))
+    };
+    let (status, usage, timed_out) = match timeout {
+        None => join(reaper).await.map(|(s, u)| (s, u, false))?,
+        Some(limit) => {
+            let mut reaper = reaper;
+            match tokio::time::timeout(limit, &mut reaper).await {
+                Ok(r) => flatten(r).map(|(s, u)| (s, u, false))?,
+                Err(_) => {
+                    // Signalled under the lock only while not yet exited:
+                    // an exited process is not reaped (its pid stays ours)
+                    // until the reaper has marked it.
+                    {
+                        let exited = exited.lock().unwrap_or_else(|e| e.into_inner());
+                        if !*exited {
+                            // SAFETY: kill(2) on our own unreaped child.
+                            unsafe { libc::kill(pid, libc::SIGKILL) };
+                        }
+                    }
+                    join(reaper).await.map(|(s, u)| (s, u, true))?
+                }
+            }
+        }
+    };
+    let mut kept = [None, None];
+    for (slot, reader) in kept.iter_mut().zip(readers) {
+        if let Some(r) = reader {
+            if let Ok(Ok(Ok(path))) = tokio::time::timeout(STREAM_GRACE, r).await {
+                *slot = path;
+            }
+        }
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    Ok(Ended {
+        code: (!timed_out).then_some(code),
+        usage,
+        kept,
+    })
+}
+
+async fn join(h: tokio::task::JoinHandle<io::Result<(i32, Usage)>>) -> io::Result<(i32, Usage)> {
+    flatten(h.await)
+}
+
+fn flatten(
+    r: Result<io::Result<(i32, Usage)>, tokio::task::JoinError>,
+) -> io::Result<(i32, Usage)> {
+    r.map_err(io::Error::other)?
+}
+
+/// Waits for `pid` to exit, marks it exited, then reaps it with its usage.
+fn reap(pid: libc::pid_t, exited: &Mutex<bool>) -> io::Result<(i32, Usage)> {
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waits for our own child without reaping it (WNOWAIT).
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    let mut marked = exited.lock().unwrap_or_else(|e| e.into_inner());
+    *marked = true;
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: reaps our own exited child.
+    if unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+    Ok((
+        status,
+        Usage {
+            cpu_us: us(ru.ru_utime) + us(ru.ru_stime),
+            max_rss_kib: ru.ru_maxrss as u64,
+        },
+    ))
+}
+
+#[derive(Clone, Copy)]
+enum Echo {
+    Stdout,
+    Stderr,
+}
+
+/// Copies a stream to its capture file (made at the first byte, at most
+/// `KEPT_BYTES`, then a line saying how much more there was) and, when
+/// asked, to this process's own stream. Returns the file, if made.
+fn keep(mut from: impl Read, c: Capture, echo: Echo) -> io::Result<Option<PathBuf>> {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut file: Option<File> = None;
+    let (mut kept, mut more) = (0u64, 0u64);
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let chunk = &buf[..n];
+        if c.echo {
+            // The terminal going away must not fail the task.
+            let _ = match echo {
+                Echo::Stdout => io::stdout().lock().write_all(chunk),
+                Echo::Stderr => io::stderr().lock().write_all(chunk),
+            };
+        }
+        let take = (KEPT_BYTES - kept).min(n as u64) as usize;
+        if take > 0 {
+            let f = match &mut file {
+                Some(f) => f,
+                None => {
+                    if let Some(dir) = c.path.parent() {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                    file.insert(File::create(&c.path)?)
+                }
+            };
+            f.write_all(&chunk[..take])?;
+            kept += take as u64;
+        }
+        more += (n - take) as u64;
+    }
+    if let Some(f) = &mut file {
+        if more > 0 {
+            writeln!(f, "\n[locus: {more} more bytes were not kept]")?;
+        }
+    }
+    Ok(file.map(|_| c.path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(script).stdin(Stdio::null());
+        c
+    }
+
+    fn capture(dir: &std::path::Path, name: &str) -> Option<Capture> {
+        Some(Capture {
+            path: dir.join(name),
+            echo: false,
+        })
+    }
+
+    #[tokio::test]
+    async fn streams_are_kept_bounded_and_usage_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        // 3 MiB to stdout, a line to stderr, some CPU, exit 3.
+        let cmd = sh("head -c 3145728 /dev/zero; echo oops >&2; \
+             i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3");
+        let caps = [capture(dir.path(), "t.out"), capture(dir.path(), "t.err")];
+        let e = run(cmd, caps, None).await.unwrap();
+        assert_eq!(e.code, Some(3));
+        assert!(
+            e.usage.cpu_us > 0 && e.usage.max_rss_kib > 0,
+            "{:?}",
+            e.usage
+        );
+        let out = std::fs::read(dir.path().join("t.out")).unwrap();
+        assert_eq!(
+            &out[..KEPT_BYTES as usize],
+            &vec![0u8; KEPT_BYTES as usize][..]
+        );
+        let tail = String::from_utf8_lossy(&out[KEPT_BYTES as usize..]).to_string();
+        assert_eq!(
+            tail,
+            format!("\n[locus: {} more bytes were not kept]\n", 2 << 20)
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("t.err")).unwrap(),
+            "oops\n"
+        );
+        assert_eq!(
+            e.kept[1].as_deref(),
+            Some(dir.path().join("t.err").as_path())
+        );
+    }
+
+    #[tokio::test]
+    async fn silent_streams_make_no_file_and_a_hung_app_is_killed() {
+        let dir = tempfile::tempdir().unwrap();
+        let caps = [capture(dir.path(), "a.out"), capture(dir.path(), "a.err")];
+        let e = run(sh("true"), caps, None).await.unwrap();
+        assert_eq!((e.code, &e.kept), (Some(0), &[None, None]));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // A background child holding the stream open does not hold the
+        // task; the one past the timeout is killed.
+        let started = std::time::Instant::now();
+        let caps = [capture(dir.path(), "b.out"), None];
+        let e = run(
+            sh("sleep 2 & echo started; exec sleep 30"),
+            caps,
+            Some(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(e.code, None);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        let code = run(sh("kill -9 $$"), [None, None], None)
+            .await
+            .unwrap()
+            .code;
+        assert_eq!(code, Some(128 + 9));
+    }
+}
