@@ -51,6 +51,12 @@ pub struct RunArgs {
     /// only in RUN_DIR/tasks/<id>.out|.err, not on the terminal too.
     #[arg(long)]
     pub quiet_apps: bool,
+    /// Pick up where an earlier run of this --run-dir stopped (same script,
+    /// same file system): an app task it finished whose command is the same
+    /// and whose input and output files are the versions it saw is not run
+    /// again. The run's own file system (RUN_DIR/fs) is started again.
+    #[arg(long, requires = "run_dir")]
+    pub resume: bool,
     /// Milliseconds a SOFT task waits for its busy target before another
     /// worker may take it (same node first).
     #[arg(long, default_value_t = 100)]
@@ -155,6 +161,7 @@ impl RunArgs {
             retries: self.retries,
             task_timeout: self.task_timeout.map(Duration::from_secs_f64),
             quiet_apps: self.quiet_apps,
+            resume: self.resume,
             soft_wait: Duration::from_millis(self.soft_wait),
             args: self.args.clone(),
             include: self.modules.search(),

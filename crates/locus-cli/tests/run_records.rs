@@ -4,7 +4,9 @@
 
 mod common;
 
-use common::Run;
+use common::{locus, ok, Run};
+use locus_runtime::record::{self, Seen, TaskRecord};
+use std::path::Path;
 
 const SCRIPT: &str = r#"import files;
 app (file o) shout(file i, string word) {
@@ -27,13 +29,10 @@ fn records_hold_the_call_the_command_the_files_and_the_usage() {
     assert!(r.at.contains("t.swift:8:"), "{}", r.at);
     assert_eq!(r.argv[..2], ["sh", "-c"]);
     assert_eq!(r.argv[5], "hi");
-    assert_eq!(
-        (r.inputs.as_slice(), r.outputs.as_slice()),
-        (
-            &["/locus/in.txt".to_string()][..],
-            &["/locus/out.txt".to_string()][..]
-        )
-    );
+    let paths = |v: &[Seen]| v.iter().map(|s| s.path.clone()).collect::<Vec<_>>();
+    assert_eq!(paths(&r.inputs), ["/locus/in.txt"]);
+    assert_eq!(paths(&r.outputs), ["/locus/out.txt"]);
+    assert!(r.inputs[0].version.starts_with('s'), "{r:?}");
     assert!(r.cpu_us > 0 && r.max_rss_kib > 0, "{r:?}");
     let kept = |p: &Option<String>| {
         std::fs::read_to_string(run.run_dir().join(p.as_ref().unwrap())).unwrap()
@@ -73,7 +72,7 @@ main { flaky(); }
     assert_eq!((r.attempts, r.exit), (2, Some(4)));
     let err = std::fs::read_to_string(run.run_dir().join(r.stderr.as_ref().unwrap())).unwrap();
     assert_eq!(err, "why\n");
-    let report = common::locus(&["report", run.run_dir().to_str().unwrap()]);
+    let report = locus(&["report", run.run_dir().to_str().unwrap()]);
     let text = String::from_utf8_lossy(&report.stdout);
     let line = text
         .lines()
@@ -91,4 +90,111 @@ main { flaky(); }
         )),
         "{text}"
     );
+}
+
+/// Ten steps, each copying its host input into a Locus file (step 5 fails
+/// while the flag file exists), then one task joining them all.
+const PIPELINE: &str = r#"import files; import string; import sys;
+app (file o) step(file i, int k, string flag) {
+  "sh" "-c" "if [ $1 -eq 5 ] && [ -e \"$2\" ]; then exit 3; fi; cat \"$0\" > \"$3\"" i k flag o
+}
+app (file o) join(file parts[]) { "cat" parts @stdout=o; }
+file parts[];
+foreach k in [0:9] {
+  parts[k] = step(input(sprintf("%s/in%i.txt", argv("dir"), k)), k, argv("flag"));
+}
+file all<"/locus/all.txt"> = join(parts);
+"#;
+
+/// Runs the pipeline in `work/run` (resuming if asked): whether it
+/// succeeded, and its records.
+fn pipeline(work: &Path, resume: bool) -> (bool, Vec<TaskRecord>) {
+    let script = work.join("p.swift");
+    std::fs::write(&script, PIPELINE).unwrap();
+    let run_dir = work.join("run");
+    let dir = format!("--dir={}", work.display());
+    let flag = format!("--flag={}", work.join("flag").display());
+    let mut args = vec!["run", "-n", "3", "--quiet-apps"];
+    args.extend(["--run-dir", run_dir.to_str().unwrap()]);
+    if resume {
+        args.push("--resume");
+    }
+    args.extend([script.to_str().unwrap(), dir.as_str(), flag.as_str()]);
+    let out = locus(&args);
+    (
+        out.status.success(),
+        record::load(&run_dir).unwrap_or_default(),
+    )
+}
+
+/// The functions of the tasks that ran (sorted), and how many were resumed.
+fn ran_and_resumed(records: &[TaskRecord]) -> (Vec<String>, usize) {
+    let mut ran: Vec<String> = records
+        .iter()
+        .filter(|r| !r.resumed)
+        .map(|r| r.func.clone())
+        .collect();
+    ran.sort();
+    (ran, records.iter().filter(|r| r.resumed).count())
+}
+
+#[test]
+fn a_resumed_run_does_only_what_is_not_done() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    for k in 0..10 {
+        std::fs::write(w.join(format!("in{k}.txt")), format!("part {k}\n")).unwrap();
+    }
+    std::fs::write(w.join("flag"), "").unwrap();
+    let (succeeded, first) = pipeline(w, false);
+    assert!(!succeeded);
+    let done_first = first.iter().filter(|r| r.error.is_none()).count();
+    // Step 5 runs again, and whatever the failed run did not finish.
+    std::fs::remove_file(w.join("flag")).unwrap();
+    let (succeeded, second) = pipeline(w, true);
+    assert!(succeeded, "{second:?}");
+    let (ran, resumed) = ran_and_resumed(&second);
+    assert_eq!(resumed, done_first, "{second:?}");
+    assert_eq!(ran.len() + resumed, 11);
+    assert!(ran.contains(&"join".to_string()));
+    assert!(second
+        .iter()
+        .any(|r| r.func == "step" && !r.resumed && r.argv[4] == "5"));
+    // Nothing changed: nothing runs.
+    let (succeeded, third) = pipeline(w, true);
+    assert!(succeeded);
+    assert_eq!(ran_and_resumed(&third), (vec![], 11));
+    // One input changed: its step and the join run again, nothing else.
+    std::fs::write(w.join("in3.txt"), "part three\n").unwrap();
+    let (succeeded, fourth) = pipeline(w, true);
+    assert!(succeeded);
+    let again = vec!["join".to_string(), "step".to_string()];
+    assert_eq!(ran_and_resumed(&fourth), (again, 9));
+    let report = ok(&locus(&["report", w.join("run").to_str().unwrap()]));
+    assert!(
+        report.contains("11 tasks (0 failed, 9 done by an earlier run)"),
+        "{report}"
+    );
+    // The file system the run made was started again for each resume.
+    let fs = w.join("run/fs");
+    let fs = fs.to_str().unwrap();
+    ok(&locus(&["fs", "up", "--dir", fs]));
+    let all = w.join("all.txt");
+    ok(&locus(&[
+        "fs",
+        "get",
+        "--dir",
+        fs,
+        "/locus/all.txt",
+        all.to_str().unwrap(),
+    ]));
+    let text = std::fs::read_to_string(&all).unwrap();
+    assert!(
+        text.contains("part three") && text.contains("part 9"),
+        "{text}"
+    );
+    ok(&locus(&["fs", "down", "--dir", fs]));
+    // Nothing to resume is an error.
+    let empty = tempfile::tempdir().unwrap();
+    assert!(!pipeline(empty.path(), true).0);
 }

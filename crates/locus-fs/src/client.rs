@@ -915,6 +915,7 @@ impl Client {
         let mut local = LocalCopy {
             path: self.inner.store.data_path(path, rec.stamp),
             size: rec.size,
+            stamp: rec.stamp,
             fetched: true,
         };
         if self.holds(rec) && local.path.exists() {
@@ -1255,6 +1256,8 @@ pub struct Output {
 pub struct LocalCopy {
     pub path: PathBuf,
     pub size: u64,
+    /// The version it is (`Record::stamp`).
+    pub stamp: u64,
     /// The data came from another node (it was not here before).
     pub fetched: bool,
 }

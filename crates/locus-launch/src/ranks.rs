@@ -8,10 +8,11 @@ use crate::daemons::{self, Daemons};
 use crate::emulate::Host;
 use crate::role::{self, Program};
 use crate::site::{self, Deploy, Shape, Site};
+use locus_fs::cluster::CLUSTER_FILE;
 use locus_fs::{ClusterSpec, Durability, Placement};
 use locus_runtime::layout::Layout;
 use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
-use locus_runtime::record::{now_us, records_dir};
+use locus_runtime::record::{keep_for_resume, now_us, records_dir, resume_dir};
 use locus_runtime::rendezvous::ranks_dir;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -72,6 +73,15 @@ pub fn launch_ranks(
     let run_dir = &r.rank.run_dir;
     let dir_err = |e: std::io::Error| format!("run directory {}: {e}", run_dir.display());
     claim_run_dir(run_dir).map_err(dir_err)?;
+    if r.rank.resume {
+        if !records_dir(run_dir).exists() && !resume_dir(run_dir).exists() {
+            return Err(format!(
+                "--resume: {} holds no earlier run's records",
+                run_dir.display()
+            ));
+        }
+        keep_for_resume(run_dir).map_err(dir_err)?;
+    }
     for stale in [ranks_dir(run_dir), records_dir(run_dir)] {
         if stale.exists() {
             std::fs::remove_dir_all(&stale).map_err(dir_err)?;
@@ -86,7 +96,9 @@ pub fn launch_ranks(
     }
     let own_fs = r.rank.fs_dir.is_none();
     let fs_dir = r.rank.fs_dir.clone().unwrap_or_else(|| run_dir.join("fs"));
-    if own_fs && fs_dir.exists() {
+    // A resumed run goes on with the files of the file system it made.
+    let reuse_fs = own_fs && r.rank.resume && fs_dir.join(CLUSTER_FILE).exists();
+    if own_fs && !reuse_fs && fs_dir.exists() {
         // An earlier run's, possibly kept running (--keep-fs).
         let _ = daemons::stop(&fs_dir, false);
         std::fs::remove_dir_all(&fs_dir).map_err(dir_err)?;
@@ -100,7 +112,7 @@ pub fn launch_ranks(
     let mut fs_launcher = None;
     let result = match &r.on {
         On::Site { site, hosts } => {
-            if own_fs {
+            if own_fs && !reuse_fs {
                 let (_, launcher) = site::deploy(
                     r.program.as_ref(),
                     Deploy {
@@ -117,16 +129,18 @@ pub fn launch_ranks(
             run_site(r, site, *hosts, &role_file)
         }
         On::This { nodes } => {
-            let spec = if own_fs {
-                Daemons {
-                    program: r.program.clone(),
-                    durability: Durability::Group,
-                }
-                .create(&fs_dir, *nodes, Placement::Local)
-                .map_err(|e| format!("starting the run's file system: {e}"))?
-            } else {
-                ClusterSpec::load(&fs_dir).map_err(|e| e.to_string())?
+            let daemons = Daemons {
+                program: r.program.clone(),
+                durability: Durability::Group,
             };
+            let spec = if reuse_fs {
+                daemons.restart_stopped(&fs_dir).map(|(spec, _)| spec)
+            } else if own_fs {
+                daemons.create(&fs_dir, *nodes, Placement::Local)
+            } else {
+                ClusterSpec::load(&fs_dir)
+            }
+            .map_err(|e| format!("starting the run's file system: {e}"))?;
             let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
             run_here(
                 r,

@@ -79,6 +79,9 @@ pub struct Task {
     /// Where the script calls it (`file:line:col`), for the records.
     #[serde(default)]
     pub at: String,
+    /// What the task is, across runs (`TaskRecord::key`).
+    #[serde(default)]
+    pub key: String,
 }
 
 /// What became of a task.

@@ -302,6 +302,7 @@ mod tests {
             prio,
             work: Work::Sleep { secs: 0.0 },
             at: String::new(),
+            key: String::new(),
         }
     }
 

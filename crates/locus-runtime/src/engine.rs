@@ -81,6 +81,8 @@ pub struct RunOptions {
     pub stall: Duration,
     /// Leaf tasks done / put, shown while the run goes (a terminal only).
     pub progress: Option<Arc<dyn Progress>>,
+    /// Task keys, and what earlier runs did (`--resume`).
+    pub resume: crate::resume::Resume,
 }
 
 pub struct Engine {
@@ -1296,6 +1298,7 @@ impl Engine {
             prio,
             work,
             at: String::new(),
+            key: String::new(),
         }
     }
 
@@ -1399,6 +1402,31 @@ impl Engine {
                 out_files.push((frame.get(*o), self.output_path(frame, *o).await));
             }
         }
+        let resume = &self.opts.resume;
+        let words = || {
+            argv.iter()
+                .chain([&stdin, &stdout, &stderr].into_iter().flatten())
+        };
+        let key = resume.key(&app.name, words());
+        let inputs: Vec<&str> = words()
+            .filter_map(|a| match a {
+                Arg::In(p) => Some(p.as_str()),
+                _ => None,
+            })
+            .collect();
+        let earlier = resume.unchanged(&key, &inputs, &self.opts.storage).await;
+        if let Some(earlier) = earlier.filter(|e| e.declared.len() == out_files.len()) {
+            let rank = self.opts.first_server + self.opts.server;
+            let node = self.opts.storage.layout.node_name(rank);
+            let id = self.opts.dispatch.task_id();
+            resume.record(id, (&app.name, at, rank, node), earlier);
+            resume.made(&key, &earlier.declared);
+            for ((f, _), p) in out_files.iter().zip(&earlier.declared) {
+                self.set(*f, Value::File(p.clone()), done);
+            }
+            self.void_outputs(app, frame, done);
+            return Ok(());
+        }
         let (target, placed) = match target {
             Some(t) => (Some(t), Placed::Explicit),
             None => self.auto_target(&argv, &stdin).await,
@@ -1411,20 +1439,28 @@ impl Engine {
             outputs: out_files.iter().map(|(_, p)| p.clone()).collect(),
             timeout,
         };
+        let declared: Vec<String> = out_files.iter().map(|(_, p)| p.clone()).collect();
         let task = Task {
             at: at.to_string(),
+            key: key.clone(),
             ..self.task(&app.name, target, placed, prio, work)
         };
         self.leaf(task).await?;
+        resume.made(&key, &declared);
         for (f, p) in out_files {
             self.set(f, Value::File(p), done);
         }
+        self.void_outputs(app, frame, done);
+        Ok(())
+    }
+
+    /// Signals an app's `void` outputs: it is done.
+    fn void_outputs(self: &Arc<Self>, app: &Function, frame: &Frame, done: &Arc<Done>) {
         for o in &app.outputs {
             if app.vars[*o as usize].ty == Type::Void {
                 self.set(frame.get(*o), SIGNAL, done);
             }
         }
-        Ok(())
     }
 
     /// `--locality auto`: SOFT NODE at the node holding most input bytes.

@@ -19,6 +19,7 @@ pub mod record;
 pub mod remote;
 pub mod rendezvous;
 pub mod report;
+pub mod resume;
 pub mod server;
 pub mod storage;
 pub mod store;

@@ -7,6 +7,7 @@ use crate::layout::Layout;
 use crate::record::now_us;
 use crate::remote::ControlStats;
 use crate::rendezvous::{self, Entry, RankEnv, RanksDir};
+use crate::resume::Resume;
 use crate::server::{Server, ServerConfig};
 use crate::storage::Storage;
 use crate::worker::{run_worker, WorkerConfig};
@@ -51,6 +52,10 @@ pub struct RankOptions {
     /// on this process's streams too.
     #[serde(default)]
     pub quiet_apps: bool,
+    /// Pick up where the run directory's earlier runs stopped: an app task
+    /// they did whose files are unchanged is not run again.
+    #[serde(default)]
+    pub resume: bool,
     pub soft_wait: Duration,
     pub args: Vec<String>,
     /// How long without progress (and no task running) means stuck.
@@ -73,6 +78,7 @@ impl RankOptions {
             retries: 0,
             task_timeout: None,
             quiet_apps: false,
+            resume: false,
             soft_wait: Duration::from_millis(100),
             args: Vec::new(),
             stall: Duration::from_millis(500),
@@ -242,6 +248,7 @@ async fn rank_main(
             out: Arc::new(Mutex::new(std::io::stdout())),
             stall: opts.stall,
             progress,
+            resume: Resume::new(&opts.run_dir, me, opts.resume)?,
         },
     );
     engine.start();

@@ -4,6 +4,7 @@
 
 use locus_proto::run::{Placed, Rank, Target};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -39,11 +40,25 @@ pub struct TaskRecord {
     /// An app's command line as run (Locus files as their host paths).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
-    /// The Locus files it read and wrote (`/locus/…`).
+    /// The files it read and wrote (Locus files as `/locus/…`), each with
+    /// the version it saw: what `--resume` compares.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub inputs: Vec<String>,
+    pub inputs: Vec<Seen>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub outputs: Vec<String>,
+    pub outputs: Vec<Seen>,
+    /// What an app task is (its function and command line as the script
+    /// wrote it), hashed: the same task in a resumed run has the same key.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub key: String,
+    /// An app's declared output files as they were named (unmapped ones
+    /// under `/locus/tmp/`): what a resumed run takes as that call's
+    /// outputs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub declared: Vec<String>,
+    /// Not run: an earlier run of this directory did it, and its inputs
+    /// and outputs are as they were then (`--resume`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
     /// An app's CPU time (user + system, all attempts) and peak resident
     /// memory, from `wait4`.
     #[serde(default)]
@@ -58,8 +73,81 @@ pub struct TaskRecord {
     pub stderr: Option<String>,
 }
 
+/// A file as a task saw it: a Locus file's version is the stamp of the
+/// write that made it (`s<stamp>`), a host file's its size and
+/// modification time (`h<size>-<mtime ns>`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    pub path: String,
+    pub version: String,
+}
+
+impl Seen {
+    pub fn locus(path: &str, stamp: u64) -> Seen {
+        Seen {
+            path: path.to_string(),
+            version: format!("s{stamp}"),
+        }
+    }
+
+    /// Host file `path` as it is now, if it exists.
+    pub fn host(path: &str) -> Option<Seen> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Seen {
+            path: path.to_string(),
+            version: format!(
+                "h{}-{}",
+                m.len(),
+                m.mtime() * 1_000_000_000 + m.mtime_nsec()
+            ),
+        })
+    }
+}
+
 pub fn records_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("records")
+}
+
+/// Earlier runs' records, kept for `--resume`.
+pub fn resume_dir(run_dir: &Path) -> PathBuf {
+    run_dir.join("resume")
+}
+
+/// Before a resumed run: moves the last run's records to `resume/` as the
+/// next generation (a resume of a resume still knows what the first run
+/// did and the second did not get to).
+pub fn keep_for_resume(run_dir: &Path) -> io::Result<()> {
+    let (from, to) = (records_dir(run_dir), resume_dir(run_dir));
+    std::fs::create_dir_all(&to)?;
+    let generation = std::fs::read_dir(&to)?.count();
+    let rd = match std::fs::read_dir(&from) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        rd => rd?,
+    };
+    for entry in rd {
+        let entry = entry?;
+        let name = format!("g{generation:06}-{}", entry.file_name().to_string_lossy());
+        std::fs::rename(entry.path(), to.join(name))?;
+    }
+    std::fs::remove_dir(&from)
+}
+
+/// What earlier runs did, by task key: the last successful record of
+/// each (a later failure of the same task forgets it).
+pub fn load_resume(run_dir: &Path) -> io::Result<HashMap<String, TaskRecord>> {
+    let mut done = HashMap::new();
+    for r in read_dir_records(&resume_dir(run_dir), true)? {
+        if r.key.is_empty() {
+            continue;
+        }
+        if r.error.is_none() {
+            done.insert(r.key.clone(), r);
+        } else {
+            done.remove(&r.key);
+        }
+    }
+    Ok(done)
 }
 
 /// Where task `id`'s stream `ext` (`out` or `err`) is kept, relative to
@@ -111,15 +199,25 @@ impl Recorder {
 
 /// Every record of a run, ordered by start time.
 pub fn load(run_dir: &Path) -> io::Result<Vec<TaskRecord>> {
-    let dir = records_dir(run_dir);
+    let mut out = read_dir_records(&records_dir(run_dir), false)?;
+    out.sort_by_key(|r: &TaskRecord| (r.start_us, r.id));
+    Ok(out)
+}
+
+/// The records of the files in `dir`, file after file in name order when
+/// `in_order` (generations), else in any order.
+fn read_dir_records(dir: &Path, in_order: bool) -> io::Result<Vec<TaskRecord>> {
     let mut out = Vec::new();
-    let rd = match std::fs::read_dir(&dir) {
+    let rd = match std::fs::read_dir(dir) {
         // No task ran.
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
         rd => rd.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?,
     };
-    for entry in rd {
-        let path = entry?.path();
+    let mut paths: Vec<PathBuf> = rd.map(|e| e.map(|e| e.path())).collect::<io::Result<_>>()?;
+    if in_order {
+        paths.sort();
+    }
+    for path in paths {
         if path.extension().is_none_or(|x| x != "jsonl") {
             continue;
         }
@@ -135,6 +233,5 @@ pub fn load(run_dir: &Path) -> io::Result<Vec<TaskRecord>> {
             out.push(r);
         }
     }
-    out.sort_by_key(|r: &TaskRecord| (r.start_us, r.id));
     Ok(out)
 }

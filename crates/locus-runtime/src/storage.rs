@@ -6,6 +6,7 @@
 use crate::builtins::{array, string, wildcard};
 use crate::files::{fs_parent, fs_path};
 use crate::layout::Layout;
+use crate::record::Seen;
 use crate::value::{Location, Value};
 use locus_fs::Client;
 use locus_proto::fs::{Kind, NodeId};
@@ -233,6 +234,18 @@ impl Storage {
 
     /// The layout node holding most of the bytes of these Locus files, for
     /// automatic locality; `None` when none of them holds data.
+    /// A Locus or host file as it is now, if it exists.
+    pub async fn seen(&self, path: &str) -> Option<Seen> {
+        match fs_path(path) {
+            Some(fp) => {
+                let (client, _) = self.fs.as_ref()?;
+                let rec = client.stat(fp).await.ok()?;
+                Some(Seen::locus(path, rec.stamp))
+            }
+            None => Seen::host(path),
+        }
+    }
+
     pub async fn heaviest_node(&self, paths: &[&str]) -> Option<u32> {
         let (client, names) = self.fs.as_ref()?;
         let mut bytes: HashMap<NodeId, u64> = HashMap::new();

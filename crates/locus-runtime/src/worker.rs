@@ -7,7 +7,7 @@
 use crate::files::{fs_parent, fs_path, LOCUS_PREFIX};
 use crate::layout::Layout;
 use crate::process::{self, Capture, Ended, Usage};
-use crate::record::{now_us, task_stream, Recorder, TaskRecord};
+use crate::record::{now_us, task_stream, Recorder, Seen, TaskRecord};
 use crate::wire;
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
@@ -104,6 +104,8 @@ struct Io {
     usage: Usage,
     argv: Vec<String>,
     kept: [Option<String>; 2],
+    inputs: Vec<Seen>,
+    outputs: Vec<Seen>,
 }
 
 async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
@@ -112,6 +114,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
     let mut exit = None;
     let mut attempts = 1;
     let mut value = None;
+    let mut declared = Vec::new();
     let result = match &task.work {
         Work::Sleep { secs } => {
             if *secs > 0.0 {
@@ -146,6 +149,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
                     .map(std::time::Duration::from_secs_f64)
                     .or(cfg.task_timeout),
             };
+            declared.clone_from(outputs);
             app.run(
                 argv,
                 outputs,
@@ -158,17 +162,6 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         }
     };
     let error = result.err();
-    let (inputs, outputs) = match &task.work {
-        Work::App {
-            argv,
-            stdin,
-            stdout,
-            stderr,
-            outputs,
-            ..
-        } => locus_files(argv, [stdin, stdout, stderr], outputs),
-        _ => Default::default(),
-    };
     let [stdout, stderr] = io.kept;
     let record = TaskRecord {
         id: task.id,
@@ -189,8 +182,11 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         error: error.clone(),
         at: task.at,
         argv: io.argv,
-        inputs,
-        outputs,
+        inputs: io.inputs,
+        outputs: io.outputs,
+        key: task.key,
+        declared,
+        resumed: false,
         cpu_us: io.usage.cpu_us,
         max_rss_kib: io.usage.max_rss_kib,
         stdout,
@@ -204,26 +200,6 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         value,
     };
     (outcome, record)
-}
-
-/// The Locus files (`/locus/…`) an app reads and writes.
-fn locus_files(
-    argv: &[Arg],
-    streams: [&Option<Arg>; 3],
-    declared: &[String],
-) -> (Vec<String>, Vec<String>) {
-    let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
-    for a in argv.iter().chain(streams.into_iter().flatten()) {
-        match a {
-            Arg::In(p) if fs_path(p).is_some() => inputs.push(p.clone()),
-            Arg::Out(p) if fs_path(p).is_some() => outputs.push(p.clone()),
-            _ => {}
-        }
-    }
-    outputs.extend(declared.iter().filter(|p| fs_path(p).is_some()).cloned());
-    outputs.sort();
-    outputs.dedup();
-    (inputs, outputs)
 }
 
 struct App<'a> {
@@ -256,9 +232,13 @@ impl App<'_> {
         match arg {
             Arg::Lit(s) => Ok(s.clone()),
             Arg::In(p) => match fs_path(p) {
-                None => Ok(p.clone()),
+                None => {
+                    io.inputs.extend(Seen::host(p));
+                    Ok(p.clone())
+                }
                 Some(fp) => {
                     let copy = self.fs(p)?.local_copy(fp).await.map_err(|e| fail(p, &e))?;
+                    io.inputs.push(Seen::locus(p, copy.stamp));
                     if copy.fetched {
                         io.remote += copy.size;
                     } else {
@@ -390,8 +370,25 @@ impl App<'_> {
                 )
             })?;
             io.written += record.size;
+            io.outputs.push(Seen::locus(
+                &format!("{LOCUS_PREFIX}{}", out.path),
+                record.stamp,
+            ));
         }
         io.commit_us = committing.elapsed().as_micros() as u64;
+        // The host files it wrote, as they are now.
+        let host_outputs = (argv.iter().chain(streams.into_iter().flatten()))
+            .filter_map(|a| match a {
+                Arg::Out(p) => Some(p),
+                _ => None,
+            })
+            .chain(declared)
+            .filter(|p| fs_path(p).is_none());
+        for p in host_outputs {
+            if !io.outputs.iter().any(|s| &s.path == p) {
+                io.outputs.extend(Seen::host(p));
+            }
+        }
         Ok(())
     }
 }

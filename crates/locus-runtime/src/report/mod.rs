@@ -65,9 +65,10 @@ impl Report {
         let mut s = String::new();
         let wall = self.run.end_us.saturating_sub(self.run.start_us).max(1);
         let failed = self.tasks.iter().filter(|t| t.error.is_some()).count();
+        let resumed = self.tasks.iter().filter(|t| t.resumed).count();
         let _ = writeln!(
             s,
-            "run: {} tasks ({failed} failed) in {:.3} s on {} workers, {} server(s), {} node(s){}",
+            "run: {} tasks ({failed} failed, {resumed} done by an earlier run) in {:.3} s on {} workers, {} server(s), {} node(s){}",
             self.tasks.len(),
             wall as f64 / 1e6,
             self.run.layout.workers(),

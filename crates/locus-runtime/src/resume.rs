@@ -1,0 +1,152 @@
+//! `--resume`: which app tasks earlier runs of the same run directory did.
+//! A task is known across runs by its key: its function and command line as
+//! the script wrote it, with each unmapped file named by the task that made
+//! it (and which of its outputs) rather than by its run-specific path
+//! under `/locus/tmp/`. A task whose key an earlier run recorded as
+//! succeeded is not run again when every file it read is the version it
+//! read then and every file it wrote is still the version it wrote; its
+//! outputs are taken as they are (unmapped ones at their earlier paths).
+
+use crate::files::LOCUS_PREFIX;
+use crate::record::{self, Recorder, Seen, TaskRecord};
+use crate::storage::Storage;
+use locus_proto::run::{Arg, Placed, Rank};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Mutex;
+
+pub struct Resume {
+    /// Earlier runs' successful records, by key (empty without `--resume`).
+    done: HashMap<String, TaskRecord>,
+    /// Unmapped files → the key of the task that wrote them and which of
+    /// its outputs each is.
+    made_by: Mutex<HashMap<String, String>>,
+    /// Where this run's unmapped host files go (runs without a file system).
+    host_temp: String,
+    /// The records of tasks not run again (this server's).
+    recorder: Mutex<Recorder>,
+}
+
+impl Resume {
+    /// For the server `rank` of the run in `run_dir`; reads the earlier
+    /// runs' records when `resume`.
+    pub fn new(run_dir: &Path, rank: Rank, resume: bool) -> Result<Resume, String> {
+        let done = if resume {
+            record::load_resume(run_dir)
+                .map_err(|e| format!("{}: {e}", record::resume_dir(run_dir).display()))?
+        } else {
+            HashMap::new()
+        };
+        Ok(Resume {
+            done,
+            made_by: Mutex::default(),
+            host_temp: format!("{}/", run_dir.join("tmp").display()),
+            recorder: Mutex::new(Recorder::new(run_dir, rank)),
+        })
+    }
+
+    fn is_temp(&self, path: &str) -> bool {
+        path.starts_with(&format!("{LOCUS_PREFIX}/tmp/")) || path.starts_with(&self.host_temp)
+    }
+
+    /// The key of an app task: `func` with `words` (its command line, then
+    /// its redirections).
+    pub fn key<'a>(&self, func: &str, words: impl Iterator<Item = &'a Arg>) -> String {
+        let made_by = self.made_by.lock().unwrap_or_else(|e| e.into_inner());
+        let canonical: Vec<String> = words
+            .map(|w| match w {
+                Arg::Lit(s) => format!("L{s}"),
+                Arg::In(p) => match made_by.get(p) {
+                    Some(by) => format!("M{by}"),
+                    None => format!("I{p}"),
+                },
+                Arg::Out(p) if self.is_temp(p) => "T".to_string(),
+                Arg::Out(p) => format!("O{p}"),
+            })
+            .collect();
+        let bytes = serde_json::to_vec(&(func, canonical)).expect("strings serialise");
+        blake3::hash(&bytes).to_hex().to_string()
+    }
+
+    /// Notes that the task `key` wrote `outputs` (its declared outputs, in
+    /// order), so that the keys of the tasks reading them name it.
+    pub fn made(&self, key: &str, outputs: &[String]) {
+        let mut made_by = self.made_by.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, p) in outputs.iter().enumerate() {
+            if self.is_temp(p) {
+                made_by.insert(p.clone(), format!("{key}#{i}"));
+            }
+        }
+    }
+
+    /// An earlier run's record of the task `key`, if it succeeded, read
+    /// the files `inputs` read now (in the order they are staged) at the
+    /// versions they are now, and its outputs are still what it wrote.
+    pub async fn unchanged(
+        &self,
+        key: &str,
+        inputs: &[&str],
+        storage: &Storage,
+    ) -> Option<&TaskRecord> {
+        let done = self.done.get(key)?;
+        let mut now = Vec::with_capacity(inputs.len());
+        for p in inputs {
+            // A host input that is not there was not recorded either.
+            now.extend(storage.seen(p).await);
+        }
+        let versions = |v: &[Seen]| v.iter().map(|s| s.version.clone()).collect::<Vec<_>>();
+        if versions(&now) != versions(&done.inputs) {
+            return None;
+        }
+        for out in &done.outputs {
+            if storage.seen(&out.path).await.as_ref() != Some(out) {
+                return None;
+            }
+        }
+        Some(done)
+    }
+
+    /// Records that task `id` (a call of `func` at `at`, seen by server
+    /// `rank` on `node`) was not run again: `done` had done it.
+    pub fn record(
+        &self,
+        id: u64,
+        (func, at, rank, node): (&str, &str, Rank, &str),
+        done: &TaskRecord,
+    ) {
+        let now = record::now_us();
+        let task = TaskRecord {
+            id,
+            func: func.to_string(),
+            rank,
+            node: node.to_string(),
+            target: None,
+            placed: Placed::Anywhere,
+            start_us: now,
+            end_us: now,
+            local_bytes: 0,
+            remote_bytes: 0,
+            written_bytes: 0,
+            stage_us: 0,
+            commit_us: 0,
+            exit: Some(0),
+            attempts: 0,
+            error: None,
+            at: at.to_string(),
+            argv: done.argv.clone(),
+            inputs: done.inputs.clone(),
+            outputs: done.outputs.clone(),
+            key: done.key.clone(),
+            declared: done.declared.clone(),
+            resumed: true,
+            cpu_us: 0,
+            max_rss_kib: 0,
+            stdout: done.stdout.clone(),
+            stderr: done.stderr.clone(),
+        };
+        let mut r = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = r.write(&task).and_then(|()| r.flush()) {
+            tracing::warn!("record of resumed task {}: {e}", task.id);
+        }
+    }
+}
