@@ -33,6 +33,16 @@ pub enum Member {
     Field(String),
 }
 
+/// `[i].f…` as the script wrote it, variables named by `v`.
+fn show_path(path: &[Member], v: &dyn Fn(VarId) -> String) -> String {
+    path.iter()
+        .map(|m| match m {
+            Member::Index(i) => format!("[{}]", v(*i)),
+            Member::Field(f) => format!(".{f}"),
+        })
+        .collect()
+}
+
 /// A 1-based line and column in the script or one of its modules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pos {
@@ -230,6 +240,13 @@ pub enum Stmt {
         dst: VarId,
         array: VarId,
         index: VarId,
+    },
+    /// `A[i][j]`, `s.a.x`: the element at `path` in container `target`,
+    /// read as soon as it is set (not when all of `target` is).
+    GetPath {
+        dst: VarId,
+        target: VarId,
+        path: Vec<Member>,
     },
     StructSet {
         target: VarId,
@@ -444,14 +461,12 @@ impl Function {
                 path,
                 value,
             } => {
-                let steps: String = path
-                    .iter()
-                    .map(|m| match m {
-                        Member::Index(i) => format!("[{}]", v(*i)),
-                        Member::Field(f) => format!(".{f}"),
-                    })
-                    .collect();
+                let steps = show_path(path, &v);
                 let _ = writeln!(out, "{pad}{}{steps} = {}", v(*target), v(*value));
+            }
+            Stmt::GetPath { dst, target, path } => {
+                let steps = show_path(path, &v);
+                let _ = writeln!(out, "{pad}{} = {}{steps}", v(*dst), v(*target));
             }
             Stmt::StructSet {
                 target,

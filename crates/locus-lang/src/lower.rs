@@ -6,7 +6,7 @@
 use crate::ast::{self, BinOp, Expr, ExprKind, Ident, StmtKind, UnOp};
 use crate::builtins::{self, ParamKind, Signature};
 use crate::diag::Diagnostic;
-use crate::ir::{self, Const, Stmt, VarId};
+use crate::ir::{self, Const, Member, Stmt, VarId};
 use crate::source::{Source, Span};
 use crate::types::Type;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -1350,6 +1350,9 @@ impl<'a> FnCx<'a> {
             ExprKind::Bool(b) => self.constant(Type::Bool, Const::Bool(*b), out),
             ExprKind::Var(name) => self.var_ref(name, e.span, out),
             ExprKind::Call { .. } => self.call_value(e, out),
+            ExprKind::Index(..) | ExprKind::Field(..) if self.path_type(e).is_some() => {
+                self.path_read(e, out)
+            }
             ExprKind::Index(base, key) => {
                 let (b, bt) = self.expr(base, out, None);
                 match bt {
@@ -1537,6 +1540,93 @@ impl<'a> FnCx<'a> {
                 });
                 (dst, Type::String)
             }
+        }
+    }
+
+    /// The type of `e` if it reads two or more steps into a variable's
+    /// nested containers (`A[i][j]`, `s.a.x`, `A[i].f`) and every step is a
+    /// valid one (else the step-by-step lowering reports what is wrong).
+    fn path_type(&self, e: &Expr) -> Option<Type> {
+        let (mut steps, mut base) = (0, e);
+        while let ExprKind::Index(inner, _) | ExprKind::Field(inner, _) = &base.kind {
+            steps += 1;
+            base = inner;
+        }
+        if steps < 2 || !matches!(base.kind, ExprKind::Var(_)) {
+            return None;
+        }
+        self.path_type_of(e).filter(|t| *t != Type::Error)
+    }
+
+    /// Lowers a read `path_type` accepts to one `GetPath`: it waits for
+    /// that element only, not for every writer of the variable.
+    fn path_read(&mut self, e: &Expr, out: &mut Vec<Stmt>) -> (VarId, Type) {
+        let t = self.path_type(e).expect("checked by the caller");
+        let mut steps = Vec::new();
+        let mut base = e;
+        let root = loop {
+            match &base.kind {
+                ExprKind::Index(b, k) => {
+                    steps.push((b.as_ref(), Some(k.as_ref()), None));
+                    base = b;
+                }
+                ExprKind::Field(b, f) => {
+                    steps.push((b.as_ref(), None, Some(f.name.clone())));
+                    base = b;
+                }
+                ExprKind::Var(name) => break self.var_ref(name, base.span, out).0,
+                _ => unreachable!("path_type accepted it"),
+            }
+        };
+        let mut path = Vec::new();
+        for (container, key, field) in steps.into_iter().rev() {
+            match (key, field) {
+                (Some(k), _) => {
+                    let key_type = match self.path_type_of(container) {
+                        Some(Type::Array { key, .. }) => *key,
+                        _ => Type::Error,
+                    };
+                    let (id, kt) = self.expr(k, out, Some(&key_type));
+                    if !key_type.accepts(&kt) {
+                        self.error(
+                            k.span,
+                            format!("this array is indexed by {key_type}, not {kt}"),
+                        );
+                    }
+                    path.push(Member::Index(id));
+                }
+                (None, Some(f)) => path.push(Member::Field(f)),
+                (None, None) => unreachable!("a step is an index or a field"),
+            }
+        }
+        let dst = self.temp(t.clone(), out);
+        out.push(Stmt::GetPath {
+            dst,
+            target: root,
+            path,
+        });
+        (dst, t)
+    }
+
+    /// The type of a variable or of a path into one, without lowering it.
+    fn path_type_of(&self, e: &Expr) -> Option<Type> {
+        match &e.kind {
+            ExprKind::Var(name) => Some(self.vars[self.lookup(name)?.id as usize].ty.clone()),
+            ExprKind::Index(b, _) => match self.path_type_of(b)? {
+                Type::Array { elem, .. } => Some(*elem),
+                _ => None,
+            },
+            ExprKind::Field(b, f) => match self.path_type_of(b)? {
+                Type::Struct(s) => self
+                    .g
+                    .structs
+                    .get(&s)?
+                    .iter()
+                    .find(|(n, _)| *n == f.name)
+                    .map(|(_, t)| t.clone()),
+                _ => None,
+            },
+            _ => None,
         }
     }
 

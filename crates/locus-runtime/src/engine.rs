@@ -877,6 +877,40 @@ impl Engine {
                 self.member(func, frame, *dst, *src, Key::Str(field.clone()), done)
                     .await;
             }
+            Stmt::GetPath { dst, target, path } => {
+                let mut keys = Vec::with_capacity(path.len());
+                for m in path {
+                    keys.push(match m {
+                        ir::Member::Index(i) => {
+                            let k = self.get(func, frame, *i).await;
+                            let Some(k) = self.key(&k) else { return };
+                            k
+                        }
+                        ir::Member::Field(f) => Key::Str(f.clone()),
+                    });
+                }
+                let c = frame.get(*target);
+                let v = if self.store.is_local(c) {
+                    self.store.member_path(c, &keys).await
+                } else {
+                    // The owner answers for the outer container once the
+                    // element is there, the rest is within its value.
+                    let (first, rest) = keys.split_first().expect("a path has steps");
+                    let outer = self.remote.member(c, first.clone()).await;
+                    outer.and_then(|v| crate::store::walk(&v, rest))
+                };
+                match v {
+                    Some(v) => self.set(frame.get(*dst), v, done),
+                    None => {
+                        let steps: String = keys.iter().map(|k| format!("[{k}]")).collect();
+                        let name = &func.vars[*target as usize].name;
+                        self.fail(format!(
+                            "{}: {name}{steps} is read but never assigned",
+                            func.name
+                        ));
+                    }
+                }
+            }
         }
     }
 

@@ -54,6 +54,7 @@ pub fn writes(s: &Stmt, v: VarId) -> bool {
         | Stmt::Op { dst, .. }
         | Stmt::Copy { dst, .. }
         | Stmt::ArrayGet { dst, .. }
+        | Stmt::GetPath { dst, .. }
         | Stmt::StructGet { dst, .. } => *dst == v,
         Stmt::Call { outs, .. } => outs.contains(&v),
         Stmt::ArrayInsert { array, .. } | Stmt::ArrayAppend { array, .. } => *array == v,

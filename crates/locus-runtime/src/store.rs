@@ -225,7 +225,31 @@ impl Store {
         .await
     }
 
+    /// The element at `keys` in container `id` (members of members) as
+    /// soon as it is set, even while the containers are still being
+    /// written; `None` if `id` closed without it.
+    pub async fn member_path(&self, id: FutureId, keys: &[Key]) -> Option<Value> {
+        let (first, rest) = keys.split_first()?;
+        self.wait(id, |s| match &s.value {
+            Some(Value::Container(m)) => Some(m.get(first).and_then(|v| walk(v, rest))),
+            _ => s.members.get(first).and_then(|v| walk(v, rest)).map(Some),
+        })
+        .await
+    }
+
     pub async fn path(&self, id: FutureId) -> String {
         self.wait(id, |s| s.path.clone()).await
     }
+}
+
+/// The member of `v` at `keys`, if there.
+pub fn walk(v: &Value, keys: &[Key]) -> Option<Value> {
+    let mut v = v;
+    for k in keys {
+        match v {
+            Value::Container(m) => v = m.get(k)?,
+            _ => return None,
+        }
+    }
+    Some(v.clone())
 }

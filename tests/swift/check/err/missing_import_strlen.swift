@@ -1,2 +1,2 @@
 // EXPECT-ERROR: 2: needs 'import string;'
-string s = sprintf("%i", 1);
+int n = strlen("ab");
