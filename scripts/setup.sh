@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 
-packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3)
+packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3 fuse3 git fio)
 # Real site launchers for the multi-host tests (mpich above, Slurm here).
 launchers=(slurmctld slurmd slurm-client munge)
 missing() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }

@@ -6,6 +6,7 @@ mod cluster;
 mod fs_ops;
 mod launched;
 mod local_cluster;
+mod mount;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -76,6 +77,10 @@ enum FsCommand {
     Down(local_cluster::DownArgs),
     /// Show each node's daemon: address, process, records and stored data.
     Status(fs_ops::ClusterArgs),
+    /// Mount the file system (FUSE) so programs open its files by path.
+    Mount(mount::MountArgs),
+    /// Unmount a `locus fs mount`.
+    Umount(mount::UmountArgs),
     #[command(flatten)]
     Op(fs_ops::FsOp),
 }
@@ -97,6 +102,8 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Up(a)) => local_cluster::up(a),
         Command::Fs(FsCommand::Down(a)) => local_cluster::down(a),
         Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
+        Command::Fs(FsCommand::Mount(a)) => mount::mount(a),
+        Command::Fs(FsCommand::Umount(a)) => mount::umount(a),
         Command::Fs(FsCommand::Op(op)) => fs_ops::run(op),
         Command::Check(a) => check::run(a),
         Command::Cluster(c) => cluster::run(c),

@@ -235,6 +235,22 @@ impl Client {
         )
     }
 
+    /// Sets the permission bits and/or modification time of `path`.
+    pub async fn set_attr(
+        &self,
+        path: &str,
+        mode: Option<u32>,
+        mtime_ns: Option<i64>,
+    ) -> FsResult<Record> {
+        let path = normalise(path)?;
+        let req = Request::SetAttr {
+            path: path.clone(),
+            mode,
+            mtime_ns,
+        };
+        expect_record(self.meta(&path, req).await?)
+    }
+
     /// The nodes holding the current data of `path` (primary first).
     pub async fn locate(&self, path: &str) -> FsResult<Vec<NodeId>> {
         let rec = self.stat(path).await?;

@@ -488,6 +488,21 @@ impl Shard<'_> {
                     replaced,
                 })
             }
+            Request::SetAttr {
+                path,
+                mode,
+                mtime_ns,
+            } => {
+                let mut rec = self.get(path)?;
+                if let Some(m) = mode {
+                    rec.mode = m & 0o7777;
+                }
+                if let Some(t) = mtime_ns {
+                    rec.mtime_ns = *t;
+                }
+                self.put(path, &rec)?;
+                Ok(Response::Record(rec))
+            }
             Request::AddHolder {
                 path,
                 version,

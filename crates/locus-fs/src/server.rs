@@ -293,6 +293,7 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::Unlock { path, .. }
         | Request::CommitWrite { path, .. }
         | Request::AddHolder { path, .. }
+        | Request::SetAttr { path, .. }
         | Request::RemoveRecord { path, .. }
         | Request::SetHint { path, .. }
         | Request::DropData { path, .. }

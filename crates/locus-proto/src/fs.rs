@@ -139,6 +139,13 @@ pub enum Request {
         mtime_ns: i64,
         holder: NodeId,
     },
+    /// Sets the permission bits and/or modification time (`chmod`,
+    /// `utimens`); answers with the record.
+    SetAttr {
+        path: String,
+        mode: Option<u32>,
+        mtime_ns: Option<i64>,
+    },
     /// Registers a cached replica of `version` (ignored if the file changed).
     AddHolder {
         path: String,

@@ -1,0 +1,336 @@
+//! `locus fs mount`: real FUSE mounts of a real local cluster, used by
+//! unmodified programs.
+
+mod common;
+
+use common::{is_root, ok, rt, TestCluster};
+use std::io::{ErrorKind, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A mount of one node, unmounted (lazily, so a failed test cannot hang
+/// on it) when dropped.
+struct Mount {
+    point: PathBuf,
+    cluster: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Mount {
+    fn of(c: &TestCluster, node: u32) -> Mount {
+        let dir = tempfile::tempdir().unwrap();
+        let point = dir.path().join("locus");
+        std::fs::create_dir(&point).unwrap();
+        let n = node.to_string();
+        let p = point.to_str().unwrap();
+        ok(&c.fs(&["mount", "--node", &n, p]));
+        Mount {
+            point,
+            cluster: c.path().to_path_buf(),
+            _dir: dir,
+        }
+    }
+
+    fn at(&self, path: &str) -> PathBuf {
+        self.point.join(path.trim_start_matches('/'))
+    }
+
+    fn mounted(&self) -> bool {
+        let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        let p = self.point.to_str().unwrap();
+        table.lines().any(|l| l.split(' ').nth(4) == Some(p))
+    }
+
+    fn umount(&self) -> std::process::Output {
+        common::locus(&["fs", "umount", self.point.to_str().unwrap()])
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for e in std::fs::read_dir(&self.cluster).into_iter().flatten() {
+                let p = e.unwrap().path();
+                if p.to_string_lossy().ends_with(".log") {
+                    eprintln!("{}:\n{}", p.display(), std::fs::read_to_string(&p).unwrap());
+                }
+            }
+        }
+        if self.mounted() {
+            common::locus(&["fs", "umount", "--lazy", self.point.to_str().unwrap()]);
+        }
+    }
+}
+
+/// Mounts need root and /dev/fuse; without them these tests say so and pass.
+fn can_mount() -> bool {
+    let can = is_root() && Path::new("/dev/fuse").exists();
+    if !can {
+        eprintln!("skipped: mounting needs root and /dev/fuse");
+    }
+    can
+}
+
+fn sh(dir: &Path, script: &str) -> String {
+    let out = Command::new("sh")
+        .arg("-ec")
+        .arg(script)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    ok(&out)
+}
+
+#[test]
+fn fusionfs_visibility_through_mounts_of_different_nodes() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(3);
+    let (m0, m1) = (Mount::of(&c, 0), Mount::of(&c, 1));
+    let client = c.client(2);
+    let rt = rt();
+
+    // Written on node 0: every mount sees it; it lives on node 0.
+    std::fs::create_dir(m0.at("/d")).unwrap();
+    std::fs::write(m0.at("/d/f.txt"), "first").unwrap();
+    assert_eq!(std::fs::read_to_string(m1.at("/d/f.txt")).unwrap(), "first");
+    let rec = rt.block_on(client.stat("/d/f.txt")).unwrap();
+    assert_eq!((rec.version, rec.holders.clone()), (1, vec![0, 1]));
+    let names: Vec<_> = std::fs::read_dir(m1.at("/d"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, vec!["f.txt"]);
+
+    // Rewritten longer on node 1: node 0 reads all of the new version at
+    // once (no stale size cuts it short), node 1 is the only holder.
+    std::fs::write(m1.at("/d/f.txt"), "second, and longer").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(m0.at("/d/f.txt")).unwrap(),
+        "second, and longer"
+    );
+    assert_eq!(std::fs::metadata(m0.at("/d/f.txt")).unwrap().len(), 18);
+    let rec = rt.block_on(client.stat("/d/f.txt")).unwrap();
+    assert_eq!(rec.version, 2);
+    assert_eq!(rec.holders[0], 1);
+
+    // A reader keeps the version it opened while a new one is published.
+    let reader = std::fs::File::open(m0.at("/d/f.txt")).unwrap();
+    std::fs::write(m1.at("/d/f.txt"), "third").unwrap();
+    let mut old = String::new();
+    std::io::Read::read_to_string(&mut &reader, &mut old).unwrap();
+    assert_eq!(old, "second, and longer");
+    assert_eq!(std::fs::read_to_string(m0.at("/d/f.txt")).unwrap(), "third");
+
+    // Writes through the client library show in the mounts, and back.
+    rt.block_on(client.put("/d/g.txt", b"from the library"))
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(m1.at("/d/g.txt")).unwrap(),
+        "from the library"
+    );
+    assert_eq!(
+        rt.block_on(client.get("/d/f.txt")).unwrap(),
+        b"third".to_vec()
+    );
+
+    // Renamed and removed on one node: gone on the other.
+    std::fs::rename(m1.at("/d/g.txt"), m1.at("/d/h.txt")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(m0.at("/d/h.txt")).unwrap(),
+        "from the library"
+    );
+    std::fs::remove_file(m0.at("/d/h.txt")).unwrap();
+    std::fs::remove_file(m0.at("/d/f.txt")).unwrap();
+    let gone = std::fs::metadata(m1.at("/d/f.txt")).unwrap_err();
+    assert_eq!(gone.kind(), ErrorKind::NotFound);
+    std::fs::remove_dir(m1.at("/d")).unwrap();
+    assert!(rt.block_on(client.readdir("/")).unwrap().is_empty());
+}
+
+#[test]
+fn unmodified_tools_give_byte_exact_results() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(2);
+    let (m0, m1) = (Mount::of(&c, 0), Mount::of(&c, 1));
+    let src = env!("CARGO_MANIFEST_DIR");
+    sh(
+        &m0.point,
+        &format!(
+            "cp -r {src}/src tree\n\
+             seq 5000 -1 1 > nums && sort -n nums > sorted\n\
+             tar cf tree.tar tree\n\
+             sha256sum tree/*.rs > sums\n\
+             printf 'appended\\n' >> sums\n\
+             chmod 600 sums && touch -d 2020-02-02 sums\n\
+             python3 -c \"import sys; open(sys.argv[1], 'w').write(open(sys.argv[2]).read().upper())\" upper sorted"
+        ),
+    );
+    // Read through the other node's mount.
+    let sorted = std::fs::read_to_string(m1.at("/sorted")).unwrap();
+    let want: String = (1..=5000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(sorted, want);
+    assert_eq!(std::fs::read_to_string(m1.at("/upper")).unwrap(), want);
+    let diff = Command::new("diff")
+        .args(["-r", &format!("{src}/src")])
+        .arg(m1.at("/tree"))
+        .status()
+        .unwrap();
+    assert!(diff.success(), "copied tree differs");
+    let listed = sh(&m1.point, "tar tf tree.tar | sort | head -1");
+    assert_eq!(listed.trim(), "tree/");
+    let checked = sh(
+        &m1.point,
+        "head -n -1 sums | sha256sum -c --quiet && echo ok",
+    );
+    assert_eq!(checked.trim(), "ok");
+    let meta = std::fs::metadata(m1.at("/sums")).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o600);
+    assert_eq!(
+        meta.mtime(),
+        1_580_601_600 - i64::from(local_offset_s()),
+        "touch -d"
+    );
+
+    // git: init, commit on one node; log, status and fsck on the other.
+    sh(
+        &m0.point,
+        "mkdir repo && cd repo && git init -q . && echo content > f && git add f && \
+         git -c user.email=t@example.org -c user.name=t commit -qm first",
+    );
+    let log = sh(
+        &m1.at("/repo"),
+        "git log --format=%s && git status --short && git fsck 2>&1",
+    );
+    assert_eq!(log.trim(), "first");
+}
+
+/// Seconds east of UTC of the local time zone (`touch -d` reads local time).
+fn local_offset_s() -> i32 {
+    let out = Command::new("date").arg("+%z").output().unwrap();
+    let z = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let sign = if z.starts_with('-') { -1 } else { 1 };
+    let (h, m): (i32, i32) = (z[1..3].parse().unwrap(), z[3..5].parse().unwrap());
+    sign * (h * 3600 + m * 60)
+}
+
+#[test]
+fn a_second_writer_gets_ebusy_and_readers_see_the_last_closed_version() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(2);
+    let (m0, m1) = (Mount::of(&c, 0), Mount::of(&c, 1));
+    std::fs::write(m0.at("/f"), "v1").unwrap();
+    let mut w = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(m0.at("/f"))
+        .unwrap();
+    w.write_all(b"v2, being written").unwrap();
+    for m in [&m0, &m1] {
+        let e = std::fs::OpenOptions::new()
+            .append(true)
+            .open(m.at("/f"))
+            .unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EBUSY), "{e}");
+        assert_eq!(std::fs::read_to_string(m.at("/f")).unwrap(), "v1");
+    }
+    // Its own writer's size shows on its node while it writes.
+    assert_eq!(std::fs::metadata(m0.at("/f")).unwrap().len(), 17);
+    assert_eq!(std::fs::metadata(m1.at("/f")).unwrap().len(), 2);
+    drop(w);
+    assert_eq!(
+        std::fs::read_to_string(m1.at("/f")).unwrap(),
+        "v2, being written"
+    );
+    let mut again = std::fs::OpenOptions::new()
+        .append(true)
+        .open(m1.at("/f"))
+        .unwrap();
+    again.write_all(b", then more").unwrap();
+    drop(again);
+    assert_eq!(
+        std::fs::read_to_string(m0.at("/f")).unwrap(),
+        "v2, being written, then more"
+    );
+}
+
+#[test]
+fn a_remote_open_fetches_once_then_reads_locally() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(2);
+    let (m0, m1) = (Mount::of(&c, 0), Mount::of(&c, 1));
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(m0.at("/big"), &data).unwrap();
+    let rt = rt();
+    let client = c.client(0);
+    assert_eq!(rt.block_on(client.locate("/big")).unwrap(), vec![0]);
+    assert_eq!(std::fs::read(m1.at("/big")).unwrap(), data);
+    let rec = rt.block_on(client.stat("/big")).unwrap();
+    assert_eq!(rec.holders, vec![0, 1], "node 1 cached a replica");
+    let replica = c.stored(1, "/big", rec.stamp);
+    let first = std::fs::metadata(&replica).unwrap().ino();
+    assert_eq!(std::fs::read(m1.at("/big")).unwrap(), data);
+    assert_eq!(
+        std::fs::metadata(&replica).unwrap().ino(),
+        first,
+        "read again from the same replica"
+    );
+}
+
+#[test]
+fn unmounting_leaves_nothing_even_after_the_daemon_or_the_mount_died() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(2);
+    let m1 = Mount::of(&c, 1);
+    std::fs::write(m1.at("/f"), "x").unwrap();
+    c.signal(0, libc::SIGKILL);
+    c.signal(1, libc::SIGKILL);
+    let start = Instant::now();
+    let e = std::fs::read(m1.at("/f")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(10), "no hang");
+    ok(&m1.umount());
+    assert!(!m1.mounted());
+    common::eventually("the mount's process ends", || {
+        common::processes_with(m1.point.to_str().unwrap()).is_empty()
+    });
+
+    // The mount's own process killed: access fails at once, umount works.
+    c.restart();
+    let m0 = Mount::of(&c, 0);
+    let pids = common::processes_with(m0.point.to_str().unwrap());
+    assert_eq!(pids.len(), 1, "one process serves the mount");
+    // SAFETY: a plain signal to a process this test started.
+    unsafe { libc::kill(pids[0] as i32, libc::SIGKILL) };
+    common::eventually("the mount's process is gone", || {
+        common::processes_with(m0.point.to_str().unwrap()).is_empty()
+    });
+    let e = std::fs::metadata(m0.at("/f")).unwrap_err();
+    let dead = [libc::ENOTCONN, libc::ECONNABORTED];
+    assert!(dead.contains(&e.raw_os_error().unwrap()), "{e}");
+    ok(&m0.umount());
+    assert!(!m0.mounted());
+
+    // What cannot be mounted or unmounted says so in one line.
+    let out = m0.umount();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no Locus file system is mounted there"),
+        "{err}"
+    );
+    let out = c.fs(&["mount", "/nonexistent/locus"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.lines().count() == 1, "{err}");
+}

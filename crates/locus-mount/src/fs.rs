@@ -1,0 +1,834 @@
+//! The FUSE file system: kernel requests answered by a Locus client of one
+//! node, with the client library's semantics (a file is written locally and
+//! published when its opener closes it; a remote file is fetched whole on
+//! open, then read locally; a second writer gets `EBUSY`).
+
+use crate::handles::{Handles, Open, Reading, Writing};
+use crate::inodes::{Inodes, ROOT};
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
+    KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
+    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
+    TimeOrNow, WriteFlags,
+};
+use locus_fs::path::join;
+use locus_fs::{Client, Writer};
+use locus_proto::fs::{Kind, Record};
+use locus_proto::FsError;
+use std::ffi::OsStr;
+use std::future::Future;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long the kernel may trust a name it looked up. A file's attributes
+/// are never cached (another node may publish a new version at any time,
+/// and a stale size would cut reads short); a directory's are, briefly.
+const ENTRY_TTL: Duration = Duration::from_secs(1);
+const DIR_TTL: Duration = Duration::from_secs(1);
+const FILE_TTL: Duration = Duration::ZERO;
+/// Largest write request; also the block size `stat` reports, so tools
+/// like `cp` copy in pieces this large.
+const MAX_WRITE: u32 = 1 << 20;
+/// Entries per directory listing round trip to the daemon.
+const LIST_PAGE: u32 = 10_000;
+
+pub struct LocusFs {
+    client: Client,
+    rt: tokio::runtime::Runtime,
+    inodes: Mutex<Inodes>,
+    handles: Mutex<Handles>,
+    /// Directory listings in progress, by handle: taken whole at `opendir`.
+    listings: Mutex<std::collections::HashMap<u64, Vec<(String, FileType)>>>,
+    next_dir: std::sync::atomic::AtomicU64,
+    uid: u32,
+    gid: u32,
+}
+
+fn errno(e: &FsError) -> Errno {
+    use locus_proto::Errno as E;
+    Errno::from_i32(match e.code {
+        E::ENOENT => libc::ENOENT,
+        E::EEXIST => libc::EEXIST,
+        E::EBUSY => libc::EBUSY,
+        E::ENOTDIR => libc::ENOTDIR,
+        E::EISDIR => libc::EISDIR,
+        E::ENOTEMPTY => libc::ENOTEMPTY,
+        E::EACCES => libc::EACCES,
+        E::EINVAL => libc::EINVAL,
+        E::EIO => libc::EIO,
+        E::ENOSPC => libc::ENOSPC,
+    })
+}
+
+/// Logs a failure worth knowing about and gives its errno.
+fn failed(op: &str, e: &FsError) -> Errno {
+    use locus_proto::Errno as E;
+    if matches!(e.code, E::EIO | E::ENOSPC) {
+        tracing::warn!("{op}: {e}");
+    }
+    errno(e)
+}
+
+fn io_errno(e: &std::io::Error) -> Errno {
+    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+fn time(ns: i64) -> SystemTime {
+    if ns >= 0 {
+        UNIX_EPOCH + Duration::from_nanos(ns as u64)
+    } else {
+        UNIX_EPOCH
+    }
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+fn ns_of(t: TimeOrNow) -> i64 {
+    match t {
+        TimeOrNow::Now => now_ns(),
+        TimeOrNow::SpecificTime(t) => t
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0),
+    }
+}
+
+fn kind(k: Kind) -> FileType {
+    match k {
+        Kind::File => FileType::RegularFile,
+        Kind::Dir => FileType::Directory,
+    }
+}
+
+fn ttl(k: Kind) -> Duration {
+    match k {
+        Kind::File => FILE_TTL,
+        Kind::Dir => DIR_TTL,
+    }
+}
+
+impl LocusFs {
+    pub fn new(client: Client) -> std::io::Result<LocusFs> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        // SAFETY: getuid/getgid have no preconditions and cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Ok(LocusFs {
+            client,
+            rt,
+            inodes: Mutex::default(),
+            handles: Mutex::default(),
+            listings: Mutex::default(),
+            next_dir: Default::default(),
+            uid,
+            gid,
+        })
+    }
+
+    fn run<T>(&self, f: impl Future<Output = T>) -> T {
+        self.rt.block_on(f)
+    }
+
+    fn path(&self, ino: INodeNo) -> Result<String, Errno> {
+        let t = self.inodes.lock().expect("inodes");
+        t.path(ino.0).map(str::to_string).ok_or(Errno::ESTALE)
+    }
+
+    fn child(&self, parent: INodeNo, name: &OsStr) -> Result<String, Errno> {
+        let name = name.to_str().ok_or(Errno::EINVAL)?;
+        Ok(join(&self.path(parent)?, name))
+    }
+
+    fn attr(&self, ino: u64, rec: &Record) -> FileAttr {
+        let t = time(rec.mtime_ns);
+        FileAttr {
+            ino: INodeNo(ino),
+            size: rec.size,
+            blocks: rec.size.div_ceil(512),
+            atime: t,
+            mtime: t,
+            ctime: t,
+            crtime: t,
+            kind: kind(rec.kind),
+            perm: (rec.mode & 0o7777) as u16,
+            nlink: if rec.kind == Kind::Dir { 2 } else { 1 },
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: MAX_WRITE,
+            flags: 0,
+        }
+    }
+
+    /// The record of `path` as this mount's programs see it: a file being
+    /// written here has the size written so far.
+    fn stat(&self, ino: u64, path: &str) -> Result<Record, Errno> {
+        let mut rec = self
+            .run(self.client.stat(path))
+            .map_err(|e| failed("stat", &e))?;
+        let writing = self.handles.lock().expect("handles").writer_of(ino);
+        if let Some(h) = writing {
+            if let Open::Write(w) = &mut *h.lock().expect("handle") {
+                if let Some(writer) = w.writer.as_mut() {
+                    rec.size = writer.file().metadata().map_err(|e| io_errno(&e))?.len();
+                }
+            }
+        }
+        Ok(rec)
+    }
+
+    fn entry(&self, path: &str, rec: &Record, reply: ReplyEntry) {
+        let ino = self
+            .inodes
+            .lock()
+            .expect("inodes")
+            .looked_up(path, rec.stamp);
+        reply.entry_with_ttls(
+            &ttl(rec.kind),
+            &ENTRY_TTL,
+            &self.attr(ino, rec),
+            Generation(0),
+        );
+    }
+
+    /// Publishes what `w` wrote as the file's next version, then sets a
+    /// modification time given while it was open.
+    fn publish(&self, w: &mut Writing) -> Result<(), Errno> {
+        if let Some(writer) = w.writer.take() {
+            (w.written, w.fresh) = (false, false);
+            let rec = self
+                .run(writer.close())
+                .map_err(|e| failed("publishing", &e))?;
+            // The kernel's pages of this inode are what was written.
+            self.inodes
+                .lock()
+                .expect("inodes")
+                .published(w.ino, rec.stamp);
+        }
+        if let Some(t) = w.mtime_ns.take() {
+            self.run(self.client.set_attr(&w.path, None, Some(t)))
+                .map_err(|e| failed("setting the time", &e))?;
+        }
+        Ok(())
+    }
+
+    /// Gives up an unpublished writer (nothing was written).
+    fn abort(&self, writer: Writer) {
+        self.run(writer.abort());
+    }
+
+    /// The writer of `w`, opening the next version if the last was published.
+    fn writer<'a>(&self, w: &'a mut Writing) -> Result<&'a mut Writer, Errno> {
+        if w.writer.is_none() {
+            let next = self
+                .run(self.client.open_write(&w.path, false))
+                .map_err(|e| failed("reopening for writing", &e))?;
+            w.writer = Some(next);
+        }
+        Ok(w.writer.as_mut().expect("just set"))
+    }
+
+    fn open_writing(&self, ino: u64, req: &Request, writer: Writer, fresh: bool) -> u64 {
+        let mut handles = self.handles.lock().expect("handles");
+        let open = Open::Write(Box::new(Writing {
+            path: writer.path().to_string(),
+            ino,
+            writer: Some(writer),
+            written: false,
+            fresh,
+            opener: req.pid(),
+            mtime_ns: None,
+        }));
+        handles.insert(ino, open)
+    }
+
+    fn open_reading(&self, ino: u64, path: &str, reply: ReplyOpen) {
+        let copy = match self.run(self.client.local_copy(path)) {
+            Ok(c) => c,
+            Err(e) => return reply.error(failed("open", &e)),
+        };
+        if !self.is_version(ino, copy.stamp) {
+            // The kernel asks again by name and gets the current version.
+            return reply.error(Errno::ESTALE);
+        }
+        let file = match std::fs::File::open(&copy.path) {
+            Ok(f) => f,
+            Err(e) => return reply.error(io_errno(&e)),
+        };
+        let fh = self
+            .handles
+            .lock()
+            .expect("handles")
+            .insert(ino, Open::Read(Reading { file }));
+        // An inode is one version: pages cached from it stay right.
+        reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE);
+    }
+
+    /// Whether `ino` stands for version `stamp` (or is being written here).
+    fn is_version(&self, ino: u64, stamp: u64) -> bool {
+        let bound = self.inodes.lock().expect("inodes").stamp(ino);
+        bound == Some(stamp)
+            || self
+                .handles
+                .lock()
+                .expect("handles")
+                .writer_of(ino)
+                .is_some()
+    }
+
+    fn handle(&self, fh: FileHandle) -> Result<crate::handles::Handle, Errno> {
+        let h = self.handles.lock().expect("handles").get(fh.0);
+        h.ok_or(Errno::EBADF)
+    }
+
+    fn list(&self, dir: &str) -> Result<Vec<(String, FileType)>, Errno> {
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.run(self.client.readdir_page(dir, after.as_deref(), LIST_PAGE));
+            let (entries, more) = page.map_err(|e| failed("readdir", &e))?;
+            after = entries.last().map(|e| e.name.clone());
+            all.extend(entries.into_iter().map(|e| (e.name, kind(e.kind))));
+            if !more || after.is_none() {
+                return Ok(all);
+            }
+        }
+    }
+
+    /// Sets the size of `path` (`truncate`), through this mount's writer if
+    /// one is open, else as a write of its own.
+    fn truncate(&self, ino: u64, path: &str, size: u64) -> Result<(), Errno> {
+        let writing = self.handles.lock().expect("handles").writer_of(ino);
+        if let Some(h) = writing {
+            if let Open::Write(w) = &mut *h.lock().expect("handle") {
+                let writer = self.writer(w)?;
+                writer.file().set_len(size).map_err(|e| io_errno(&e))?;
+                w.written = true;
+                return Ok(());
+            }
+        }
+        let mut writer = self
+            .run(self.client.open_write(path, size == 0))
+            .map_err(|e| failed("truncate", &e))?;
+        if let Err(e) = writer.file().set_len(size) {
+            self.abort(writer);
+            return Err(io_errno(&e));
+        }
+        self.run(writer.close())
+            .map(drop)
+            .map_err(|e| failed("truncate", &e))
+    }
+}
+
+impl Filesystem for LocusFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        let _ = config.set_max_write(MAX_WRITE);
+        let _ = config.add_capabilities(
+            InitFlags::FUSE_ATOMIC_O_TRUNC
+                | InitFlags::FUSE_AUTO_INVAL_DATA
+                | InitFlags::FUSE_BIG_WRITES
+                | InitFlags::FUSE_PARALLEL_DIROPS
+                | InitFlags::FUSE_MAX_PAGES,
+        );
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let path = match self.child(parent, name) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let known = self.inodes.lock().expect("inodes").listed(&path);
+        match self.stat(known, &path) {
+            Ok(rec) => self.entry(&path, &rec, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.inodes.lock().expect("inodes").forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let attr = self.path(ino).and_then(|p| {
+            let mut rec = self.stat(ino.0, &p)?;
+            // An open file is the version it opened; a name is the current.
+            let opened = match fh.and_then(|fh| self.handle(fh).ok()) {
+                Some(h) => match &*h.lock().expect("handle") {
+                    Open::Read(r) => Some(r.file.metadata().map_err(|e| io_errno(&e))?.len()),
+                    Open::Write(_) => None,
+                },
+                None => None,
+            };
+            if let Some(size) = opened {
+                rec.size = size;
+            } else if rec.kind == Kind::File && !self.is_version(ino.0, rec.stamp) {
+                return Err(Errno::ESTALE);
+            }
+            Ok((ttl(rec.kind), self.attr(ino.0, &rec)))
+        });
+        match attr {
+            Ok((t, a)) => reply.attr(&t, &a),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let result = (|| {
+            // Owners are not recorded: files belong to the mounting user.
+            if uid.is_some_and(|u| u != self.uid) || gid.is_some_and(|g| g != self.gid) {
+                return Err(Errno::EPERM);
+            }
+            let path = self.path(ino)?;
+            if let Some(size) = size {
+                self.truncate(ino.0, &path, size)?;
+            }
+            let mut mtime = mtime.map(ns_of);
+            if mtime.is_some() {
+                // A file open for writing here is stamped when published:
+                // its time is set after that.
+                let writing = self.handles.lock().expect("handles").writer_of(ino.0);
+                if let Some(h) = writing {
+                    if let Open::Write(w) = &mut *h.lock().expect("handle") {
+                        w.mtime_ns = mtime.take();
+                    }
+                }
+            }
+            if mode.is_some() || mtime.is_some() {
+                self.run(self.client.set_attr(&path, mode, mtime))
+                    .map_err(|e| failed("setattr", &e))?;
+            }
+            let rec = self.stat(ino.0, &path)?;
+            Ok((ttl(rec.kind), self.attr(ino.0, &rec)))
+        })();
+        match result {
+            Ok((t, a)) => reply.attr(&t, &a),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let result = (|| {
+            let path = self.child(parent, name)?;
+            self.run(self.client.mkdir(&path))
+                .map_err(|e| failed("mkdir", &e))?;
+            let mode = mode & !umask & 0o7777;
+            let mut rec = Record::new(Kind::Dir, 0o755, now_ns());
+            if mode != rec.mode {
+                rec = self
+                    .run(self.client.set_attr(&path, Some(mode), None))
+                    .map_err(|e| failed("mkdir", &e))?;
+            }
+            Ok((path, rec))
+        })();
+        match result {
+            Ok((path, rec)) => self.entry(&path, &rec, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.child(parent, name).and_then(|path| {
+            self.run(self.client.unlink(&path))
+                .map_err(|e| failed("unlink", &e))?;
+            self.inodes.lock().expect("inodes").removed(&path);
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let result = self.child(parent, name).and_then(|path| {
+            self.run(self.client.rmdir(&path))
+                .map_err(|e| failed("rmdir", &e))?;
+            self.inodes.lock().expect("inodes").removed(&path);
+            Ok(())
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _link_name: &OsStr,
+        _target: &std::path::Path,
+        reply: ReplyEntry,
+    ) {
+        // Records hold files and directories only.
+        reply.error(Errno::EPERM);
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        // One name per file (tools such as git fall back to rename).
+        reply.error(Errno::EPERM);
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let result = (|| {
+            let (from, to) = (self.child(parent, name)?, self.child(newparent, newname)?);
+            if flags.contains(RenameFlags::RENAME_NOREPLACE) {
+                match self.run(self.client.stat(&to)) {
+                    Ok(_) => return Err(Errno::EEXIST),
+                    Err(e) if e.code == locus_proto::Errno::ENOENT => {}
+                    Err(e) => return Err(failed("rename", &e)),
+                }
+            } else if !flags.is_empty() {
+                return Err(Errno::EINVAL);
+            }
+            self.run(self.client.rename(&from, &to))
+                .map_err(|e| failed("rename", &e))?;
+            self.inodes.lock().expect("inodes").renamed(&from, &to);
+            Ok(())
+        })();
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let path = match self.path(ino) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        if flags.acc_mode() == OpenAccMode::O_RDONLY {
+            return self.open_reading(ino.0, &path, reply);
+        }
+        let truncate = flags.0 & libc::O_TRUNC != 0;
+        match self.run(self.client.open_write(&path, truncate)) {
+            Ok(writer) => {
+                let fh = self.open_writing(ino.0, req, writer, truncate);
+                reply.opened(FileHandle(fh), FopenFlags::empty());
+            }
+            Err(e) => reply.error(failed("open", &e)),
+        }
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let result = (|| {
+            let path = self.child(parent, name)?;
+            let writer = match self.run(self.client.create(&path)) {
+                // Made by another node since the kernel looked.
+                Err(e) if e.code == locus_proto::Errno::EEXIST && flags & libc::O_EXCL == 0 => {
+                    let truncate = flags & libc::O_TRUNC != 0;
+                    self.run(self.client.open_write(&path, truncate))
+                }
+                other => other,
+            }
+            .map_err(|e| failed("create", &e))?;
+            let mode = mode & !umask & 0o7777;
+            let mut rec = Record::new(Kind::File, 0o644, now_ns());
+            if mode != rec.mode {
+                rec = self
+                    .run(self.client.set_attr(&path, Some(mode), None))
+                    .map_err(|e| failed("create", &e))?;
+            }
+            let ino = self
+                .inodes
+                .lock()
+                .expect("inodes")
+                .looked_up(&path, rec.stamp);
+            let fh = self.open_writing(ino, req, writer, true);
+            Ok((self.attr(ino, &rec), fh))
+        })();
+        match result {
+            Ok((attr, fh)) => {
+                let flags = FopenFlags::empty();
+                reply.created(&FILE_TTL, &attr, Generation(0), FileHandle(fh), flags);
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let result = (|| {
+            let h = self.handle(fh)?;
+            let mut open = h.lock().expect("handle");
+            let mut buf = vec![0u8; size as usize];
+            let n = match &mut *open {
+                Open::Read(r) => r.file.read_at(&mut buf, offset),
+                Open::Write(w) => {
+                    let writer = self.writer(w)?;
+                    writer.file().read_at(&mut buf, offset)
+                }
+            }
+            .map_err(|e| io_errno(&e))?;
+            buf.truncate(n);
+            Ok(buf)
+        })();
+        match result {
+            Ok(data) => reply.data(&data),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let result = (|| {
+            let h = self.handle(fh)?;
+            let mut open = h.lock().expect("handle");
+            let Open::Write(w) = &mut *open else {
+                return Err(Errno::EBADF);
+            };
+            let writer = self.writer(w)?;
+            writer
+                .file()
+                .write_all_at(data, offset)
+                .map_err(|e| io_errno(&e))?;
+            w.written = true;
+            Ok(data.len() as u32)
+        })();
+        match result {
+            Ok(n) => reply.written(n),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        let result = (|| {
+            let h = self.handle(fh)?;
+            let mut open = h.lock().expect("handle");
+            match &mut *open {
+                // Close-to-open: the opener's close publishes what it wrote,
+                // so the next open anywhere sees it. (A shell closes the
+                // descriptor it opened once it has duplicated it: nothing
+                // written yet, nothing published.)
+                Open::Write(w) if w.written && w.opener == req.pid() => self.publish(w),
+                _ => Ok(()),
+            }
+        })();
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        let Some(h) = self.handles.lock().expect("handles").remove(fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        let mut open = h.lock().expect("handle");
+        if let Open::Write(w) = &mut *open {
+            if !(w.written || w.fresh) {
+                if let Some(writer) = w.writer.take() {
+                    self.abort(writer);
+                }
+            }
+            if let Err(e) = self.publish(w) {
+                tracing::warn!("{}: publishing at its last close: {e:?}", w.path);
+            }
+        }
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        let result = (|| {
+            let h = self.handle(fh)?;
+            let mut open = h.lock().expect("handle");
+            if let Open::Write(w) = &mut *open {
+                let Some(writer) = w.writer.as_mut() else {
+                    return Ok(());
+                };
+                let f = writer.file();
+                if datasync {
+                    f.sync_data()
+                } else {
+                    f.sync_all()
+                }
+                .map_err(|e| io_errno(&e))?;
+            }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        match self.path(ino).and_then(|p| self.list(&p)) {
+            Ok(entries) => {
+                let fh = self.next_dir.fetch_add(1, Ordering::Relaxed);
+                self.listings.lock().expect("listings").insert(fh, entries);
+                reply.opened(FileHandle(fh), FopenFlags::empty());
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let dir = match self.path(ino) {
+            Ok(p) => p,
+            Err(e) => return reply.error(e),
+        };
+        let listings = self.listings.lock().expect("listings");
+        let Some(entries) = listings.get(&fh.0) else {
+            return reply.error(Errno::EBADF);
+        };
+        let inodes = self.inodes.lock().expect("inodes");
+        // Offsets: 1 and 2 after "." and "..", then 3 + i after entry i.
+        let dots = [(ino.0, "."), (ROOT, "..")];
+        for (i, (n, name)) in dots.iter().enumerate().skip(offset as usize) {
+            if reply.add(INodeNo(*n), i as u64 + 1, FileType::Directory, name) {
+                return reply.ok();
+            }
+        }
+        let start = (offset as usize).saturating_sub(2);
+        for (i, (name, k)) in entries.iter().enumerate().skip(start) {
+            let n = inodes.listed(&join(&dir, name));
+            if reply.add(INodeNo(n), i as u64 + 3, *k, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.listings.lock().expect("listings").remove(&fh.0);
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        // Space is each node's own; this mount's node is what a program
+        // writing here fills.
+        match self.run(self.client.status(self.client.node())) {
+            Ok(s) => {
+                let block = 4096u64;
+                reply.statfs(
+                    s.total_bytes / block,
+                    s.free_bytes / block,
+                    s.free_bytes / block,
+                    s.records,
+                    u64::MAX / 2,
+                    block as u32,
+                    255,
+                    block as u32,
+                );
+            }
+            Err(e) => reply.error(failed("statfs", &e)),
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! `locus fs mount`: the Locus file system as a POSIX mount (FUSE), a client
+//! of one node, so unmodified programs open Locus files by path.
+
+mod fs;
+mod handles;
+mod inodes;
+mod mountinfo;
+
+pub use fs::LocusFs;
+pub use mountinfo::{is_mounted, unmount};
+
+use std::path::Path;
+
+/// Mounts the file system `client` reaches at `mountpoint` and serves it
+/// until it is unmounted. `name` is what `mount` lists as its source.
+pub fn serve(client: locus_fs::Client, mountpoint: &Path, name: &str) -> std::io::Result<()> {
+    use fuser::MountOption as O;
+    let mut config = fuser::Config::default();
+    config.mount_options = vec![
+        O::FSName(name.to_string()),
+        O::Subtype("locus".into()),
+        O::DefaultPermissions,
+        O::NoAtime,
+    ];
+    config.n_threads = Some(4);
+    config.clone_fd = true;
+    fuser::mount(LocusFs::new(client)?, mountpoint, &config)
+}
