@@ -11,6 +11,7 @@ pub mod machine;
 pub mod mapreduce;
 pub mod meta;
 pub mod meta_cluster;
+pub mod mount;
 mod report;
 pub mod tasks;
 mod workspace;

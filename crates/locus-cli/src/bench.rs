@@ -261,6 +261,20 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 16)]
         depth: u32,
     },
+    /// Programs using the FUSE mount (fio, creates, stats), beside the
+    /// store's own file system and the client library (needs root).
+    Mount {
+        #[command(flatten)]
+        common: Common,
+        /// MiB per fio file.
+        #[arg(long, default_value_t = 512)]
+        size_mib: u64,
+        /// Empty files created (then stat'ed) per round.
+        #[arg(long, default_value_t = 2_000)]
+        files: u32,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -383,6 +397,19 @@ pub fn run(b: BenchCommand) -> Result<()> {
             apps,
             fib,
             rounds,
+        }),
+        BenchCommand::Mount {
+            common,
+            size_mib,
+            files,
+            rounds,
+        } => locus_bench::mount::run(locus_bench::mount::MountOpts {
+            size: size_mib << 20,
+            files,
+            rounds,
+            daemons: common.daemons()?,
+            dir: common.dir,
+            keep: common.keep,
         }),
         BenchCommand::Io {
             common,

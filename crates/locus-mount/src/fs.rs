@@ -22,12 +22,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// How long the kernel may trust a name it looked up. A file's attributes
-/// are never cached (another node may publish a new version at any time,
-/// and a stale size would cut reads short); a directory's are, briefly.
-const ENTRY_TTL: Duration = Duration::from_secs(1);
-const DIR_TTL: Duration = Duration::from_secs(1);
-const FILE_TTL: Duration = Duration::ZERO;
+/// How long the kernel may trust a name it looked up, and what it knows of
+/// an inode. An inode is one version, whose size and bytes never change
+/// (this mount's own writes and `setattr`s reach the kernel through their
+/// replies), so only names can go stale: a name another node gave a new
+/// version is seen by `stat` within this time, and at once by `open`, which
+/// checks the version and has the kernel look the name up again.
+const TTL: Duration = Duration::from_secs(1);
 /// Largest write request; also the block size `stat` reports, so tools
 /// like `cp` copy in pieces this large.
 const MAX_WRITE: u32 = 1 << 20;
@@ -104,13 +105,6 @@ fn kind(k: Kind) -> FileType {
     match k {
         Kind::File => FileType::RegularFile,
         Kind::Dir => FileType::Directory,
-    }
-}
-
-fn ttl(k: Kind) -> Duration {
-    match k {
-        Kind::File => FILE_TTL,
-        Kind::Dir => DIR_TTL,
     }
 }
 
@@ -192,12 +186,7 @@ impl LocusFs {
             .lock()
             .expect("inodes")
             .looked_up(path, rec.stamp);
-        reply.entry_with_ttls(
-            &ttl(rec.kind),
-            &ENTRY_TTL,
-            &self.attr(ino, rec),
-            Generation(0),
-        );
+        reply.entry(&TTL, &self.attr(ino, rec), Generation(0));
     }
 
     /// Publishes what `w` wrote as the file's next version, then sets a
@@ -237,12 +226,19 @@ impl LocusFs {
         Ok(w.writer.as_mut().expect("just set"))
     }
 
-    fn open_writing(&self, ino: u64, req: &Request, writer: Writer, fresh: bool) -> u64 {
+    fn open_writing(
+        &self,
+        ino: u64,
+        req: &Request,
+        path: &str,
+        writer: Option<Writer>,
+        fresh: bool,
+    ) -> u64 {
         let mut handles = self.handles.lock().expect("handles");
         let open = Open::Write(Box::new(Writing {
-            path: writer.path().to_string(),
+            path: path.to_string(),
             ino,
-            writer: Some(writer),
+            writer,
             written: false,
             fresh,
             opener: req.pid(),
@@ -264,13 +260,16 @@ impl LocusFs {
             Ok(f) => f,
             Err(e) => return reply.error(io_errno(&e)),
         };
-        let fh = self
-            .handles
-            .lock()
-            .expect("handles")
-            .insert(ino, Open::Read(Reading { file }));
-        // An inode is one version: pages cached from it stay right.
-        reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE);
+        let mut handles = self.handles.lock().expect("handles");
+        // An inode is one version: pages cached from it stay right, unless
+        // a program here is writing the next one through them.
+        let flags = if handles.writer_of(ino).is_some() {
+            FopenFlags::FOPEN_DIRECT_IO
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
+        };
+        let fh = handles.insert(ino, Open::Read(Reading { file }));
+        reply.opened(FileHandle(fh), flags);
     }
 
     /// Whether `ino` stands for version `stamp` (or is being written here).
@@ -332,12 +331,17 @@ impl LocusFs {
 impl Filesystem for LocusFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
         let _ = config.set_max_write(MAX_WRITE);
+        // As far ahead as the kernel allows (it caps this).
+        if let Err(most) = config.set_max_readahead(MAX_WRITE) {
+            let _ = config.set_max_readahead(most);
+        }
         let _ = config.add_capabilities(
             InitFlags::FUSE_ATOMIC_O_TRUNC
                 | InitFlags::FUSE_AUTO_INVAL_DATA
                 | InitFlags::FUSE_BIG_WRITES
                 | InitFlags::FUSE_PARALLEL_DIROPS
-                | InitFlags::FUSE_MAX_PAGES,
+                | InitFlags::FUSE_MAX_PAGES
+                | InitFlags::FUSE_WRITEBACK_CACHE,
         );
         Ok(())
     }
@@ -374,10 +378,10 @@ impl Filesystem for LocusFs {
             } else if rec.kind == Kind::File && !self.is_version(ino.0, rec.stamp) {
                 return Err(Errno::ESTALE);
             }
-            Ok((ttl(rec.kind), self.attr(ino.0, &rec)))
+            Ok(self.attr(ino.0, &rec))
         });
         match attr {
-            Ok((t, a)) => reply.attr(&t, &a),
+            Ok(a) => reply.attr(&TTL, &a),
             Err(e) => reply.error(e),
         }
     }
@@ -425,10 +429,10 @@ impl Filesystem for LocusFs {
                     .map_err(|e| failed("setattr", &e))?;
             }
             let rec = self.stat(ino.0, &path)?;
-            Ok((ttl(rec.kind), self.attr(ino.0, &rec)))
+            Ok(self.attr(ino.0, &rec))
         })();
         match result {
-            Ok((t, a)) => reply.attr(&t, &a),
+            Ok(a) => reply.attr(&TTL, &a),
             Err(e) => reply.error(e),
         }
     }
@@ -554,7 +558,7 @@ impl Filesystem for LocusFs {
         let truncate = flags.0 & libc::O_TRUNC != 0;
         match self.run(self.client.open_write(&path, truncate)) {
             Ok(writer) => {
-                let fh = self.open_writing(ino.0, req, writer, truncate);
+                let fh = self.open_writing(ino.0, req, &path, Some(writer), truncate);
                 reply.opened(FileHandle(fh), FopenFlags::empty());
             }
             Err(e) => reply.error(failed("open", &e)),
@@ -573,17 +577,21 @@ impl Filesystem for LocusFs {
     ) {
         let result = (|| {
             let path = self.child(parent, name)?;
-            let writer = match self.run(self.client.create(&path)) {
+            // A new file is empty until written: no lock is taken (nor a
+            // version published) for one that never is, as `touch` makes.
+            let (writer, mut rec) = match self.run(self.client.create_empty(&path)) {
+                Ok(rec) => (None, rec),
                 // Made by another node since the kernel looked.
                 Err(e) if e.code == locus_proto::Errno::EEXIST && flags & libc::O_EXCL == 0 => {
                     let truncate = flags & libc::O_TRUNC != 0;
-                    self.run(self.client.open_write(&path, truncate))
+                    let w = self.run(self.client.open_write(&path, truncate));
+                    let w = w.map_err(|e| failed("create", &e))?;
+                    let rec = self.run(self.client.stat(&path));
+                    (Some(w), rec.map_err(|e| failed("create", &e))?)
                 }
-                other => other,
-            }
-            .map_err(|e| failed("create", &e))?;
+                Err(e) => return Err(failed("create", &e)),
+            };
             let mode = mode & !umask & 0o7777;
-            let mut rec = Record::new(Kind::File, 0o644, now_ns());
             if mode != rec.mode {
                 rec = self
                     .run(self.client.set_attr(&path, Some(mode), None))
@@ -594,13 +602,14 @@ impl Filesystem for LocusFs {
                 .lock()
                 .expect("inodes")
                 .looked_up(&path, rec.stamp);
-            let fh = self.open_writing(ino, req, writer, true);
+            let fresh = writer.is_some();
+            let fh = self.open_writing(ino, req, &path, writer, fresh);
             Ok((self.attr(ino, &rec), fh))
         })();
         match result {
             Ok((attr, fh)) => {
                 let flags = FopenFlags::empty();
-                reply.created(&FILE_TTL, &attr, Generation(0), FileHandle(fh), flags);
+                reply.created(&TTL, &attr, Generation(0), FileHandle(fh), flags);
             }
             Err(e) => reply.error(e),
         }

@@ -11,9 +11,7 @@ pub use mountinfo::{is_mounted, unmount};
 
 use std::path::Path;
 
-/// Mounts the file system `client` reaches at `mountpoint` and serves it
-/// until it is unmounted. `name` is what `mount` lists as its source.
-pub fn serve(client: locus_fs::Client, mountpoint: &Path, name: &str) -> std::io::Result<()> {
+fn config(name: &str) -> fuser::Config {
     use fuser::MountOption as O;
     let mut config = fuser::Config::default();
     config.mount_options = vec![
@@ -24,5 +22,30 @@ pub fn serve(client: locus_fs::Client, mountpoint: &Path, name: &str) -> std::io
     ];
     config.n_threads = Some(4);
     config.clone_fd = true;
-    fuser::mount(LocusFs::new(client)?, mountpoint, &config)
+    config
+}
+
+/// Mounts the file system `client` reaches at `mountpoint` and serves it
+/// until it is unmounted. `name` is what `mount` lists as its source.
+pub fn serve(client: locus_fs::Client, mountpoint: &Path, name: &str) -> std::io::Result<()> {
+    fuser::mount(LocusFs::new(client)?, mountpoint, &config(name))
+}
+
+/// A mount served by threads of this process, unmounted when dropped.
+pub struct Mounted(Option<fuser::BackgroundSession>);
+
+/// [`serve`] from background threads of this process.
+pub fn spawn(client: locus_fs::Client, mountpoint: &Path, name: &str) -> std::io::Result<Mounted> {
+    let session = fuser::spawn_mount(LocusFs::new(client)?, mountpoint, &config(name))?;
+    Ok(Mounted(Some(session)))
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.take() {
+            if let Err(e) = s.umount_and_join() {
+                tracing::warn!("unmounting: {e}");
+            }
+        }
+    }
 }

@@ -1,0 +1,208 @@
+//! `locus bench mount`: programs using the file system through its FUSE
+//! mount, beside the same programs on the store's own file system and
+//! beside the client library, in one run: `fio` sequential write and read
+//! of local files, the first read of a remote file (fetch included), and an
+//! mdtest-like create-then-stat of many empty files.
+
+use crate::report::{header, median, row, row_precise, target};
+use crate::workspace::{default_root, Workspace};
+use anyhow::{bail, Context};
+use locus_fs::Client;
+use locus_launch::Daemons;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub struct MountOpts {
+    /// Bytes per fio file (a multiple of 1 MiB).
+    pub size: u64,
+    /// Empty files per create/stat round.
+    pub files: u32,
+    pub rounds: u32,
+    pub dir: Option<PathBuf>,
+    pub keep: bool,
+    pub daemons: Daemons,
+}
+
+const MIB: u64 = 1 << 20;
+
+/// Flushes dirty pages so no measurement pays for the one before.
+fn settle() {
+    // SAFETY: sync has no preconditions.
+    unsafe { libc::sync() };
+}
+
+/// Runs one sequential fio job on `file`: the bandwidth fio measured.
+fn fio(file: &Path, rw: &str, size: u64) -> anyhow::Result<f64> {
+    settle();
+    let out = Command::new("fio")
+        .args([
+            "--name=seq",
+            "--bs=1M",
+            "--ioengine=psync",
+            "--output-format=json",
+        ])
+        .arg(format!("--rw={rw}"))
+        .arg(format!("--size={size}"))
+        .arg(format!("--filename={}", file.display()))
+        .output()
+        .context("fio (apt package fio, installed by scripts/setup.sh)")?;
+    if !out.status.success() {
+        bail!(
+            "fio --rw={rw} {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).context("fio's report")?;
+    let bw = &report["jobs"][0][rw]["bw_bytes"];
+    bw.as_f64()
+        .map(|b| b / 1e9)
+        .with_context(|| format!("no {rw} bandwidth in fio's report"))
+}
+
+/// Creates `n` empty files in `dir`, then stats each: (creates, stats) time.
+fn create_stat(dir: &Path, n: u32) -> anyhow::Result<(Duration, Duration)> {
+    std::fs::create_dir(dir)?;
+    settle();
+    let start = Instant::now();
+    for i in 0..n {
+        std::fs::File::create(dir.join(format!("f{i}")))?;
+    }
+    let created = start.elapsed();
+    let start = Instant::now();
+    for i in 0..n {
+        std::fs::metadata(dir.join(format!("f{i}")))?;
+    }
+    Ok((created, start.elapsed()))
+}
+
+/// The client library's first read of a remote file, fetch included: GB/s.
+fn fetch(rt: &tokio::runtime::Runtime, reader: &Client, path: &str) -> anyhow::Result<f64> {
+    settle();
+    let start = Instant::now();
+    let file = rt.block_on(reader.open_read(path))?;
+    let n = std::io::copy(&mut &file, &mut std::io::sink())?;
+    Ok(n as f64 / 1e9 / start.elapsed().as_secs_f64())
+}
+
+/// One round's figures, each (through Locus, baseline).
+#[derive(Default)]
+struct Round {
+    write: (f64, f64),
+    read: (f64, f64),
+    remote: (f64, f64),
+    create: (f64, f64),
+    stat: (f64, f64),
+}
+
+pub fn run(opts: MountOpts) -> anyhow::Result<()> {
+    if opts.size == 0 || !opts.size.is_multiple_of(MIB) {
+        bail!("--size-mib must be positive");
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/dev/fuse").exists() {
+        bail!("bench mount mounts file systems: it needs root and /dev/fuse");
+    }
+    let root = opts.dir.clone().unwrap_or_else(|| default_root("mount"));
+    let ws = Workspace::start(&root, 2, &opts.daemons, opts.keep)?;
+    let (p0, p1) = (root.join("m0"), root.join("m1"));
+    std::fs::create_dir(&p0)?;
+    std::fs::create_dir(&p1)?;
+    let (writer, reader) = (ws.client(0)?, ws.client(1)?);
+    let m0 = locus_mount::spawn(ws.client(0)?, &p0, "locus:bench")?;
+    let m1 = locus_mount::spawn(ws.client(1)?, &p1, "locus:bench")?;
+    println!("{}", crate::machine::describe());
+    println!(
+        "mount: fio 1 MiB sequential on {} MiB files, {} empty files created then \
+         stat'ed; {} rounds after a warm-up (median shown); mounts of node 0 and 1 \
+         beside the store's own file system ({})",
+        opts.size / MIB,
+        opts.files,
+        opts.rounds,
+        ws.raw_root.display()
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let mut rounds = Vec::new();
+    for n in 0..=opts.rounds.max(1) {
+        let raw = ws.raw_dir(&format!("r{n}"))?;
+        let dir = p0.join(format!("r{n}"));
+        std::fs::create_dir(&dir)?;
+        let mut r = Round::default();
+        // Alternate which goes first, so neither always gets warmer memory.
+        let (a, b) = (dir.join("seq"), raw.join("seq"));
+        if n % 2 == 0 {
+            r.write = (fio(&a, "write", opts.size)?, fio(&b, "write", opts.size)?);
+            r.read = (fio(&a, "read", opts.size)?, fio(&b, "read", opts.size)?);
+        } else {
+            r.write.1 = fio(&b, "write", opts.size)?;
+            r.write.0 = fio(&a, "write", opts.size)?;
+            r.read.1 = fio(&b, "read", opts.size)?;
+            r.read.0 = fio(&a, "read", opts.size)?;
+        }
+        // A file of node 0 read first on node 1, against the library's fetch
+        // of another such file.
+        let remote = p1.join(format!("r{n}/seq"));
+        let other = format!("/r{n}/other");
+        rt.block_on(async {
+            let mut w = writer.create(&other).await?;
+            std::io::copy(
+                &mut std::io::Read::take(std::io::repeat(7), opts.size),
+                &mut w,
+            )?;
+            w.close().await?;
+            anyhow::Ok(())
+        })?;
+        r.remote = (
+            fio(&remote, "read", opts.size)?,
+            fetch(&rt, &reader, &other)?,
+        );
+        let per_s = |d: Duration| f64::from(opts.files) / d.as_secs_f64();
+        let (c, s) = create_stat(&dir.join("many"), opts.files)?;
+        let (rc, rs) = create_stat(&raw.join("many"), opts.files)?;
+        (r.create, r.stat) = ((per_s(c), per_s(rc)), (per_s(s), per_s(rs)));
+        std::fs::remove_dir_all(&raw)?;
+        rt.block_on(writer.remove_all(&format!("/r{n}")))?;
+        if n > 0 {
+            rounds.push(r);
+        }
+    }
+    drop((m0, m1));
+    let rate = |f: fn(&Round) -> (f64, f64)| {
+        let l = median(rounds.iter().map(|r| f(r).0).collect());
+        let b = median(rounds.iter().map(|r| f(r).1).collect());
+        (l, b)
+    };
+    let (w, raw_w) = rate(|r| r.write);
+    let (rd, raw_r) = rate(|r| r.read);
+    let (rem, lib) = rate(|r| r.remote);
+    let (c, raw_c) = rate(|r| r.create);
+    let (s, raw_s) = rate(|r| r.stat);
+    header("GB/s", "direct");
+    row_precise("fio write, local (vs store fs)", w, raw_w);
+    row_precise("fio read, local (vs store fs)", rd, raw_r);
+    row_precise("first remote read (vs library)", rem, lib);
+    header("ops/s", "direct");
+    row("create empty files (vs store fs)", c, raw_c);
+    row("stat them (vs store fs)", s, raw_s);
+    let pct = |a: f64, b: f64| 100.0 * a / b;
+    target(
+        &format!("local write >= 80% of the store fs ({:.0}%)", pct(w, raw_w)),
+        w >= 0.8 * raw_w,
+    );
+    target(
+        &format!("local read >= 80% of the store fs ({:.0}%)", pct(rd, raw_r)),
+        rd >= 0.8 * raw_r,
+    );
+    target(
+        &format!(
+            "first remote read >= 70% of the library's fetch ({:.0}%)",
+            pct(rem, lib)
+        ),
+        rem >= 0.7 * lib,
+    );
+    Ok(())
+}
