@@ -18,8 +18,8 @@ use locus_proto::FsError;
 use std::ffi::OsStr;
 use std::future::Future;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::Ordering;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long the kernel may trust a name it looked up, and what it knows of
@@ -43,6 +43,7 @@ pub struct LocusFs {
     /// Directory listings in progress, by handle: taken whole at `opendir`.
     listings: Mutex<std::collections::HashMap<u64, Vec<(String, FileType)>>>,
     next_dir: std::sync::atomic::AtomicU64,
+    passthrough: AtomicBool,
     uid: u32,
     gid: u32,
 }
@@ -123,6 +124,7 @@ impl LocusFs {
             handles: Mutex::default(),
             listings: Mutex::default(),
             next_dir: Default::default(),
+            passthrough: AtomicBool::new(false),
             uid,
             gid,
         })
@@ -261,15 +263,46 @@ impl LocusFs {
             Err(e) => return reply.error(io_errno(&e)),
         };
         let mut handles = self.handles.lock().expect("handles");
-        // An inode is one version: pages cached from it stay right, unless
-        // a program here is writing the next one through them.
-        let flags = if handles.writer_of(ino).is_some() {
-            FopenFlags::FOPEN_DIRECT_IO
+        if handles.writer_of(ino).is_some() {
+            // A program here writes the next version through this inode's
+            // pages: read the closed version past them.
+            let fh = handles.insert(
+                ino,
+                Open::Read(Reading {
+                    file,
+                    backing: None,
+                }),
+            );
+            return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
+        }
+        // The kernel reads the store file itself, or through its cache
+        // (pages of a version stay right: keep them).
+        let backing = if self.passthrough.load(Ordering::Relaxed) {
+            handles
+                .backing(ino)
+                .or_else(|| match reply.open_backing(&file) {
+                    Ok(b) => {
+                        let b = Arc::new(b);
+                        handles.set_backing(ino, &b);
+                        Some(b)
+                    }
+                    Err(e) => {
+                        tracing::debug!("{path}: no passthrough: {e}");
+                        None
+                    }
+                })
         } else {
-            FopenFlags::FOPEN_KEEP_CACHE
+            None
         };
-        let fh = handles.insert(ino, Open::Read(Reading { file }));
-        reply.opened(FileHandle(fh), flags);
+        let open = Open::Read(Reading {
+            file,
+            backing: backing.clone(),
+        });
+        let fh = FileHandle(handles.insert(ino, open));
+        match backing {
+            Some(b) => reply.opened_passthrough(fh, FopenFlags::empty(), &b),
+            None => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE),
+        }
     }
 
     /// Whether `ino` stands for version `stamp` (or is being written here).
@@ -343,6 +376,12 @@ impl Filesystem for LocusFs {
                 | InitFlags::FUSE_MAX_PAGES
                 | InitFlags::FUSE_WRITEBACK_CACHE,
         );
+        // Reads of local versions go from the kernel to the store file.
+        if config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+            && config.set_max_stack_depth(1).is_ok()
+        {
+            self.passthrough.store(true, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -554,6 +593,18 @@ impl Filesystem for LocusFs {
         };
         if flags.acc_mode() == OpenAccMode::O_RDONLY {
             return self.open_reading(ino.0, &path, reply);
+        }
+        if self
+            .handles
+            .lock()
+            .expect("handles")
+            .backing(ino.0)
+            .is_some()
+        {
+            // The kernel reads this inode from a version's store file and
+            // would refuse a writer on it: the writer gets a new inode.
+            self.inodes.lock().expect("inodes").retire(ino.0);
+            return reply.error(Errno::ESTALE);
         }
         let truncate = flags.0 & libc::O_TRUNC != 0;
         match self.run(self.client.open_write(&path, truncate)) {

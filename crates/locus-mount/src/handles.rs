@@ -1,13 +1,16 @@
 //! Open files of the mount: what each file handle reads or writes.
 
+use fuser::BackingId;
 use locus_fs::Writer;
 use std::collections::HashMap;
 use std::fs::File;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// A file opened for reading: one closed version, local to this node.
 pub struct Reading {
     pub file: File,
+    /// Held while the kernel reads the version's store file itself.
+    pub backing: Option<Arc<BackingId>>,
 }
 
 /// A file opened for writing: bytes go to the writer's private file and are
@@ -44,6 +47,9 @@ pub struct Handles {
     open: HashMap<u64, (u64, Handle)>,
     /// Open write handles, per inode.
     writers: HashMap<u64, Vec<u64>>,
+    /// The store file the kernel passes reads of an inode through to, while
+    /// any such open lasts (one per inode, as the kernel requires).
+    backings: HashMap<u64, Weak<BackingId>>,
 }
 
 impl Handles {
@@ -63,6 +69,14 @@ impl Handles {
 
     pub fn remove(&mut self, fh: u64) -> Option<Handle> {
         let (ino, h) = self.open.remove(&fh)?;
+        if let Open::Read(Reading {
+            backing: Some(b), ..
+        }) = &*h.lock().expect("handle")
+        {
+            if Arc::strong_count(b) == 1 {
+                self.backings.remove(&ino);
+            }
+        }
         if let Some(w) = self.writers.get_mut(&ino) {
             w.retain(|&x| x != fh);
             if w.is_empty() {
@@ -77,5 +91,15 @@ impl Handles {
     pub fn writer_of(&self, ino: u64) -> Option<Handle> {
         let fh = *self.writers.get(&ino)?.first()?;
         self.get(fh)
+    }
+
+    /// The live passthrough backing of `ino`, if reads of it are passed
+    /// through now.
+    pub fn backing(&self, ino: u64) -> Option<Arc<BackingId>> {
+        self.backings.get(&ino)?.upgrade()
+    }
+
+    pub fn set_backing(&mut self, ino: u64, b: &Arc<BackingId>) {
+        self.backings.insert(ino, Arc::downgrade(b));
     }
 }

@@ -90,6 +90,16 @@ impl Inodes {
         }
     }
 
+    /// The next lookup of `ino`'s name gets a new number: the kernel's
+    /// opens of `ino` stay as they are, new ones go to the new number.
+    pub fn retire(&mut self, ino: u64) {
+        if let Some(node) = self.by_ino.get(&ino) {
+            if self.by_path.get(&node.path) == Some(&ino) {
+                self.by_path.remove(&node.path);
+            }
+        }
+    }
+
     /// The number to show for `path` in a listing: its bound number, or a
     /// stable unbound one (listings do not count as lookups).
     pub fn listed(&self, path: &str) -> u64 {
@@ -178,6 +188,10 @@ mod tests {
         // A version written here keeps its number once published.
         t.published(v2, 3);
         assert_eq!(t.looked_up("/f", 3), v2);
+        // A retired number keeps its file; the name gets a new one.
+        t.retire(v2);
+        assert_eq!(t.path(v2), Some("/f"));
+        assert_ne!(t.looked_up("/f", 3), v2);
     }
 
     #[test]
