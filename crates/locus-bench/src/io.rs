@@ -42,7 +42,7 @@ fn dd(args: &[String]) -> anyhow::Result<()> {
 
 /// Flushes dirty pages so that no measurement pays for the writeback of the
 /// one before.
-fn settle() {
+pub(crate) fn settle() {
     // SAFETY: sync has no preconditions.
     unsafe { libc::sync() };
 }
@@ -52,7 +52,7 @@ fn settle() {
 /// returns free memory to its host, first touching memory costs more than the
 /// I/O measured (0.2 GB/s against 3 GB/s here); without this, whichever side
 /// ran first would get the warm memory.
-fn warm(dir: &std::path::Path, size: u64) -> anyhow::Result<()> {
+pub(crate) fn warm(dir: &std::path::Path, size: u64) -> anyhow::Result<()> {
     let path = dir.join("warm");
     let mut f = std::fs::File::create(&path)?;
     let chunk = vec![0u8; MIB as usize];

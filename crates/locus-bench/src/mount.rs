@@ -4,10 +4,10 @@
 //! of local files, the first read of a remote file (fetch included), and an
 //! mdtest-like create-then-stat of many empty files.
 
+use crate::io::{settle, warm};
 use crate::report::{header, median, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
 use anyhow::{bail, Context};
-use locus_fs::Client;
 use locus_launch::Daemons;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,15 +26,17 @@ pub struct MountOpts {
 
 const MIB: u64 = 1 << 20;
 
-/// Flushes dirty pages so no measurement pays for the one before.
-fn settle() {
-    // SAFETY: sync has no preconditions.
-    unsafe { libc::sync() };
-}
-
 /// Runs one sequential fio job on `file`: the bandwidth fio measured.
-fn fio(file: &Path, rw: &str, size: u64) -> anyhow::Result<f64> {
-    settle();
+/// Writes start on warm memory (see `io::warm`); reads start with no page
+/// cached, so both sides read the disk (this VM's reclaim otherwise evicts
+/// one side's pages and not the other's).
+fn fio(file: &Path, rw: &str, size: u64, scratch: &Path) -> anyhow::Result<f64> {
+    if rw == "write" {
+        warm(scratch, size)?;
+    } else {
+        settle();
+        std::fs::write("/proc/sys/vm/drop_caches", "3").context("dropping the page cache")?;
+    }
     let out = Command::new("fio")
         .args([
             "--name=seq",
@@ -77,12 +79,23 @@ fn create_stat(dir: &Path, n: u32) -> anyhow::Result<(Duration, Duration)> {
     Ok((created, start.elapsed()))
 }
 
-/// The client library's first read of a remote file, fetch included: GB/s.
-fn fetch(rt: &tokio::runtime::Runtime, reader: &Client, path: &str) -> anyhow::Result<f64> {
-    settle();
+/// Opens `open`'s file and reads it whole in 1 MiB pieces: GB/s, the
+/// opening (a remote file's fetch) included.
+fn first_read(
+    open: impl FnOnce() -> anyhow::Result<std::fs::File>,
+    (scratch, size): (&Path, u64),
+) -> anyhow::Result<f64> {
+    warm(scratch, size)?;
     let start = Instant::now();
-    let file = rt.block_on(reader.open_read(path))?;
-    let n = std::io::copy(&mut &file, &mut std::io::sink())?;
+    let mut file = open()?;
+    let mut buf = vec![0u8; MIB as usize];
+    let mut n = 0u64;
+    loop {
+        match std::io::Read::read(&mut file, &mut buf)? {
+            0 => break,
+            k => n += k as u64,
+        }
+    }
     Ok(n as f64 / 1e9 / start.elapsed().as_secs_f64())
 }
 
@@ -134,14 +147,22 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         let mut r = Round::default();
         // Alternate which goes first, so neither always gets warmer memory.
         let (a, b) = (dir.join("seq"), raw.join("seq"));
+        // Each measurement starts on warm memory (see `io::warm`).
+        let (size, scratch) = (opts.size, &ws.raw_root);
         if n % 2 == 0 {
-            r.write = (fio(&a, "write", opts.size)?, fio(&b, "write", opts.size)?);
-            r.read = (fio(&a, "read", opts.size)?, fio(&b, "read", opts.size)?);
+            r.write = (
+                fio(&a, "write", size, scratch)?,
+                fio(&b, "write", size, scratch)?,
+            );
+            r.read = (
+                fio(&a, "read", size, scratch)?,
+                fio(&b, "read", size, scratch)?,
+            );
         } else {
-            r.write.1 = fio(&b, "write", opts.size)?;
-            r.write.0 = fio(&a, "write", opts.size)?;
-            r.read.1 = fio(&b, "read", opts.size)?;
-            r.read.0 = fio(&a, "read", opts.size)?;
+            r.write.1 = fio(&b, "write", size, scratch)?;
+            r.write.0 = fio(&a, "write", size, scratch)?;
+            r.read.1 = fio(&b, "read", size, scratch)?;
+            r.read.0 = fio(&a, "read", size, scratch)?;
         }
         // A file of node 0 read first on node 1, against the library's fetch
         // of another such file.
@@ -157,8 +178,11 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
             anyhow::Ok(())
         })?;
         r.remote = (
-            fio(&remote, "read", opts.size)?,
-            fetch(&rt, &reader, &other)?,
+            first_read(|| Ok(std::fs::File::open(&remote)?), (scratch, size))?,
+            first_read(
+                || Ok(rt.block_on(reader.open_read(&other))?),
+                (scratch, size),
+            )?,
         );
         let per_s = |d: Duration| f64::from(opts.files) / d.as_secs_f64();
         let (c, s) = create_stat(&dir.join("many"), opts.files)?;

@@ -1339,6 +1339,22 @@ impl Writer {
             .await
     }
 
+    /// Closes a writer that wrote nothing: a file it created stays, empty,
+    /// with no version published (one metadata request); an existing file
+    /// it was opened on is published as written (truncated or as it was).
+    pub async fn close_unwritten(mut self) -> FsResult<()> {
+        if self.replacing.is_some() {
+            return self.close().await.map(drop);
+        }
+        self.closed = true;
+        self.file.take();
+        self.client.inner.store.discard(&self.tmp);
+        self.client
+            .unlock(&self.path, self.lease.token)
+            .await
+            .and_then(expect_ok)
+    }
+
     /// Discards the written bytes and releases the lock, leaving the file
     /// as it was (a file this writer created is removed).
     pub async fn abort(mut self) {

@@ -3,7 +3,7 @@
 //! published when its opener closes it; a remote file is fetched whole on
 //! open, then read locally; a second writer gets `EBUSY`).
 
-use crate::handles::{Handles, Open, Reading, Writing};
+use crate::handles::{Backed, Handles, Open, Reading, Writing};
 use crate::inodes::{Inodes, ROOT};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -102,6 +102,20 @@ fn ns_of(t: TimeOrNow) -> i64 {
     }
 }
 
+/// A file's size and modification time, to tell whether it was written.
+fn seen(f: &std::fs::File) -> (u64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata()
+        .map(|m| (m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec()))
+        .unwrap_or_default()
+}
+
+/// Whether `w`'s file changed since it was opened or last published (by
+/// this process's writes, or by the kernel's under passthrough).
+fn touched(w: &Writing) -> bool {
+    w.written || seen(&w.file) != w.seen
+}
+
 fn kind(k: Kind) -> FileType {
     match k {
         Kind::File => FileType::RegularFile,
@@ -194,17 +208,29 @@ impl LocusFs {
     /// Publishes what `w` wrote as the file's next version, then sets a
     /// modification time given while it was open.
     fn publish(&self, w: &mut Writing) -> Result<(), Errno> {
+        if w.writer.is_none() && touched(w) {
+            // The kernel wrote the published file after publication (a
+            // descriptor shared with the opener outlived its close): what
+            // it holds now is the next version.
+            let next = self.run(self.client.open_write(&w.path, false));
+            w.writer = Some(next.map_err(|e| failed("publishing late writes", &e))?);
+        }
         if let Some(writer) = w.writer.take() {
-            (w.written, w.fresh) = (false, false);
             let rec = self
                 .run(writer.close())
                 .map_err(|e| failed("publishing", &e))?;
-            // The kernel's pages of this inode are what was written.
+            // This inode's pages (or its backing file) are that version.
+            let ino = w.ino;
             self.inodes
                 .lock()
                 .expect("inodes")
-                .published(w.ino, rec.stamp);
+                .published(ino, rec.stamp);
+            self.handles
+                .lock()
+                .expect("handles")
+                .published(ino, rec.stamp);
         }
+        (w.written, w.fresh, w.seen) = (false, false, seen(&w.file));
         if let Some(t) = w.mtime_ns.take() {
             self.run(self.client.set_attr(&w.path, None, Some(t)))
                 .map_err(|e| failed("setting the time", &e))?;
@@ -220,33 +246,91 @@ impl LocusFs {
     /// The writer of `w`, opening the next version if the last was published.
     fn writer<'a>(&self, w: &'a mut Writing) -> Result<&'a mut Writer, Errno> {
         if w.writer.is_none() {
-            let next = self
+            let mut next = self
                 .run(self.client.open_write(&w.path, false))
                 .map_err(|e| failed("reopening for writing", &e))?;
+            w.file = next.file().try_clone().map_err(|e| io_errno(&e))?;
+            w.seen = seen(&w.file);
             w.writer = Some(next);
         }
         Ok(w.writer.as_mut().expect("just set"))
     }
 
+    /// A write handle of `writer` on `ino`, passed through to its private
+    /// file where the kernel can (`open_backing` registers it).
     fn open_writing(
         &self,
         ino: u64,
         req: &Request,
-        path: &str,
-        writer: Option<Writer>,
+        mut writer: Writer,
         fresh: bool,
-    ) -> u64 {
+        open_backing: impl FnOnce(&std::fs::File) -> std::io::Result<fuser::BackingId>,
+    ) -> Result<(u64, Option<Arc<fuser::BackingId>>), Errno> {
+        let file = match writer.file().try_clone() {
+            Ok(f) => f,
+            Err(e) => {
+                self.abort(writer);
+                return Err(io_errno(&e));
+            }
+        };
         let mut handles = self.handles.lock().expect("handles");
+        let backing =
+            match self.pass_through(&mut handles, ino, Backed::Writer, || open_backing(&file)) {
+                Ok(b) => b,
+                Err(e) => {
+                    drop(handles);
+                    self.abort(writer);
+                    return Err(e);
+                }
+            };
         let open = Open::Write(Box::new(Writing {
-            path: path.to_string(),
+            path: writer.path().to_string(),
             ino,
-            writer,
+            writer: Some(writer),
+            seen: seen(&file),
+            file,
+            backing: backing.clone(),
             written: false,
             fresh,
             opener: req.pid(),
             mtime_ns: None,
         }));
-        handles.insert(ino, open)
+        Ok((handles.insert(ino, open), backing))
+    }
+
+    /// The backing for an open of `ino` that needs `what` behind it: the
+    /// inode's (shared), a new one, or none where the kernel offers no
+    /// passthrough. `ESTALE` when another file backs the inode now: its
+    /// number is retired and the kernel looks the name up again, getting a
+    /// new inode for this open.
+    fn pass_through(
+        &self,
+        handles: &mut Handles,
+        ino: u64,
+        what: Backed,
+        open_backing: impl FnOnce() -> std::io::Result<fuser::BackingId>,
+    ) -> Result<Option<Arc<fuser::BackingId>>, Errno> {
+        if !self.passthrough.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        match handles.backing_for(ino, what) {
+            Ok(Some(b)) => Ok(Some(b)),
+            Ok(None) => match open_backing() {
+                Ok(b) => {
+                    let b = Arc::new(b);
+                    handles.set_backing(ino, what, &b);
+                    Ok(Some(b))
+                }
+                Err(e) => {
+                    tracing::debug!("no passthrough: {e}");
+                    Ok(None)
+                }
+            },
+            Err(()) => {
+                self.inodes.lock().expect("inodes").retire(ino);
+                Err(Errno::ESTALE)
+            }
+        }
     }
 
     fn open_reading(&self, ino: u64, path: &str, reply: ReplyOpen) {
@@ -263,36 +347,18 @@ impl LocusFs {
             Err(e) => return reply.error(io_errno(&e)),
         };
         let mut handles = self.handles.lock().expect("handles");
-        if handles.writer_of(ino).is_some() {
-            // A program here writes the next version through this inode's
-            // pages: read the closed version past them.
-            let fh = handles.insert(
-                ino,
-                Open::Read(Reading {
-                    file,
-                    backing: None,
-                }),
-            );
-            return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
-        }
-        // The kernel reads the store file itself, or through its cache
-        // (pages of a version stay right: keep them).
-        let backing = if self.passthrough.load(Ordering::Relaxed) {
-            handles
-                .backing(ino)
-                .or_else(|| match reply.open_backing(&file) {
-                    Ok(b) => {
-                        let b = Arc::new(b);
-                        handles.set_backing(ino, &b);
-                        Some(b)
-                    }
-                    Err(e) => {
-                        tracing::debug!("{path}: no passthrough: {e}");
-                        None
-                    }
-                })
-        } else {
-            None
+        let want = Backed::Version(copy.stamp);
+        let backing = match self.pass_through(&mut handles, ino, want, || reply.open_backing(&file))
+        {
+            Ok(b) => b,
+            Err(e) => return reply.error(e),
+        };
+        // Without passthrough the kernel reads through its cache: pages of
+        // a version stay right (keep them), unless a program here writes
+        // the next version through them (then read past them).
+        let flags = match (&backing, handles.writer_of(ino)) {
+            (None, Some(_)) => FopenFlags::FOPEN_DIRECT_IO,
+            _ => FopenFlags::FOPEN_KEEP_CACHE,
         };
         let open = Open::Read(Reading {
             file,
@@ -301,7 +367,7 @@ impl LocusFs {
         let fh = FileHandle(handles.insert(ino, open));
         match backing {
             Some(b) => reply.opened_passthrough(fh, FopenFlags::empty(), &b),
-            None => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE),
+            None => reply.opened(fh, flags),
         }
     }
 
@@ -373,14 +439,17 @@ impl Filesystem for LocusFs {
                 | InitFlags::FUSE_AUTO_INVAL_DATA
                 | InitFlags::FUSE_BIG_WRITES
                 | InitFlags::FUSE_PARALLEL_DIROPS
-                | InitFlags::FUSE_MAX_PAGES
-                | InitFlags::FUSE_WRITEBACK_CACHE,
+                | InitFlags::FUSE_MAX_PAGES,
         );
-        // Reads of local versions go from the kernel to the store file.
+        // The kernel reads and writes local files itself (passthrough);
+        // where it cannot, it caches writes instead (the two exclude each
+        // other).
         if config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
             && config.set_max_stack_depth(1).is_ok()
         {
             self.passthrough.store(true, Ordering::Relaxed);
+        } else {
+            let _ = config.add_capabilities(InitFlags::FUSE_WRITEBACK_CACHE);
         }
         Ok(())
     }
@@ -594,25 +663,15 @@ impl Filesystem for LocusFs {
         if flags.acc_mode() == OpenAccMode::O_RDONLY {
             return self.open_reading(ino.0, &path, reply);
         }
-        if self
-            .handles
-            .lock()
-            .expect("handles")
-            .backing(ino.0)
-            .is_some()
-        {
-            // The kernel reads this inode from a version's store file and
-            // would refuse a writer on it: the writer gets a new inode.
-            self.inodes.lock().expect("inodes").retire(ino.0);
-            return reply.error(Errno::ESTALE);
-        }
         let truncate = flags.0 & libc::O_TRUNC != 0;
-        match self.run(self.client.open_write(&path, truncate)) {
-            Ok(writer) => {
-                let fh = self.open_writing(ino.0, req, &path, Some(writer), truncate);
-                reply.opened(FileHandle(fh), FopenFlags::empty());
-            }
-            Err(e) => reply.error(failed("open", &e)),
+        let writer = match self.run(self.client.open_write(&path, truncate)) {
+            Ok(w) => w,
+            Err(e) => return reply.error(failed("open", &e)),
+        };
+        match self.open_writing(ino.0, req, writer, truncate, |f| reply.open_backing(f)) {
+            Ok((fh, Some(b))) => reply.opened_passthrough(FileHandle(fh), FopenFlags::empty(), &b),
+            Ok((fh, None)) => reply.opened(FileHandle(fh), FopenFlags::empty()),
+            Err(e) => reply.error(e),
         }
     }
 
@@ -628,17 +687,15 @@ impl Filesystem for LocusFs {
     ) {
         let result = (|| {
             let path = self.child(parent, name)?;
-            // A new file is empty until written: no lock is taken (nor a
-            // version published) for one that never is, as `touch` makes.
-            let (writer, mut rec) = match self.run(self.client.create_empty(&path)) {
-                Ok(rec) => (None, rec),
+            let (writer, mut rec) = match self.run(self.client.create(&path)) {
+                Ok(w) => (w, Record::new(Kind::File, 0o644, now_ns())),
                 // Made by another node since the kernel looked.
                 Err(e) if e.code == locus_proto::Errno::EEXIST && flags & libc::O_EXCL == 0 => {
                     let truncate = flags & libc::O_TRUNC != 0;
                     let w = self.run(self.client.open_write(&path, truncate));
                     let w = w.map_err(|e| failed("create", &e))?;
                     let rec = self.run(self.client.stat(&path));
-                    (Some(w), rec.map_err(|e| failed("create", &e))?)
+                    (w, rec.map_err(|e| failed("create", &e))?)
                 }
                 Err(e) => return Err(failed("create", &e)),
             };
@@ -653,15 +710,16 @@ impl Filesystem for LocusFs {
                 .lock()
                 .expect("inodes")
                 .looked_up(&path, rec.stamp);
-            let fresh = writer.is_some();
-            let fh = self.open_writing(ino, req, &path, writer, fresh);
-            Ok((self.attr(ino, &rec), fh))
+            let (fh, backing) =
+                self.open_writing(ino, req, writer, true, |f| reply.open_backing(f))?;
+            Ok((self.attr(ino, &rec), fh, backing))
         })();
+        let (flags, generation) = (FopenFlags::empty(), Generation(0));
         match result {
-            Ok((attr, fh)) => {
-                let flags = FopenFlags::empty();
-                reply.created(&TTL, &attr, Generation(0), FileHandle(fh), flags);
+            Ok((attr, fh, Some(b))) => {
+                reply.created_passthrough(&TTL, &attr, generation, FileHandle(fh), flags, &b);
             }
+            Ok((attr, fh, None)) => reply.created(&TTL, &attr, generation, FileHandle(fh), flags),
             Err(e) => reply.error(e),
         }
     }
@@ -746,7 +804,7 @@ impl Filesystem for LocusFs {
                 // so the next open anywhere sees it. (A shell closes the
                 // descriptor it opened once it has duplicated it: nothing
                 // written yet, nothing published.)
-                Open::Write(w) if w.written && w.opener == req.pid() => self.publish(w),
+                Open::Write(w) if w.opener == req.pid() && touched(w) => self.publish(w),
                 _ => Ok(()),
             }
         })();
@@ -771,9 +829,14 @@ impl Filesystem for LocusFs {
         };
         let mut open = h.lock().expect("handle");
         if let Open::Write(w) = &mut *open {
-            if !(w.written || w.fresh) {
+            if !touched(w) {
                 if let Some(writer) = w.writer.take() {
-                    self.abort(writer);
+                    // A new file stays empty; a truncated one is published.
+                    if !w.fresh {
+                        self.abort(writer);
+                    } else if let Err(e) = self.run(writer.close_unwritten()) {
+                        tracing::warn!("{}: closing: {e}", w.path);
+                    }
                 }
             }
             if let Err(e) = self.publish(w) {

@@ -21,7 +21,14 @@ pub struct Writing {
     pub ino: u64,
     /// `None` once published; a later write opens the next version.
     pub writer: Option<Writer>,
-    /// Bytes or size changed since the last publication.
+    /// The writer's private file (once published, the version's file): the
+    /// kernel writes it itself under passthrough.
+    pub file: File,
+    /// `file`'s size and modification time when opened or last published.
+    pub seen: (u64, i64),
+    /// Held while the kernel writes `file` itself.
+    pub backing: Option<Arc<BackingId>>,
+    /// Bytes or size changed through this process since the last publication.
     pub written: bool,
     /// Created or truncated by its open: published when released even if
     /// nothing was written.
@@ -47,9 +54,18 @@ pub struct Handles {
     open: HashMap<u64, (u64, Handle)>,
     /// Open write handles, per inode.
     writers: HashMap<u64, Vec<u64>>,
-    /// The store file the kernel passes reads of an inode through to, while
-    /// any such open lasts (one per inode, as the kernel requires).
-    backings: HashMap<u64, Weak<BackingId>>,
+    /// The file the kernel passes an inode's reads and writes through to,
+    /// while any such open lasts (one per inode, as the kernel requires).
+    backings: HashMap<u64, (Backed, Weak<BackingId>)>,
+}
+
+/// What an inode's passthrough backing file is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Backed {
+    /// A closed version's store file.
+    Version(u64),
+    /// A writer's private file.
+    Writer,
 }
 
 impl Handles {
@@ -69,13 +85,18 @@ impl Handles {
 
     pub fn remove(&mut self, fh: u64) -> Option<Handle> {
         let (ino, h) = self.open.remove(&fh)?;
-        if let Open::Read(Reading {
-            backing: Some(b), ..
-        }) = &*h.lock().expect("handle")
-        {
-            if Arc::strong_count(b) == 1 {
-                self.backings.remove(&ino);
-            }
+        let last = match &*h.lock().expect("handle") {
+            Open::Read(r) => r
+                .backing
+                .as_ref()
+                .is_some_and(|b| Arc::strong_count(b) == 1),
+            Open::Write(w) => w
+                .backing
+                .as_ref()
+                .is_some_and(|b| Arc::strong_count(b) == 1),
+        };
+        if last {
+            self.backings.remove(&ino);
         }
         if let Some(w) = self.writers.get_mut(&ino) {
             w.retain(|&x| x != fh);
@@ -93,13 +114,30 @@ impl Handles {
         self.get(fh)
     }
 
-    /// The live passthrough backing of `ino`, if reads of it are passed
-    /// through now.
-    pub fn backing(&self, ino: u64) -> Option<Arc<BackingId>> {
-        self.backings.get(&ino)?.upgrade()
+    /// How an open needing `want` as `ino`'s backing may be passed through:
+    /// with the live backing (`Some`), a new one (`None`), or not at all
+    /// (another file backs the inode now).
+    #[allow(clippy::result_unit_err)]
+    pub fn backing_for(&self, ino: u64, want: Backed) -> Result<Option<Arc<BackingId>>, ()> {
+        match self.backings.get(&ino) {
+            Some((had, b)) => match b.upgrade() {
+                Some(b) if *had == want => Ok(Some(b)),
+                Some(_) => Err(()),
+                None => Ok(None),
+            },
+            None => Ok(None),
+        }
     }
 
-    pub fn set_backing(&mut self, ino: u64, b: &Arc<BackingId>) {
-        self.backings.insert(ino, Arc::downgrade(b));
+    pub fn set_backing(&mut self, ino: u64, what: Backed, b: &Arc<BackingId>) {
+        self.backings.insert(ino, (what, Arc::downgrade(b)));
+    }
+
+    /// The writer backing `ino` published version `stamp`: its file is that
+    /// version's now, which readers may share.
+    pub fn published(&mut self, ino: u64, stamp: u64) {
+        if let Some((what @ Backed::Writer, _)) = self.backings.get_mut(&ino) {
+            *what = Backed::Version(stamp);
+        }
     }
 }
