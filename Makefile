@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-tasks bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
 
 setup:
 	./scripts/setup.sh
@@ -28,6 +28,9 @@ bench-tasks: build
 
 bench-io: build
 	target/release/locus bench io
+
+bench-mount: build
+	target/release/locus bench mount
 
 bench-filecopy: build
 	target/release/locus bench filecopy
