@@ -493,10 +493,11 @@ fn acknowledged_operations_survive_daemons_killed_while_clients_work() {
             })
         })
         .collect();
-    // Kill a daemon every so often, and start it again.
+    // Kill a daemon every so often, and start it again: at least 10 times
+    // and for 6 s (a loaded machine restarts daemons more slowly).
     let mut kills = 0;
     let deadline = Instant::now() + Duration::from_secs(6);
-    while Instant::now() < deadline {
+    while kills < 10 || Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(400));
         c.signal(kills % 3, libc::SIGKILL);
         std::thread::sleep(Duration::from_millis(150));
@@ -530,8 +531,5 @@ fn acknowledged_operations_survive_daemons_killed_while_clients_work() {
             checked += 1;
         }
     }
-    assert!(
-        checked >= 18 && kills >= 10,
-        "{checked} keys, {kills} kills"
-    );
+    assert!(checked >= 18, "{checked} keys, {kills} kills");
 }

@@ -168,6 +168,8 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
         }
         "itof" => Value::Float(int(arg(0)?)? as f64),
         "strcat" => Value::Str(a.iter().map(Value::render).collect()),
+        // What `dir/"name"` gives, for any number of parts.
+        "dircat" => Value::Str(a.iter().map(Value::render).collect::<Vec<_>>().join("/")),
         "sprintf" => Value::Str(sprintf(string(arg(0)?)?, &a[1..])?),
         "filename" => Value::Str(string(arg(0)?)?.to_string()),
         "input" | "input_file" => Value::File(string(arg(0)?)?.to_string()),
@@ -260,11 +262,9 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             node: false,
         }),
         "args" => Value::Str(cx.args.join(" ")),
-        "clock_seconds" => Value::Int(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() as i64),
-        ),
+        "clock_seconds" => Value::Int(since_epoch().as_secs() as i64),
+        // Seconds, to the millisecond, as Swift/T's clock() gives them.
+        "clock" => Value::Float(since_epoch().as_millis() as f64 / 1000.0),
         "argc" => Value::Int(cx.args.iter().filter(|s| !s.starts_with("--")).count() as i64),
         "argp" => {
             let i = int(arg(0)?)?;
@@ -557,6 +557,12 @@ pub fn effect(name: &str, a: &[Value]) -> Result<Option<String>, String> {
             "builtin '{other}' is not available in this runtime yet"
         )),
     }
+}
+
+fn since_epoch() -> std::time::Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
