@@ -334,3 +334,49 @@ fn unmounting_leaves_nothing_even_after_the_daemon_or_the_mount_died() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.lines().count() == 1, "{err}");
 }
+
+#[test]
+fn large_directories_list_whole_and_statfs_reports_the_node() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(2);
+    let m = Mount::of(&c, 1);
+    let client = c.client(0);
+    let rt = rt();
+    // More than two of the daemon's 10,000-entry pages.
+    let n = 20_005;
+    rt.block_on(async {
+        client.mkdir("/big").await.unwrap();
+        let names: Vec<String> = (0..n).map(|i| format!("/big/f{i:05}")).collect();
+        for chunk in names.chunks(256) {
+            let creates: Vec<_> = chunk
+                .iter()
+                .map(|p| {
+                    let (client, p) = (client.clone(), p.clone());
+                    tokio::spawn(async move { client.create_empty(&p).await })
+                })
+                .collect();
+            for t in creates {
+                t.await.unwrap().unwrap();
+            }
+        }
+    });
+    let mut listed: Vec<String> = std::fs::read_dir(m.at("/big"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    listed.sort();
+    let want: Vec<String> = (0..n).map(|i| format!("f{i:05}")).collect();
+    assert_eq!(listed, want);
+
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    let p = std::ffi::CString::new(m.point.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path and a zeroed statvfs to fill.
+    assert_eq!(unsafe { libc::statvfs(p.as_ptr(), &mut st) }, 0);
+    assert!(
+        st.f_blocks > 0 && st.f_bavail <= st.f_blocks,
+        "{}",
+        st.f_blocks
+    );
+}
