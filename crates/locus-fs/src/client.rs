@@ -7,6 +7,7 @@
 //! first and decides which of two racing creators wins.
 
 use crate::cluster::{ClusterSpec, SECRET_FILE};
+use crate::meta::now_ns;
 use crate::path::{join, normalise, split};
 use crate::peer::{Endpoint, Peer};
 use crate::placement::Placement;
@@ -22,7 +23,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Entries asked for per `readdir` round trip.
 const PAGE: u32 = 10_000;
@@ -77,13 +78,6 @@ struct Inner {
     new_files: AtomicU64,
     /// Idle authenticated transfer streams, per node.
     transfers: Vec<Mutex<Vec<TcpStream>>>,
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
 }
 
 fn unexpected(r: Response) -> FsError {

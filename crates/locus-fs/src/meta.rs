@@ -101,7 +101,8 @@ fn internal_error(e: impl std::fmt::Display) -> FsError {
     FsError::new(Errno::EIO, "metadata store").with_detail(e)
 }
 
-pub(crate) fn now_ns() -> i64 {
+/// The wall clock in nanoseconds since the epoch (records' times).
+pub fn now_ns() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as i64)

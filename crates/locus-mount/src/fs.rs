@@ -11,6 +11,7 @@ use fuser::{
     ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
     TimeOrNow, WriteFlags,
 };
+use locus_fs::meta::now_ns;
 use locus_fs::path::join;
 use locus_fs::{Client, Writer};
 use locus_proto::fs::{Kind, Record};
@@ -83,13 +84,6 @@ fn time(ns: i64) -> SystemTime {
     } else {
         UNIX_EPOCH
     }
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
 }
 
 fn ns_of(t: TimeOrNow) -> i64 {
@@ -402,6 +396,18 @@ impl LocusFs {
         }
     }
 
+    /// `unlink` (a file) or `rmdir` (a directory) of `name` in `parent`.
+    fn remove(&self, parent: INodeNo, name: &OsStr, kind: Kind) -> Result<(), Errno> {
+        let path = self.child(parent, name)?;
+        let removed = match kind {
+            Kind::File => self.run(self.client.unlink(&path)),
+            Kind::Dir => self.run(self.client.rmdir(&path)),
+        };
+        removed.map_err(|e| failed("remove", &e))?;
+        self.inodes.lock().expect("inodes").removed(&path);
+        Ok(())
+    }
+
     /// Sets the size of `path` (`truncate`), through this mount's writer if
     /// one is open, else as a write of its own.
     fn truncate(&self, ino: u64, path: &str, size: u64) -> Result<(), Errno> {
@@ -574,26 +580,14 @@ impl Filesystem for LocusFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let result = self.child(parent, name).and_then(|path| {
-            self.run(self.client.unlink(&path))
-                .map_err(|e| failed("unlink", &e))?;
-            self.inodes.lock().expect("inodes").removed(&path);
-            Ok(())
-        });
-        match result {
+        match self.remove(parent, name, Kind::File) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        let result = self.child(parent, name).and_then(|path| {
-            self.run(self.client.rmdir(&path))
-                .map_err(|e| failed("rmdir", &e))?;
-            self.inodes.lock().expect("inodes").removed(&path);
-            Ok(())
-        });
-        match result {
+        match self.remove(parent, name, Kind::Dir) {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
