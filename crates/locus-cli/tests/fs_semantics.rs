@@ -613,3 +613,28 @@ fn nodes_stage_files_themselves_and_a_failed_copy_changes_nothing() {
         assert!(!nowhere.parent().unwrap().exists());
     });
 }
+
+#[test]
+fn a_version_is_fetched_once_per_node_however_many_clients_want_it() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let data: Vec<u8> = (0..24u32 << 20).map(|i| (i % 253) as u8).collect();
+    rt.block_on(c.client(0).put("/shared.bin", &data)).unwrap();
+    // Three clients of node 1 (as three tasks' processes would be) open it
+    // at once: one fetches, the others wait for it and use its copy.
+    let readers: Vec<_> = (0..3).map(|_| c.client(1)).collect();
+    let copies = rt.block_on(async {
+        let (a, b, d) = tokio::join!(
+            readers[0].local_copy("/shared.bin"),
+            readers[1].local_copy("/shared.bin"),
+            readers[2].local_copy("/shared.bin")
+        );
+        [a.unwrap(), b.unwrap(), d.unwrap()]
+    });
+    let fetched = copies.iter().filter(|c| c.fetched).count();
+    assert_eq!(fetched, 1, "{copies:?}");
+    assert!(copies.iter().all(|c| c.path == copies[0].path));
+    assert_eq!(std::fs::read(&copies[0].path).unwrap(), data);
+    let holders = rt.block_on(c.client(0).locate("/shared.bin")).unwrap();
+    assert_eq!(holders, vec![0, 1]);
+}

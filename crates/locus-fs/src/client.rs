@@ -932,6 +932,20 @@ impl Client {
             local.fetched = false;
             return Ok(local);
         }
+        // One fetch of a version per node: a client of this node fetching
+        // it already is waited for, and its copy used. (A diskless client's
+        // scratch is its own, and it stages every read.)
+        let fetching = match self.inner.diskless {
+            true => None,
+            false => {
+                let (store, p, stamp) = (self.inner.store.clone(), path.to_string(), rec.stamp);
+                Some(blocking(move || store.lock_fetch(&p, stamp)).await?)
+            }
+        };
+        if fetching.is_some() && local.path.exists() {
+            local.fetched = false;
+            return Ok(local);
+        }
         let (tmp, file) = self.inner.store.temp_file()?;
         // A file never closed has no holder: its last closed version is empty.
         if !rec.holders.is_empty() {

@@ -17,6 +17,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct Store {
     data: PathBuf,
     tmp: PathBuf,
+    /// Locked byte by byte by the node's clients while they fetch.
+    fetch_locks: PathBuf,
+}
+
+/// Held while a client of this node fetches one version of a file; dropping
+/// it lets the node's other clients that want that version go on.
+pub struct FetchLock {
+    _held: File,
 }
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -28,11 +36,45 @@ impl Store {
         let store = Store {
             data: node_dir.join("data"),
             tmp: node_dir.join("tmp"),
+            fetch_locks: node_dir.join("fetch.lock"),
         };
         private_dir::create(node_dir)?;
         private_dir::create(&store.data)?;
         private_dir::create(&store.tmp)?;
         Ok(store)
+    }
+
+    /// Waits for, then takes, this node's lock on fetching copy `stamp` of
+    /// `path`: an open-file-description lock on one byte of `fetch.lock`
+    /// chosen by hashing, shared by every process of the node (two versions
+    /// whose bytes collide only take turns).
+    pub fn lock_fetch(&self, path: &str, stamp: u64) -> FsResult<FetchLock> {
+        use std::os::fd::AsRawFd;
+        let err = |e: &io::Error| FsError::io(self.fetch_locks.display().to_string(), e);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&self.fetch_locks)
+            .map_err(|e| err(&e))?;
+        let hash = blake3::hash(format!("{path}#{stamp}").as_bytes());
+        let byte = u64::from_le_bytes(hash.as_bytes()[..8].try_into().expect("8 bytes"));
+        // SAFETY: a zeroed flock is a valid value to fill in.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as i16;
+        lock.l_whence = libc::SEEK_SET as i16;
+        lock.l_start = (byte % (1 << 40)) as libc::off_t;
+        lock.l_len = 1;
+        loop {
+            // SAFETY: fcntl on our own open file with a valid flock.
+            if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &lock) } == 0 {
+                return Ok(FetchLock { _held: file });
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(err(&e));
+            }
+        }
     }
 
     /// Where copy `stamp` of normalised logical `path` lives in this store.

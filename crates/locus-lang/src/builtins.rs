@@ -14,6 +14,7 @@ pub const MODULES: &[&str] = &[
 /// (module, name, signature)
 const TABLE: &[(&str, &str, &str)] = &[
     ("builtins", "trace", "... ->"),
+    ("builtins", "sleep_trace", "float ... ->"),
     ("builtins", "size", "any[] -> int"),
     ("builtins", "toString", "any -> string"),
     ("builtins", "toInt", "string -> int"),

@@ -705,7 +705,8 @@ impl Engine {
             Stmt::Effect { op, args } => {
                 let a = self.get_all(func, frame, args).await;
                 let done = match op.as_str() {
-                    "sleep" => {
+                    // sleep_trace: a sleep on a worker, then a trace of the rest.
+                    "sleep" | "sleep_trace" => {
                         let secs = match a.first() {
                             Some(Value::Float(x)) => *x,
                             Some(Value::Int(i)) => *i as f64,
@@ -713,7 +714,10 @@ impl Engine {
                         };
                         let task =
                             self.task(&func.name, None, Placed::Anywhere, 0, Work::Sleep { secs });
-                        Box::pin(self.leaf(task)).await.map(|()| None)
+                        match Box::pin(self.leaf(task)).await {
+                            Ok(()) if op == "sleep_trace" => builtins::effect("trace", &a[1..]),
+                            other => other.map(|()| None),
+                        }
                     }
                     "set_rank" => Box::pin(self.opts.storage.set_rank(&a))
                         .await
