@@ -85,6 +85,9 @@ pub async fn run(
                     {
                         let exited = exited.lock().unwrap_or_else(|e| e.into_inner());
                         if !*exited {
+                            // What it started first, while the tree is whole
+                            // (an orphan would outlive a retry that succeeds).
+                            kill_descendants(pid);
                             // SAFETY: kill(2) on our own unreaped child.
                             unsafe { libc::kill(pid, libc::SIGKILL) };
                         }
@@ -122,6 +125,50 @@ fn flatten(
     r: Result<io::Result<(i32, Usage)>, tokio::task::JoinError>,
 ) -> io::Result<(i32, Usage)> {
     r.map_err(io::Error::other)?
+}
+
+/// Parent of each process, from `/proc`.
+fn parents() -> Vec<(libc::pid_t, libc::pid_t)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let pid: libc::pid_t = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // After the command name in parentheses: state, then the parent.
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+}
+
+/// SIGKILLs every descendant of `root`, again until none is left (one may
+/// fork while the tree is read).
+fn kill_descendants(root: libc::pid_t) {
+    for _ in 0..5 {
+        let links = parents();
+        let mut tree = vec![root];
+        let mut i = 0;
+        while i < tree.len() {
+            let p = tree[i];
+            tree.extend(links.iter().filter(|l| l.1 == p).map(|l| l.0));
+            i += 1;
+        }
+        if tree.len() == 1 {
+            return;
+        }
+        for &pid in &tree[1..] {
+            // SAFETY: a signal to a process our app started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
 }
 
 /// Waits for `pid` to exit, marks it exited, then reaps it with its usage.
@@ -288,6 +335,21 @@ mod tests {
         .unwrap();
         assert_eq!(e.code, None);
         assert!(started.elapsed() < Duration::from_secs(10));
+        // What a timed-out app started is killed with it.
+        let marker = dir.path().join("grandchild");
+        let e = run(
+            sh(&format!(
+                "(sleep 1; touch {}) & exec sleep 30",
+                marker.display()
+            )),
+            [None, None],
+            Some(Duration::from_millis(300)),
+        )
+        .await
+        .unwrap();
+        assert_eq!(e.code, None);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!marker.exists(), "the app's child outlived it");
         let code = run(sh("kill -9 $$"), [None, None], None)
             .await
             .unwrap()
