@@ -51,6 +51,11 @@ pub struct RunArgs {
     /// only in RUN_DIR/tasks/<id>.out|.err, not on the terminal too.
     #[arg(long)]
     pub quiet_apps: bool,
+    /// Mount the file system at /locus for each worker and its apps (a
+    /// mount namespace of their own; root): programs open any Locus file
+    /// by path, and apps get their Locus inputs as /locus/… paths.
+    #[arg(long)]
+    pub mount: bool,
     /// Pick up where an earlier run of this --run-dir stopped (same script,
     /// same file system): an app task it finished whose command is the same
     /// and whose input and output files are the versions it saw is not run
@@ -161,6 +166,7 @@ impl RunArgs {
             retries: self.retries,
             task_timeout: self.task_timeout.map(Duration::from_secs_f64),
             quiet_apps: self.quiet_apps,
+            mount: self.mount,
             resume: self.resume,
             soft_wait: Duration::from_millis(self.soft_wait),
             args: self.args.clone(),

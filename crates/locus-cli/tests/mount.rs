@@ -380,3 +380,40 @@ fn large_directories_list_whole_and_statfs_reports_the_node() {
         st.f_blocks
     );
 }
+
+#[test]
+fn with_run_mount_apps_open_locus_files_by_path() {
+    if !can_mount() {
+        return;
+    }
+    // The app is given only the list; it opens the files the list names.
+    let script = r#"import files;
+app (file o) gather(file list) { "sh" "-c" "cat $(cat $1)" "gather" list @stdout=o; }
+file a<"/locus/data/a.txt"> = write("alpha\n");
+file b<"/locus/data/b.txt"> = write("beta\n");
+file list<"/locus/cfg/list.txt"> = write("/locus/data/a.txt /locus/data/b.txt\n");
+wait (a, b) {
+  file o<"/locus/out/all.txt"> = gather(list);
+  trace(read(o));
+}
+"#;
+    let run = common::Run::new(&["-n", "3", "--mount"], script).ok();
+    assert!(
+        run.stdout().contains("trace: alpha\nbeta"),
+        "{}",
+        run.stdout()
+    );
+    let gather = run.records("gather");
+    assert_eq!(gather.len(), 1);
+    // The declared input is passed by its Locus path, not a store path.
+    assert_eq!(
+        gather[0].argv.last().map(String::as_str),
+        Some("/locus/cfg/list.txt")
+    );
+    // The mounts were the ranks' own: none is left on the host.
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!table.contains(" /locus "), "{table}");
+    // Without --mount, the list's paths cannot be opened.
+    let without = common::Run::new(&["-n", "3"], script);
+    assert!(!without.out.status.success());
+}

@@ -11,6 +11,7 @@ pub mod files;
 pub mod format;
 pub mod ids;
 pub mod layout;
+pub mod mount;
 pub mod plan;
 pub mod process;
 pub mod python;

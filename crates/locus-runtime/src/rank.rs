@@ -52,6 +52,10 @@ pub struct RankOptions {
     /// on this process's streams too.
     #[serde(default)]
     pub quiet_apps: bool,
+    /// Each worker mounts the file system at `/locus` in a mount namespace
+    /// of its own, which its apps share.
+    #[serde(default)]
+    pub mount: bool,
     /// Pick up where the run directory's earlier runs stopped: an app task
     /// they did whose files are unchanged is not run again.
     #[serde(default)]
@@ -78,6 +82,7 @@ impl RankOptions {
             retries: 0,
             task_timeout: None,
             quiet_apps: false,
+            mount: false,
             resume: false,
             soft_wait: Duration::from_millis(100),
             args: Vec::new(),
@@ -129,6 +134,11 @@ pub fn run_rank(
     program: impl FnOnce() -> Result<Program, String>,
     progress: Option<Arc<dyn Progress>>,
 ) -> Result<(), String> {
+    if opts.mount {
+        // Before any thread starts: every thread of the rank (and every app)
+        // then shares the namespace.
+        crate::mount::private_namespace()?;
+    }
     // One thread per rank: ranks are processes, one per core, and a single
     // thread spares the engine's futures cross-thread wake-ups.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -203,6 +213,12 @@ async fn rank_main(
     };
     let Some(server) = server else {
         let server_rank = layout.server_of(me);
+        let client = fs.map(|(c, _)| c);
+        // Dropped (unmounted) when the worker is done.
+        let _mounted = match (&client, opts.mount) {
+            (Some(c), true) => Some(crate::mount::at_locus(c.clone(), &opts.run_dir)?),
+            _ => None,
+        };
         let cfg = WorkerConfig {
             me,
             server: entries[server_rank as usize]
@@ -210,7 +226,8 @@ async fn rank_main(
                 .ok_or_else(|| format!("server rank {server_rank} published no address"))?,
             layout,
             secret,
-            fs: fs.map(|(c, _)| c),
+            fs: client,
+            mounted: opts.mount,
             run_dir: opts.run_dir.clone(),
             retries: opts.retries,
             task_timeout: opts.task_timeout,

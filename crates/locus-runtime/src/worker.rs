@@ -30,6 +30,8 @@ pub struct WorkerConfig {
     pub secret: Secret,
     /// This node's file-system client, when the run has a Locus file system.
     pub fs: Option<Client>,
+    /// The file system is mounted at `/locus` for this worker's apps.
+    pub mounted: bool,
     pub run_dir: PathBuf,
     /// Extra attempts for a process that exits non-zero.
     pub retries: u32,
@@ -244,7 +246,12 @@ impl App<'_> {
                     } else {
                         io.local += copy.size;
                     }
-                    Ok(copy.path.display().to_string())
+                    // Through the mount, the program opens the copy just made
+                    // local under the name the script gave.
+                    match self.cfg.mounted {
+                        true => Ok(p.clone()),
+                        false => Ok(copy.path.display().to_string()),
+                    }
                 }
             },
             Arg::Out(p) => match fs_path(p) {

@@ -1,0 +1,45 @@
+//! `locus run --mount`: each worker mounts its node at `/locus`, in a mount
+//! namespace of its own that its apps share, so programs open any Locus
+//! file by the path the script uses.
+
+use crate::files::LOCUS_PREFIX;
+use locus_fs::Client;
+use std::path::Path;
+
+/// Moves this process (still single-threaded) into a mount namespace of its
+/// own, whose mounts do not reach the host's.
+pub fn private_namespace() -> Result<(), String> {
+    let why = |what: &str| {
+        format!(
+            "--mount: {what}: {} (a mount namespace per rank needs root)",
+            std::io::Error::last_os_error()
+        )
+    };
+    // SAFETY: unshare(2) with a flag and no pointers.
+    if unsafe { libc::unshare(libc::CLONE_NEWNS) } != 0 {
+        return Err(why("unshare"));
+    }
+    // SAFETY: valid NUL-terminated strings; no data argument.
+    let done = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        )
+    };
+    if done != 0 {
+        return Err(why("making / private"));
+    }
+    Ok(())
+}
+
+/// Mounts the file system `client` reaches at `/locus` (made if missing);
+/// unmounted when the guard is dropped.
+pub fn at_locus(client: Client, run_dir: &Path) -> Result<locus_mount::Mounted, String> {
+    let point = Path::new(LOCUS_PREFIX);
+    std::fs::create_dir_all(point).map_err(|e| format!("--mount: {LOCUS_PREFIX}: {e}"))?;
+    let name = format!("locus:{}", run_dir.display());
+    locus_mount::spawn(client, point, &name).map_err(|e| format!("--mount: {LOCUS_PREFIX}: {e}"))
+}
