@@ -416,4 +416,27 @@ wait (a, b) {
     // Without --mount, the list's paths cannot be opened.
     let without = common::Run::new(&["-n", "3"], script);
     assert!(!without.out.status.success());
+
+    // What an attempt that fails wrote through /locus is dropped; what the
+    // attempt that succeeds wrote is published.
+    let marker = tempfile::tempdir().unwrap();
+    let marker = marker.path().join("tried");
+    let script = format!(
+        r#"import files;
+app (file o) scribble(string marker) {{
+  "sh" "-c" "if [ -e $0 ]; then echo second > /locus/side2.txt; echo done > $1; exit 0; fi; touch $0; echo partial > /locus/side.txt; exit 1" marker o;
+}}
+file o<"/locus/o.txt"> = scribble("{}");
+wait (o) {{
+  trace(file_exists("/locus/side.txt"), read(o), read(input("/locus/side2.txt")));
+}}
+"#,
+        marker.display()
+    );
+    let run = common::Run::new(&["-n", "2", "--mount", "--retries", "1"], &script).ok();
+    assert!(
+        run.stdout().contains("trace: false,done\n,second\n"),
+        "{}",
+        run.stdout()
+    );
 }

@@ -4,6 +4,7 @@
 //! open, then read locally; a second writer gets `EBUSY`).
 
 use crate::handles::{Backed, Handles, Open, Reading, Writing};
+use crate::hold::Hold;
 use crate::inodes::{Inodes, ROOT};
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -45,6 +46,8 @@ pub struct LocusFs {
     listings: Mutex<std::collections::HashMap<u64, Vec<(String, FileType)>>>,
     next_dir: std::sync::atomic::AtomicU64,
     passthrough: AtomicBool,
+    /// While a task runs, closed files wait for its end.
+    hold: Hold,
     uid: u32,
     gid: u32,
 }
@@ -126,6 +129,7 @@ impl LocusFs {
         // SAFETY: getuid/getgid have no preconditions and cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         Ok(LocusFs {
+            hold: Hold::new(client.clone()),
             client,
             rt,
             inodes: Mutex::default(),
@@ -136,6 +140,11 @@ impl LocusFs {
             uid,
             gid,
         })
+    }
+
+    /// The hold a task runner uses to make a task's writes all-or-nothing.
+    pub fn hold(&self) -> Hold {
+        self.hold.clone()
     }
 
     fn run<T>(&self, f: impl Future<Output = T>) -> T {
@@ -202,13 +211,7 @@ impl LocusFs {
     /// Publishes what `w` wrote as the file's next version, then sets a
     /// modification time given while it was open.
     fn publish(&self, w: &mut Writing) -> Result<(), Errno> {
-        if w.writer.is_none() && touched(w) {
-            // The kernel wrote the published file after publication (a
-            // descriptor shared with the opener outlived its close): what
-            // it holds now is the next version.
-            let next = self.run(self.client.open_write(&w.path, false));
-            w.writer = Some(next.map_err(|e| failed("publishing late writes", &e))?);
-        }
+        self.reopen_late(w)?;
         if let Some(writer) = w.writer.take() {
             let rec = self
                 .run(writer.close())
@@ -229,6 +232,31 @@ impl LocusFs {
             self.run(self.client.set_attr(&w.path, None, Some(t)))
                 .map_err(|e| failed("setting the time", &e))?;
         }
+        Ok(())
+    }
+
+    /// A writer for bytes the kernel wrote into the published file after
+    /// publication (a descriptor shared with the opener outlived its
+    /// close): what the file holds now is the next version.
+    fn reopen_late(&self, w: &mut Writing) -> Result<(), Errno> {
+        if w.writer.is_none() && touched(w) {
+            let next = self.run(self.client.open_write(&w.path, false));
+            w.writer = Some(next.map_err(|e| failed("publishing late writes", &e))?);
+        }
+        Ok(())
+    }
+
+    /// Ends the version `w` wrote: published now, or, while a task holds
+    /// the mount's writes, kept for the task's end.
+    fn finish_version(&self, w: &mut Writing) -> Result<(), Errno> {
+        if !self.hold.active() {
+            return self.publish(w);
+        }
+        self.reopen_late(w)?;
+        if let Some(writer) = w.writer.take() {
+            self.hold.keep(writer, !touched(w), w.mtime_ns.take());
+        }
+        (w.written, w.fresh, w.seen) = (false, false, seen(&w.file));
         Ok(())
     }
 
@@ -605,6 +633,25 @@ impl Filesystem for LocusFs {
         reply.error(Errno::EPERM);
     }
 
+    fn getxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _size: u32,
+        reply: fuser::ReplyXattr,
+    ) {
+        // Records hold no extended attributes: none is ever set.
+        reply.error(Errno::NO_XATTR);
+    }
+
+    fn listxattr(&self, _req: &Request, _ino: INodeNo, size: u32, reply: fuser::ReplyXattr) {
+        match size {
+            0 => reply.size(0),
+            _ => reply.data(&[]),
+        }
+    }
+
     fn link(
         &self,
         _req: &Request,
@@ -798,7 +845,7 @@ impl Filesystem for LocusFs {
                 // so the next open anywhere sees it. (A shell closes the
                 // descriptor it opened once it has duplicated it: nothing
                 // written yet, nothing published.)
-                Open::Write(w) if w.opener == req.pid() && touched(w) => self.publish(w),
+                Open::Write(w) if w.opener == req.pid() && touched(w) => self.finish_version(w),
                 _ => Ok(()),
             }
         })();
@@ -823,18 +870,26 @@ impl Filesystem for LocusFs {
         };
         let mut open = h.lock().expect("handle");
         if let Open::Write(w) = &mut *open {
-            if !touched(w) {
-                if let Some(writer) = w.writer.take() {
-                    // A new file stays empty; a truncated one is published.
-                    if !w.fresh {
+            let ended = if touched(w) || (w.fresh && self.hold.active()) {
+                self.finish_version(w)
+            } else {
+                // Nothing written: a new file stays empty, a truncated one
+                // is published, any other is as it was.
+                match w.writer.take() {
+                    Some(writer) if w.fresh => self
+                        .run(writer.close_unwritten())
+                        .map_err(|e| failed("closing", &e)),
+                    Some(writer) => {
                         self.abort(writer);
-                    } else if let Err(e) = self.run(writer.close_unwritten()) {
-                        tracing::warn!("{}: closing: {e}", w.path);
+                        Ok(())
                     }
+                    None => Ok(()),
                 }
-            }
-            if let Err(e) = self.publish(w) {
-                tracing::warn!("{}: publishing at its last close: {e:?}", w.path);
+                // A modification time set since it was published.
+                .and_then(|()| self.publish(w))
+            };
+            if let Err(e) = ended {
+                tracing::warn!("{}: at its last close: {e:?}", w.path);
             }
         }
         reply.ok();

@@ -3,10 +3,12 @@
 
 mod fs;
 mod handles;
+mod hold;
 mod inodes;
 mod mountinfo;
 
 pub use fs::LocusFs;
+pub use hold::Hold;
 pub use mountinfo::{is_mounted, unmount};
 
 use std::path::Path;
@@ -32,17 +34,32 @@ pub fn serve(client: locus_fs::Client, mountpoint: &Path, name: &str) -> std::io
 }
 
 /// A mount served by threads of this process, unmounted when dropped.
-pub struct Mounted(Option<fuser::BackgroundSession>);
+pub struct Mounted {
+    session: Option<fuser::BackgroundSession>,
+    hold: Hold,
+}
 
 /// [`serve`] from background threads of this process.
 pub fn spawn(client: locus_fs::Client, mountpoint: &Path, name: &str) -> std::io::Result<Mounted> {
-    let session = fuser::spawn_mount(LocusFs::new(client)?, mountpoint, &config(name))?;
-    Ok(Mounted(Some(session)))
+    let fs = LocusFs::new(client)?;
+    let hold = fs.hold();
+    let session = fuser::spawn_mount(fs, mountpoint, &config(name))?;
+    Ok(Mounted {
+        session: Some(session),
+        hold,
+    })
+}
+
+impl Mounted {
+    /// Makes a task's writes through this mount all-or-nothing.
+    pub fn hold(&self) -> Hold {
+        self.hold.clone()
+    }
 }
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        if let Some(s) = self.0.take() {
+        if let Some(s) = self.session.take() {
             if let Err(e) = s.umount_and_join() {
                 tracing::warn!("unmounting: {e}");
             }

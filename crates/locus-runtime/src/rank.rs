@@ -215,7 +215,7 @@ async fn rank_main(
         let server_rank = layout.server_of(me);
         let client = fs.map(|(c, _)| c);
         // Dropped (unmounted) when the worker is done.
-        let _mounted = match (&client, opts.mount) {
+        let mounted = match (&client, opts.mount) {
             (Some(c), true) => Some(crate::mount::at_locus(c.clone(), &opts.run_dir)?),
             _ => None,
         };
@@ -227,7 +227,7 @@ async fn rank_main(
             layout,
             secret,
             fs: client,
-            mounted: opts.mount,
+            mounted: mounted.as_ref().map(|m| m.hold()),
             run_dir: opts.run_dir.clone(),
             retries: opts.retries,
             task_timeout: opts.task_timeout,

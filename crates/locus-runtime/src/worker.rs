@@ -30,8 +30,9 @@ pub struct WorkerConfig {
     pub secret: Secret,
     /// This node's file-system client, when the run has a Locus file system.
     pub fs: Option<Client>,
-    /// The file system is mounted at `/locus` for this worker's apps.
-    pub mounted: bool,
+    /// The file system is mounted at `/locus` for this worker's apps, with
+    /// this hold on what they write through it.
+    pub mounted: Option<locus_mount::Hold>,
     pub run_dir: PathBuf,
     /// Extra attempts for a process that exits non-zero.
     pub retries: u32,
@@ -249,8 +250,8 @@ impl App<'_> {
                     // Through the mount, the program opens the copy just made
                     // local under the name the script gave.
                     match self.cfg.mounted {
-                        true => Ok(p.clone()),
-                        false => Ok(copy.path.display().to_string()),
+                        Some(_) => Ok(p.clone()),
+                        None => Ok(copy.path.display().to_string()),
                     }
                 }
             },
@@ -272,6 +273,17 @@ impl App<'_> {
                     Ok(local)
                 }
             },
+        }
+    }
+
+    /// Ends the mount's hold on what this attempt wrote through it.
+    async fn end_hold(&self, succeeded: bool) -> Result<(), String> {
+        match &self.cfg.mounted {
+            Some(hold) => hold
+                .end(succeeded)
+                .await
+                .map_err(|e| format!("app '{}': publishing {LOCUS_PREFIX}{e}", self.func)),
+            None => Ok(()),
         }
     }
 
@@ -307,14 +319,20 @@ impl App<'_> {
         let node = cfg.layout.node_name(cfg.me);
         loop {
             let started = std::time::SystemTime::now();
-            let ended = spawn(cfg, self.id, &words, &files, self.timeout)
-                .await
-                .map_err(|e| {
-                    format!(
+            if let Some(hold) = &cfg.mounted {
+                hold.begin();
+            }
+            let spawned = spawn(cfg, self.id, &words, &files, self.timeout).await;
+            let ended = match spawned {
+                Ok(e) => e,
+                Err(e) => {
+                    self.end_hold(false).await?;
+                    return Err(format!(
                         "app '{}': cannot run `{command}` on {node} (rank {}): {e}",
                         self.func, cfg.me
-                    )
-                })?;
+                    ));
+                }
+            };
             let code = ended.code;
             *exit = code;
             io.usage.cpu_us += ended.usage.cpu_us;
@@ -330,20 +348,23 @@ impl App<'_> {
             };
             io.kept = [rel(&ended.kept[0]), rel(&ended.kept[1])];
             let failure = match code {
-                Some(0) => match declared.iter().find(|p| !outputs.written(p, started)) {
+                Some(0) => declared
+                    .iter()
+                    .find(|p| !outputs.written(p, started))
                     // Nextflow's rule: a program that says it succeeded but
                     // did not write what it must have written failed.
-                    Some(path) => {
+                    .map(|path| {
                         format!("exited 0 without writing its output {path} (missing output)")
-                    }
-                    None => break,
-                },
-                Some(code) => format!("exited with code {code}"),
-                None => format!(
+                    }),
+                Some(code) => Some(format!("exited with code {code}")),
+                None => Some(format!(
                     "ran longer than the task timeout ({:?}) and was killed",
                     self.timeout.unwrap_or_default()
-                ),
+                )),
             };
+            // What it wrote through the mount: published only if it succeeded.
+            self.end_hold(failure.is_none()).await?;
+            let Some(failure) = failure else { break };
             if *attempts > cfg.retries {
                 return Err(format!(
                     "app '{}' failed on {node} (rank {}): `{command}` {failure}{}",
