@@ -36,6 +36,10 @@ pub struct ServeArgs {
     /// first non-loopback IPv4 address).
     #[arg(long, requires = "join")]
     pub advertise: Option<std::net::IpAddr>,
+    /// With --join: mount the cluster here once it is formed, until this
+    /// daemon stops (FUSE).
+    #[arg(long, requires = "join")]
+    pub mount: Option<PathBuf>,
     /// This node's directory: metadata shard, data store.
     #[arg(long, required_unless_present = "join")]
     pub node_dir: Option<PathBuf>,
@@ -65,6 +69,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             store: a.store,
             name: a.name,
             advertise: a.advertise,
+            mount: a.mount,
         }),
         None => Membership::Node {
             node: a.node.expect("required without --join"),
@@ -72,12 +77,12 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             secret: a.secret.expect("required without --join"),
         },
     };
-    Ok(locus_fs::serve(ServeConfig {
+    crate::mount::serve_daemon(ServeConfig {
         membership,
         listen: a.listen,
         durability: a.durability,
         addr_file: a.addr_file,
-    })?)
+    })
 }
 
 /// A site launcher to start processes on the hosts of a job.
@@ -119,6 +124,10 @@ pub struct UpArgs {
     /// $TMPDIR, else /tmp).
     #[arg(long, requires = "launcher")]
     pub store: Option<PathBuf>,
+    /// With --launcher: every host mounts the cluster here while its daemon
+    /// runs (the same path on every host; FUSE).
+    #[arg(long, requires = "launcher")]
+    pub mount: Option<PathBuf>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Default placement of new files: local, hash or round-robin.
@@ -155,6 +164,7 @@ pub fn up(a: UpArgs) -> Result<()> {
                     hosts: a.nodes,
                     store: a.store.clone(),
                     durability: a.durability,
+                    mount: a.mount.clone(),
                 },
             )?
             .0

@@ -111,3 +111,59 @@ pub fn umount(a: UmountArgs) -> Result<()> {
     locus_mount::unmount(&a.mountpoint, a.lazy)
         .with_context(|| format!("unmounting {}", a.mountpoint.display()))
 }
+
+/// Runs a file-system daemon; one that joins a cluster with a mount point
+/// also mounts the cluster there (as a client of its own node) once the
+/// cluster is formed, until the daemon stops.
+pub fn serve_daemon(cfg: locus_fs::ServeConfig) -> Result<()> {
+    let locus_fs::Membership::Join(join) = &cfg.membership else {
+        return Ok(locus_fs::serve(cfg)?);
+    };
+    let Some(point) = join.mount.clone() else {
+        return Ok(locus_fs::serve(cfg)?);
+    };
+    let (dir, name) = (join.dir.clone(), join.name.clone());
+    let mounted = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = mounted.clone();
+    std::thread::spawn(move || match mount_when_formed(&dir, name, &point) {
+        Ok(m) => *slot.lock().expect("mount slot") = Some(m),
+        Err(e) => tracing::error!("mounting the cluster on {}: {e:#}", point.display()),
+    });
+    let served = locus_fs::serve(cfg);
+    // Unmounted before this process ends.
+    drop(mounted.lock().expect("mount slot").take());
+    Ok(served?)
+}
+
+/// Waits for the cluster in `dir` to be formed, then mounts this host's
+/// node (`name`, else the host name) at `point`.
+fn mount_when_formed(
+    dir: &Path,
+    name: Option<String>,
+    point: &Path,
+) -> Result<locus_mount::Mounted> {
+    let start = Instant::now();
+    let spec = loop {
+        if let Ok(spec) = locus_fs::ClusterSpec::load(dir) {
+            break spec;
+        }
+        if start.elapsed() > locus_fs::serve::JOIN_TIMEOUT {
+            bail!("the cluster in {} was not formed", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let host = name.unwrap_or_else(locus_fs::join::hostname);
+    let node = spec
+        .nodes
+        .iter()
+        .find(|n| n.name == host)
+        .with_context(|| format!("no node of the cluster is named {host}"))?;
+    let opts = locus_fs::ClientOptions {
+        node: node.id,
+        ..locus_fs::ClientOptions::default()
+    };
+    let client = locus_fs::Client::open_loaded(dir, &spec, opts)?;
+    std::fs::create_dir_all(point).with_context(|| point.display().to_string())?;
+    let source = format!("locus:{}", dir.display());
+    Ok(locus_mount::spawn(client, point, &source)?)
+}

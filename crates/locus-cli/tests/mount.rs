@@ -440,3 +440,44 @@ wait (o) {{
         run.stdout()
     );
 }
+
+#[test]
+fn a_joined_daemon_mounts_its_cluster_until_it_stops() {
+    if !can_mount() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (cluster, point) = (dir.path().join("cluster"), dir.path().join("locus"));
+    let mut daemon = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["fs", "serve", "--join"])
+        .arg(&cluster)
+        .args(["--expect", "1", "--store"])
+        .arg(dir.path())
+        .arg("--mount")
+        .arg(&point)
+        .spawn()
+        .unwrap();
+    let m = Mount {
+        point: point.clone(),
+        cluster: cluster.clone(),
+        _dir: tempfile::tempdir().unwrap(),
+    };
+    common::eventually("the cluster is mounted", || m.mounted());
+    std::fs::write(m.at("/x.txt"), "through the host's mount").unwrap();
+    let got = ok(&common::locus(&[
+        "fs",
+        "cat",
+        "--dir",
+        cluster.to_str().unwrap(),
+        "/x.txt",
+    ]));
+    assert_eq!(got, "through the host's mount");
+    ok(&common::locus(&[
+        "fs",
+        "down",
+        "--dir",
+        cluster.to_str().unwrap(),
+    ]));
+    assert!(daemon.wait().unwrap().success());
+    assert!(!m.mounted(), "unmounted when the daemon stopped");
+}

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// How long daemons started by a launcher wait for each other.
-const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
+pub const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Everything a daemon is told when started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -56,6 +56,11 @@ pub struct JoinConfig {
     /// The address other hosts reach this one at (default: its first
     /// non-loopback IPv4 address).
     pub advertise: Option<IpAddr>,
+    /// Where this host mounts the cluster once it is formed, until the
+    /// daemon stops (done by the program serving it: the mount is not this
+    /// crate's).
+    #[serde(default)]
+    pub mount: Option<PathBuf>,
 }
 
 fn context(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> io::Error {

@@ -121,6 +121,7 @@ pub fn launch_ranks(
                         hosts: *hosts,
                         store: None,
                         durability: Durability::Group,
+                        mount: None,
                     },
                 )
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;

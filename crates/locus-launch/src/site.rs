@@ -138,6 +138,8 @@ pub struct Deploy<'a> {
     /// Node-local storage on every host.
     pub store: Option<PathBuf>,
     pub durability: Durability,
+    /// Where every host mounts the cluster while its daemon runs.
+    pub mount: Option<PathBuf>,
 }
 
 /// Starts one daemon per host through the launcher and waits until they
@@ -165,6 +167,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
             store: d.store.clone(),
             name: None,
             advertise: None,
+            mount: d.mount.clone(),
         }),
         listen: None,
         durability: d.durability,
