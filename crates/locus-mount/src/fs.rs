@@ -3,7 +3,9 @@
 //! published when its opener closes it; a remote file is fetched whole on
 //! open, then read locally; a second writer gets `EBUSY`).
 
-use crate::handles::{Backed, Handles, Open, Reading, Writing};
+mod writes;
+
+use crate::handles::{Backed, Handles, Open, Reading};
 use crate::hold::Hold;
 use crate::inodes::{Inodes, ROOT};
 use fuser::{
@@ -14,15 +16,16 @@ use fuser::{
 };
 use locus_fs::meta::now_ns;
 use locus_fs::path::join;
-use locus_fs::{Client, Writer};
+use locus_fs::Client;
 use locus_proto::fs::{Kind, Record};
 use locus_proto::FsError;
 use std::ffi::OsStr;
 use std::future::Future;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use writes::touched;
 
 /// How long the kernel may trust a name it looked up, and what it knows of
 /// an inode. An inode is one version, whose size and bytes never change
@@ -97,20 +100,6 @@ fn ns_of(t: TimeOrNow) -> i64 {
             .map(|d| d.as_nanos() as i64)
             .unwrap_or(0),
     }
-}
-
-/// A file's size and modification time, to tell whether it was written.
-fn seen(f: &std::fs::File) -> (u64, i64) {
-    use std::os::unix::fs::MetadataExt;
-    f.metadata()
-        .map(|m| (m.len(), m.mtime() * 1_000_000_000 + m.mtime_nsec()))
-        .unwrap_or_default()
-}
-
-/// Whether `w`'s file changed since it was opened or last published (by
-/// this process's writes, or by the kernel's under passthrough).
-fn touched(w: &Writing) -> bool {
-    w.written || seen(&w.file) != w.seen
 }
 
 fn kind(k: Kind) -> FileType {
@@ -208,153 +197,6 @@ impl LocusFs {
         reply.entry(&TTL, &self.attr(ino, rec), Generation(0));
     }
 
-    /// Publishes what `w` wrote as the file's next version, then sets a
-    /// modification time given while it was open.
-    fn publish(&self, w: &mut Writing) -> Result<(), Errno> {
-        self.reopen_late(w)?;
-        if let Some(writer) = w.writer.take() {
-            let rec = self
-                .run(writer.close())
-                .map_err(|e| failed("publishing", &e))?;
-            // This inode's pages (or its backing file) are that version.
-            let ino = w.ino;
-            self.inodes
-                .lock()
-                .expect("inodes")
-                .published(ino, rec.stamp);
-            self.handles
-                .lock()
-                .expect("handles")
-                .published(ino, rec.stamp);
-        }
-        (w.written, w.fresh, w.seen) = (false, false, seen(&w.file));
-        if let Some(t) = w.mtime_ns.take() {
-            self.run(self.client.set_attr(&w.path, None, Some(t)))
-                .map_err(|e| failed("setting the time", &e))?;
-        }
-        Ok(())
-    }
-
-    /// A writer for bytes the kernel wrote into the published file after
-    /// publication (a descriptor shared with the opener outlived its
-    /// close): what the file holds now is the next version.
-    fn reopen_late(&self, w: &mut Writing) -> Result<(), Errno> {
-        if w.writer.is_none() && touched(w) {
-            let next = self.run(self.client.open_write(&w.path, false));
-            w.writer = Some(next.map_err(|e| failed("publishing late writes", &e))?);
-        }
-        Ok(())
-    }
-
-    /// Ends the version `w` wrote: published now, or, while a task holds
-    /// the mount's writes, kept for the task's end.
-    fn finish_version(&self, w: &mut Writing) -> Result<(), Errno> {
-        if !self.hold.active() {
-            return self.publish(w);
-        }
-        self.reopen_late(w)?;
-        if let Some(writer) = w.writer.take() {
-            self.hold.keep(writer, !touched(w), w.mtime_ns.take());
-        }
-        (w.written, w.fresh, w.seen) = (false, false, seen(&w.file));
-        Ok(())
-    }
-
-    /// Gives up an unpublished writer (nothing was written).
-    fn abort(&self, writer: Writer) {
-        self.run(writer.abort());
-    }
-
-    /// The writer of `w`, opening the next version if the last was published.
-    fn writer<'a>(&self, w: &'a mut Writing) -> Result<&'a mut Writer, Errno> {
-        if w.writer.is_none() {
-            let mut next = self
-                .run(self.client.open_write(&w.path, false))
-                .map_err(|e| failed("reopening for writing", &e))?;
-            w.file = next.file().try_clone().map_err(|e| io_errno(&e))?;
-            w.seen = seen(&w.file);
-            w.writer = Some(next);
-        }
-        Ok(w.writer.as_mut().expect("just set"))
-    }
-
-    /// A write handle of `writer` on `ino`, passed through to its private
-    /// file where the kernel can (`open_backing` registers it).
-    fn open_writing(
-        &self,
-        ino: u64,
-        req: &Request,
-        mut writer: Writer,
-        fresh: bool,
-        open_backing: impl FnOnce(&std::fs::File) -> std::io::Result<fuser::BackingId>,
-    ) -> Result<(u64, Option<Arc<fuser::BackingId>>), Errno> {
-        let file = match writer.file().try_clone() {
-            Ok(f) => f,
-            Err(e) => {
-                self.abort(writer);
-                return Err(io_errno(&e));
-            }
-        };
-        let mut handles = self.handles.lock().expect("handles");
-        let backing =
-            match self.pass_through(&mut handles, ino, Backed::Writer, || open_backing(&file)) {
-                Ok(b) => b,
-                Err(e) => {
-                    drop(handles);
-                    self.abort(writer);
-                    return Err(e);
-                }
-            };
-        let open = Open::Write(Box::new(Writing {
-            path: writer.path().to_string(),
-            ino,
-            writer: Some(writer),
-            seen: seen(&file),
-            file,
-            backing: backing.clone(),
-            written: false,
-            fresh,
-            opener: req.pid(),
-            mtime_ns: None,
-        }));
-        Ok((handles.insert(ino, open), backing))
-    }
-
-    /// The backing for an open of `ino` that needs `what` behind it: the
-    /// inode's (shared), a new one, or none where the kernel offers no
-    /// passthrough. `ESTALE` when another file backs the inode now: its
-    /// number is retired and the kernel looks the name up again, getting a
-    /// new inode for this open.
-    fn pass_through(
-        &self,
-        handles: &mut Handles,
-        ino: u64,
-        what: Backed,
-        open_backing: impl FnOnce() -> std::io::Result<fuser::BackingId>,
-    ) -> Result<Option<Arc<fuser::BackingId>>, Errno> {
-        if !self.passthrough.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        match handles.backing_for(ino, what) {
-            Ok(Some(b)) => Ok(Some(b)),
-            Ok(None) => match open_backing() {
-                Ok(b) => {
-                    let b = Arc::new(b);
-                    handles.set_backing(ino, what, &b);
-                    Ok(Some(b))
-                }
-                Err(e) => {
-                    tracing::debug!("no passthrough: {e}");
-                    Ok(None)
-                }
-            },
-            Err(()) => {
-                self.inodes.lock().expect("inodes").retire(ino);
-                Err(Errno::ESTALE)
-            }
-        }
-    }
-
     fn open_reading(&self, ino: u64, path: &str, reply: ReplyOpen) {
         let copy = match self.run(self.client.local_copy(path)) {
             Ok(c) => c,
@@ -434,30 +276,6 @@ impl LocusFs {
         removed.map_err(|e| failed("remove", &e))?;
         self.inodes.lock().expect("inodes").removed(&path);
         Ok(())
-    }
-
-    /// Sets the size of `path` (`truncate`), through this mount's writer if
-    /// one is open, else as a write of its own.
-    fn truncate(&self, ino: u64, path: &str, size: u64) -> Result<(), Errno> {
-        let writing = self.handles.lock().expect("handles").writer_of(ino);
-        if let Some(h) = writing {
-            if let Open::Write(w) = &mut *h.lock().expect("handle") {
-                let writer = self.writer(w)?;
-                writer.file().set_len(size).map_err(|e| io_errno(&e))?;
-                w.written = true;
-                return Ok(());
-            }
-        }
-        let mut writer = self
-            .run(self.client.open_write(path, size == 0))
-            .map_err(|e| failed("truncate", &e))?;
-        if let Err(e) = writer.file().set_len(size) {
-            self.abort(writer);
-            return Err(io_errno(&e));
-        }
-        self.run(writer.close())
-            .map(drop)
-            .map_err(|e| failed("truncate", &e))
     }
 }
 
