@@ -23,7 +23,7 @@ pub struct IoOpts {
     pub daemons: Daemons,
 }
 
-const MIB: u64 = 1 << 20;
+pub(crate) const MIB: u64 = 1 << 20;
 
 fn dd(args: &[String]) -> anyhow::Result<()> {
     let out = Command::new("dd")
@@ -66,7 +66,7 @@ pub(crate) fn warm(dir: &std::path::Path, size: u64) -> anyhow::Result<()> {
 }
 
 /// Reads a whole file in 1 MiB chunks, as `dd bs=1M` does.
-fn drain(mut f: std::fs::File) -> std::io::Result<u64> {
+pub(crate) fn drain(mut f: std::fs::File) -> std::io::Result<u64> {
     let mut buf = vec![0u8; MIB as usize];
     let mut total = 0;
     loop {

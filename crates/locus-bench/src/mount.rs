@@ -4,7 +4,7 @@
 //! of local files, the first read of a remote file (fetch included), and an
 //! mdtest-like create-then-stat of many empty files.
 
-use crate::io::{settle, warm};
+use crate::io::{drain, settle, warm, MIB};
 use crate::report::{header, median, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
 use anyhow::{bail, Context};
@@ -23,8 +23,6 @@ pub struct MountOpts {
     pub keep: bool,
     pub daemons: Daemons,
 }
-
-const MIB: u64 = 1 << 20;
 
 /// Runs one sequential fio job on `file`: the bandwidth fio measured.
 /// Writes start on warm memory (see `io::warm`); reads start with no page
@@ -87,15 +85,7 @@ fn first_read(
 ) -> anyhow::Result<f64> {
     warm(scratch, size)?;
     let start = Instant::now();
-    let mut file = open()?;
-    let mut buf = vec![0u8; MIB as usize];
-    let mut n = 0u64;
-    loop {
-        match std::io::Read::read(&mut file, &mut buf)? {
-            0 => break,
-            k => n += k as u64,
-        }
-    }
+    let n = drain(open()?)?;
     Ok(n as f64 / 1e9 / start.elapsed().as_secs_f64())
 }
 
@@ -147,7 +137,6 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         let mut r = Round::default();
         // Alternate which goes first, so neither always gets warmer memory.
         let (a, b) = (dir.join("seq"), raw.join("seq"));
-        // Each measurement starts on warm memory (see `io::warm`).
         let (size, scratch) = (opts.size, &ws.raw_root);
         if n % 2 == 0 {
             r.write = (

@@ -112,14 +112,12 @@ fn status(a: ClusterArgs) -> Result<()> {
     let central = ClusterSpec::load(&Emulation::fs_dir(&dir, FsMode::Central))?;
     let hosts = e.nodes.iter().map(|h| (h, e.link, &local));
     for (h, link, fs) in hosts.chain([(&e.storage, e.storage_link, &central)]) {
-        let daemon = fs
-            .nodes
-            .iter()
-            .find(|n| n.name == h.name)
-            .map_or("-".to_string(), |n| match running_pid(&n.dir) {
-                Some(pid) => format!("{} pid {pid}", n.addr),
-                None => format!("{} down", n.addr),
-            });
+        let daemon =
+            fs.node_named(&h.name)
+                .map_or("-".to_string(), |n| match running_pid(&n.dir) {
+                    Some(pid) => format!("{} pid {pid}", n.addr),
+                    None => format!("{} down", n.addr),
+                });
         println!(
             "{:<8} {:<15} {:<10} {:<28} {daemon}",
             h.name,

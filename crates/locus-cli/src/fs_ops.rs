@@ -59,7 +59,7 @@ impl ClientArgs {
         let host = locus_fs::join::hostname();
         let (node, scratch) = match self.node {
             Some(k) => (k, None),
-            None => match spec.nodes.iter().find(|n| n.name == host) {
+            None => match spec.node_named(&host) {
                 Some(n) => (n.id, None),
                 // Node 0's store is on node 0, not here.
                 None if spec.joined => (0, Some(scratch_dir())),

@@ -154,9 +154,7 @@ fn mount_when_formed(
     };
     let host = name.unwrap_or_else(locus_fs::join::hostname);
     let node = spec
-        .nodes
-        .iter()
-        .find(|n| n.name == host)
+        .node_named(&host)
         .with_context(|| format!("no node of the cluster is named {host}"))?;
     let opts = locus_fs::ClientOptions {
         node: node.id,

@@ -41,6 +41,11 @@ pub struct ClusterSpec {
 }
 
 impl ClusterSpec {
+    /// The node called `name` (a host's, in a joined cluster).
+    pub fn node_named(&self, name: &str) -> Option<&NodeInfo> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
     pub fn ring(&self) -> Ring {
         Ring::new(
             self.nodes.iter().map(|n| (n.id, n.name.as_str())),

@@ -150,9 +150,7 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<(NodeId, PathBuf, Secret)> {
     join::register(&j.dir, &me)?;
     let spec = join::wait_formed(&j.dir, &name, expect, JOIN_TIMEOUT)?;
     let node = spec
-        .nodes
-        .iter()
-        .find(|n| n.name == name)
+        .node_named(&name)
         .map(|n| n.id)
         .expect("wait_formed checks membership");
     Ok((node, node_dir, secret))

@@ -37,8 +37,6 @@ const TTL: Duration = Duration::from_secs(1);
 /// Largest write request; also the block size `stat` reports, so tools
 /// like `cp` copy in pieces this large.
 const MAX_WRITE: u32 = 1 << 20;
-/// Entries per directory listing round trip to the daemon.
-const LIST_PAGE: u32 = 10_000;
 
 pub struct LocusFs {
     client: Client,
@@ -55,29 +53,13 @@ pub struct LocusFs {
     gid: u32,
 }
 
-fn errno(e: &FsError) -> Errno {
-    use locus_proto::Errno as E;
-    Errno::from_i32(match e.code {
-        E::ENOENT => libc::ENOENT,
-        E::EEXIST => libc::EEXIST,
-        E::EBUSY => libc::EBUSY,
-        E::ENOTDIR => libc::ENOTDIR,
-        E::EISDIR => libc::EISDIR,
-        E::ENOTEMPTY => libc::ENOTEMPTY,
-        E::EACCES => libc::EACCES,
-        E::EINVAL => libc::EINVAL,
-        E::EIO => libc::EIO,
-        E::ENOSPC => libc::ENOSPC,
-    })
-}
-
 /// Logs a failure worth knowing about and gives its errno.
 fn failed(op: &str, e: &FsError) -> Errno {
     use locus_proto::Errno as E;
     if matches!(e.code, E::EIO | E::ENOSPC) {
         tracing::warn!("{op}: {e}");
     }
-    errno(e)
+    Errno::from_i32(e.code.raw())
 }
 
 fn io_errno(e: &std::io::Error) -> Errno {
@@ -174,9 +156,14 @@ impl LocusFs {
     /// The record of `path` as this mount's programs see it: a file being
     /// written here has the size written so far.
     fn stat(&self, ino: u64, path: &str) -> Result<Record, Errno> {
-        let mut rec = self
+        let rec = self
             .run(self.client.stat(path))
             .map_err(|e| failed("stat", &e))?;
+        self.sized(ino, rec)
+    }
+
+    /// `rec` with the size written so far if a program here writes `ino`.
+    fn sized(&self, ino: u64, mut rec: Record) -> Result<Record, Errno> {
         let writing = self.handles.lock().expect("handles").writer_of(ino);
         if let Some(h) = writing {
             if let Open::Write(w) = &mut *h.lock().expect("handle") {
@@ -253,17 +240,24 @@ impl LocusFs {
     }
 
     fn list(&self, dir: &str) -> Result<Vec<(String, FileType)>, Errno> {
-        let mut all = Vec::new();
-        let mut after: Option<String> = None;
-        loop {
-            let page = self.run(self.client.readdir_page(dir, after.as_deref(), LIST_PAGE));
-            let (entries, more) = page.map_err(|e| failed("readdir", &e))?;
-            after = entries.last().map(|e| e.name.clone());
-            all.extend(entries.into_iter().map(|e| (e.name, kind(e.kind))));
-            if !more || after.is_none() {
-                return Ok(all);
-            }
+        let entries = self
+            .run(self.client.readdir(dir))
+            .map_err(|e| failed("readdir", &e))?;
+        Ok(entries
+            .into_iter()
+            .map(|e| (e.name, kind(e.kind)))
+            .collect())
+    }
+
+    /// `rec` of the new `path`, with the permission bits `mode` (less
+    /// `umask`) the creating program asked for.
+    fn with_mode(&self, path: &str, rec: Record, mode: u32, umask: u32) -> Result<Record, Errno> {
+        let mode = mode & !umask & 0o7777;
+        if mode == rec.mode {
+            return Ok(rec);
         }
+        self.run(self.client.set_attr(path, Some(mode), None))
+            .map_err(|e| failed("setting the mode", &e))
     }
 
     /// `unlink` (a file) or `rmdir` (a directory) of `name` in `parent`.
@@ -384,11 +378,12 @@ impl Filesystem for LocusFs {
                     }
                 }
             }
-            if mode.is_some() || mtime.is_some() {
-                self.run(self.client.set_attr(&path, mode, mtime))
-                    .map_err(|e| failed("setattr", &e))?;
-            }
-            let rec = self.stat(ino.0, &path)?;
+            let rec = if mode.is_some() || mtime.is_some() {
+                let set = self.run(self.client.set_attr(&path, mode, mtime));
+                self.sized(ino.0, set.map_err(|e| failed("setattr", &e))?)?
+            } else {
+                self.stat(ino.0, &path)?
+            };
             Ok(self.attr(ino.0, &rec))
         })();
         match result {
@@ -410,13 +405,8 @@ impl Filesystem for LocusFs {
             let path = self.child(parent, name)?;
             self.run(self.client.mkdir(&path))
                 .map_err(|e| failed("mkdir", &e))?;
-            let mode = mode & !umask & 0o7777;
-            let mut rec = Record::new(Kind::Dir, 0o755, now_ns());
-            if mode != rec.mode {
-                rec = self
-                    .run(self.client.set_attr(&path, Some(mode), None))
-                    .map_err(|e| failed("mkdir", &e))?;
-            }
+            let rec = Record::new(Kind::Dir, 0o755, now_ns());
+            let rec = self.with_mode(&path, rec, mode, umask)?;
             Ok((path, rec))
         })();
         match result {
@@ -546,7 +536,7 @@ impl Filesystem for LocusFs {
     ) {
         let result = (|| {
             let path = self.child(parent, name)?;
-            let (writer, mut rec) = match self.run(self.client.create(&path)) {
+            let (writer, rec) = match self.run(self.client.create(&path)) {
                 Ok(w) => (w, Record::new(Kind::File, 0o644, now_ns())),
                 // Made by another node since the kernel looked.
                 Err(e) if e.code == locus_proto::Errno::EEXIST && flags & libc::O_EXCL == 0 => {
@@ -558,12 +548,7 @@ impl Filesystem for LocusFs {
                 }
                 Err(e) => return Err(failed("create", &e)),
             };
-            let mode = mode & !umask & 0o7777;
-            if mode != rec.mode {
-                rec = self
-                    .run(self.client.set_attr(&path, Some(mode), None))
-                    .map_err(|e| failed("create", &e))?;
-            }
+            let rec = self.with_mode(&path, rec, mode, umask)?;
             let ino = self
                 .inodes
                 .lock()

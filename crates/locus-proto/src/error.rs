@@ -35,6 +35,22 @@ impl Errno {
         }
     }
 
+    /// The OS error number of this code (what a mount answers the kernel).
+    pub fn raw(self) -> i32 {
+        match self {
+            Errno::ENOENT => libc::ENOENT,
+            Errno::EEXIST => libc::EEXIST,
+            Errno::EBUSY => libc::EBUSY,
+            Errno::ENOTDIR => libc::ENOTDIR,
+            Errno::EISDIR => libc::EISDIR,
+            Errno::ENOTEMPTY => libc::ENOTEMPTY,
+            Errno::EACCES => libc::EACCES,
+            Errno::EINVAL => libc::EINVAL,
+            Errno::EIO => libc::EIO,
+            Errno::ENOSPC => libc::ENOSPC,
+        }
+    }
+
     /// Maps an OS error onto the closest Locus code (EIO when there is none).
     pub fn from_io(e: &std::io::Error) -> Errno {
         match e.raw_os_error() {
