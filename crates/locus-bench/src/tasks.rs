@@ -1,7 +1,7 @@
 //! `locus bench tasks`: leaf-task throughput of `locus run` with one server
 //! and two workers. No-op builtin tasks (`sleep(0.0)`, a worker task in
 //! Swift/T) beside the engine alone running as many control statements;
-//! `app` tasks running `/bin/true` beside raw fork/exec from two threads;
+//! `app` tasks running `/bin/true` beside raw `posix_spawn` from two threads;
 //! and control work (a large `foreach`, recursive composite calls) with
 //! two servers beside one, all in the same run.
 
@@ -69,7 +69,9 @@ fn timed_run(
     Ok(s.end_us.saturating_sub(s.start_us) as f64 / 1e6)
 }
 
-/// `/bin/true` `n` times from two threads, as two workers would.
+/// `/bin/true` `n` times from two threads, as two workers would (std's
+/// `Command` spawns with `posix_spawn` when, as here, nothing runs between
+/// fork and exec).
 fn raw_spawns(n: u32) -> Result<f64> {
     let t = Instant::now();
     let threads: Vec<_> = (0..2)
@@ -124,7 +126,7 @@ pub fn run(o: TasksOpts) -> Result<()> {
     for (name, script, servers) in runs {
         timed_run(&o.program, &dir, name, script, servers)?;
     }
-    // Rates per round: the runs above in order, then raw fork/exec.
+    // Rates per round: the runs above in order, then raw posix_spawn.
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); runs.len() + 1];
     for _ in 0..o.rounds.max(1) {
         for (i, (name, script, servers)) in runs.iter().enumerate() {
@@ -142,7 +144,7 @@ pub fn run(o: TasksOpts) -> Result<()> {
     let (b, c, a, c2, f1, f2, r) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
     header("tasks/s", "baseline");
     row("builtin leaf tasks (vs engine alone)", b, c);
-    row("app /bin/true (vs raw fork/exec)", a, r);
+    row("app /bin/true (vs raw posix_spawn)", a, r);
     row("foreach iterations, 2 servers (vs 1)", c2, c);
     row(&format!("fib({}) calls, 2 servers (vs 1)", o.fib), f2, f1);
     target(
@@ -150,8 +152,8 @@ pub fn run(o: TasksOpts) -> Result<()> {
         b >= 50_000.0,
     );
     target(
-        &format!("app tasks ≥ 70% of raw fork/exec ({:.0}%)", 100.0 * a / r),
-        a >= 0.7 * r,
+        &format!("app tasks ≥ 90% of raw posix_spawn ({:.0}%)", 100.0 * a / r),
+        a >= 0.9 * r,
     );
     Ok(())
 }

@@ -172,7 +172,7 @@ pub enum BenchCommand {
         rounds: usize,
     },
     /// Leaf-task throughput of `locus run` (1 server, 2 workers): builtin
-    /// tasks beside the engine alone, `/bin/true` apps beside raw fork/exec.
+    /// tasks beside the engine alone, `/bin/true` apps beside raw posix_spawn.
     Tasks {
         /// No-op builtin tasks per round.
         #[arg(long, default_value_t = 200_000)]

@@ -4,11 +4,16 @@
 //! by the task timeout.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncReadExt, Interest};
+use tokio::net::unix::pipe;
+use tokio::task::JoinHandle;
 
 /// Bytes of one stream kept per task; the rest is counted, not kept.
 pub const KEPT_BYTES: u64 = 1 << 20;
@@ -45,6 +50,9 @@ pub struct Ended {
 
 /// Runs `cmd` (stdin already set) with its stdout and stderr captured as
 /// `captures` say (`None`: as `cmd` has them), for at most `timeout`.
+/// Waiting and reading are readiness events on this task's runtime (a
+/// pidfd and the pipes), not threads: a thread hand-off per app costs more
+/// than spawning `/bin/true`.
 pub async fn run(
     mut cmd: Command,
     captures: [Option<Capture>; 2],
@@ -58,50 +66,49 @@ pub async fn run(
     }
     let mut child = cmd.spawn()?;
     let pid = child.id() as libc::pid_t;
-    let [out, err] = captures;
-    let readers = [
-        out.zip(child.stdout.take())
-            .map(|(c, s)| tokio::task::spawn_blocking(move || keep(s, c, Echo::Stdout))),
-        err.zip(child.stderr.take())
-            .map(|(c, s)| tokio::task::spawn_blocking(move || keep(s, c, Echo::Stderr))),
-    ];
-    // Dropping a std `Child` neither waits for nor kills the process.
-    drop(child);
-    let exited = Arc::new(Mutex::new(false));
-    let reaper = {
-        let exited = exited.clone();
-        tokio::task::spawn_blocking(move || reap(pid, &exited))
-    };
-    let (status, usage, timed_out) = match timeout {
-        None => join(reaper).await.map(|(s, u)| (s, u, false))?,
-        Some(limit) => {
-            let mut reaper = reaper;
-            match tokio::time::timeout(limit, &mut reaper).await {
-                Ok(r) => flatten(r).map(|(s, u)| (s, u, false))?,
-                Err(_) => {
-                    // Signalled under the lock only while not yet exited:
-                    // an exited process is not reaped (its pid stays ours)
-                    // until the reaper has marked it.
-                    {
-                        let exited = exited.lock().unwrap_or_else(|e| e.into_inner());
-                        if !*exited {
-                            // What it started first, while the tree is whole
-                            // (an orphan would outlive a retry that succeeds).
-                            kill_descendants(pid);
-                            // SAFETY: kill(2) on our own unreaped child.
-                            unsafe { libc::kill(pid, libc::SIGKILL) };
-                        }
-                    }
-                    join(reaper).await.map(|(s, u)| (s, u, true))?
-                }
-            }
+    // Dropping a std `Child` neither waits for nor kills the process: it
+    // stays unreaped, so `pid` is ours, until `reap` below.
+    let exit = match pidfd(pid) {
+        Ok(fd) => fd,
+        Err(e) => {
+            // SAFETY: kill(2) and wait4(2) on our own unreaped child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = reap(pid);
+            return Err(e);
         }
     };
+    let [out, err] = captures;
+    let readers = [
+        reader(out, child.stdout.take().map(OwnedFd::from), Echo::Stdout)?,
+        reader(err, child.stderr.take().map(OwnedFd::from), Echo::Stderr)?,
+    ];
+    drop(child);
+    let mut timed_out = false;
+    let exited = match timeout {
+        None => exit.readable().await.map(drop),
+        Some(limit) => match tokio::time::timeout(limit, exit.readable()).await {
+            Ok(r) => r.map(drop),
+            Err(_) => {
+                timed_out = true;
+                // What it started first, while the tree is whole (an
+                // orphan would outlive a retry that succeeds).
+                kill_descendants(pid);
+                // SAFETY: kill(2) on our own unreaped child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                exit.readable().await.map(drop)
+            }
+        },
+    };
+    exited?;
+    let (status, usage) = reap(pid)?;
     let mut kept = [None, None];
     for (slot, reader) in kept.iter_mut().zip(readers) {
-        if let Some(r) = reader {
-            if let Ok(Ok(Ok(path))) = tokio::time::timeout(STREAM_GRACE, r).await {
-                *slot = path;
+        if let Some(mut r) = reader {
+            match tokio::time::timeout(STREAM_GRACE, &mut r).await {
+                Ok(Ok(Ok(path))) => *slot = path,
+                // A background child still holds the stream.
+                Err(_) => r.abort(),
+                Ok(_) => {}
             }
         }
     }
@@ -117,14 +124,29 @@ pub async fn run(
     })
 }
 
-async fn join(h: tokio::task::JoinHandle<io::Result<(i32, Usage)>>) -> io::Result<(i32, Usage)> {
-    flatten(h.await)
+/// A pidfd of `pid`, readable once the process has exited.
+fn pidfd(pid: libc::pid_t) -> io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: pidfd_open(2) with no flags; the result is checked.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor this function owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
+    AsyncFd::with_interest(fd, Interest::READABLE)
 }
 
-fn flatten(
-    r: Result<io::Result<(i32, Usage)>, tokio::task::JoinError>,
-) -> io::Result<(i32, Usage)> {
-    r.map_err(io::Error::other)?
+/// Starts keeping one captured stream, when there is one.
+fn reader(
+    capture: Option<Capture>,
+    pipe: Option<OwnedFd>,
+    echo: Echo,
+) -> io::Result<Option<JoinHandle<io::Result<Option<PathBuf>>>>> {
+    let (Some(c), Some(fd)) = (capture, pipe) else {
+        return Ok(None);
+    };
+    let pipe = pipe::Receiver::from_owned_fd(fd)?;
+    Ok(Some(tokio::spawn(keep(pipe, c, echo))))
 }
 
 /// Parent of each process, from `/proc`.
@@ -171,36 +193,20 @@ fn kill_descendants(root: libc::pid_t) {
     }
 }
 
-/// Waits for `pid` to exit, marks it exited, then reaps it with its usage.
-fn reap(pid: libc::pid_t, exited: &Mutex<bool>) -> io::Result<(i32, Usage)> {
+/// Reaps exited child `pid` with its usage.
+fn reap(pid: libc::pid_t) -> io::Result<(i32, Usage)> {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
-        // SAFETY: a zeroed siginfo_t is a valid out-parameter.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waits for our own child without reaping it (WNOWAIT).
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
+        // SAFETY: reaps our own child.
+        if unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } >= 0 {
             break;
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
             return Err(e);
         }
-    }
-    let mut marked = exited.lock().unwrap_or_else(|e| e.into_inner());
-    *marked = true;
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: reaps our own exited child.
-    if unsafe { libc::wait4(pid, &mut status, 0, &mut ru) } < 0 {
-        return Err(io::Error::last_os_error());
     }
     let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
     Ok((
@@ -221,16 +227,18 @@ enum Echo {
 /// Copies a stream to its capture file (made at the first byte, at most
 /// `KEPT_BYTES`, then a line saying how much more there was) and, when
 /// asked, to this process's own stream. Returns the file, if made.
-fn keep(mut from: impl Read, c: Capture, echo: Echo) -> io::Result<Option<PathBuf>> {
+async fn keep(
+    mut from: pipe::Receiver,
+    c: Capture,
+    echo: Echo,
+) -> io::Result<Option<PathBuf>> {
     let mut buf = vec![0u8; 64 << 10];
     let mut file: Option<File> = None;
     let (mut kept, mut more) = (0u64, 0u64);
     loop {
-        let n = match from.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
+        let n = match from.read(&mut buf).await? {
+            0 => break,
+            n => n,
         };
         let chunk = &buf[..n];
         if c.echo {
