@@ -395,6 +395,21 @@ fn local_path_and_commit_for_programs() {
         // A file created but never written reads as empty.
         a.create_empty("/results/empty").await.unwrap();
         assert_eq!(b.get("/results/empty").await.unwrap(), b"");
+        // Commit and put make the missing parents of what they publish; a
+        // parent that is a file is refused and publishes nothing.
+        let out = b.output("/deep/er/out.dat").unwrap();
+        std::fs::write(&out.local, b"nested").unwrap();
+        b.commit(&out).await.unwrap();
+        assert_eq!(a.get("/deep/er/out.dat").await.unwrap(), b"nested");
+        assert_eq!(a.stat("/deep/er").await.unwrap().kind, Kind::Dir);
+        a.put("/other/side/x", b"x").await.unwrap();
+        assert_eq!(b.get("/other/side/x").await.unwrap(), b"x");
+        let out = b.output("/results/empty/out.dat").unwrap();
+        std::fs::write(&out.local, b"nowhere").unwrap();
+        let e = b.commit(&out).await.unwrap_err();
+        assert_eq!(e.code, Errno::ENOTDIR, "{e}");
+        b.discard(&out);
+        assert_eq!(a.get("/results/empty").await.unwrap(), b"");
     });
 }
 

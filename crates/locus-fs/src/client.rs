@@ -992,9 +992,16 @@ impl Client {
         }
     }
 
-    /// Writes a whole file, creating it or replacing its contents.
+    /// Writes a whole file, creating it (and its missing parent
+    /// directories) or replacing its contents.
     pub async fn put(&self, path: &str, data: &[u8]) -> FsResult<Record> {
-        let mut w = self.create_or_truncate(path).await?;
+        let mut w = match self.create_or_truncate(path).await {
+            Err(e) => {
+                self.make_parents(path, e).await?;
+                self.create_or_truncate(path).await?
+            }
+            Ok(w) => w,
+        };
         if let Err(e) = w.write_all(data) {
             w.abort().await;
             return Err(FsError::io(path, &e));
@@ -1023,7 +1030,8 @@ impl Client {
     }
 
     /// Publishes the file a program wrote at `out.local` as the next version
-    /// of `out.path`, creating the name if needed. A new file goes where a
+    /// of `out.path`, creating the name (and missing parent directories) if
+    /// needed. A new file goes where a
     /// placement hint or the placement policy says (its bytes are moved
     /// there); a rewritten file, like `open_write`, stays on this node. If
     /// this fails, the previous version is kept, readable and unlocked.
@@ -1034,7 +1042,14 @@ impl Client {
             return Err(FsError::new(Errno::EISDIR, path));
         }
         let lease = out.lease;
-        let (target, replacing) = match self.claim(path, lease).await? {
+        let claimed = match self.claim(path, lease).await {
+            Err(e) => {
+                self.make_parents(path, e).await?;
+                self.claim(path, lease).await?
+            }
+            Ok(c) => c,
+        };
+        let (target, replacing) = match claimed {
             (Some(target), None) => (target, None),
             (_, replacing) => (self.inner.me, replacing),
         };
@@ -1049,6 +1064,18 @@ impl Client {
             replacing.as_ref(),
         )
         .await
+    }
+
+    /// After creating `path` failed with `failed`: makes its parent
+    /// directories if that was why (the caller then tries again), else
+    /// gives `failed` back. Parents are only made when a name is missing,
+    /// so the usual case (they exist) costs no round trip.
+    async fn make_parents(&self, path: &str, failed: FsError) -> FsResult<()> {
+        if failed.code != Errno::ENOENT {
+            return Err(failed);
+        }
+        let path = normalise(path)?;
+        self.mkdir_all(split(&path)?.0).await
     }
 
     /// Takes the name `path` for a write holding `lease`: creates it (and

@@ -12,14 +12,6 @@ pub fn fs_path(swift_path: &str) -> Option<&str> {
     rest.starts_with('/').then_some(rest)
 }
 
-/// The parent directory of a file-system path (`/` for top-level names).
-pub fn fs_parent(path: &str) -> &str {
-    match path.rfind('/') {
-        Some(0) | None => "/",
-        Some(i) => &path[..i],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -29,7 +21,5 @@ mod tests {
         assert_eq!(fs_path("/locus/a/b.txt"), Some("/a/b.txt"));
         assert_eq!(fs_path("/locusx/a"), None);
         assert_eq!(fs_path("/tmp/a"), None);
-        assert_eq!(fs_parent("/a/b.txt"), "/a");
-        assert_eq!(fs_parent("/b.txt"), "/");
     }
 }

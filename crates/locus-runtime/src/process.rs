@@ -133,7 +133,8 @@ fn pidfd(pid: libc::pid_t) -> io::Result<AsyncFd<OwnedFd>> {
     }
     // SAFETY: a new descriptor this function owns.
     let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-    AsyncFd::with_interest(fd, Interest::READABLE)
+    // SAFETY: an `OwnedFd` keeps its one descriptor open until dropped.
+    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(io::Error::from)
 }
 
 /// Starts keeping one captured stream, when there is one.
@@ -227,11 +228,7 @@ enum Echo {
 /// Copies a stream to its capture file (made at the first byte, at most
 /// `KEPT_BYTES`, then a line saying how much more there was) and, when
 /// asked, to this process's own stream. Returns the file, if made.
-async fn keep(
-    mut from: pipe::Receiver,
-    c: Capture,
-    echo: Echo,
-) -> io::Result<Option<PathBuf>> {
+async fn keep(mut from: pipe::Receiver, c: Capture, echo: Echo) -> io::Result<Option<PathBuf>> {
     let mut buf = vec![0u8; 64 << 10];
     let mut file: Option<File> = None;
     let (mut kept, mut more) = (0u64, 0u64);

@@ -4,7 +4,7 @@
 //! builtins (`read`, `write`, …) when their path is a Locus file.
 
 use crate::builtins::{array, string, wildcard};
-use crate::files::{fs_parent, fs_path};
+use crate::files::fs_path;
 use crate::layout::Layout;
 use crate::record::Seen;
 use crate::value::{Location, Value};
@@ -212,12 +212,7 @@ impl Storage {
         let fail = |e: &dyn std::fmt::Display| format!("write({path}): {e}");
         match fs_path(path) {
             Some(fp) => {
-                let client = self.client("write", path)?;
-                client
-                    .mkdir_all(fs_parent(fp))
-                    .await
-                    .map_err(|e| fail(&e))?;
-                client
+                self.client("write", path)?
                     .put(fp, data.as_bytes())
                     .await
                     .map_err(|e| fail(&e))?;

@@ -4,7 +4,7 @@
 //! node's store and published only when the process succeeds, so a failed
 //! task leaves every file as it was; host files are used as they are.
 
-use crate::files::{fs_parent, fs_path, LOCUS_PREFIX};
+use crate::files::{fs_path, LOCUS_PREFIX};
 use crate::layout::Layout;
 use crate::process::{self, Capture, Ended, Usage};
 use crate::record::{now_us, task_stream, Recorder, Seen, TaskRecord};
@@ -387,11 +387,7 @@ impl App<'_> {
         let committing = Instant::now();
         for out in &outputs.pending {
             let fs = self.fs(&out.path)?;
-            let registered = async {
-                fs.mkdir_all(fs_parent(&out.path)).await?;
-                fs.commit(out).await
-            };
-            let record = registered.await.map_err(|e| {
+            let record = fs.commit(out).await.map_err(|e| {
                 format!(
                     "app '{}': registering {LOCUS_PREFIX}{}: {e}",
                     self.func, out.path
