@@ -132,6 +132,20 @@ impl Store {
     /// Atomically makes temporary file `tmp` stored copy `stamp` of `path`.
     pub fn install(&self, tmp: &Path, path: &str, stamp: u64) -> FsResult<()> {
         let dest = self.data_path(path, stamp);
+        // A private file is alone in its private directory under its own
+        // name: that directory becomes the version's, one rename and no
+        // directory made or removed (inode allocation is most of an output's
+        // cost on ext4).
+        let version_dir = dest.parent().expect("store paths have a parent");
+        let private = tmp
+            .parent()
+            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name());
+        if let Some(private) = private {
+            self.make_parent(version_dir, path)?;
+            if std::fs::rename(private, version_dir).is_ok() {
+                return Ok(());
+            }
+        }
         self.make_parent(&dest, path)?;
         std::fs::rename(tmp, &dest).map_err(|e| FsError::io(path, &e))?;
         self.remove_private_dir(tmp);
@@ -311,6 +325,25 @@ mod tests {
         );
         store.drop_copy("/missing", 9).unwrap();
         assert_eq!(store.usage(), (1, 4));
+        // A program's private output becomes a version by renaming its
+        // private directory: nothing is left in tmp/.
+        let out = store.private_file("c.txt").unwrap();
+        std::fs::write(&out, b"three").unwrap();
+        store.install(&out, "/a/b/c.txt", 3).unwrap();
+        assert_eq!(
+            std::fs::read(store.data_path("/a/b/c.txt", 3)).unwrap(),
+            b"three"
+        );
+        assert_eq!(std::fs::read_dir(&store.tmp).unwrap().count(), 0);
+        // Under another name (a link's target), the file moves alone.
+        let out = store.private_file("x.txt").unwrap();
+        std::fs::write(&out, b"four").unwrap();
+        store.install(&out, "/a/b/c.txt", 4).unwrap();
+        assert_eq!(
+            std::fs::read(store.data_path("/a/b/c.txt", 4)).unwrap(),
+            b"four"
+        );
+        assert_eq!(std::fs::read_dir(&store.tmp).unwrap().count(), 0);
     }
 
     #[test]
