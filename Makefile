@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
 
 setup:
 	./scripts/setup.sh
@@ -25,6 +25,9 @@ bench-meta: build
 
 bench-tasks: build
 	target/release/locus bench tasks
+
+bench-outputs: build
+	target/release/locus bench outputs
 
 bench-io: build
 	target/release/locus bench io

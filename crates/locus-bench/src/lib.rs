@@ -12,6 +12,7 @@ pub mod mapreduce;
 pub mod meta;
 pub mod meta_cluster;
 pub mod mount;
+pub mod outputs;
 mod report;
 pub mod tasks;
 mod workspace;

@@ -34,7 +34,7 @@ fn fib_calls(n: u32) -> f64 {
 
 /// Runs `script` with `servers` servers and 2 workers; returns the seconds
 /// from the engine's start to its end, as the leader recorded them.
-fn timed_run(
+pub(crate) fn timed_run(
     program: &Arc<dyn Program>,
     dir: &Path,
     name: &str,

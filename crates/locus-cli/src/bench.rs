@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use locus_bench::emulated::{ClusterOpts, Deployed, HostCpus};
 use locus_bench::filecopy::{self, Scaling};
-use locus_bench::{check, io, mapreduce, meta, meta_cluster, tasks};
+use locus_bench::{check, io, mapreduce, meta, meta_cluster, outputs, tasks};
 use locus_fs::Durability;
 use locus_launch::{Daemons, Emulation, Rate};
 use std::path::PathBuf;
@@ -183,6 +183,18 @@ pub enum BenchCommand {
         /// Control work: `fib(N)` by recursive composite calls.
         #[arg(long, default_value_t = 20)]
         fib: u32,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
+    /// App tasks writing 1, 10 or 100 small Locus outputs each, beside the
+    /// same tasks writing host files and the client library writing the
+    /// same files.
+    Outputs {
+        #[command(flatten)]
+        common: Common,
+        /// Small files written per configuration and round.
+        #[arg(long, default_value_t = 2_000)]
+        files: u32,
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
@@ -386,6 +398,18 @@ pub fn run(b: BenchCommand) -> Result<()> {
                 })
             })
         }
+        BenchCommand::Outputs {
+            common,
+            files,
+            rounds,
+        } => outputs::run(outputs::OutputsOpts {
+            program: crate::launched::program()?,
+            daemons: common.daemons()?,
+            files,
+            rounds,
+            dir: common.dir,
+            keep: common.keep,
+        }),
         BenchCommand::Tasks {
             builtin,
             apps,
