@@ -68,21 +68,23 @@ pub async fn run(
     let pid = child.id() as libc::pid_t;
     // Dropping a std `Child` neither waits for nor kills the process: it
     // stays unreaped, so `pid` is ours, until `reap` below.
-    let exit = match pidfd(pid) {
-        Ok(fd) => fd,
+    let [out, err] = captures;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    drop(child);
+    let watched = pidfd(pid).and_then(|exit| {
+        let readers = [
+            reader(out, stdout.map(OwnedFd::from), Echo::Stdout)?,
+            reader(err, stderr.map(OwnedFd::from), Echo::Stderr)?,
+        ];
+        Ok((exit, readers))
+    });
+    let (exit, readers) = match watched {
+        Ok(w) => w,
         Err(e) => {
-            // SAFETY: kill(2) and wait4(2) on our own unreaped child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            let _ = reap(pid);
+            abandon(pid);
             return Err(e);
         }
     };
-    let [out, err] = captures;
-    let readers = [
-        reader(out, child.stdout.take().map(OwnedFd::from), Echo::Stdout)?,
-        reader(err, child.stderr.take().map(OwnedFd::from), Echo::Stderr)?,
-    ];
-    drop(child);
     let mut timed_out = false;
     let exited = match timeout {
         None => exit.readable().await.map(drop),
@@ -90,16 +92,15 @@ pub async fn run(
             Ok(r) => r.map(drop),
             Err(_) => {
                 timed_out = true;
-                // What it started first, while the tree is whole (an
-                // orphan would outlive a retry that succeeds).
-                kill_descendants(pid);
-                // SAFETY: kill(2) on our own unreaped child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
+                kill_tree(pid);
                 exit.readable().await.map(drop)
             }
         },
     };
-    exited?;
+    if let Err(e) = exited {
+        abandon(pid);
+        return Err(e);
+    }
     let (status, usage) = reap(pid)?;
     let mut kept = [None, None];
     for (slot, reader) in kept.iter_mut().zip(readers) {
@@ -122,6 +123,21 @@ pub async fn run(
         usage,
         kept,
     })
+}
+
+/// SIGKILLs unreaped child `pid` and what it started: its descendants
+/// first, while the tree is whole (an orphan would outlive a retry that
+/// succeeds).
+fn kill_tree(pid: libc::pid_t) {
+    kill_descendants(pid);
+    // SAFETY: kill(2) on our own unreaped child.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+/// Kills and reaps child `pid` that can no longer be watched.
+fn abandon(pid: libc::pid_t) {
+    kill_tree(pid);
+    let _ = reap(pid);
 }
 
 /// A pidfd of `pid`, readable once the process has exited.
