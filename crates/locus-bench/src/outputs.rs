@@ -86,6 +86,11 @@ fn library_puts(ws: &Workspace, round: u32, per_task: u32, files: u32) -> Result
 }
 
 pub fn run(o: OutputsOpts) -> Result<()> {
+    if o.files < 100 {
+        anyhow::bail!(
+            "--files must be at least 100 (one task writes 100 in the largest configuration)"
+        );
+    }
     let root = o.dir.clone().unwrap_or_else(|| default_root("outputs"));
     let ws = Workspace::start(&root, 1, &o.daemons, o.keep)?;
     println!("{}", crate::machine::describe());
