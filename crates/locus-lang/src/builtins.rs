@@ -108,6 +108,8 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("sys", "argv_accept", "... ->"),
     ("sys", "clock_seconds", "-> int"),
     ("sys", "clock", "-> float"),
+    ("sys", "clock_format", "string any -> string"),
+    ("sys", "INT_MAX", "-> int"),
     ("sys", "argv_contains", "string -> boolean"),
     ("builtins", "getenv", "string -> string"),
     ("sys", "sleep", "float ->"),
@@ -150,6 +152,8 @@ pub const CONSTANTS: &[(&str, &str, Type)] = &[
     ("builtins", "NODE", Type::Accuracy),
     ("builtins", "NaN", Type::Float),
     ("builtins", "inf", Type::Float),
+    ("sys", "CLOCK_FMT_ISO8601", Type::String),
+    ("sys", "CLOCK_FMT_RFC3339", Type::String),
     ("math", "PI", Type::Float),
     ("math", "E", Type::Float),
 ];

@@ -1650,7 +1650,10 @@ impl<'a> FnCx<'a> {
                 "NaN" => Const::Float(f64::NAN),
                 "inf" => Const::Float(f64::INFINITY),
                 "PI" => Const::Float(std::f64::consts::PI),
-                _ => Const::Float(std::f64::consts::E),
+                "E" => Const::Float(std::f64::consts::E),
+                "CLOCK_FMT_ISO8601" => Const::Str("%Y-%m-%dT%H:%M:%S".into()),
+                "CLOCK_FMT_RFC3339" => Const::Str("%Y-%m-%d %H:%M:%S".into()),
+                other => unreachable!("constant '{other}' is in the table but has no value"),
             };
             return self.constant(t, c, out);
         }

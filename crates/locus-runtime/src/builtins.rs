@@ -265,6 +265,10 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
         "clock_seconds" => Value::Int(since_epoch().as_secs() as i64),
         // Seconds, to the millisecond, as Swift/T's clock() gives them.
         "clock" => Value::Float(since_epoch().as_millis() as f64 / 1000.0),
+        "clock_format" => Value::Str(clock_format(string(arg(0)?)?, float(arg(1)?)?)?),
+        // Swift/T's INT_MAX() is Tcl's `format %X -1` with its first F made
+        // a 7: the 32-bit maximum, whatever Swift/T's ints hold.
+        "INT_MAX" => Value::Int(i32::MAX as i64),
         "argc" => Value::Int(cx.args.iter().filter(|s| !s.starts_with("--")).count() as i64),
         "argp" => {
             let i = int(arg(0)?)?;
@@ -557,6 +561,26 @@ pub fn effect(name: &str, a: &[Value]) -> Result<Option<String>, String> {
             "builtin '{other}' is not available in this runtime yet"
         )),
     }
+}
+
+/// Seconds since the epoch `t` (rounded, as Tcl's `clock format` takes an
+/// int) in this host's time zone, formatted by strftime(3).
+fn clock_format(format: &str, t: f64) -> Result<String, String> {
+    let format_c = std::ffi::CString::new(format)
+        .map_err(|_| "clock_format: the format holds a NUL byte".to_string())?;
+    let secs = t.round() as libc::time_t;
+    // SAFETY: a zeroed tm is a valid out-parameter.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers to a time_t and a tm.
+    if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
+        return Err(format!("clock_format: time {t} is out of range"));
+    }
+    // Each conversion gives at most a few dozen bytes.
+    let mut buf = vec![0u8; 64 + 64 * format.len()];
+    // SAFETY: buf is writable for its length; format_c is NUL-terminated.
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), format_c.as_ptr(), &tm) };
+    buf.truncate(n);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 fn since_epoch() -> std::time::Duration {
