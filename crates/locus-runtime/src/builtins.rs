@@ -408,9 +408,33 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
         "isNaN" => Value::Bool(float(arg(0)?)?.is_nan()),
         "exp" => Value::Float(float(arg(0)?)?.exp()),
         "is_nan" => Value::Bool(float(arg(0)?)?.is_nan()),
-        "read" => {
+        "read" | "readFile" => {
             let p = string(arg(0)?)?;
-            Value::Str(std::fs::read_to_string(p).map_err(|e| format!("read({p}): {e}"))?)
+            Value::Str(std::fs::read_to_string(p).map_err(|e| format!("{name}({p}): {e}"))?)
+        }
+        // Tcl's `file type` and `file mtime` (seconds), as Swift/T has them.
+        "file_type" => {
+            let p = string(arg(0)?)?;
+            let t = std::fs::symlink_metadata(p)
+                .map_err(|e| format!("file_type({p}): {e}"))?
+                .file_type();
+            use std::os::unix::fs::FileTypeExt;
+            let kinds = [
+                (t.is_file(), "file"),
+                (t.is_dir(), "directory"),
+                (t.is_symlink(), "link"),
+                (t.is_fifo(), "fifo"),
+                (t.is_socket(), "socket"),
+                (t.is_char_device(), "characterSpecial"),
+                (t.is_block_device(), "blockSpecial"),
+            ];
+            let kind = kinds.iter().find(|k| k.0).map_or("file", |k| k.1);
+            Value::Str(kind.into())
+        }
+        "file_mtime" => {
+            let p = string(arg(0)?)?;
+            let m = std::fs::metadata(p).map_err(|e| format!("file_mtime({p}): {e}"))?;
+            Value::Int(std::os::unix::fs::MetadataExt::mtime(&m))
         }
         "file_lines" => {
             let p = string(arg(0)?)?;
