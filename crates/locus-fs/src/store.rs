@@ -326,24 +326,18 @@ mod tests {
         store.drop_copy("/missing", 9).unwrap();
         assert_eq!(store.usage(), (1, 4));
         // A program's private output becomes a version by renaming its
-        // private directory: nothing is left in tmp/.
-        let out = store.private_file("c.txt").unwrap();
-        std::fs::write(&out, b"three").unwrap();
-        store.install(&out, "/a/b/c.txt", 3).unwrap();
-        assert_eq!(
-            std::fs::read(store.data_path("/a/b/c.txt", 3)).unwrap(),
-            b"three"
-        );
-        assert_eq!(std::fs::read_dir(&store.tmp).unwrap().count(), 0);
-        // Under another name (a link's target), the file moves alone.
-        let out = store.private_file("x.txt").unwrap();
-        std::fs::write(&out, b"four").unwrap();
-        store.install(&out, "/a/b/c.txt", 4).unwrap();
-        assert_eq!(
-            std::fs::read(store.data_path("/a/b/c.txt", 4)).unwrap(),
-            b"four"
-        );
-        assert_eq!(std::fs::read_dir(&store.tmp).unwrap().count(), 0);
+        // private directory; under another name (a link's target) the file
+        // moves alone. Either way nothing is left in tmp/.
+        for (stamp, name, bytes) in [(3, "c.txt", &b"three"[..]), (4, "x.txt", b"four")] {
+            let out = store.private_file(name).unwrap();
+            std::fs::write(&out, bytes).unwrap();
+            store.install(&out, "/a/b/c.txt", stamp).unwrap();
+            assert_eq!(
+                std::fs::read(store.data_path("/a/b/c.txt", stamp)).unwrap(),
+                bytes
+            );
+            assert_eq!(std::fs::read_dir(&store.tmp).unwrap().count(), 0);
+        }
     }
 
     #[test]

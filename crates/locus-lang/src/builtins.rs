@@ -148,6 +148,16 @@ const TABLE: &[(&str, &str, &str)] = &[
     ("random", "randint", "int int -> int"),
 ];
 
+/// The builtin the runtime runs for `name`: Swift/T's second names of a
+/// builtin are the builtin itself.
+pub fn runtime_name(name: &str) -> &str {
+    match name {
+        "readFile" => "read",
+        "writeFile" => "write",
+        other => other,
+    }
+}
+
 /// Named constants: (module, name, type).
 pub const CONSTANTS: &[(&str, &str, Type)] = &[
     ("builtins", "HARD", Type::Strictness),

@@ -2027,7 +2027,7 @@ impl<'a> FnCx<'a> {
         } else if sig.builtin {
             out.push(Stmt::Op {
                 dst: out_ids.first().copied().unwrap_or_default(),
-                op: ir::Op::Builtin(name.name.clone()),
+                op: ir::Op::Builtin(builtins::runtime_name(&name.name).into()),
                 args: arg_ids,
             });
         } else {

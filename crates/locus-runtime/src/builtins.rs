@@ -408,9 +408,9 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
         "isNaN" => Value::Bool(float(arg(0)?)?.is_nan()),
         "exp" => Value::Float(float(arg(0)?)?.exp()),
         "is_nan" => Value::Bool(float(arg(0)?)?.is_nan()),
-        "read" | "readFile" => {
+        "read" => {
             let p = string(arg(0)?)?;
-            Value::Str(std::fs::read_to_string(p).map_err(|e| format!("{name}({p}): {e}"))?)
+            Value::Str(std::fs::read_to_string(p).map_err(|e| format!("read({p}): {e}"))?)
         }
         // Tcl's `file type` and `file mtime` (seconds), as Swift/T has them.
         "file_type" => {

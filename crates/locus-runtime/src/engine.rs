@@ -677,7 +677,7 @@ impl Engine {
                             .await
                             .map(|v| Value::Str(v.unwrap_or_default()))
                     }
-                    ir::Op::Builtin(name) if name == "write" || name == "writeFile" => {
+                    ir::Op::Builtin(name) if name == "write" => {
                         let path = self.path(frame.get(*dst)).await;
                         let data = a.first().map(Value::render).unwrap_or_default();
                         match Box::pin(self.opts.storage.write_file(&path, &data)).await {

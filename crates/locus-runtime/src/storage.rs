@@ -116,8 +116,8 @@ impl Storage {
                 hard: true,
                 node: false,
             })),
-            "read" | "readFile" | "file_lines" | "file_size" | "file_exists" | "file_type"
-            | "file_mtime" | "glob"
+            "read" | "file_lines" | "file_size" | "file_exists" | "file_type" | "file_mtime"
+            | "glob"
                 if is_locus(0) =>
             {
                 self.file_builtin(name, a).await
@@ -179,17 +179,21 @@ impl Storage {
         let err = |e: locus_proto::FsError| format!("{name}({path}): {e}");
         match name {
             "file_exists" => Ok(Value::Bool(client.stat(fp).await.is_ok())),
-            "file_size" => Ok(Value::Int(client.stat(fp).await.map_err(err)?.size as i64)),
-            "file_mtime" => Ok(Value::Int(
-                (client.stat(fp).await.map_err(err)?.mtime_ns / 1_000_000_000) as i64,
-            )),
-            "file_type" => Ok(Value::Str(
-                match client.stat(fp).await.map_err(err)?.kind {
-                    Kind::Dir => "directory",
-                    _ => "file",
-                }
-                .into(),
-            )),
+            "file_size" | "file_mtime" | "file_type" => {
+                let rec = client.stat(fp).await.map_err(err)?;
+                Ok(match name {
+                    "file_size" => Value::Int(rec.size as i64),
+                    "file_mtime" => Value::Int((rec.mtime_ns / 1_000_000_000) as i64),
+                    _ => Value::Str(
+                        if rec.kind == Kind::Dir {
+                            "directory"
+                        } else {
+                            "file"
+                        }
+                        .into(),
+                    ),
+                })
+            }
             "glob" => {
                 let (dir, pattern) = fp.rsplit_once('/').unwrap_or(("", fp));
                 let (swift_dir, _) = path.rsplit_once('/').unwrap_or(("", &path));
@@ -210,7 +214,7 @@ impl Storage {
             _ => {
                 let bytes = client.get(fp).await.map_err(err)?;
                 let text = String::from_utf8_lossy(&bytes).to_string();
-                Ok(if name != "file_lines" {
+                Ok(if name == "read" {
                     Value::Str(text)
                 } else {
                     array(text.lines().map(|l| Value::Str(l.to_string())))
