@@ -62,10 +62,12 @@ pub struct RunArgs {
     /// again. The run's own file system (RUN_DIR/fs) is started again.
     #[arg(long, requires = "run_dir")]
     pub resume: bool,
-    /// Milliseconds a SOFT task waits for its busy target before another
-    /// worker may take it (same node first).
-    #[arg(long, default_value_t = 100)]
-    pub soft_wait: u64,
+    /// The longest (milliseconds) a SOFT task waits for its busy target
+    /// before another worker may take it (same node first). Without it, a
+    /// SOFT task leaves when fetching its inputs is expected to be quicker
+    /// than waiting.
+    #[arg(long)]
+    pub soft_wait: Option<u64>,
     /// Directory of the run: rendezvous, records, file system (default: a
     /// new one under /tmp).
     #[arg(long)]
@@ -168,7 +170,7 @@ impl RunArgs {
             quiet_apps: self.quiet_apps,
             mount: self.mount,
             resume: self.resume,
-            soft_wait: Duration::from_millis(self.soft_wait),
+            soft_wait: self.soft_wait.map(Duration::from_millis),
             args: self.args.clone(),
             include: self.modules.search(),
             ..RankOptions::new(self.script.clone(), run_dir)

@@ -27,6 +27,32 @@ pub enum Placed {
     Auto,
 }
 
+/// A task's input file as placement saw it: its size and the nodes (the
+/// run's node indices) holding a copy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Held {
+    pub bytes: u64,
+    pub nodes: Vec<u32>,
+}
+
+/// Why a SOFT task left its preferred node: the estimated time to fetch its
+/// missing input bytes to where it ran, against its expected wait there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spill {
+    /// The node it was placed at (its target's).
+    pub from: u32,
+    pub fetch_us: u64,
+    pub wait_us: u64,
+}
+
+/// Input bytes a worker fetched for a task, and how long making its inputs
+/// local took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fetched {
+    pub bytes: u64,
+    pub micros: u64,
+}
+
 /// One word of a command line or a redirection: text, or a file the worker
 /// makes local first (`In`) or registers after success (`Out`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,6 +108,13 @@ pub struct Task {
     /// What the task is, across runs (`TaskRecord::key`).
     #[serde(default)]
     pub key: String,
+    /// Its Locus inputs where placement found them (SOFT and automatically
+    /// placed tasks): what leaving its node would cost.
+    #[serde(default)]
+    pub inputs: Vec<Held>,
+    /// Set by the server that moved it off its preferred node.
+    #[serde(default)]
+    pub spill: Option<Spill>,
 }
 
 /// What became of a task.
@@ -96,6 +129,9 @@ pub struct Outcome {
     /// What a task that computes a value (`python`) gave.
     #[serde(default)]
     pub value: Option<String>,
+    /// What it fetched from other nodes: how the run learns its links.
+    #[serde(default)]
+    pub fetched: Option<Fetched>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,19 +5,28 @@
 //! Rules (docs/semantics.md): a HARD RANK task runs only on its rank and is
 //! never given away; a HARD NODE task runs on any worker of its node and is
 //! given only to a server that has an idle worker there; a SOFT task runs on
-//! its target when it can, and *spills* to another worker (same node first)
-//! once its target is busy and it has waited `soft_wait`.
+//! its target when it can, and *spills* to an idle worker elsewhere (its
+//! target's node first) when fetching its missing input bytes there is
+//! expected to take less than waiting for its target (`cost`), or once it
+//! has waited the run's cap, if it has one.
 //!
 //! A busy worker may also be sent work *ahead* (the server decides when),
 //! but only work that could not run better elsewhere: HARD RANK tasks for
 //! it, and untargeted tasks no idle worker took.
 
+use crate::cost::{self, Costs};
 use crate::layout::Layout;
-use locus_proto::run::{Rank, Task};
+use locus_proto::run::{Outcome, Placed, Rank, Spill, Task};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// How often SOFT tasks waiting beside idle workers are weighed again: the
+/// estimates change as their targets' tasks run.
+pub const RECHECK: Duration = Duration::from_millis(20);
+/// Tasks of one queue looked at to estimate the work ahead of a task.
+const SAMPLE: usize = 256;
 
 struct Queued {
     prio: i64,
@@ -63,30 +72,57 @@ enum Slot {
     Any,
 }
 
+/// A task sent to one of this server's workers and not done.
+struct Sent {
+    id: u64,
+    func: String,
+    /// When it started (when it was sent, or when the task before it on
+    /// its worker ended).
+    since: Instant,
+    /// The node it fetches most from, if it fetches.
+    source: Option<u32>,
+}
+
 pub struct Balancer {
     layout: Arc<Layout>,
-    soft_wait: Duration,
+    /// The server rank this balancer belongs to.
+    me: Rank,
+    /// `--soft-wait`: the longest a SOFT task waits for its target.
+    cap: Option<Duration>,
     seq: u64,
     queues: HashMap<Slot, Heap>,
     /// Idle workers of this server, in the order they asked.
     idle: VecDeque<Rank>,
     /// Busy workers that may be sent a task ahead.
     ahead: VecDeque<Rank>,
+    /// Per worker, its tasks not done, in the order it runs them.
+    sent: HashMap<Rank, VecDeque<Sent>>,
+    costs: Costs,
 }
 
 impl Balancer {
-    pub fn new(layout: Arc<Layout>, soft_wait: Duration) -> Balancer {
+    pub fn new(layout: Arc<Layout>, me: Rank, cap: Option<Duration>) -> Balancer {
         Balancer {
             layout,
-            soft_wait,
+            me,
+            cap,
             seq: 0,
             queues: HashMap::new(),
             idle: VecDeque::new(),
             ahead: VecDeque::new(),
+            sent: HashMap::new(),
+            costs: Costs::new(),
         }
     }
 
-    pub fn put(&mut self, task: Task, now: Instant) {
+    pub fn costs(&self) -> &Costs {
+        &self.costs
+    }
+
+    pub fn put(&mut self, mut task: Task, now: Instant) {
+        if task.placed == Placed::Auto {
+            self.least_loaded_of_the_heaviest(&mut task);
+        }
         let slot = match task.target {
             None => Slot::Any,
             Some(t) => match (t.hard, t.node) {
@@ -103,6 +139,42 @@ impl Balancer {
             since: now,
             task: Box::new(task),
         });
+    }
+
+    /// An automatically placed task whose inputs weigh the same on several
+    /// nodes goes to the one of them (served here) with the least work.
+    fn least_loaded_of_the_heaviest(&self, task: &mut Task) {
+        let Some(target) = task.target.as_mut() else {
+            return;
+        };
+        let tied = cost::heaviest(&task.inputs);
+        if tied.len() < 2 {
+            return;
+        }
+        let load = |n: u32| {
+            let queued: usize = [Slot::SoftNode(n), Slot::HardNode(n)]
+                .iter()
+                .filter_map(|s| self.queues.get(s))
+                .map(BinaryHeap::len)
+                .sum();
+            let running: usize = self
+                .layout
+                .workers_on(n)
+                .filter_map(|w| self.sent.get(&w))
+                .map(VecDeque::len)
+                .sum();
+            queued + running
+        };
+        let best = tied
+            .into_iter()
+            .filter_map(|n| {
+                let first = self.layout.workers_on(n).next()?;
+                (self.layout.server_of(first) == self.me).then_some((load(n), n, first))
+            })
+            .min();
+        if let Some((_, _, rank)) = best {
+            target.rank = rank;
+        }
     }
 
     pub fn queued(&self) -> usize {
@@ -124,10 +196,34 @@ impl Balancer {
         }
     }
 
+    /// `worker` finished a task it was sent: what it took (and fetched) is
+    /// learned.
+    pub fn finished(&mut self, worker: Rank, o: &Outcome, now: Instant) {
+        let Some(tasks) = self.sent.get_mut(&worker) else {
+            return;
+        };
+        let Some(pos) = tasks.iter().position(|s| s.id == o.id) else {
+            return;
+        };
+        let done = tasks.remove(pos).expect("a listed task");
+        if pos == 0 {
+            if let Some(next) = tasks.front_mut() {
+                next.since = now;
+            }
+        }
+        self.costs.ran(&done.func, Duration::from_micros(o.micros));
+        if let (Some(f), Some(from)) = (o.fetched, done.source) {
+            let to = self.layout.node_of(worker);
+            self.costs
+                .fetched(from, to, f.bytes, Duration::from_micros(f.micros));
+        }
+    }
+
     /// Forgets a worker that went away.
     pub fn lost(&mut self, worker: Rank) {
         self.idle.retain(|w| *w != worker);
         self.ahead.retain(|w| *w != worker);
+        self.sent.remove(&worker);
     }
 
     pub fn idle(&self) -> impl Iterator<Item = Rank> + '_ {
@@ -135,8 +231,8 @@ impl Balancer {
     }
 
     /// Matches idle workers with tasks they may run: first each worker's own
-    /// work, then spilled SOFT work, to a worker of the target's node if one
-    /// is idle; then busy workers with room get work ahead.
+    /// work, then SOFT work worth moving, to a worker of the target's node if
+    /// one is idle; then busy workers with room get work ahead.
     pub fn dispatch(&mut self, now: Instant) -> Vec<(Rank, Task)> {
         let mut out = Vec::new();
         let mut waiting = VecDeque::new();
@@ -150,32 +246,45 @@ impl Balancer {
                 Slot::Any,
             ];
             match self.take_own(&own) {
-                Some(t) => out.push((w, t)),
+                Some(t) => out.push(self.start(w, t, now)),
                 None => waiting.push_back(w),
             }
         }
         self.idle = waiting;
         while !self.idle.is_empty() {
-            let Some((slot, node)) = self.best_spill(now) else {
+            let Some((slot, node, spill)) = self.best_spill(now) else {
                 break;
             };
             let pos = self
                 .idle
                 .iter()
                 .position(|w| self.layout.node_of(*w) == node)
-                .unwrap_or(0);
+                .expect("an idle worker of the chosen node");
             let w = self.idle.remove(pos).expect("an idle worker");
-            out.push((w, self.pop(slot)));
+            let mut task = self.pop(slot);
+            task.spill = Some(spill);
+            out.push(self.start(w, task, now));
         }
         let mut waiting = VecDeque::new();
         while let Some(w) = self.ahead.pop_front() {
             match self.take_own(&[Slot::HardRank(w), Slot::Any]) {
-                Some(t) => out.push((w, t)),
+                Some(t) => out.push(self.start(w, t, now)),
                 None => waiting.push_back(w),
             }
         }
         self.ahead = waiting;
         out
+    }
+
+    fn start(&mut self, w: Rank, task: Task, now: Instant) -> (Rank, Task) {
+        let source = cost::source(&task.inputs, self.layout.node_of(w));
+        self.sent.entry(w).or_default().push_back(Sent {
+            id: task.id,
+            func: task.func.clone(),
+            since: now,
+            source,
+        });
+        (w, task)
     }
 
     fn top(&self, slot: Slot) -> Option<&Queued> {
@@ -203,75 +312,170 @@ impl Balancer {
         Some(self.pop(best))
     }
 
-    /// The most urgent SOFT task that may spill, and its target's node.
-    fn best_spill(&self, now: Instant) -> Option<(Slot, u32)> {
+    /// The most urgent SOFT task worth moving to an idle worker, the node
+    /// it goes to and why.
+    fn best_spill(&self, now: Instant) -> Option<(Slot, u32, Spill)> {
+        let mut nodes: Vec<u32> = self.idle.iter().map(|w| self.layout.node_of(*w)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
         self.queues
             .iter()
+            .filter(|(slot, _)| matches!(slot, Slot::SoftRank(_) | Slot::SoftNode(_)))
             .filter_map(|(slot, heap)| {
                 let q = heap.peek()?;
-                let node = match *slot {
-                    Slot::SoftRank(r) => self.layout.node_of(r),
-                    Slot::SoftNode(n) => n,
-                    _ => return None,
-                };
-                self.spillable(*slot, q, now)
-                    .then_some((q.key(), *slot, node))
+                let (node, spill) = self.spill_to(*slot, q, &nodes, now)?;
+                Some((q.key(), *slot, node, spill))
             })
-            .max_by_key(|(k, _, _)| *k)
-            .map(|(_, s, n)| (s, n))
+            .max_by_key(|(k, ..)| *k)
+            .map(|(_, slot, node, spill)| (slot, node, spill))
     }
 
-    /// A SOFT task may leave its target once it has waited `soft_wait` and
-    /// no idle worker of this server could run it on target.
-    fn spillable(&self, slot: Slot, q: &Queued, now: Instant) -> bool {
-        if now.duration_since(q.since) < self.soft_wait {
-            return false;
-        }
-        match slot {
-            Slot::SoftRank(r) => !self.idle.contains(&r),
-            Slot::SoftNode(n) => !self.idle.iter().any(|w| self.layout.node_of(*w) == n),
-            _ => false,
-        }
-    }
-
-    /// When the next SOFT task becomes spillable, if any is waiting for that.
-    pub fn next_spill(&self, now: Instant) -> Option<Instant> {
-        self.queues
+    /// Where the head `q` of SOFT `slot` should go, among `nodes` with an
+    /// idle worker: the node it reaches fastest, if fetching its missing
+    /// bytes there takes less than its expected wait for its target (or it
+    /// has waited the cap).
+    fn spill_to(
+        &self,
+        slot: Slot,
+        q: &Queued,
+        nodes: &[u32],
+        now: Instant,
+    ) -> Option<(u32, Spill)> {
+        let (workers, from) = self.on_target(slot);
+        // The target's node first among equally quick ones.
+        let (fetch, _, to) = nodes
             .iter()
-            .filter(|(s, _)| matches!(s, Slot::SoftRank(_) | Slot::SoftNode(_)))
-            .filter_map(|(_, h)| h.peek())
-            .map(|q| q.since + self.soft_wait)
-            .filter(|t| *t > now)
-            .min()
+            .filter(|&&n| !matches!(slot, Slot::SoftNode(t) if t == n))
+            .map(|&n| (self.costs.fetch_time(&q.task.inputs, n), n != from, n))
+            .min()?;
+        let wait = self.expected_wait(slot, &workers, q, now);
+        let capped = self.cap.is_some_and(|c| now.duration_since(q.since) >= c);
+        (fetch < wait || capped).then(|| {
+            let us = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+            let spill = Spill {
+                from,
+                fetch_us: us(fetch),
+                wait_us: us(wait),
+            };
+            (to, spill)
+        })
+    }
+
+    /// The workers of this server that run a task of `slot` on target, and
+    /// its target's node.
+    fn on_target(&self, slot: Slot) -> (Vec<Rank>, u32) {
+        match slot {
+            Slot::SoftRank(r) | Slot::HardRank(r) => (vec![r], self.layout.node_of(r)),
+            Slot::SoftNode(n) | Slot::HardNode(n) => (
+                self.layout
+                    .workers_of(self.me)
+                    .filter(|w| self.layout.node_of(*w) == n)
+                    .collect(),
+                n,
+            ),
+            Slot::Any => (Vec::new(), 0),
+        }
+    }
+
+    /// How long `q`, the head of `slot`, is expected to wait for one of
+    /// `workers`: the work they have left, and the queued work those
+    /// workers take first, shared out over them as it comes free (the
+    /// water level the work ahead fills the free times to).
+    fn expected_wait(&self, slot: Slot, workers: &[Rank], q: &Queued, now: Instant) -> Duration {
+        if workers.is_empty() {
+            return Duration::MAX;
+        }
+        let mut free: Vec<f64> = workers
+            .iter()
+            .map(|w| self.busy_for(*w, now).as_secs_f64())
+            .collect();
+        free.sort_by(f64::total_cmp);
+        let node = self.layout.node_of(workers[0]);
+        let competing = workers
+            .iter()
+            .flat_map(|w| [Slot::HardRank(*w), Slot::SoftRank(*w)])
+            .chain([Slot::HardNode(node), Slot::SoftNode(node), Slot::Any])
+            .filter(|s| *s != slot);
+        let mut ahead = 0.0;
+        for s in competing {
+            let Some(heap) = self.queues.get(&s) else {
+                continue;
+            };
+            let sampled = heap.len().min(SAMPLE);
+            let work: f64 = heap
+                .iter()
+                .take(sampled)
+                .filter(|o| o.key() > q.key())
+                .filter_map(|o| self.costs.runs(&o.task.func).1)
+                .map(|d| d.as_secs_f64())
+                .sum();
+            ahead += work * heap.len() as f64 / sampled as f64;
+        }
+        Duration::from_secs_f64(water_level(&free, ahead))
+    }
+
+    /// The expected time until `w` has done every task it was sent.
+    fn busy_for(&self, w: Rank, now: Instant) -> Duration {
+        let Some(tasks) = self.sent.get(&w) else {
+            return Duration::ZERO;
+        };
+        tasks
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let ran = if i == 0 {
+                    now.duration_since(s.since)
+                } else {
+                    Duration::ZERO
+                };
+                self.costs.left(&s.func, ran)
+            })
+            .sum()
+    }
+
+    /// When SOFT tasks waiting beside idle workers are weighed again.
+    pub fn next_spill(&self, now: Instant) -> Option<Instant> {
+        let waiting = self
+            .queues
+            .keys()
+            .any(|s| matches!(s, Slot::SoftRank(_) | Slot::SoftNode(_)));
+        (waiting && !self.idle.is_empty()).then_some(now + RECHECK)
     }
 
     /// Tasks for another server whose `idle` workers (rank, node) have
     /// nothing to do: up to half of what they may run, never HARD RANK
-    /// work and HARD NODE work only for their nodes.
+    /// work and HARD NODE work only for their nodes. SOFT work leaves its
+    /// node on the terms of a spill.
     pub fn give(&mut self, idle: &[(Rank, u32)], now: Instant) -> Vec<Task> {
-        let mut slots: Vec<Slot> = Vec::new();
+        let mut nodes: Vec<u32> = idle.iter().map(|(_, n)| *n).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mut slots: Vec<(Slot, Option<Spill>)> = Vec::new();
         let mut eligible = 0;
         for (slot, heap) in &self.queues {
             let ok = match *slot {
-                Slot::Any => true,
-                Slot::HardNode(n) => idle.iter().any(|(_, m)| *m == n),
+                Slot::Any => Some(None),
+                Slot::HardNode(n) => nodes.contains(&n).then_some(None),
                 // Their node's workers elsewhere are as good as the target.
-                Slot::SoftNode(n) if idle.iter().any(|(_, m)| *m == n) => true,
-                Slot::SoftRank(_) | Slot::SoftNode(_) => {
-                    heap.peek().is_some_and(|q| self.spillable(*slot, q, now))
-                }
-                Slot::HardRank(_) => false,
+                Slot::SoftNode(n) if nodes.contains(&n) => Some(None),
+                Slot::SoftRank(_) | Slot::SoftNode(_) => heap
+                    .peek()
+                    .and_then(|q| self.spill_to(*slot, q, &nodes, now))
+                    .map(|(_, spill)| Some(spill)),
+                Slot::HardRank(_) => None,
             };
-            if ok {
-                slots.push(*slot);
+            if let Some(spill) = ok {
+                slots.push((*slot, spill));
                 eligible += heap.len();
             }
         }
         let mut budget = eligible.div_ceil(2);
         let mut out = Vec::new();
-        for slot in slots {
+        for (slot, spill) in slots {
             while budget > 0 && self.queues.contains_key(&slot) {
-                out.push(self.pop(slot));
+                let mut task = self.pop(slot);
+                task.spill = spill;
+                out.push(task);
                 budget -= 1;
             }
         }
@@ -279,18 +483,38 @@ impl Balancer {
     }
 }
 
+/// The time the first of several workers, free after `free` seconds each
+/// (sorted), can take a new task once `work` seconds of tasks ahead of it
+/// have been shared out over them as each comes free.
+fn water_level(free: &[f64], work: f64) -> f64 {
+    let mut left = work;
+    for (i, f) in free.iter().enumerate() {
+        let next = free.get(i + 1).copied().unwrap_or(f64::INFINITY);
+        let room = (next - f) * (i + 1) as f64;
+        if left <= room {
+            return f + left / (i + 1) as f64;
+        }
+        left -= room;
+    }
+    free.last().copied().unwrap_or(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use locus_proto::run::{Placed, Target, Work};
+    use locus_proto::run::{Fetched, Held, Placed, Target, Work};
 
-    /// Ranks 0,1 on node a; 2,3 on node b; 4 the server.
+    /// Ranks 0,1 on node a (0); 2,3 on node b (1); 4 the server.
     fn layout() -> Arc<Layout> {
         let names: Vec<String> = ["a", "a", "b", "b", "a"]
             .iter()
             .map(|s| s.to_string())
             .collect();
         Arc::new(Layout::from_names(1, &names).unwrap())
+    }
+
+    fn balancer(cap: Option<Duration>) -> Balancer {
+        Balancer::new(layout(), 4, cap)
     }
 
     fn task(id: u64, target: Option<(Rank, bool, bool)>, prio: i64) -> Task {
@@ -303,6 +527,20 @@ mod tests {
             work: Work::Sleep { secs: 0.0 },
             at: String::new(),
             key: String::new(),
+            inputs: Vec::new(),
+            spill: None,
+        }
+    }
+
+    /// A SOFT NODE task of `func` reading `mb` MB held on `node`.
+    fn reader(id: u64, func: &str, node: u32, mb: u64) -> Task {
+        Task {
+            func: func.into(),
+            inputs: vec![Held {
+                bytes: mb * 1_000_000,
+                nodes: vec![node],
+            }],
+            ..task(id, Some((node * 2, false, true)), 0)
         }
     }
 
@@ -310,9 +548,39 @@ mod tests {
         v.iter().map(|(w, t)| (*w, t.id)).collect()
     }
 
+    fn outcome(id: u64, w: Rank, ms: u64, fetched: Option<Fetched>) -> Outcome {
+        Outcome {
+            id,
+            rank: w,
+            micros: ms * 1000,
+            error: None,
+            value: None,
+            fetched,
+        }
+    }
+
+    /// Worker `w` starts a task of `func` at `now` (HARD RANK, id `id`).
+    fn busy(b: &mut Balancer, w: Rank, id: u64, func: &str, now: Instant) {
+        b.put(
+            Task {
+                func: func.into(),
+                ..task(id, Some((w, true, false)), 0)
+            },
+            now,
+        );
+        b.ready(w);
+        assert_eq!(ids(&b.dispatch(now)), vec![(w, id)]);
+    }
+
+    /// The balancer learns that `func` takes `ms`.
+    fn learn(b: &mut Balancer, func: &str, ms: u64, now: Instant) {
+        busy(b, 0, 1000, func, now);
+        b.finished(0, &outcome(1000, 0, ms, None), now);
+    }
+
     #[test]
     fn hard_rank_waits_for_its_worker() {
-        let mut b = Balancer::new(layout(), Duration::ZERO);
+        let mut b = balancer(None);
         let now = Instant::now();
         b.put(task(1, Some((3, true, false)), 0), now);
         b.ready(0);
@@ -325,7 +593,7 @@ mod tests {
 
     #[test]
     fn work_ahead_is_only_hard_rank_or_untargeted() {
-        let mut b = Balancer::new(layout(), Duration::ZERO);
+        let mut b = balancer(None);
         let now = Instant::now();
         b.put(task(1, Some((0, false, false)), 0), now);
         b.put(task(2, Some((0, true, true)), 0), now);
@@ -345,7 +613,7 @@ mod tests {
 
     #[test]
     fn hard_node_runs_on_any_worker_of_the_node_only() {
-        let mut b = Balancer::new(layout(), Duration::ZERO);
+        let mut b = balancer(None);
         let now = Instant::now();
         b.put(task(1, Some((2, true, true)), 0), now);
         b.ready(0);
@@ -358,36 +626,171 @@ mod tests {
     }
 
     #[test]
-    fn soft_spills_same_node_first_when_target_busy() {
-        let mut b = Balancer::new(layout(), Duration::ZERO);
+    fn soft_without_inputs_spills_same_node_first_when_target_busy() {
+        let mut b = balancer(None);
         let now = Instant::now();
-        b.ready(2);
-        b.put(task(1, Some((2, false, false)), 0), now);
-        assert_eq!(ids(&b.dispatch(now)), vec![(2, 1)]);
-        // Rank 2 is busy now: its next SOFT task goes to an idle worker,
-        // rank 3 (same node) before rank 0.
+        busy(&mut b, 2, 1, "f", now);
+        // Rank 2 is busy: its next SOFT task has nothing to fetch, so any
+        // expected wait is worth leaving for; rank 3 (same node) before 0.
         b.put(task(2, Some((2, false, false)), 0), now);
         b.ready(0);
         b.ready(3);
-        let got = ids(&b.dispatch(now));
-        assert_eq!(got, vec![(3, 2)]);
+        let later = now + Duration::from_millis(10);
+        let got = b.dispatch(later);
+        assert_eq!(ids(&got), vec![(3, 2)]);
+        let spill = got[0].1.spill.expect("recorded");
+        assert_eq!((spill.from, spill.fetch_us), (1, 0));
+        assert_eq!(spill.wait_us, 10_000);
     }
 
     #[test]
-    fn soft_waits_for_the_spill_delay() {
-        let wait = Duration::from_millis(50);
-        let mut b = Balancer::new(layout(), wait);
+    fn soft_leaves_only_when_fetching_is_quicker_than_waiting() {
+        let mut b = balancer(None);
         let now = Instant::now();
-        b.put(task(1, Some((1, false, false)), 0), now);
-        b.ready(0);
+        learn(&mut b, "map", 1000, now);
+        // Both workers of node a have just started a map (1 s each).
+        busy(&mut b, 0, 1, "map", now);
+        busy(&mut b, 1, 2, "map", now);
+        b.ready(2);
+        // 250 MB at the default 125 MB/s: 2 s to fetch, more than the wait.
+        b.put(reader(10, "map", 0, 250), now);
         assert!(b.dispatch(now).is_empty());
-        assert_eq!(b.next_spill(now), Some(now + wait));
-        assert_eq!(ids(&b.dispatch(now + wait)), vec![(0, 1)]);
+        assert_eq!(b.next_spill(now), Some(now + RECHECK));
+        // It runs at home when a worker there is free.
+        b.finished(0, &outcome(1, 0, 1000, None), now);
+        b.ready(0);
+        let got = b.dispatch(now);
+        assert_eq!(ids(&got), vec![(0, 10)]);
+        assert_eq!(got[0].1.spill, None);
+        // 50 MB: 0.4 s, less than the 1 s wait: it goes to node b.
+        b.put(reader(11, "map", 0, 50), now);
+        let got = b.dispatch(now);
+        assert_eq!(ids(&got), vec![(2, 11)]);
+        assert_eq!(
+            got[0].1.spill,
+            Some(Spill {
+                from: 0,
+                fetch_us: 400_000,
+                wait_us: 1_000_000
+            })
+        );
+    }
+
+    #[test]
+    fn work_ahead_on_the_target_lengthens_the_wait() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        learn(&mut b, "map", 1000, now);
+        busy(&mut b, 0, 1, "map", now);
+        busy(&mut b, 1, 2, "map", now);
+        // Four HARD NODE maps of node a come first (higher priority): two
+        // workers finish at 1 s, take two each: the reader waits 3 s.
+        for id in 3..7 {
+            b.put(
+                Task {
+                    func: "map".into(),
+                    ..task(id, Some((0, true, true)), 5)
+                },
+                now,
+            );
+        }
+        b.ready(2);
+        // 250 MB: 2 s to fetch < 3 s wait.
+        b.put(reader(10, "map", 0, 250), now);
+        let got = b.dispatch(now);
+        assert_eq!(ids(&got), vec![(2, 10)]);
+        assert_eq!(got[0].1.spill.unwrap().wait_us, 3_000_000);
+    }
+
+    #[test]
+    fn fetch_rates_are_learned_from_outcomes() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        learn(&mut b, "map", 1000, now);
+        busy(&mut b, 2, 1, "map", now);
+        busy(&mut b, 3, 2, "map", now);
+        // 10 MB of node b: 80 ms at the default rate, less than the wait.
+        b.put(reader(5, "map", 1, 10), now);
+        b.ready(0);
+        assert_eq!(ids(&b.dispatch(now)), vec![(0, 5)]);
+        // It took 1 s to fetch: 10 MB/s from b to a.
+        let fetched = Fetched {
+            bytes: 10_000_000,
+            micros: 1_000_000,
+        };
+        b.finished(0, &outcome(5, 0, 1100, Some(fetched)), now);
+        assert_eq!(b.costs().rate(1, 0), 10e6);
+        // Now 8 MB takes 0.8 s: more than the maps' remaining 0.5 s.
+        b.ready(0);
+        b.put(reader(8, "map", 1, 8), now);
+        assert!(b.dispatch(now + Duration::from_millis(500)).is_empty());
+    }
+
+    #[test]
+    fn the_cap_moves_a_task_that_waited_long_enough() {
+        let wait = Duration::from_millis(50);
+        let mut b = balancer(Some(wait));
+        let now = Instant::now();
+        learn(&mut b, "map", 1000, now);
+        busy(&mut b, 0, 1, "map", now);
+        busy(&mut b, 1, 2, "map", now);
+        b.put(reader(10, "map", 0, 1000), now);
+        b.ready(2);
+        assert!(b.dispatch(now).is_empty());
+        let got = b.dispatch(now + wait);
+        assert_eq!(ids(&got), vec![(2, 10)]);
+        assert_eq!(got[0].1.spill.unwrap().fetch_us, 8_000_000);
+    }
+
+    #[test]
+    fn ties_between_heaviest_nodes_go_to_the_less_loaded() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        busy(&mut b, 0, 1, "f", now);
+        let both = Task {
+            placed: Placed::Auto,
+            inputs: vec![
+                Held {
+                    bytes: 5,
+                    nodes: vec![0],
+                },
+                Held {
+                    bytes: 5,
+                    nodes: vec![1],
+                },
+            ],
+            ..task(2, Some((0, false, true)), 0)
+        };
+        b.put(both, now);
+        b.ready(1);
+        b.ready(2);
+        // Node a has a running task, node b none: b's worker takes it as
+        // its own (no spill).
+        let got = b.dispatch(now);
+        assert_eq!(ids(&got), vec![(2, 2)]);
+        assert_eq!(got[0].1.spill, None);
+    }
+
+    #[test]
+    fn give_spills_on_the_same_terms() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        learn(&mut b, "map", 1000, now);
+        busy(&mut b, 0, 1, "map", now);
+        busy(&mut b, 1, 2, "map", now);
+        // Another server's idle worker on node b: 0.4 s to fetch < 1 s.
+        b.put(reader(10, "map", 0, 50), now);
+        let given = b.give(&[(7, 1)], now);
+        assert_eq!(given.len(), 1);
+        assert_eq!(given[0].spill.map(|s| s.fetch_us), Some(400_000));
+        // 2 s to fetch > 1 s: kept.
+        b.put(reader(11, "map", 0, 250), now);
+        assert!(b.give(&[(7, 1)], now).is_empty());
     }
 
     #[test]
     fn priority_then_arrival_then_specificity() {
-        let mut b = Balancer::new(layout(), Duration::ZERO);
+        let mut b = balancer(None);
         let now = Instant::now();
         b.put(task(1, None, 0), now);
         b.put(task(2, None, 5), now);
@@ -405,7 +808,7 @@ mod tests {
 
     #[test]
     fn give_hands_over_half_of_the_movable_work() {
-        let mut b = Balancer::new(layout(), Duration::ZERO);
+        let mut b = balancer(None);
         let now = Instant::now();
         for i in 0..10 {
             b.put(task(i, None, 0), now);
@@ -415,5 +818,14 @@ mod tests {
         assert_eq!(given.len(), 5);
         assert_eq!(b.queued(), 6);
         assert!(given.iter().all(|t| t.target.is_none()));
+    }
+
+    #[test]
+    fn water_level_shares_work_over_workers_as_they_free() {
+        assert_eq!(water_level(&[1.0, 3.0], 0.0), 1.0);
+        assert_eq!(water_level(&[1.0, 3.0], 1.0), 2.0);
+        // 2 s lifts the first to 3, the other 2 s are shared: 4.
+        assert_eq!(water_level(&[1.0, 3.0], 4.0), 4.0);
+        assert_eq!(water_level(&[0.5], 2.0), 2.5);
     }
 }

@@ -12,6 +12,7 @@
 //! (`remote`), each keeping the futures it creates.
 
 use crate::builtins::{self, Context};
+use crate::cost;
 use crate::ids::IdMap;
 use crate::plan::{Block, Plans};
 use crate::remote::{self, ControlStats, Items, Msg, Remote, Status};
@@ -21,7 +22,7 @@ use crate::store::{FutureId, Store};
 use crate::value::{Key, Value};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
-use locus_proto::run::{Arg, Placed, Target, Task, Work};
+use locus_proto::run::{Arg, Held, Placed, Target, Task, Work};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -1337,6 +1338,8 @@ impl Engine {
             work,
             at: String::new(),
             key: String::new(),
+            inputs: Vec::new(),
+            spill: None,
         }
     }
 
@@ -1465,9 +1468,13 @@ impl Engine {
             self.void_outputs(app, frame, done);
             return Ok(());
         }
+        let held = self
+            .inputs_of(target, &argv.iter().chain(&stdin).collect::<Vec<_>>())
+            .await;
         let (target, placed) = match target {
             Some(t) => (Some(t), Placed::Explicit),
-            None => self.auto_target(&argv, &stdin).await,
+            None if self.opts.locality == Locality::Auto => self.auto_target(&held),
+            None => (None, Placed::Anywhere),
         };
         let work = Work::App {
             argv,
@@ -1481,6 +1488,7 @@ impl Engine {
         let task = Task {
             at: at.to_string(),
             key: key.clone(),
+            inputs: held,
             ..self.task(&app.name, target, placed, prio, work)
         };
         self.leaf(task).await?;
@@ -1501,24 +1509,32 @@ impl Engine {
         }
     }
 
-    /// `--locality auto`: SOFT NODE at the node holding most input bytes.
-    async fn auto_target(&self, argv: &[Arg], stdin: &Option<Arg>) -> (Option<Target>, Placed) {
-        if self.opts.locality == Locality::Off {
-            return (None, Placed::Anywhere);
+    /// Where a task's Locus inputs are, when its placement may use it: a
+    /// SOFT target (to weigh leaving it) or none under `--locality auto`
+    /// (to choose one). HARD tasks go where they are told.
+    async fn inputs_of(&self, target: Option<Target>, words: &[&Arg]) -> Vec<Held> {
+        let weighed = match target {
+            Some(t) => !t.hard,
+            None => self.opts.locality == Locality::Auto,
+        };
+        if !weighed {
+            return Vec::new();
         }
-        let inputs: Vec<&str> = argv
+        let paths: Vec<&str> = words
             .iter()
-            .chain(stdin)
             .filter_map(|a| match a {
                 Arg::In(p) => Some(p.as_str()),
                 _ => None,
             })
             .collect();
-        let storage = &self.opts.storage;
-        let Some(node) = storage.heaviest_node(&inputs).await else {
-            return (None, Placed::Anywhere);
-        };
-        match storage.layout.workers_on(node).next() {
+        self.opts.storage.held(&paths).await
+    }
+
+    /// `--locality auto`: SOFT NODE at the node holding most input bytes
+    /// (the server breaks ties by load).
+    fn auto_target(&self, inputs: &[Held]) -> (Option<Target>, Placed) {
+        let node = cost::heaviest(inputs).first().copied();
+        match node.and_then(|n| self.opts.storage.layout.workers_on(n).next()) {
             Some(rank) => (
                 Some(Target {
                     rank,

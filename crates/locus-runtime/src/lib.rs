@@ -6,6 +6,7 @@
 
 pub mod balancer;
 pub mod builtins;
+pub mod cost;
 pub mod engine;
 pub mod files;
 pub mod format;

@@ -60,7 +60,8 @@ pub struct RankOptions {
     /// they did whose files are unchanged is not run again.
     #[serde(default)]
     pub resume: bool,
-    pub soft_wait: Duration,
+    /// `--soft-wait`: the longest a SOFT task waits for its busy target.
+    pub soft_wait: Option<Duration>,
     pub args: Vec<String>,
     /// How long without progress (and no task running) means stuck.
     pub stall: Duration,
@@ -84,7 +85,7 @@ impl RankOptions {
             quiet_apps: false,
             mount: false,
             resume: false,
-            soft_wait: Duration::from_millis(100),
+            soft_wait: None,
             args: Vec::new(),
             stall: Duration::from_millis(500),
         }

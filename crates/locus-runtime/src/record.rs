@@ -2,7 +2,7 @@
 //! `RUN_DIR/records/rank-R.jsonl`: what ran, where, how it was placed, when,
 //! and how many input bytes were local or fetched.
 
-use locus_proto::run::{Placed, Rank, Target};
+use locus_proto::run::{Placed, Rank, Spill, Target};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufWriter, Write};
@@ -16,6 +16,9 @@ pub struct TaskRecord {
     pub node: String,
     pub target: Option<Target>,
     pub placed: Placed,
+    /// Moved off its preferred node by the server, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill: Option<Spill>,
     /// Microseconds since the Unix epoch.
     pub start_us: u64,
     pub end_us: u64,

@@ -122,6 +122,7 @@ impl Resume {
             node: node.to_string(),
             target: None,
             placed: Placed::Anywhere,
+            spill: None,
             start_us: now,
             end_us: now,
             local_bytes: 0,

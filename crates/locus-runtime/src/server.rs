@@ -45,8 +45,9 @@ pub struct ServerConfig {
     /// Every rank's published entry (servers' addresses).
     pub entries: Vec<Entry>,
     pub secret: Secret,
-    /// How long a SOFT task waits for its busy target before it may spill.
-    pub soft_wait: Duration,
+    /// The longest a SOFT task waits for its busy target (`--soft-wait`);
+    /// without it, only the estimated costs decide.
+    pub soft_wait: Option<Duration>,
 }
 
 enum Event {
@@ -109,6 +110,7 @@ impl Dispatch {
             rank: 0,
             micros: 0,
             error: Some("the run was stopped".into()),
+            fetched: None,
         })
     }
 
@@ -248,7 +250,7 @@ impl Server {
         }
         let mut state = State {
             me,
-            balancer: Balancer::new(layout.clone(), cfg.soft_wait),
+            balancer: Balancer::new(layout.clone(), me, cfg.soft_wait),
             layout: layout.clone(),
             peers: HashMap::new(),
             dispatch,
@@ -263,8 +265,6 @@ impl Server {
             outstanding: HashMap::new(),
             workers: layout.workers_of(me).count(),
             sent: IdMap::default(),
-            functions: HashMap::new(),
-            runtimes: Vec::new(),
         };
         let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
         let mut early = Vec::new();
@@ -387,13 +387,9 @@ struct State {
     outstanding: HashMap<Rank, (u32, u32)>,
     /// This server's workers.
     workers: usize,
-    /// Tasks sent to workers and not done: the worker, the function's index
-    /// in `runtimes`, and whether it was short.
-    sent: IdMap<(Rank, usize, bool)>,
-    /// Function names → index in `runtimes`.
-    functions: HashMap<String, usize>,
-    /// Per function: total run time (µs) and runs, from outcomes.
-    runtimes: Vec<(u64, u64)>,
+    /// Tasks sent to workers and not done: the worker, and whether the
+    /// task was short.
+    sent: IdMap<(Rank, bool)>,
 }
 
 impl State {
@@ -421,7 +417,7 @@ impl State {
                 }
                 RankMsg::Done(o) => {
                     if self.layout.is_worker(from) {
-                        self.finished(from, &o);
+                        self.finished(from, &o, now);
                     }
                     self.deliver(o);
                 }
@@ -469,7 +465,7 @@ impl State {
                     let running = self
                         .sent
                         .iter()
-                        .filter(|(_, (w, _, _))| *w == r)
+                        .filter(|(_, (w, _))| *w == r)
                         .map(|(id, _)| *id)
                         .min();
                     let what = match running {
@@ -549,19 +545,11 @@ impl State {
         }
     }
 
-    fn function(&mut self, name: &str) -> usize {
-        if let Some(i) = self.functions.get(name) {
-            return *i;
+    fn is_short(&self, func: &str) -> bool {
+        match self.balancer.costs().runs(func) {
+            (n, Some(mean)) => n >= SHORT_AFTER && mean < SHORT_TASK,
+            _ => false,
         }
-        self.runtimes.push((0, 0));
-        self.functions
-            .insert(name.to_string(), self.runtimes.len() - 1);
-        self.runtimes.len() - 1
-    }
-
-    fn is_short(&self, func: usize) -> bool {
-        let (total, n) = self.runtimes[func];
-        n >= SHORT_AFTER && total / n < SHORT_TASK.as_micros() as u64
     }
 
     /// Tells the balancer whether `w` may be sent another task: when it has
@@ -581,24 +569,21 @@ impl State {
     }
 
     fn sent_to(&mut self, w: Rank, task: Task) {
-        let func = self.function(&task.func);
-        let short = self.is_short(func);
+        let short = self.is_short(&task.func);
         let o = self.outstanding.entry(w).or_default();
         o.0 += 1;
         o.1 += u32::from(!short);
-        self.sent.insert(task.id, (w, func, short));
+        self.sent.insert(task.id, (w, short));
         self.send(w, RankMsg::Run(task));
         self.offer(w);
     }
 
-    fn finished(&mut self, w: Rank, o: &Outcome) {
-        if let Some((_, func, short)) = self.sent.remove(&o.id) {
+    fn finished(&mut self, w: Rank, o: &Outcome, now: Instant) {
+        if let Some((_, short)) = self.sent.remove(&o.id) {
             let out = self.outstanding.entry(w).or_default();
             out.0 = out.0.saturating_sub(1);
             out.1 = out.1.saturating_sub(u32::from(!short));
-            let r = &mut self.runtimes[func];
-            r.0 += o.micros;
-            r.1 += 1;
+            self.balancer.finished(w, o, now);
         }
         self.offer(w);
     }
@@ -639,8 +624,8 @@ impl State {
         self.send(victim, RankMsg::Steal { idle });
     }
 
-    /// When the loop must wake without an event: a steal retry or a SOFT
-    /// task becoming free to spill.
+    /// When the loop must wake without an event: a steal retry or SOFT
+    /// tasks to weigh again.
     fn wake_at(&self) -> Option<Instant> {
         if self.closing || self.balancer.idle().next().is_none() {
             return None;

@@ -10,8 +10,7 @@ use crate::record::Seen;
 use crate::value::{Location, Value};
 use locus_fs::Client;
 use locus_proto::fs::{Kind, NodeId};
-use locus_proto::run::Rank;
-use std::collections::HashMap;
+use locus_proto::run::{Held, Rank};
 use std::sync::Arc;
 
 pub struct Storage {
@@ -258,20 +257,35 @@ impl Storage {
         }
     }
 
-    pub async fn heaviest_node(&self, paths: &[&str]) -> Option<u32> {
-        let (client, names) = self.fs.as_ref()?;
-        let mut bytes: HashMap<NodeId, u64> = HashMap::new();
+    /// Where the Locus files among `paths` are, as the run's node indices
+    /// (stat'ed concurrently); host files and files no node of the run
+    /// holds are left out.
+    pub async fn held(&self, paths: &[&str]) -> Vec<Held> {
+        let Some((client, names)) = &self.fs else {
+            return Vec::new();
+        };
+        let mut stats = tokio::task::JoinSet::new();
         for p in paths {
-            let Some(fp) = fs_path(p) else { continue };
-            if let Ok(rec) = client.stat(fp).await {
-                for h in rec.holders {
-                    *bytes.entry(h).or_default() += rec.size.max(1);
-                }
+            if let Some(fp) = fs_path(p) {
+                let (client, fp) = (client.clone(), fp.to_string());
+                stats.spawn(async move { client.stat(&fp).await });
             }
         }
-        let (best, _) = bytes
-            .into_iter()
-            .max_by_key(|(n, b)| (*b, std::cmp::Reverse(*n)))?;
-        self.layout.node_index(&names[best as usize])
+        let mut held = Vec::new();
+        while let Some(stat) = stats.join_next().await {
+            let Ok(Ok(rec)) = stat else { continue };
+            let nodes: Vec<u32> = rec
+                .holders
+                .iter()
+                .filter_map(|h| self.layout.node_index(names.get(*h as usize)?))
+                .collect();
+            if !nodes.is_empty() {
+                held.push(Held {
+                    bytes: rec.size,
+                    nodes,
+                });
+            }
+        }
+        held
     }
 }

@@ -12,7 +12,7 @@ use crate::wire;
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::frame;
-use locus_proto::run::{Arg, Outcome, Rank, RankMsg, Task, Work};
+use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, Task, Work};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -173,6 +173,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         node: cfg.layout.node_name(cfg.me).to_string(),
         target: task.target,
         placed: task.placed,
+        spill: task.spill,
         start_us,
         end_us: now_us(),
         local_bytes: io.local,
@@ -201,6 +202,10 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         micros: record.end_us.saturating_sub(start_us),
         error,
         value,
+        fetched: (record.remote_bytes > 0).then_some(Fetched {
+            bytes: record.remote_bytes,
+            micros: record.stage_us,
+        }),
     };
     (outcome, record)
 }
