@@ -79,7 +79,8 @@ fn work_is_stolen_between_servers() {
     assert!(stolen > 0, "no task reached the other server's workers");
 }
 
-fn storage_script(annotated: bool) -> String {
+/// Eight files of `bytes` written on node1, then a `wc -c` of each.
+fn storage_script(annotated: bool, bytes: u64) -> String {
     let place = if annotated {
         "@location=ip2rank(lookup(filename(f[i])))"
     } else {
@@ -88,7 +89,7 @@ fn storage_script(annotated: bool) -> String {
     format!(
         r#"
 import files; import string;
-app (file o) make() {{ "head" "-c" "300000" "/dev/zero" @stdout=o; }}
+app (file o) make() {{ "head" "-c" "{bytes}" "/dev/zero" @stdout=o; }}
 app (file o) count(file i) {{ "wc" "-c" i @stdout=o; }}
 file f[];
 foreach i in [0:7] {{
@@ -110,7 +111,7 @@ fn remote_bytes(run: &Run) -> u64 {
 
 #[test]
 fn lookup_reports_the_writer_node_and_ip2rank_reads_locally() {
-    let run = Run::new(TWO_NODES, &storage_script(true)).ok();
+    let run = Run::new(TWO_NODES, &storage_script(true, 300_000)).ok();
     assert!(
         run.stdout()
             .lines()
@@ -168,18 +169,17 @@ foreach i in [0:7] {
 
 #[test]
 fn automatic_locality_reads_locally_and_off_does_not() {
-    // SOFT NODE spills after --soft-wait; a long wait keeps this test's
-    // outcome independent of how loaded the machine is.
-    let mut opts = TWO_NODES.to_vec();
-    opts.extend_from_slice(&["--soft-wait", "60000"]);
-    let auto = Run::new(&opts, &storage_script(false)).ok();
+    // 24 MB inputs: fetching one (~0.2 s at the rate assumed before any
+    // fetch) costs more than waiting for a `wc -c` on its node.
+    let script = storage_script(false, 24_000_000);
+    let auto = Run::new(TWO_NODES, &script).ok();
     assert_eq!(remote_bytes(&auto), 0);
     assert!(auto.records("count").iter().all(|r| {
         r.placed == locus_proto::run::Placed::Auto && r.target.is_some_and(|t| t.node && !t.hard)
     }));
     let mut opts = TWO_NODES.to_vec();
     opts.extend_from_slice(&["--locality", "off"]);
-    let off = Run::new(&opts, &storage_script(false)).ok();
+    let off = Run::new(&opts, &script).ok();
     assert!(
         remote_bytes(&off) > 0,
         "locality off still read everything locally"
@@ -248,4 +248,80 @@ fn is_zombie(pid: u64) -> bool {
                 .starts_with('Z')
         })
         .unwrap_or(true)
+}
+
+#[test]
+fn maps_stay_with_their_data_when_waiting_is_cheaper_than_fetching() {
+    // A newcomer's map/reduce, no placement flag: 17 inputs of 24 MB spread
+    // over 4 nodes (one worker each), a quick map of each, a merge. One
+    // node has 5 maps, the others 4: its last map waits for a `wc -c`,
+    // which is cheaper than fetching 24 MB, so every map runs at home.
+    let script = r#"
+import files; import string;
+app (file o) make() { "head" "-c" "24000000" "/dev/zero" @stdout=o; }
+app (file o) map(file i) { "wc" "-c" i @stdout=o; }
+app (file o) merge(file m[]) { "cat" m @stdout=o; }
+file inputs[];
+foreach i in [0:16] {
+  inputs[i] = @location=location(i %% 4, HARD, NODE) make();
+}
+wait (inputs) {
+  file counts[];
+  foreach f, i in inputs { counts[i] = map(f); }
+  file all = merge(counts);
+  trace(size(split(trim(read(all)), "\n")));
+}
+"#;
+    let run = Run::new(&["-n", "5", "--nodes", "4"], script).ok();
+    assert!(run.stdout().contains("trace: 17"), "{}", run.stdout());
+    let maps = run.records("map");
+    assert_eq!(maps.len(), 17);
+    for m in &maps {
+        assert_eq!(m.spill, None, "map {} left its data: {m:?}", m.id);
+        assert_eq!((m.remote_bytes, m.local_bytes), (0, 24_000_000), "{m:?}");
+    }
+}
+
+#[test]
+fn tasks_spill_when_waiting_is_slower_than_fetching_and_say_why() {
+    // Every input on node0, each task sleeps 0.3 s: node0's two workers
+    // would take 1.2 s for 8 tasks, while fetching 100 kB takes a
+    // millisecond, so node1's workers take some, and their records hold
+    // both estimates.
+    let script = r#"
+app (file o) make() { "head" "-c" "100000" "/dev/zero" @stdout=o; }
+app (file o) slow(file i) { "sh" "-c" "sleep 0.3; wc -c < \"$0\"" i @stdout=o; }
+file inputs[];
+foreach i in [0:7] { inputs[i] = @location=location(0, HARD, NODE) make(); }
+wait (inputs) {
+  foreach f in inputs { file c = slow(f); }
+}
+"#;
+    let run = Run::new(TWO_NODES, script).ok();
+    let tasks = run.records("slow");
+    assert_eq!(tasks.len(), 8);
+    let spilled: Vec<_> = tasks.iter().filter(|t| t.spill.is_some()).collect();
+    assert!(!spilled.is_empty(), "nothing spilled: {tasks:?}");
+    for t in &spilled {
+        let s = t.spill.unwrap();
+        assert_eq!(s.from, 0);
+        assert!(s.fetch_us < s.wait_us, "{s:?}");
+        assert_eq!(t.node, "node1");
+        assert_eq!(t.remote_bytes, 100_000);
+    }
+    // Tasks that stayed read locally.
+    for t in tasks.iter().filter(|t| t.spill.is_none()) {
+        assert_eq!((t.node.as_str(), t.remote_bytes), ("node0", 0), "{t:?}");
+    }
+    let report = common::locus(&["report", run.run_dir().to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("slow "))
+        .unwrap_or_else(|| panic!("no line for slow: {text}"));
+    assert!(line.contains(&format!(" {} ", spilled.len())), "{line}");
+    assert!(
+        text.contains("spilled when fetching was estimated quicker than waiting"),
+        "{text}"
+    );
 }

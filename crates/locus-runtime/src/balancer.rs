@@ -361,20 +361,20 @@ impl Balancer {
         })
     }
 
-    /// The workers of this server that run a task of `slot` on target, and
-    /// its target's node.
+    /// The workers of this server that run a task of `slot` on target (none
+    /// for work another server gave away), and its target's node.
     fn on_target(&self, slot: Slot) -> (Vec<Rank>, u32) {
-        match slot {
-            Slot::SoftRank(r) | Slot::HardRank(r) => (vec![r], self.layout.node_of(r)),
-            Slot::SoftNode(n) | Slot::HardNode(n) => (
-                self.layout
-                    .workers_of(self.me)
-                    .filter(|w| self.layout.node_of(*w) == n)
-                    .collect(),
-                n,
-            ),
-            Slot::Any => (Vec::new(), 0),
-        }
+        let (rank, node) = match slot {
+            Slot::SoftRank(r) | Slot::HardRank(r) => (Some(r), self.layout.node_of(r)),
+            Slot::SoftNode(n) | Slot::HardNode(n) => (None, n),
+            Slot::Any => return (Vec::new(), 0),
+        };
+        let workers = self
+            .layout
+            .workers_of(self.me)
+            .filter(|w| rank.map_or(self.layout.node_of(*w) == node, |r| *w == r))
+            .collect();
+        (workers, node)
     }
 
     /// How long `q`, the head of `slot`, is expected to wait for one of
@@ -786,6 +786,24 @@ mod tests {
         // 2 s to fetch > 1 s: kept.
         b.put(reader(11, "map", 0, 250), now);
         assert!(b.give(&[(7, 1)], now).is_empty());
+    }
+
+    #[test]
+    fn soft_work_given_away_runs_on_the_receivers_workers() {
+        // Two servers: ranks 0,1 (node a) served by 4, ranks 2,3 (node b) by
+        // 5. Server 5 was given a SOFT task of rank 0 with a big input: it
+        // cannot run it on target, so its idle worker takes it.
+        let names: Vec<String> = ["a", "a", "b", "b", "a", "b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let layout = Arc::new(Layout::from_names(2, &names).unwrap());
+        let mut b = Balancer::new(layout.clone(), 5, None);
+        let now = Instant::now();
+        b.put(reader(1, "map", 0, 1000), now);
+        let w = layout.workers_of(5).next().unwrap();
+        b.ready(w);
+        assert_eq!(ids(&b.dispatch(now)), vec![(w, 1)]);
     }
 
     #[test]

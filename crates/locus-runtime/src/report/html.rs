@@ -3,7 +3,8 @@
 //! I/O breakdown like Figs. 8–9 and a locality panel; the pieces the
 //! benchmarks' pages are made of.
 
-use super::view::RunView;
+use super::view::{RunView, Span};
+use super::Placement;
 use std::fmt::Write;
 
 pub const COLORS: [&str; 8] = [
@@ -39,12 +40,21 @@ svg{{display:block;margin:0.5em 0}} .legend span{{display:inline-block;margin-ri
 }
 
 pub fn legend(names: &[String]) -> String {
+    let pairs: Vec<(String, &str)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), COLORS[i % COLORS.len()]))
+        .collect();
+    coloured_legend(&pairs)
+}
+
+/// A legend of (name, colour) swatches.
+fn coloured_legend(pairs: &[(String, &str)]) -> String {
     let mut s = String::from("<div class=\"legend\">");
-    for (i, n) in names.iter().enumerate() {
+    for (n, colour) in pairs {
         let _ = write!(
             s,
-            "<span><i class=\"sw\" style=\"background:{}\"></i>{}</span>",
-            COLORS[i % COLORS.len()],
+            "<span><i class=\"sw\" style=\"background:{colour}\"></i>{}</span>",
             esc(n)
         );
     }
@@ -105,12 +115,47 @@ pub fn stacked(unit: &str, rows: &[(String, Vec<f64>)], parts: &[String]) -> Str
 /// Per-worker timeline: busy spans coloured by function on an idle (dark
 /// red) background, as in seed 004 Fig. 10, with each worker's idle share.
 pub fn timeline(o: &RunView) -> String {
-    let funcs: Vec<String> = {
-        let mut f: Vec<String> = o.spans.iter().map(|s| s.func.clone()).collect();
-        f.sort();
-        f.dedup();
-        f
+    let mut funcs: Vec<String> = o.spans.iter().map(|s| s.func.clone()).collect();
+    funcs.sort();
+    funcs.dedup();
+    let groups: Vec<(String, &str)> = funcs
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.clone(), COLORS[i % COLORS.len()]))
+        .collect();
+    timeline_by(o, &groups, |t| {
+        funcs.iter().position(|f| *f == t.func).unwrap_or(0)
+    })
+}
+
+/// The same timeline with each task coloured by where it ran against its
+/// input bytes: local, spilled by its server, remote where it was placed.
+pub fn placement_timeline(o: &RunView) -> String {
+    let colour = |p: Placement| match p {
+        Placement::Local => "#54a24b",
+        Placement::Spilled => "#f58518",
+        Placement::Remote => "#4c78a8",
+        Placement::NoInputs => "#bab0ac",
     };
+    let groups: Vec<(String, &str)> = Placement::ALL
+        .iter()
+        .map(|p| (p.label().to_string(), colour(*p)))
+        .collect();
+    timeline_by(o, &groups, |t| {
+        Placement::ALL
+            .iter()
+            .position(|p| *p == t.placement)
+            .unwrap_or(0)
+    })
+}
+
+/// Per-worker timeline of busy spans on an idle (dark red) background,
+/// each span in the colour of its group (`groups`: name and colour).
+fn timeline_by(
+    o: &RunView,
+    groups: &[(String, &str)],
+    group_of: impl Fn(&Span) -> usize,
+) -> String {
     let (row, left, width) = (16.0, 110.0, 760.0);
     let total = o.seconds.max(1e-6);
     let height = o.workers.len() as f64 * row + 30.0;
@@ -136,13 +181,13 @@ pub fn timeline(o: &RunView) -> String {
         for t in o.spans.iter().filter(|t| t.rank == *rank) {
             let x = left + t.start / total * width;
             let w = ((t.end - t.start) / total * width).max(0.5);
-            let c = funcs.iter().position(|f| *f == t.func).unwrap_or(0);
+            let (group, colour) = &groups[group_of(t).min(groups.len() - 1)];
             let _ = write!(
                 s,
-                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\"><title>{} {:.3}–{:.3} s</title></rect>",
+                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{colour}\"><title>{} ({}) {:.3}–{:.3} s</title></rect>",
                 row - 2.0,
-                COLORS[c % COLORS.len()],
                 esc(&t.func),
+                esc(group),
                 t.start,
                 t.end
             );
@@ -162,13 +207,9 @@ pub fn timeline(o: &RunView) -> String {
         left + width,
         height - 8.0
     );
-    let mut names = funcs;
-    names.push("idle".into());
-    let mut lg = legend(&names[..names.len() - 1]);
-    lg.insert_str(
-        lg.len() - 6,
-        "<span><i class=\"sw\" style=\"background:#8b1a1a\"></i>idle</span>",
-    );
+    let mut all = groups.to_vec();
+    all.push(("idle".to_string(), "#8b1a1a"));
+    let lg = coloured_legend(&all);
     format!(
         "{lg}{s}<p>busy {:.1}% of worker time</p>",
         100.0 * (1.0 - o.idle_share())
@@ -240,11 +281,12 @@ pub fn locality_table(runs: &[(&str, &RunView)]) -> String {
 /// A page for one run: its timeline, I/O breakdown and locality.
 pub fn run(name: &str, o: &RunView) -> String {
     let body = format!(
-        "<p>{} tasks in {:.3} s on {} workers</p><h2>Per-worker timeline</h2>{}<h2>I/O breakdown, average seconds per task</h2>{}<h2>Locality</h2>{}",
+        "<p>{} tasks in {:.3} s on {} workers</p><h2>Per-worker timeline</h2>{}<h2>Placement: where each task ran against its input bytes</h2>{}<h2>I/O breakdown, average seconds per task</h2>{}<h2>Locality</h2>{}",
         o.spans.len(),
         o.seconds,
         o.workers.len(),
         timeline(o),
+        placement_timeline(o),
         breakdown_chart(&[(name, o)]),
         locality_table(&[(name, o)])
     );

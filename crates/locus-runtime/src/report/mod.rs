@@ -10,11 +10,98 @@ pub use view::{RunView, Span};
 use crate::rank::{summary_path, RunSummary};
 use crate::record::{self, TaskRecord};
 use locus_proto::run::Placed;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
 /// Failed tasks listed by name; the rest are counted.
 const SHOWN_FAILURES: usize = 10;
+
+/// Where a task ran, against where its input bytes were.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+pub enum Placement {
+    /// It read no Locus input.
+    #[default]
+    NoInputs,
+    /// It read every input byte on its node.
+    Local,
+    /// Its server moved it off its preferred node (the record says why).
+    Spilled,
+    /// It fetched input bytes where it was placed (anywhere, or where the
+    /// script put it).
+    Remote,
+}
+
+impl Placement {
+    pub const ALL: [Placement; 4] = [
+        Placement::Local,
+        Placement::Spilled,
+        Placement::Remote,
+        Placement::NoInputs,
+    ];
+
+    pub fn of(t: &TaskRecord) -> Placement {
+        if t.spill.is_some() {
+            Placement::Spilled
+        } else if t.remote_bytes > 0 {
+            Placement::Remote
+        } else if t.local_bytes > 0 {
+            Placement::Local
+        } else {
+            Placement::NoInputs
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Placement::Local => "local",
+            Placement::Spilled => "spilled",
+            Placement::Remote => "remote as placed",
+            Placement::NoInputs => "no inputs",
+        }
+    }
+}
+
+/// A spilled task against what it avoided: its fetch time as recorded, and
+/// how long it would have waited at home (until a worker of the node it
+/// left first finished a task, or the run ended).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SpillCheck {
+    pub fetch_us: u64,
+    pub avoided_us: u64,
+    pub estimated_fetch_us: u64,
+    pub estimated_wait_us: u64,
+}
+
+impl SpillCheck {
+    /// Leaving was worth it: the fetch took no longer than the wait.
+    pub fn paid(&self) -> bool {
+        self.fetch_us <= self.avoided_us
+    }
+}
+
+/// Per function: how its tasks were placed and what they moved.
+#[derive(Debug, Default, Clone)]
+pub struct FunctionPlacement {
+    pub tasks: usize,
+    pub by: BTreeMap<Placement, usize>,
+    pub local_bytes: u64,
+    pub remote_bytes: u64,
+    pub spills: Vec<SpillCheck>,
+}
+
+impl FunctionPlacement {
+    /// The share of its input bytes read on the node it ran on.
+    pub fn local_share(&self) -> f64 {
+        let all = self.local_bytes + self.remote_bytes;
+        if all == 0 {
+            1.0
+        } else {
+            self.local_bytes as f64 / all as f64
+        }
+    }
+}
 
 pub struct Report {
     pub run: RunSummary,
@@ -47,18 +134,90 @@ impl Report {
         (local, with_inputs.len())
     }
 
-    /// Tasks with a SOFT target that ran off it (another rank for RANK,
-    /// another node for NODE).
+    /// Tasks a server moved off their SOFT target.
     pub fn spilled(&self) -> usize {
+        self.tasks.iter().filter(|t| t.spill.is_some()).count()
+    }
+
+    /// Every spilled task checked against the wait it avoided.
+    pub fn spill_checks(&self) -> Vec<(&TaskRecord, SpillCheck)> {
         let layout = &self.run.layout;
         self.tasks
             .iter()
-            .filter(|t| match t.target {
-                Some(tg) if tg.node => layout.node_of(tg.rank) != layout.node_of(t.rank),
-                Some(tg) => tg.rank != t.rank,
-                None => false,
+            .filter_map(|t| {
+                let spill = t.spill?;
+                let home_free = self
+                    .tasks
+                    .iter()
+                    .filter(|o| layout.node_of(o.rank) == spill.from && o.end_us > t.start_us)
+                    .map(|o| o.end_us)
+                    .min()
+                    .unwrap_or(self.run.end_us);
+                let check = SpillCheck {
+                    fetch_us: t.stage_us,
+                    avoided_us: home_free.saturating_sub(t.start_us),
+                    estimated_fetch_us: spill.fetch_us,
+                    estimated_wait_us: spill.wait_us,
+                };
+                Some((t, check))
             })
-            .count()
+            .collect()
+    }
+
+    /// Per function (by name): placement outcomes, bytes and spills.
+    pub fn by_function(&self) -> BTreeMap<&str, FunctionPlacement> {
+        let mut per: BTreeMap<&str, FunctionPlacement> = BTreeMap::new();
+        for t in &self.tasks {
+            let f = per.entry(t.func.as_str()).or_default();
+            f.tasks += 1;
+            *f.by.entry(Placement::of(t)).or_default() += 1;
+            f.local_bytes += t.local_bytes;
+            f.remote_bytes += t.remote_bytes;
+        }
+        for (t, check) in self.spill_checks() {
+            if let Some(f) = per.get_mut(t.func.as_str()) {
+                f.spills.push(check);
+            }
+        }
+        per
+    }
+
+    fn placement_text(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "by function:        tasks  local bytes  {:>8} {:>8} {:>8}  fetched",
+            "local", "spilled", "remote"
+        );
+        for (func, f) in self.by_function() {
+            let n = |p: Placement| f.by.get(&p).copied().unwrap_or(0);
+            let _ = writeln!(
+                s,
+                "  {func:<16} {:>7}  {:>10.1}%  {:>8} {:>8} {:>8}  {} B",
+                f.tasks,
+                100.0 * f.local_share(),
+                n(Placement::Local),
+                n(Placement::Spilled),
+                n(Placement::Remote),
+                f.remote_bytes
+            );
+            if f.spills.is_empty() {
+                continue;
+            }
+            let median = |v: &mut Vec<u64>| {
+                v.sort_unstable();
+                v[v.len() / 2] as f64 / 1e6
+            };
+            let mut fetch: Vec<u64> = f.spills.iter().map(|c| c.estimated_fetch_us).collect();
+            let mut wait: Vec<u64> = f.spills.iter().map(|c| c.estimated_wait_us).collect();
+            let paid = f.spills.iter().filter(|c| c.paid()).count();
+            let _ = writeln!(
+                s,
+                "    spilled when fetching was estimated quicker than waiting (medians: fetch {:.3} s, wait {:.3} s); {paid} of {} fetched in less time than the wait they avoided",
+                median(&mut fetch),
+                median(&mut wait),
+                f.spills.len()
+            );
+        }
     }
 
     pub fn text(&self) -> String {
@@ -124,6 +283,7 @@ impl Report {
             "locality: {local} of {with_inputs} tasks read only local inputs ({:.1}%); bytes read locally {local_bytes}, fetched {remote_bytes}",
             if with_inputs == 0 { 100.0 } else { 100.0 * local as f64 / with_inputs as f64 }
         );
+        self.placement_text(&mut s);
         let (cpu_us, rss) = self
             .tasks
             .iter()

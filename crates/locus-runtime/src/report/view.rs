@@ -1,6 +1,6 @@
 //! A finished run as the reports draw it, from its summary and records.
 
-use super::Report;
+use super::{Placement, Report};
 use crate::record::TaskRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -19,6 +19,8 @@ pub struct Span {
     pub local_bytes: u64,
     pub remote_bytes: u64,
     pub written_bytes: u64,
+    #[serde(default)]
+    pub placement: Placement,
 }
 
 /// A finished run as the reports draw it: its workers and the span of
@@ -134,6 +136,7 @@ impl RunView {
                     local_bytes: t.local_bytes,
                     remote_bytes: t.remote_bytes,
                     written_bytes: t.written_bytes,
+                    placement: Placement::of(t),
                 })
                 .collect(),
             spilled: report.spilled(),
