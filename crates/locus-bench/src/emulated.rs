@@ -293,48 +293,115 @@ pub fn baseline(outcomes: &[Outcome]) -> Option<&Outcome> {
     })
 }
 
+/// Issue targets of automatic placement: Locus's own configuration
+/// (`DP-local TP-auto`) within 95% of the best hand-placed one's speed, and
+/// ≥ 90% of all spills fetching in less time than the wait they avoided.
+pub fn placement_targets(outcomes: &[Outcome]) {
+    let hand = outcomes
+        .iter()
+        .filter(|o| o.config.args.iter().any(|a| a == "--tp=aware"))
+        .min_by(|a, b| a.run.seconds.total_cmp(&b.run.seconds));
+    let auto = outcomes
+        .iter()
+        .find(|o| o.config.name == "DP-local TP-auto");
+    if let (Some(hand), Some(auto)) = (hand, auto) {
+        let ratio = hand.run.seconds / auto.run.seconds;
+        crate::report::target(
+            &format!(
+                "automatic placement ≥ 95% of the best hand placement's speed ({:.0}%: {:.2} s vs {:.2} s for {})",
+                100.0 * ratio,
+                auto.run.seconds,
+                hand.run.seconds,
+                hand.config.name
+            ),
+            ratio >= 0.95,
+        );
+    }
+    let checks: Vec<_> = outcomes.iter().flat_map(|o| &o.run.spill_checks).collect();
+    let paid = checks.iter().filter(|c| c.paid()).count();
+    crate::report::target(
+        &format!(
+            "≥ 90% of spills fetched in less time than the wait they avoided ({paid} of {})",
+            checks.len()
+        ),
+        paid * 10 >= checks.len() * 9,
+    );
+}
+
 /// What the finished run in `run_dir` did, as configuration `config`.
 pub fn outcome(run_dir: &Path, config: Config) -> Result<Outcome> {
     let run = RunView::load(run_dir).map_err(anyhow::Error::msg)?;
     Ok(Outcome { config, run })
 }
 
-/// Runs every configuration on `hosts`, each with `args` and its own
-/// directory `/locus/<bench>/c<k>`; central ones only where there is a
-/// central file system.
+/// A benchmark's workflow: its name, script text and arguments.
+pub struct Workload<'a> {
+    pub bench: &'a str,
+    pub script: &'a str,
+    pub args: &'a [String],
+}
+
+/// Runs every configuration on `hosts` `rounds` times, interleaved, each
+/// run with the workload's arguments and its own directory
+/// `/locus/<bench>/c<k>-<round>`; keeps each configuration's median run by
+/// time. Central ones run only where there is a central file system.
 pub fn run_configs(
     program: &Arc<dyn Program>,
     hosts: &Hosts,
     work: &Path,
-    (bench, script): (&str, &str),
+    w: &Workload,
     workers_per_node: u32,
     configs: Vec<Config>,
-    args: &[String],
+    rounds: u32,
 ) -> Result<Vec<Outcome>> {
+    let Workload {
+        bench,
+        script,
+        args,
+    } = *w;
     let nodes = hosts.nodes();
-    let mut outcomes = Vec::new();
-    for (k, mut c) in configs.into_iter().enumerate() {
-        if c.central && hosts.run_on(FsMode::Central).is_none() {
-            eprintln!("  {}: skipped (no central file system here)", c.name);
-            continue;
+    let configs: Vec<Config> = configs
+        .into_iter()
+        .filter(|c| {
+            let runs = !c.central || hosts.run_on(FsMode::Central).is_some();
+            if !runs {
+                eprintln!("  {}: skipped (no central file system here)", c.name);
+            }
+            runs
+        })
+        .collect();
+    let mut runs: Vec<Vec<Outcome>> = configs.iter().map(|_| Vec::new()).collect();
+    for round in 0..rounds {
+        for (k, config) in configs.iter().enumerate() {
+            let mut c = config.clone();
+            c.args.extend(args.iter().cloned());
+            c.args.push(format!("--dir=/locus/{bench}/c{k}-{round}"));
+            // No configuration pays for the writeback of the one before (the
+            // kernel flushes dirty pages ~30 s after they were written).
+            // SAFETY: sync(2) takes no arguments and cannot fail.
+            unsafe { libc::sync() };
+            eprintln!(
+                "  {nodes} nodes × {workers_per_node} workers: {} (round {} of {rounds})",
+                c.name,
+                round + 1
+            );
+            runs[k].push(run_config(
+                program,
+                hosts,
+                work,
+                script,
+                workers_per_node,
+                &c,
+            )?);
         }
-        c.args.extend(args.iter().cloned());
-        c.args.push(format!("--dir=/locus/{bench}/c{k}"));
-        // No configuration pays for the writeback of the one before (the
-        // kernel flushes dirty pages ~30 s after they were written).
-        // SAFETY: sync(2) takes no arguments and cannot fail.
-        unsafe { libc::sync() };
-        eprintln!("  {nodes} nodes × {workers_per_node} workers: {}", c.name);
-        outcomes.push(run_config(
-            program,
-            hosts,
-            work,
-            script,
-            workers_per_node,
-            &c,
-        )?);
     }
-    Ok(outcomes)
+    Ok(runs
+        .into_iter()
+        .map(|mut r| {
+            r.sort_by(|a, b| a.run.seconds.total_cmp(&b.run.seconds));
+            r.swap_remove(r.len() / 2)
+        })
+        .collect())
 }
 
 /// Writes a benchmark's results as `OUT/<bench>.json` and its page as
@@ -442,6 +509,8 @@ pub struct ClusterOpts {
     pub cluster: Option<PathBuf>,
     /// A deployed cluster to use instead of an emulated one.
     pub deployed: Option<Deployed>,
+    /// Interleaved runs of every configuration (the median is kept).
+    pub rounds: u32,
 }
 
 impl ClusterOpts {

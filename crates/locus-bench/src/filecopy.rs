@@ -5,7 +5,9 @@
 //! beside the links' raw TCP rate and the host's own dd, measured in the
 //! same run.
 
-use crate::emulated::{dd_rates, link_rate, ClusterOpts, Config, Hosts, Outcome, Testbed};
+use crate::emulated::{
+    dd_rates, link_rate, ClusterOpts, Config, Hosts, Outcome, Testbed, Workload,
+};
 use crate::report::target;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -140,18 +142,24 @@ fn run_step(o: &FilecopyOpts, nodes: u32, wpn: u32) -> Result<Step> {
         dd_write,
         dd_read,
     };
+    let args = [
+        format!("--n={files}"),
+        format!("--size={}", o.size),
+        format!("--chunk={}", o.chunk),
+    ];
+    let workload = Workload {
+        bench: "filecopy",
+        script: SCRIPT,
+        args: &args,
+    };
     let outcomes = crate::emulated::run_configs(
         &o.cluster.daemons.program,
         &Hosts::Emulated(&cluster),
         &work,
-        ("filecopy", SCRIPT),
+        &workload,
         wpn,
         configs(o),
-        &[
-            format!("--n={files}"),
-            format!("--size={}", o.size),
-            format!("--chunk={}", o.chunk),
-        ],
+        o.cluster.rounds,
     )?;
     Ok(Step {
         nodes,
@@ -259,4 +267,5 @@ fn print_step(s: &Step) {
             best >= 0.8 * ratio,
         );
     }
+    crate::emulated::placement_targets(&s.outcomes);
 }

@@ -4,7 +4,7 @@
 //! Fig. 7 and on the central file system; per-phase times (Figs. 7–9) and
 //! per-worker busy/idle timelines (Fig. 10).
 
-use crate::emulated::{ClusterOpts, Config, Outcome, Testbed};
+use crate::emulated::{ClusterOpts, Config, Outcome, Testbed, Workload};
 use crate::report::target;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -64,14 +64,20 @@ pub fn run(o: MapreduceOpts) -> Result<()> {
     println!("{}", testbed.machine);
     std::fs::create_dir_all(&o.work)?;
     let (nodes, outcomes) = o.cluster.on_hosts(&o.work, o.nodes, |hosts| {
+        let args = [format!("--n={}", o.files), format!("--size={}", o.size)];
+        let workload = Workload {
+            bench: "mapreduce",
+            script: SCRIPT,
+            args: &args,
+        };
         let outcomes = crate::emulated::run_configs(
             &o.cluster.daemons.program,
             hosts,
             &o.work,
-            ("mapreduce", SCRIPT),
+            &workload,
             o.workers_per_node,
             configs(),
-            &[format!("--n={}", o.files), format!("--size={}", o.size)],
+            o.cluster.rounds,
         )?;
         Ok((hosts.nodes(), outcomes))
     })?;
@@ -142,4 +148,5 @@ fn print_results(r: &Results) {
             busy >= 0.9,
         );
     }
+    crate::emulated::placement_targets(&r.outcomes);
 }

@@ -53,6 +53,10 @@ pub struct EmulatedArgs {
     /// Default: auto for mapreduce and meta-cluster, off for filecopy.
     #[arg(long)]
     pub host_cpus: Option<HostCpus>,
+    /// Runs of every configuration, interleaved; each configuration's
+    /// median run (by time) is reported.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub rounds: u32,
 }
 
 /// A file system deployed on a job's hosts to run on instead of an
@@ -102,6 +106,7 @@ impl EmulatedArgs {
             host_cpus: self.host_cpus.unwrap_or(cpus).per_host(max_nodes),
             cluster: self.cluster.clone(),
             deployed: None,
+            rounds: self.rounds,
         })
     }
 

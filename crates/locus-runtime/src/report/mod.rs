@@ -66,7 +66,7 @@ impl Placement {
 /// A spilled task against what it avoided: its fetch time as recorded, and
 /// how long it would have waited at home (until a worker of the node it
 /// left first finished a task, or the run ended).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SpillCheck {
     pub fetch_us: u64,
     pub avoided_us: u64,
@@ -326,5 +326,71 @@ impl Report {
             );
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Layout;
+    use locus_proto::run::Spill;
+
+    fn record(id: u64, rank: u32, (start, end): (u64, u64), bytes: (u64, u64)) -> TaskRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "func": "map", "rank": rank, "node": "", "target": null,
+            "placed": "Auto", "start_us": start, "end_us": end,
+            "local_bytes": bytes.0, "remote_bytes": bytes.1,
+            "exit": 0, "attempts": 1, "error": null
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn spills_are_checked_against_the_wait_they_avoided() {
+        // Ranks 0 (node a) and 1 (node b), server 2.
+        let names: Vec<String> = ["a", "b", "a"].iter().map(|s| s.to_string()).collect();
+        let layout = Layout::from_names(1, &names).unwrap();
+        let mut moved = record(3, 1, (100, 900), (0, 50));
+        moved.stage_us = 300;
+        moved.spill = Some(Spill {
+            from: 0,
+            fetch_us: 200,
+            wait_us: 800,
+        });
+        let mut slow = record(4, 1, (100, 900), (0, 50));
+        slow.stage_us = 700;
+        slow.spill = moved.spill;
+        let report = Report {
+            run: RunSummary {
+                layout,
+                start_us: 0,
+                end_us: 1000,
+                error: None,
+                control: Vec::new(),
+                diskless_hosts: Vec::new(),
+            },
+            tasks: vec![
+                record(1, 0, (0, 50), (10, 0)),
+                // Node a's worker was busy until 600: the spills avoided
+                // 500 µs of waiting.
+                record(2, 0, (50, 600), (10, 0)),
+                moved,
+                slow,
+            ],
+        };
+        let checks: Vec<SpillCheck> = report.spill_checks().into_iter().map(|(_, c)| c).collect();
+        assert_eq!(checks.len(), 2);
+        assert_eq!((checks[0].avoided_us, checks[0].paid()), (500, true));
+        assert_eq!((checks[1].fetch_us, checks[1].paid()), (700, false));
+        let f = &report.by_function()["map"];
+        assert_eq!(
+            (f.tasks, f.by[&Placement::Local], f.by[&Placement::Spilled]),
+            (4, 2, 2)
+        );
+        assert_eq!(f.local_share(), 20.0 / 120.0);
+        assert_eq!(report.spilled(), 2);
+        assert!(report
+            .text()
+            .contains("1 of 2 fetched in less time than the wait they avoided"));
     }
 }

@@ -1,6 +1,6 @@
 //! A finished run as the reports draw it, from its summary and records.
 
-use super::{Placement, Report};
+use super::{Placement, Report, SpillCheck};
 use crate::record::TaskRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -34,6 +34,9 @@ pub struct RunView {
     pub spans: Vec<Span>,
     /// SOFT tasks that ran off their target.
     pub spilled: usize,
+    /// Each spill against the wait it avoided.
+    #[serde(default)]
+    pub spill_checks: Vec<SpillCheck>,
 }
 
 impl RunView {
@@ -140,6 +143,7 @@ impl RunView {
                 })
                 .collect(),
             spilled: report.spilled(),
+            spill_checks: report.spill_checks().into_iter().map(|(_, c)| c).collect(),
         })
     }
 }
