@@ -5,22 +5,25 @@
 use crate::emulated::Outcome;
 use crate::filecopy::{read_bound, Results};
 use locus_runtime::report::html::{
-    breakdown_chart, esc, legend, locality_table, page, stacked, timeline, COLORS, MB,
+    breakdown_chart, esc, legend, locality_table, page, placement_timeline, stacked, timeline,
+    COLORS, MB,
 };
 use locus_runtime::report::RunView;
 use std::fmt::Write;
 
-/// A titled timeline per outcome.
+/// Per outcome, a titled timeline by function and one by placement outcome
+/// (local, spilled, remote as placed).
 fn timelines(outcomes: &[Outcome]) -> String {
     let mut s = String::new();
     for o in outcomes {
         let _ = write!(
             s,
-            "<h3>{} — {:.2} s, idle {:.1}%</h3>{}",
+            "<h3>{} — {:.2} s, idle {:.1}%</h3>{}<p>where each task ran against its input bytes:</p>{}",
             esc(&o.config.name),
             o.run.seconds,
             100.0 * o.run.idle_share(),
-            timeline(&o.run)
+            timeline(&o.run),
+            placement_timeline(&o.run)
         );
     }
     s
