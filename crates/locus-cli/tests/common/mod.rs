@@ -180,13 +180,19 @@ pub fn rt() -> tokio::runtime::Runtime {
 
 /// Waits up to 5 s for `cond` (for effects a daemon applies after answering).
 pub fn eventually(what: &str, cond: impl Fn() -> bool) {
-    for _ in 0..500 {
+    eventually_within(Duration::from_secs(5), what, cond)
+}
+
+/// Waits up to `limit` for `cond`.
+pub fn eventually_within(limit: Duration, what: &str, cond: impl Fn() -> bool) {
+    let end = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < end {
         if cond() {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    panic!("never happened: {what}");
+    panic!("never happened within {limit:?}: {what}");
 }
 
 /// A `locus run` of a script in a fresh directory.
