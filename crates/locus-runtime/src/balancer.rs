@@ -246,7 +246,12 @@ impl Balancer {
                 Slot::Any,
             ];
             match self.take_own(&own) {
-                Some(t) => out.push(self.start(w, t, now)),
+                Some(mut t) => {
+                    // On its target after all (given here by another
+                    // server that meant it to spill).
+                    t.spill = None;
+                    out.push(self.start(w, t, now));
+                }
                 None => waiting.push_back(w),
             }
         }
@@ -262,7 +267,8 @@ impl Balancer {
                 .expect("an idle worker of the chosen node");
             let w = self.idle.remove(pos).expect("an idle worker");
             let mut task = self.pop(slot);
-            task.spill = Some(spill);
+            // A task another server gave away keeps that server's reason.
+            task.spill = task.spill.or(Some(spill));
             out.push(self.start(w, task, now));
         }
         let mut waiting = VecDeque::new();
@@ -804,6 +810,23 @@ mod tests {
         let w = layout.workers_of(5).next().unwrap();
         b.ready(w);
         assert_eq!(ids(&b.dispatch(now)), vec![(w, 1)]);
+    }
+
+    #[test]
+    fn a_given_task_that_runs_on_its_target_is_no_spill() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        let mut t = reader(1, "map", 0, 10);
+        t.spill = Some(Spill {
+            from: 0,
+            fetch_us: 1,
+            wait_us: 2,
+        });
+        b.put(t, now);
+        b.ready(1);
+        let got = b.dispatch(now);
+        assert_eq!(ids(&got), vec![(1, 1)]);
+        assert_eq!(got[0].1.spill, None);
     }
 
     #[test]
