@@ -36,6 +36,7 @@ impl Moved {
     }
 }
 
+#[derive(Default)]
 pub struct Costs {
     durations: HashMap<String, Total>,
     /// Per (from, to) node pair, and over all pairs.
@@ -43,19 +44,9 @@ pub struct Costs {
     all: Moved,
 }
 
-impl Default for Costs {
-    fn default() -> Self {
-        Costs::new()
-    }
-}
-
 impl Costs {
     pub fn new() -> Costs {
-        Costs {
-            durations: HashMap::new(),
-            pairs: HashMap::new(),
-            all: Moved::default(),
-        }
+        Costs::default()
     }
 
     /// A task of `func` ran for `took`.
