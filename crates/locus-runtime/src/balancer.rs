@@ -81,6 +81,8 @@ struct Sent {
     since: Instant,
     /// The node it fetches most from, if it fetches.
     source: Option<u32>,
+    /// Its function was known to be short when it was sent.
+    short: bool,
 }
 
 pub struct Balancer {
@@ -219,6 +221,20 @@ impl Balancer {
         }
     }
 
+    /// Tasks sent to `worker` and not done, and how many of them are not
+    /// short.
+    pub fn outstanding(&self, worker: Rank) -> (u32, u32) {
+        self.sent.get(&worker).map_or((0, 0), |tasks| {
+            let long = tasks.iter().filter(|s| !s.short).count();
+            (tasks.len() as u32, long as u32)
+        })
+    }
+
+    /// The task `worker` is running (the first it was sent and not done).
+    pub fn running(&self, worker: Rank) -> Option<u64> {
+        self.sent.get(&worker)?.front().map(|s| s.id)
+    }
+
     /// Forgets a worker that went away.
     pub fn lost(&mut self, worker: Rank) {
         self.idle.retain(|w| *w != worker);
@@ -284,11 +300,13 @@ impl Balancer {
 
     fn start(&mut self, w: Rank, task: Task, now: Instant) -> (Rank, Task) {
         let source = cost::source(&task.inputs, self.layout.node_of(w));
+        let short = self.costs.is_short(&task.func);
         self.sent.entry(w).or_default().push_back(Sent {
             id: task.id,
             func: task.func.clone(),
             since: now,
             source,
+            short,
         });
         (w, task)
     }
@@ -321,9 +339,7 @@ impl Balancer {
     /// The most urgent SOFT task worth moving to an idle worker, the node
     /// it goes to and why.
     fn best_spill(&self, now: Instant) -> Option<(Slot, u32, Spill)> {
-        let mut nodes: Vec<u32> = self.idle.iter().map(|w| self.layout.node_of(*w)).collect();
-        nodes.sort_unstable();
-        nodes.dedup();
+        let nodes = distinct(self.idle.iter().map(|w| self.layout.node_of(*w)));
         self.queues
             .iter()
             .filter(|(slot, _)| matches!(slot, Slot::SoftRank(_) | Slot::SoftNode(_)))
@@ -453,9 +469,7 @@ impl Balancer {
     /// work and HARD NODE work only for their nodes. SOFT work leaves its
     /// node on the terms of a spill.
     pub fn give(&mut self, idle: &[(Rank, u32)], now: Instant) -> Vec<Task> {
-        let mut nodes: Vec<u32> = idle.iter().map(|(_, n)| *n).collect();
-        nodes.sort_unstable();
-        nodes.dedup();
+        let nodes = distinct(idle.iter().map(|(_, n)| *n));
         let mut slots: Vec<(Slot, Option<Spill>)> = Vec::new();
         let mut eligible = 0;
         for (slot, heap) in &self.queues {
@@ -487,6 +501,14 @@ impl Balancer {
         }
         out
     }
+}
+
+/// The nodes in `nodes`, each once.
+fn distinct(nodes: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut v: Vec<u32> = nodes.collect();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// The time the first of several workers, free after `free` seconds each

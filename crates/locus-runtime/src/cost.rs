@@ -10,6 +10,10 @@ use std::time::Duration;
 /// Bytes/s assumed between two nodes before the run has fetched anything
 /// between any (1 Gbit/s Ethernet, the slowest link a cluster has).
 pub const DEFAULT_RATE: f64 = 125e6;
+/// A function whose runs so far averaged less than this is short.
+const SHORT_TASK: Duration = Duration::from_millis(1);
+/// Runs of a function seen before it can count as short.
+const SHORT_AFTER: u64 = 4;
 
 #[derive(Default, Clone, Copy)]
 struct Total {
@@ -70,6 +74,15 @@ impl Costs {
         match self.durations.get(func) {
             Some(t) if t.n > 0 => (t.n, Some(Duration::from_secs_f64(t.sum / t.n as f64))),
             _ => (0, None),
+        }
+    }
+
+    /// Whether `func`'s tasks are known to be short (a server may queue
+    /// many of them at one worker).
+    pub fn is_short(&self, func: &str) -> bool {
+        match self.runs(func) {
+            (n, Some(mean)) => n >= SHORT_AFTER && mean < SHORT_TASK,
+            _ => false,
         }
     }
 

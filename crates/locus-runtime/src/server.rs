@@ -30,14 +30,10 @@ type Writer = tokio::task::JoinHandle<std::io::Result<()>>;
 /// Steal retry delays after a round of empty answers.
 const STEAL_BACKOFF_MIN: Duration = Duration::from_micros(500);
 const STEAL_BACKOFF_MAX: Duration = Duration::from_millis(20);
-/// Tasks a worker may be sent ahead, when they are short (below).
+/// Tasks a worker may be sent ahead, when they are short
+/// (`Costs::is_short`): queued at a worker, they cost the balance at most
+/// `PREFETCH` short tasks' time and save a round trip each.
 const PREFETCH: u32 = 32;
-/// A function whose runs so far averaged less than this is short: its
-/// tasks may queue at a worker, which costs the balance at most
-/// `PREFETCH` times this and saves a round trip per task.
-const SHORT_TASK: Duration = Duration::from_millis(1);
-/// Runs of a function seen before it can count as short.
-const SHORT_AFTER: u64 = 4;
 
 pub struct ServerConfig {
     pub me: Rank,
@@ -262,9 +258,8 @@ impl Server {
             backoff: STEAL_BACKOFF_MIN,
             closing: false,
             writers: Vec::new(),
-            outstanding: HashMap::new(),
+            asked: HashSet::new(),
             workers: layout.workers_of(me).count(),
-            sent: IdMap::default(),
         };
         let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
         let mut early = Vec::new();
@@ -382,14 +377,10 @@ struct State {
     backoff: Duration,
     closing: bool,
     writers: Vec<Writer>,
-    /// Per worker that has asked for work: tasks sent and not done, and how
-    /// many of them are long.
-    outstanding: HashMap<Rank, (u32, u32)>,
+    /// The workers that have asked for work.
+    asked: HashSet<Rank>,
     /// This server's workers.
     workers: usize,
-    /// Tasks sent to workers and not done: the worker, and whether the
-    /// task was short.
-    sent: IdMap<(Rank, bool)>,
 }
 
 impl State {
@@ -412,7 +403,7 @@ impl State {
             Event::Abort(reason) => self.report_abort(reason),
             Event::Msg(from, msg) => match msg {
                 RankMsg::Want => {
-                    self.outstanding.entry(from).or_default();
+                    self.asked.insert(from);
                     self.offer(from);
                 }
                 RankMsg::Done(o) => {
@@ -460,14 +451,8 @@ impl State {
             },
             Event::Closed(r, broken) => {
                 if !self.closing && self.layout.is_worker(r) {
+                    let running = self.balancer.running(r);
                     self.balancer.lost(r);
-                    // Its oldest task not done is the one it was running.
-                    let running = self
-                        .sent
-                        .iter()
-                        .filter(|(_, (w, _))| *w == r)
-                        .map(|(id, _)| *id)
-                        .min();
                     let what = match running {
                         Some(id) => format!(" while running task {id}"),
                         None => String::new(),
@@ -545,46 +530,27 @@ impl State {
         }
     }
 
-    fn is_short(&self, func: &str) -> bool {
-        match self.balancer.costs().runs(func) {
-            (n, Some(mean)) => n >= SHORT_AFTER && mean < SHORT_TASK,
-            _ => false,
-        }
-    }
-
     /// Tells the balancer whether `w` may be sent another task: when it has
     /// none; ahead, when it runs one (the next is then there when it
     /// finishes, instead of a round trip later) or only short ones. Nothing
     /// goes ahead before every worker has asked once, or the first to ask
     /// would take work from those still starting.
     fn offer(&mut self, w: Rank) {
-        let (all, long) = self.outstanding.get(&w).copied().unwrap_or_default();
+        let (all, long) = self.balancer.outstanding(w);
         if all == 0 {
             self.balancer.ready(w);
-        } else if self.outstanding.len() == self.workers
-            && (all < 2 || (long == 0 && all < PREFETCH))
-        {
+        } else if self.asked.len() == self.workers && (all < 2 || (long == 0 && all < PREFETCH)) {
             self.balancer.ready_ahead(w);
         }
     }
 
     fn sent_to(&mut self, w: Rank, task: Task) {
-        let short = self.is_short(&task.func);
-        let o = self.outstanding.entry(w).or_default();
-        o.0 += 1;
-        o.1 += u32::from(!short);
-        self.sent.insert(task.id, (w, short));
         self.send(w, RankMsg::Run(task));
         self.offer(w);
     }
 
     fn finished(&mut self, w: Rank, o: &Outcome, now: Instant) {
-        if let Some((_, short)) = self.sent.remove(&o.id) {
-            let out = self.outstanding.entry(w).or_default();
-            out.0 = out.0.saturating_sub(1);
-            out.1 = out.1.saturating_sub(u32::from(!short));
-            self.balancer.finished(w, o, now);
-        }
+        self.balancer.finished(w, o, now);
         self.offer(w);
     }
 

@@ -142,16 +142,24 @@ impl Report {
     /// Every spilled task checked against the wait it avoided.
     pub fn spill_checks(&self) -> Vec<(&TaskRecord, SpillCheck)> {
         let layout = &self.run.layout;
+        // Per node, when its tasks ended, in order.
+        let mut ends: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for t in &self.tasks {
+            ends.entry(layout.node_of(t.rank))
+                .or_default()
+                .push(t.end_us);
+        }
+        for e in ends.values_mut() {
+            e.sort_unstable();
+        }
         self.tasks
             .iter()
             .filter_map(|t| {
                 let spill = t.spill?;
-                let home_free = self
-                    .tasks
-                    .iter()
-                    .filter(|o| layout.node_of(o.rank) == spill.from && o.end_us > t.start_us)
-                    .map(|o| o.end_us)
-                    .min()
+                let home_free = ends
+                    .get(&spill.from)
+                    .and_then(|e| e.get(e.partition_point(|end| *end <= t.start_us)))
+                    .copied()
                     .unwrap_or(self.run.end_us);
                 let check = SpillCheck {
                     fetch_us: t.stage_us,
