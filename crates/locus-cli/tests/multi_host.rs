@@ -83,6 +83,13 @@ impl Drop for Hosts {
     }
 }
 
+/// How the ranks of the run in `run_dir` met, as its `run.json` says.
+fn wireup(run_dir: &str) -> String {
+    let run = std::fs::read(Path::new(run_dir).join("run.json")).unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&run).unwrap();
+    run["wireup"].as_str().unwrap_or_default().to_string()
+}
+
 #[test]
 fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is() {
     if !is_root() {
@@ -176,6 +183,7 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         out.contains("trace: counted,16,files where they live"),
         "{out}"
     );
+    assert_eq!(wireup(&run), "pmi", "ranks met through mpiexec's PMI");
     let records = record::load(Path::new(&run)).unwrap();
     let made: std::collections::BTreeSet<&str> = records
         .iter()
@@ -339,6 +347,11 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
                 .starts_with("locus-")
         })
         .expect("the job's work directory");
+    assert_eq!(
+        wireup(work.join("run").to_str().unwrap()),
+        "pmi",
+        "ranks met through Slurm's PMI"
+    );
     let records = record::load(&work.join("run")).unwrap();
     let apps: Vec<_> = records.iter().filter(|r| r.func == "application").collect();
     assert_eq!(apps.len(), 16);

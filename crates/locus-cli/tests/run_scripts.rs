@@ -95,7 +95,8 @@ fn script_arguments_reach_argv() {
 #[test]
 fn ranks_started_by_mpich_find_each_other() {
     // Debian's MPICH launcher (installed by scripts/setup.sh) starts the
-    // ranks; they read PMI_RANK/PMI_SIZE and meet in the run directory.
+    // ranks; they read PMI_RANK/PMI_SIZE and meet through its PMI, not in
+    // the run directory.
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("mpi.swift");
     std::fs::write(
@@ -123,4 +124,8 @@ fn ranks_started_by_mpich_find_each_other() {
             "{stdout}"
         );
     }
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("run/run.json")).unwrap()).unwrap();
+    assert_eq!(run["wireup"], "pmi", "{run}");
+    assert!(!dir.path().join("run/ranks").exists());
 }

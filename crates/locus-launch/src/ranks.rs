@@ -335,6 +335,7 @@ fn run_here(
             error: Some(why),
             control: Vec::new(),
             diskless_hosts: Vec::new(),
+            wireup: None,
         });
         if let Ok(s) = written {
             let _ = serde_json::to_vec_pretty(&s).map(|b| std::fs::write(&summary, b));

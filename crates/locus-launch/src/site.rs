@@ -92,6 +92,7 @@ impl Site {
                     "--distribution=cyclic".into(),
                 ];
                 v.extend(hosts.map(|h| format!("--nodes={h}")));
+                v.extend(self.srun_pmi());
                 v
             }
             (SiteLauncher::Mpiexec, Shape::PerHost(h)) => {
@@ -117,6 +118,29 @@ impl Site {
             };
         }
         cmd
+    }
+
+    /// srun's flag giving the ranks Slurm's PMI (its `pmi2` plugin serves
+    /// the PMI-1 wire protocol the ranks meet through), unless the user or
+    /// the site chose a plugin (`--mpi`, `SLURM_MPI_TYPE`) or this Slurm
+    /// has no `pmi2` (`srun --mpi=list`): then the ranks meet in the run
+    /// directory.
+    fn srun_pmi(&self) -> Option<String> {
+        let chosen = self.args.iter().any(|a| a.starts_with("--mpi"))
+            || std::env::var_os("SLURM_MPI_TYPE").is_some();
+        if chosen {
+            return None;
+        }
+        let list = Command::new(self.program())
+            .arg("--mpi=list")
+            .stdin(Stdio::null())
+            .output()
+            .ok()?;
+        let text = [list.stdout, list.stderr].concat();
+        String::from_utf8_lossy(&text)
+            .lines()
+            .any(|l| l.trim() == "pmi2")
+            .then(|| "--mpi=pmi2".to_string())
     }
 
     /// How many hosts the job has, when the launcher's environment says.

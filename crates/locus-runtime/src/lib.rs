@@ -1,8 +1,9 @@
 //! The Locus runtime (Turbine/ADLB model): the dataflow `engine` on the
 //! leader executes a program's IR and puts leaf tasks on the servers'
 //! queues (`server`, `balancer`); `worker` ranks run them next to their
-//! data (`files`, `storage`); ranks find each other through the run
-//! directory (`rendezvous`, `layout`); `record` keeps one line per task.
+//! data (`files`, `storage`); ranks find each other through their
+//! launcher's PMI or the run directory (`rendezvous`, `pmi`, `layout`);
+//! `record` keeps one line per task.
 
 pub mod balancer;
 pub mod builtins;
@@ -14,6 +15,7 @@ pub mod ids;
 pub mod layout;
 pub mod mount;
 pub mod plan;
+pub mod pmi;
 pub mod process;
 pub mod python;
 pub mod rank;

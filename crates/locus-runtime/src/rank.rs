@@ -4,9 +4,10 @@
 
 use crate::engine::{Engine, Locality, Progress, RunOptions};
 use crate::layout::Layout;
+use crate::pmi::Pmi;
 use crate::record::now_us;
 use crate::remote::ControlStats;
-use crate::rendezvous::{self, Entry, RankEnv, RanksDir};
+use crate::rendezvous::{self, Entry, RankEnv, RanksDir, Wireup};
 use crate::resume::Resume;
 use crate::server::{Server, ServerConfig};
 use crate::storage::Storage;
@@ -106,6 +107,9 @@ pub struct RunSummary {
     /// tasks read and wrote over the network).
     #[serde(default)]
     pub diskless_hosts: Vec<String>,
+    /// How the ranks met.
+    #[serde(default)]
+    pub wireup: Option<Wireup>,
 }
 
 pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
@@ -189,16 +193,35 @@ async fn rank_main(
         pid: std::process::id(),
         nonce: rand::random(),
     };
-    let board = RanksDir::of(&opts.run_dir);
-    rendezvous::publish(&board, &entry).map_err(dir_err)?;
     let size = env.size;
     // The leader (first server) gathers.
     let gatherer = size - opts.servers;
-    let entries = tokio::task::spawn_blocking(move || {
-        rendezvous::gather(&board, size, me, gatherer, GATHER_TIMEOUT)
-    })
-    .await
-    .map_err(|e| e.to_string())??;
+    // Kept to the rank's end: dropping it finalizes the PMI session.
+    let (entries, wireup, _pmi) =
+        match Pmi::from_env(GATHER_TIMEOUT).map_err(|e| format!("rank {me}: {e}"))? {
+            Some(mut pmi) => {
+                let mine = entry.clone();
+                let (entries, pmi) = tokio::task::spawn_blocking(move || {
+                    (
+                        rendezvous::exchange_pmi(&mut pmi, &mine, size, gatherer),
+                        pmi,
+                    )
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                (entries?, Wireup::Pmi, Some(pmi))
+            }
+            None => {
+                let board = RanksDir::of(&opts.run_dir);
+                rendezvous::publish(&board, &entry).map_err(dir_err)?;
+                let entries = tokio::task::spawn_blocking(move || {
+                    rendezvous::gather(&board, size, me, gatherer, GATHER_TIMEOUT)
+                })
+                .await
+                .map_err(|e| e.to_string())??;
+                (entries, Wireup::RunDir, None)
+            }
+        };
     let names: Vec<String> = entries.iter().map(|e| e.node.clone()).collect();
     let layout = Arc::new(Layout::from_names(opts.servers, &names)?);
     let fs = match &opts.fs_dir {
@@ -286,6 +309,7 @@ async fn rank_main(
         error: result.clone().err(),
         control,
         diskless_hosts,
+        wireup: Some(wireup),
     };
     let written = serde_json::to_vec_pretty(&summary)
         .map_err(std::io::Error::other)

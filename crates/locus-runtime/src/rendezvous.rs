@@ -1,9 +1,15 @@
 //! How the ranks of a run find each other. Each rank learns its rank and
 //! the run's size from the launcher's environment (ours, Slurm, MPICH/PMI,
-//! Open MPI), publishes where it is in the run directory, and waits until
-//! every rank has done so. The run directory also holds the run's secret
-//! (made once, like a joined cluster's: `locus_fs::join::shared_secret`).
+//! Open MPI) and says where it is: through the launcher's key-value
+//! exchange when it offers one (PMI, `exchange_pmi`), else in the run
+//! directory (`publish`, `gather`); either way one rank gathers and the
+//! others read what it gathered, so the cost grows with N, not N². The run
+//! directory also holds the run's secret (made once, like a joined
+//! cluster's: `locus_fs::join::shared_secret`).
 
+use crate::pmi::Pmi;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as WORDS;
+use base64::Engine as _;
 use locus_proto::run::Rank;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -192,6 +198,86 @@ pub fn gather(
     }
 }
 
+/// How the ranks of a run met (said in `run.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wireup {
+    /// The launcher's PMI key-value exchange: no file.
+    Pmi,
+    /// Files in the run directory.
+    RunDir,
+}
+
+/// `v` as one PMI value word (postcard, then URL-safe base64: no space, no `=`).
+fn to_word<T: Serialize>(v: &T) -> Result<String, String> {
+    Ok(WORDS.encode(postcard::to_stdvec(v).map_err(|e| e.to_string())?))
+}
+
+fn from_word<T: serde::de::DeserializeOwned>(w: &str) -> Result<T, String> {
+    let bytes = WORDS.decode(w).map_err(|e| e.to_string())?;
+    postcard::from_bytes(&bytes).map_err(|e| e.to_string())
+}
+
+/// The rendezvous through the launcher's PMI: every rank puts its entry;
+/// after a fence the gatherer gets them all and puts the whole list in
+/// pieces of what one value holds; after a second fence the others get the
+/// pieces. N puts and N + (N - 1) × (pieces + 1) gets, no file.
+pub fn exchange_pmi(
+    pmi: &mut Pmi,
+    me: &Entry,
+    size: u32,
+    gatherer: Rank,
+) -> Result<Vec<Entry>, String> {
+    let pmi_err = |e: io::Error| format!("wire-up through the launcher's PMI: {e}");
+    pmi.put(&format!("locus-{}", me.rank), &to_word(me)?)
+        .map_err(pmi_err)?;
+    pmi.fence().map_err(pmi_err)?;
+    let entries = if me.rank == gatherer {
+        let entries = (0..size)
+            .map(|r| {
+                let word = pmi.get(&format!("locus-{r}")).map_err(pmi_err)?;
+                from_word(&word).map_err(|e| format!("rank {r}'s PMI entry: {e}"))
+            })
+            .collect::<Result<Vec<Entry>, String>>()?;
+        let all = to_word(&entries)?;
+        let piece = pmi.max_value("locus-all-999999").max(1);
+        let pieces: Vec<&str> = all
+            .as_bytes()
+            .chunks(piece)
+            .map(|c| std::str::from_utf8(c).expect("base64 is ASCII"))
+            .collect();
+        for (i, p) in pieces.iter().enumerate() {
+            pmi.put(&format!("locus-all-{i}"), p).map_err(pmi_err)?;
+        }
+        pmi.put("locus-all", &pieces.len().to_string())
+            .map_err(pmi_err)?;
+        Some(entries)
+    } else {
+        None
+    };
+    pmi.fence().map_err(pmi_err)?;
+    if let Some(entries) = entries {
+        return Ok(entries);
+    }
+    let pieces: usize = pmi
+        .get("locus-all")
+        .map_err(pmi_err)?
+        .parse()
+        .map_err(|e| format!("PMI locus-all: {e}"))?;
+    let mut all = String::new();
+    for i in 0..pieces {
+        all.push_str(&pmi.get(&format!("locus-all-{i}")).map_err(pmi_err)?);
+    }
+    let entries: Vec<Entry> = from_word(&all).map_err(|e| format!("PMI locus-all: {e}"))?;
+    if entries.len() != size as usize {
+        return Err(format!(
+            "the launcher's PMI lists {} ranks, not {size}",
+            entries.len()
+        ));
+    }
+    Ok(entries)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -366,5 +452,37 @@ mod tests {
         for size in [2, 16, 256, 1024] {
             assert_eq!(operations(size), 3 * size as usize, "{size} ranks");
         }
+    }
+
+    #[test]
+    fn ranks_meet_through_the_launchers_pmi_in_pieces() {
+        // A small value limit: the gathered list takes many pieces.
+        let size = 40;
+        let socks = crate::pmi::tests::serve(size, 100);
+        let ranks: Vec<_> = socks
+            .into_iter()
+            .enumerate()
+            .map(|(r, s)| {
+                std::thread::spawn(move || {
+                    let mut pmi = Pmi::over(s, Duration::from_secs(20)).unwrap();
+                    let e = Entry {
+                        rank: r as u32,
+                        node: format!("host-{}", r % 3),
+                        addr: (r >= 38).then(|| SocketAddr::from(([10, 0, 0, 1], 4000 + r as u16))),
+                        pid: 100 + r as u32,
+                        nonce: r as u32 * 7,
+                    };
+                    exchange_pmi(&mut pmi, &e, size as u32, 38).unwrap()
+                })
+            })
+            .collect();
+        let all: Vec<Vec<Entry>> = ranks.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(all.iter().all(|a| *a == all[0]));
+        assert_eq!(all[0].len(), size);
+        assert_eq!(all[0][5].node, "host-2");
+        assert_eq!(
+            all[0][39].addr,
+            Some(SocketAddr::from(([10, 0, 0, 1], 4039)))
+        );
     }
 }

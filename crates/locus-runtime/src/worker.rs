@@ -484,8 +484,10 @@ async fn spawn(
         )
         .env("LOCUS_RANK", cfg.me.to_string())
         .env("LOCUS_NODE", cfg.layout.node_name(cfg.me))
-        // A process that runs `locus` itself is not one of this run's ranks.
-        .env_remove("LOCUS_SIZE");
+        // A process that runs `locus` itself is not one of this run's ranks,
+        // and the launcher's PMI session is the rank's (closed in apps).
+        .env_remove("LOCUS_SIZE")
+        .env_remove("PMI_FD");
     cmd.stdin(match &files[0] {
         Some(p) => Stdio::from(std::fs::File::open(p)?),
         None => Stdio::null(),

@@ -376,6 +376,7 @@ mod tests {
                 error: None,
                 control: Vec::new(),
                 diskless_hosts: Vec::new(),
+                wireup: None,
             },
             tasks: vec![
                 record(1, 0, (0, 50), (10, 0)),
