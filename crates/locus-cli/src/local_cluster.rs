@@ -5,12 +5,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use locus_fs::cluster::CLUSTER_FILE;
 use locus_fs::meta::Durability;
-use locus_fs::{
-    Client, ClientOptions, ClusterSpec, JoinConfig, Membership, Placement, ServeConfig,
-};
+use locus_fs::{Client, ClientOptions, ClusterSpec, JoinConfig, Placement, ServeConfig};
 use locus_launch::site::{self, Deploy, Site, SiteLauncher};
 use locus_launch::{daemons, running_pid, Daemons};
-use locus_proto::fs::NodeId;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -19,40 +16,35 @@ pub struct ServeArgs {
     /// Join the cluster being formed in DIR (on the shared file system),
     /// one daemon per host as a site launcher starts them; the cluster forms
     /// when --expect daemons (or the launcher's node count) have joined.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["node_dir", "node", "secret"])]
-    pub join: Option<PathBuf>,
-    /// With --join: how many daemons form the cluster (default: the
-    /// launcher's SLURM_NNODES, PMI_SIZE or OMPI_COMM_WORLD_SIZE).
-    #[arg(long, requires = "join")]
+    #[arg(long, value_name = "DIR")]
+    pub join: PathBuf,
+    /// How many daemons form the cluster (default: the launcher's
+    /// SLURM_NNODES, PMI_SIZE or OMPI_COMM_WORLD_SIZE).
+    #[arg(long)]
     pub expect: Option<u32>,
-    /// With --join: node-local storage for this host's store and metadata
-    /// (default: $TMPDIR, else /tmp).
-    #[arg(long, requires = "join")]
+    /// Node-local storage for this host's store and metadata (default:
+    /// $TMPDIR, else /tmp).
+    #[arg(long)]
     pub store: Option<PathBuf>,
-    /// With --join: this host's name in the cluster (default: its hostname).
-    #[arg(long, requires = "join")]
+    /// This host's name in the cluster (default: its hostname).
+    #[arg(long)]
     pub name: Option<String>,
-    /// With --join: the address other hosts reach this one at (default: its
-    /// first non-loopback IPv4 address).
-    #[arg(long, requires = "join")]
+    /// The address other hosts reach this one at (default: its first
+    /// non-loopback IPv4 address).
+    #[arg(long)]
     pub advertise: Option<std::net::IpAddr>,
-    /// With --join: mount the cluster here once it is formed, until this
-    /// daemon stops (FUSE).
-    #[arg(long, requires = "join")]
+    /// Mount the cluster here once it is formed, until this daemon stops
+    /// (FUSE).
+    #[arg(long)]
     pub mount: Option<PathBuf>,
-    /// This node's directory: metadata shard, data store.
-    #[arg(long, required_unless_present = "join")]
-    pub node_dir: Option<PathBuf>,
-    /// This node's id in the cluster's node list.
-    #[arg(long, required_unless_present = "join")]
-    pub node: Option<NodeId>,
-    /// Address to listen on (port 0 picks a free port; default with --join:
-    /// every interface).
-    #[arg(long, required_unless_present = "join")]
+    /// Default placement of new files in the cluster: local, hash or
+    /// round-robin.
+    #[arg(long, default_value = "local")]
+    pub placement: Placement,
+    /// Address to listen on (port 0 picks a free port; default: every
+    /// interface).
+    #[arg(long)]
     pub listen: Option<SocketAddr>,
-    /// File holding the cluster secret.
-    #[arg(long, required_unless_present = "join")]
-    pub secret: Option<PathBuf>,
     /// group: every acknowledged metadata change is on disk; none: not flushed.
     #[arg(long, default_value = "group")]
     pub durability: Durability,
@@ -62,23 +54,16 @@ pub struct ServeArgs {
 }
 
 pub fn serve(a: ServeArgs) -> Result<()> {
-    let membership = match a.join {
-        Some(dir) => Membership::Join(JoinConfig {
-            dir,
+    crate::mount::serve_daemon(ServeConfig {
+        join: JoinConfig {
             expect: a.expect,
             store: a.store,
             name: a.name,
             advertise: a.advertise,
             mount: a.mount,
-        }),
-        None => Membership::Node {
-            node: a.node.expect("required without --join"),
-            node_dir: a.node_dir.expect("required without --join"),
-            secret: a.secret.expect("required without --join"),
+            placement: a.placement,
+            ..JoinConfig::new(a.join)
         },
-    };
-    crate::mount::serve_daemon(ServeConfig {
-        membership,
         listen: a.listen,
         durability: a.durability,
         addr_file: a.addr_file,
@@ -165,6 +150,7 @@ pub fn up(a: UpArgs) -> Result<()> {
                     store: a.store.clone(),
                     durability: a.durability,
                     mount: a.mount.clone(),
+                    placement: a.placement,
                 },
             )?
             .0

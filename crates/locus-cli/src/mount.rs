@@ -116,13 +116,10 @@ pub fn umount(a: UmountArgs) -> Result<()> {
 /// also mounts the cluster there (as a client of its own node) once the
 /// cluster is formed, until the daemon stops.
 pub fn serve_daemon(cfg: locus_fs::ServeConfig) -> Result<()> {
-    let locus_fs::Membership::Join(join) = &cfg.membership else {
+    let Some(point) = cfg.join.mount.clone() else {
         return Ok(locus_fs::serve(cfg)?);
     };
-    let Some(point) = join.mount.clone() else {
-        return Ok(locus_fs::serve(cfg)?);
-    };
-    let (dir, name) = (join.dir.clone(), join.name.clone());
+    let (dir, name) = (cfg.join.dir.clone(), cfg.join.name.clone());
     let mounted = std::sync::Arc::new(std::sync::Mutex::new(None));
     let slot = mounted.clone();
     std::thread::spawn(move || match mount_when_formed(&dir, name, &point) {

@@ -1,9 +1,10 @@
-//! Forming a cluster from daemons a site launcher started, one per host
+//! Forming a cluster from its daemons as they start, one per host of a job
 //! (`locus fs serve --join DIR`, run by `srun --ntasks-per-node=1` or
-//! `mpiexec -ppn 1`), as ad-hoc HPC file systems are deployed. Each daemon
-//! registers `{host, address, node directory}` in `DIR/join/` (DIR is on the
-//! shared file system); when the expected number have, the cluster file is
-//! written once, with the hosts in name order as nodes 0..N-1, and every
+//! `mpiexec -ppn 1`), as ad-hoc HPC file systems are deployed, or one per
+//! node Locus emulates. Each daemon registers `{name, address, node
+//! directory}` in `DIR/join/` (DIR is on the shared file system); when the
+//! expected number have, the cluster file is written once, with the names
+//! in natural order (`node2` before `node10`) as nodes 0..N-1, and every
 //! daemon takes its node id from it. The secret is made once the same way.
 
 use crate::cluster::{ClusterSpec, NodeInfo, CLUSTER_FILE, SECRET_FILE};
@@ -26,6 +27,42 @@ pub struct Member {
     /// Its node directory, on the host's local storage.
     pub dir: PathBuf,
     pub pid: u32,
+    /// The network namespace and cgroup of an emulated host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<PathBuf>,
+}
+
+/// The cluster the daemons form.
+pub struct Form {
+    /// How many daemons.
+    pub expect: u32,
+    pub placement: Placement,
+    /// The nodes are hosts (not names emulated by one machine).
+    pub hosts: bool,
+}
+
+/// Names in natural order: runs of digits compare as numbers, so `node2`
+/// comes before `node10` (and an emulated `nodeK` is node K).
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    // Runs of text and numbers; a number by its length without leading
+    // zeros, then its digits.
+    fn key(s: &str) -> Vec<(bool, usize, &str)> {
+        s.as_bytes()
+            .chunk_by(|x, y| x.is_ascii_digit() == y.is_ascii_digit())
+            .map(|r| {
+                let run = std::str::from_utf8(r).expect("split next to ASCII digits");
+                if r[0].is_ascii_digit() {
+                    let n = run.trim_start_matches('0');
+                    (false, n.len(), n)
+                } else {
+                    (true, 0, run)
+                }
+            })
+            .collect()
+    }
+    key(a).cmp(&key(b)).then_with(|| a.cmp(b))
 }
 
 fn fail(msg: String) -> io::Error {
@@ -125,21 +162,16 @@ pub fn shared_secret(dir: &Path) -> io::Result<Secret> {
 }
 
 /// Registers `me` in the cluster directory `dir`. A host that joined
-/// already, or one that comes after the cluster was formed, is an error.
+/// already, or one that comes after the cluster was formed, is an error; a
+/// node of the formed cluster coming back after its daemon ended (a
+/// restart) is not.
 pub fn register(dir: &Path, me: &Member) -> io::Result<()> {
     crate::private_dir::create(&dir.join(JOIN_DIR))?;
-    if let Ok(spec) = ClusterSpec::load(dir) {
-        if !spec.nodes.iter().any(|n| n.name == me.name) {
-            return Err(late(dir, &spec, &me.name));
-        }
-    }
     let path = dir.join(JOIN_DIR).join(format!("{}.json", me.name));
     let bytes = serde_json::to_vec_pretty(me).map_err(io::Error::other)?;
-    if !write_once(&path, &bytes)? {
-        let other: Option<Member> = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        return Err(fail(format!(
+    let before = || -> Option<Member> { serde_json::from_slice(&std::fs::read(&path).ok()?).ok() };
+    let twice = |other: Option<Member>| {
+        fail(format!(
             "host {} already joined the cluster in {} (as {}); one daemon per host",
             me.name,
             dir.display(),
@@ -147,9 +179,34 @@ pub fn register(dir: &Path, me: &Member) -> io::Result<()> {
                 "pid {} at {}",
                 o.pid, o.addr
             ))
-        )));
+        ))
+    };
+    if let Ok(spec) = ClusterSpec::load(dir) {
+        if spec.node_named(&me.name).is_none() {
+            return Err(late(dir, &spec, &me.name));
+        }
+        let other = before();
+        if other
+            .as_ref()
+            .is_some_and(|o| o.pid != me.pid && still_serving(o.pid))
+        {
+            return Err(twice(other));
+        }
+        let tmp = path.with_extension(format!("{}.tmp", me.pid));
+        std::fs::write(&tmp, &bytes)?;
+        return std::fs::rename(tmp, &path);
+    }
+    if !write_once(&path, &bytes)? {
+        return Err(twice(before()));
     }
     Ok(())
+}
+
+/// Whether process `pid` here is still running this program (a daemon
+/// that registered, not a process that reused its number).
+fn still_serving(pid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    exe(&pid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
 fn late(dir: &Path, spec: &ClusterSpec, name: &str) -> io::Error {
@@ -172,18 +229,19 @@ fn members(dir: &Path) -> io::Result<Vec<Member>> {
             all.push(m);
         }
     }
-    all.sort_by(|a, b| a.name.cmp(&b.name));
+    all.sort_by(|a, b| natural_cmp(&a.name, &b.name));
     Ok(all)
 }
 
-/// Waits until `expect` daemons joined `dir` and returns the cluster they
-/// form (written by whichever daemon sees them all first).
+/// Waits until the daemons `form` expects joined `dir` and returns the
+/// cluster they form (written by whichever daemon sees them all first).
 pub fn wait_formed(
     dir: &Path,
     me: &str,
-    expect: u32,
+    form: &Form,
     timeout: Duration,
 ) -> io::Result<ClusterSpec> {
+    let expect = form.expect;
     let deadline = Instant::now() + timeout;
     loop {
         if let Ok(spec) = ClusterSpec::load(dir) {
@@ -212,13 +270,13 @@ pub fn wait_formed(
                         name: m.name,
                         addr: m.addr,
                         dir: m.dir,
-                        netns: None,
-                        cgroup: None,
+                        netns: m.netns,
+                        cgroup: m.cgroup,
                     })
                     .collect(),
                 vnodes: DEFAULT_VNODES,
-                placement: Placement::Local,
-                joined: true,
+                placement: form.placement,
+                joined: form.hosts,
             };
             let bytes = serde_json::to_vec_pretty(&spec).map_err(io::Error::other)?;
             write_once(&dir.join(CLUSTER_FILE), &bytes)?;
@@ -247,6 +305,16 @@ mod tests {
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             dir: PathBuf::from(format!("/local/{name}")),
             pid: 1,
+            netns: None,
+            cgroup: None,
+        }
+    }
+
+    fn form(expect: u32) -> Form {
+        Form {
+            expect,
+            placement: Placement::Local,
+            hosts: true,
         }
     }
 
@@ -255,7 +323,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         register(d, &member("hostB", 2)).unwrap();
-        let e = wait_formed(d, "hostB", 2, Duration::from_millis(50)).unwrap_err();
+        let e = wait_formed(d, "hostB", &form(2), Duration::from_millis(50)).unwrap_err();
         assert!(e.to_string().contains("only 1 of 2 hosts joined"), "{e}");
         let dup = register(d, &member("hostB", 3)).unwrap_err();
         assert!(
@@ -263,20 +331,50 @@ mod tests {
             "{dup}"
         );
         register(d, &member("hostA", 1)).unwrap();
-        let spec = wait_formed(d, "hostB", 2, Duration::from_secs(1)).unwrap();
+        let spec = wait_formed(d, "hostB", &form(2), Duration::from_secs(1)).unwrap();
         let names: Vec<_> = spec.nodes.iter().map(|n| (n.id, n.name.as_str())).collect();
         assert_eq!(names, [(0, "hostA"), (1, "hostB")]);
-        assert_eq!(wait_formed(d, "hostA", 2, Duration::ZERO).unwrap(), spec);
+        assert_eq!(
+            wait_formed(d, "hostA", &form(2), Duration::ZERO).unwrap(),
+            spec
+        );
         let late = register(d, &member("hostC", 4)).unwrap_err();
         assert!(
             late.to_string().contains("hostC is not one of them"),
             "{late}"
+        );
+        // A member coming back (restarted) rejoins as the node it was, but
+        // not while the daemon that registered it still serves.
+        let back = Member {
+            pid: std::process::id(),
+            ..member("hostA", 5)
+        };
+        register(d, &back).unwrap();
+        assert_eq!(
+            wait_formed(d, "hostA", &form(2), Duration::ZERO).unwrap(),
+            spec
+        );
+        let second = register(d, &member("hostA", 6)).unwrap_err();
+        assert!(
+            second.to_string().contains("host hostA already joined"),
+            "{second}"
         );
         // One secret, whoever asks first.
         shared_secret(d).unwrap();
         let first = std::fs::read(d.join(SECRET_FILE)).unwrap();
         shared_secret(d).unwrap();
         assert_eq!(std::fs::read(d.join(SECRET_FILE)).unwrap(), first);
+    }
+
+    #[test]
+    fn names_number_nodes_in_natural_order() {
+        let mut names = ["node10", "node2", "node0", "nid007", "nid10", "a", "node1"];
+        names.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            names,
+            ["a", "nid007", "nid10", "node0", "node1", "node2", "node10"]
+        );
+        assert_eq!(natural_cmp("n01", "n1"), "n01".cmp("n1"));
     }
 
     #[test]

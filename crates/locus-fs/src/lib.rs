@@ -21,4 +21,4 @@ pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
 pub use cluster::{ClusterSpec, NodeInfo};
 pub use meta::Durability;
 pub use placement::Placement;
-pub use serve::{serve, JoinConfig, Membership, ServeConfig};
+pub use serve::{serve, JoinConfig, ServeConfig};

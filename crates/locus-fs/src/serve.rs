@@ -1,10 +1,14 @@
-//! Running one daemon to its end from its typed configuration: as a node
-//! of a cluster whose node list its starter made (`locus fs up` on one
-//! machine, an emulated cluster), or joining a cluster that forms as a
-//! site launcher starts one daemon per host.
+//! Running one daemon to its end from its typed configuration. Every
+//! daemon joins its cluster the same way, whoever started it: a site
+//! launcher one per host of a job, or Locus's own launcher one per node it
+//! emulates on this machine or on emulated hosts. It registers in the
+//! cluster's directory and takes its node id from the cluster file that
+//! whichever daemon sees them all first writes; a restarted daemon rejoins
+//! as the node it was.
 
 use crate::join;
 use crate::meta::Durability;
+use crate::placement::Placement;
 use crate::server::{Daemon, DaemonConfig, Stopped};
 use locus_proto::auth::Secret;
 use locus_proto::fs::NodeId;
@@ -14,13 +18,13 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// How long daemons started by a launcher wait for each other.
+/// How long daemons wait for each other.
 pub const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Everything a daemon is told when started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServeConfig {
-    pub membership: Membership,
+    pub join: JoinConfig,
     /// Where to listen (port 0 picks a free port; default: every interface).
     pub listen: Option<SocketAddr>,
     pub durability: Durability,
@@ -28,20 +32,7 @@ pub struct ServeConfig {
     pub addr_file: Option<PathBuf>,
 }
 
-/// Which node the daemon is, or how it learns it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum Membership {
-    /// Node `node` of a cluster whose node list is already made.
-    Node {
-        node: NodeId,
-        node_dir: PathBuf,
-        /// The file holding the cluster secret.
-        secret: PathBuf,
-    },
-    /// One of the daemons forming the cluster in a shared directory.
-    Join(JoinConfig),
-}
-
+/// The cluster a daemon forms with the others, and which node it is in it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JoinConfig {
     /// The cluster's directory, on a file system every host shares.
@@ -51,7 +42,7 @@ pub struct JoinConfig {
     /// Node-local storage for the store and metadata (default: `$TMPDIR`,
     /// else `/tmp`).
     pub store: Option<PathBuf>,
-    /// This host's name in the cluster (default: its hostname).
+    /// This node's name in the cluster (default: its hostname).
     pub name: Option<String>,
     /// The address other hosts reach this one at (default: its first
     /// non-loopback IPv4 address).
@@ -61,6 +52,47 @@ pub struct JoinConfig {
     /// crate's).
     #[serde(default)]
     pub mount: Option<PathBuf>,
+    /// This node's directory, when its starter chose one (default: one
+    /// under `store` named after the cluster and the host).
+    #[serde(default)]
+    pub node_dir: Option<PathBuf>,
+    /// How the cluster places new files unless told otherwise.
+    #[serde(default = "local")]
+    pub placement: Placement,
+    /// The nodes are emulated by one machine (names, not hosts): a process
+    /// on a host none of them is named after still has a node's store.
+    #[serde(default)]
+    pub emulated: bool,
+    /// Where its starter put it, for the record: the network namespace and
+    /// cgroup of an emulated host.
+    #[serde(default)]
+    pub netns: Option<String>,
+    #[serde(default)]
+    pub cgroup: Option<PathBuf>,
+}
+
+fn local() -> Placement {
+    Placement::Local
+}
+
+impl JoinConfig {
+    /// Joining the cluster in `dir` with the defaults: this host, its
+    /// address, node-local storage, the launcher's count.
+    pub fn new(dir: PathBuf) -> JoinConfig {
+        JoinConfig {
+            dir,
+            expect: None,
+            store: None,
+            name: None,
+            advertise: None,
+            mount: None,
+            node_dir: None,
+            placement: Placement::Local,
+            emulated: false,
+            netns: None,
+            cgroup: None,
+        }
+    }
 }
 
 fn context(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> io::Error {
@@ -79,18 +111,7 @@ pub fn serve(cfg: ServeConfig) -> io::Result<()> {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(context(format!("listening on {listen}")))?;
-        let (node, node_dir, secret) = match &cfg.membership {
-            Membership::Node {
-                node,
-                node_dir,
-                secret,
-            } => {
-                let secret = Secret::load(secret)
-                    .map_err(context(format!("cluster secret {}", secret.display())))?;
-                (*node, node_dir.clone(), secret)
-            }
-            Membership::Join(j) => joined(j, listener.local_addr()?.port())?,
-        };
+        let (node, node_dir, secret) = joined(&cfg.join, listener.local_addr()?.port())?;
         let daemon = Daemon::new(
             DaemonConfig {
                 node,
@@ -127,9 +148,10 @@ pub fn serve(cfg: ServeConfig) -> io::Result<()> {
     served
 }
 
-/// Joins the cluster forming in `j.dir` as this host, serving on `port`,
+/// Joins the cluster forming in `j.dir` as this node, serving on `port`,
 /// and waits until it is formed; returns this node's id, directory and the
-/// cluster's secret.
+/// cluster's secret. A node of a formed cluster that comes back (restarted)
+/// takes its place again, recording its new address if it has one.
 fn joined(j: &JoinConfig, port: u16) -> io::Result<(NodeId, PathBuf, Secret)> {
     let name = j.name.clone().unwrap_or_else(join::hostname);
     let expect = j.expect.or_else(join::expected_from_env).ok_or_else(|| {
@@ -137,8 +159,13 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<(NodeId, PathBuf, Secret)> {
             "how many daemons form the cluster? give --expect N (or start them with srun or mpiexec)",
         )
     })?;
-    let store = j.store.clone().unwrap_or_else(std::env::temp_dir);
-    let node_dir = join::node_dir(&store, &j.dir, &name);
+    let node_dir = match &j.node_dir {
+        Some(d) => d.clone(),
+        None => {
+            let store = j.store.clone().unwrap_or_else(std::env::temp_dir);
+            join::node_dir(&store, &j.dir, &name)
+        }
+    };
     crate::private_dir::create(&j.dir)?;
     let secret = join::shared_secret(&j.dir)?;
     let me = join::Member {
@@ -146,12 +173,27 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<(NodeId, PathBuf, Secret)> {
         addr: SocketAddr::new(j.advertise.unwrap_or_else(join::advertised_ip), port),
         dir: node_dir.clone(),
         pid: std::process::id(),
+        netns: j.netns.clone(),
+        cgroup: j.cgroup.clone(),
     };
     join::register(&j.dir, &me)?;
-    let spec = join::wait_formed(&j.dir, &name, expect, JOIN_TIMEOUT)?;
+    let form = join::Form {
+        expect,
+        placement: j.placement,
+        hosts: !j.emulated,
+    };
+    let mut spec = join::wait_formed(&j.dir, &name, &form, JOIN_TIMEOUT)?;
     let node = spec
-        .node_named(&name)
-        .map(|n| n.id)
+        .nodes
+        .iter_mut()
+        .find(|n| n.name == name)
         .expect("wait_formed checks membership");
-    Ok((node, node_dir, secret))
+    let id = node.id;
+    if node.addr != me.addr {
+        // Back on another port: clients must find it there.
+        node.addr = me.addr;
+        spec.save(&j.dir)
+            .map_err(context(format!("recording {name}'s new address")))?;
+    }
+    Ok((id, node_dir, secret))
 }

@@ -1,14 +1,15 @@
-//! Clusters whose node list Locus makes: N daemons on one machine, each
-//! emulating a node on its own loopback address (127.0.0.K+1) or on an
-//! emulated host, with its own directory under the cluster's. Used by
-//! `locus fs up|down`, emulated clusters, runs and the benchmarks. Also
-//! stopping any cluster, joined ones included.
+//! Clusters whose nodes Locus starts itself: N daemons on one machine,
+//! each emulating a node on its own loopback address (127.0.0.K+1) or on an
+//! emulated host, with its own directory under the cluster's. They form the
+//! cluster as daemons a site launcher starts do (they join it), so the
+//! emulator runs the deployment path of a real cluster. Used by `locus fs
+//! up|down`, emulated clusters, runs and the benchmarks. Also stopping any
+//! cluster, deployed ones included.
 
 use crate::role::{self, Program};
 use locus_fs::cluster::{CLUSTER_FILE, SECRET_FILE};
-use locus_fs::ring::DEFAULT_VNODES;
 use locus_fs::{
-    Client, ClientOptions, ClusterSpec, Durability, Membership, NodeInfo, Placement, ServeConfig,
+    Client, ClientOptions, ClusterSpec, Durability, JoinConfig, NodeInfo, Placement, ServeConfig,
 };
 use locus_proto::auth::Secret;
 use locus_proto::fs::NodeId;
@@ -67,15 +68,31 @@ pub fn running_pid(node_dir: &Path) -> Option<i32> {
 }
 
 impl Daemons {
-    /// Starts the daemon of `node` on `listen` and waits until it serves;
-    /// returns the address it bound.
-    fn start(&self, node: &NodeInfo, listen: SocketAddr, secret: &Path) -> io::Result<SocketAddr> {
-        let child = self.spawn(node, listen, secret)?;
+    /// Starts the daemon of `node` of the formed cluster `spec` in `dir`
+    /// again, on `listen`, and waits until it serves; returns the address
+    /// it bound.
+    fn start(
+        &self,
+        dir: &Path,
+        spec: &ClusterSpec,
+        node: &NodeInfo,
+        listen: SocketAddr,
+    ) -> io::Result<SocketAddr> {
+        let size = spec.nodes.len() as u32;
+        let child = self.spawn(dir, size, spec.placement, node, listen)?;
         wait_started(node, child)
     }
 
-    /// Starts the daemon of `node` without waiting for it.
-    fn spawn(&self, node: &NodeInfo, listen: SocketAddr, secret: &Path) -> io::Result<Child> {
+    /// Starts the daemon of `node` without waiting for it: it joins the
+    /// cluster forming in `dir` under its name, on its node's address.
+    fn spawn(
+        &self,
+        dir: &Path,
+        size: u32,
+        placement: Placement,
+        node: &NodeInfo,
+        listen: SocketAddr,
+    ) -> io::Result<Child> {
         let addr_file = node.dir.join(ADDR_FILE);
         let _ = std::fs::remove_file(&addr_file);
         locus_fs::private_dir::create(&node.dir)?;
@@ -84,10 +101,16 @@ impl Daemons {
             .append(true)
             .open(node.dir.join(LOG_FILE))?;
         let config = ServeConfig {
-            membership: Membership::Node {
-                node: node.id,
-                node_dir: node.dir.clone(),
-                secret: secret.to_path_buf(),
+            join: JoinConfig {
+                expect: Some(size),
+                name: Some(node.name.clone()),
+                advertise: Some(node.addr.ip()),
+                node_dir: Some(node.dir.clone()),
+                placement,
+                emulated: true,
+                netns: node.netns.clone(),
+                cgroup: node.cgroup.clone(),
+                ..JoinConfig::new(dir.to_path_buf())
             },
             listen: Some(listen),
             durability: self.durability,
@@ -138,8 +161,9 @@ impl Daemons {
     }
 
     /// Creates a cluster in the new directory `dir` from `nodes` (numbered
-    /// 0..N-1), starting each node's daemon on its address, in its network
-    /// namespace if it has one; port 0 picks a free port.
+    /// 0..N-1 in the natural order of their names), starting each node's
+    /// daemon on its address, in its network namespace if it has one; port
+    /// 0 picks a free port. The daemons form the cluster.
     pub fn create_nodes(
         &self,
         dir: &Path,
@@ -153,68 +177,55 @@ impl Daemons {
                 dir.display()
             )));
         }
-        let secret = dir.join(SECRET_FILE);
-        Secret::generate().save(&secret)?;
-        let mut spec = ClusterSpec {
-            nodes: Vec::new(),
-            vnodes: DEFAULT_VNODES,
-            placement,
-            joined: false,
-        };
+        Secret::generate().save(&dir.join(SECRET_FILE))?;
+        let size = nodes.len() as u32;
         // All start at once, then each is waited for.
         let mut started = Vec::new();
         let mut failed = None;
         for node in &nodes {
-            match self.spawn(node, node.addr, &secret) {
-                Ok(child) => started.push(child),
+            match self.spawn(dir, size, placement, node, node.addr) {
+                Ok(child) => started.push((node, child)),
                 Err(e) => {
                     failed = Some(e);
                     break;
                 }
             }
         }
-        for (mut node, child) in nodes.into_iter().zip(started) {
+        for (node, child) in started {
             if failed.is_none() {
-                match wait_started(&node, child) {
-                    Ok(addr) => node.addr = addr,
-                    Err(e) => failed = Some(e),
+                if let Err(e) = wait_started(node, child) {
+                    failed = Some(e);
                 }
             }
-            spec.nodes.push(node);
         }
-        if let Some(e) = failed {
+        let formed = match failed {
+            None => ClusterSpec::load(dir),
+            Some(e) => Err(e),
+        };
+        if formed.is_err() {
             // Leave nothing running for a cluster that was not made.
-            stop_nodes(&spec);
-            return Err(e);
+            stop_dirs(nodes.iter().map(|n| n.dir.as_path()));
         }
-        spec.save(dir)?;
-        Ok(spec)
+        formed
     }
 
     /// Restarts the daemons of the cluster in `dir` that are not running, on
     /// their recorded addresses; returns the cluster and how many restarted.
     pub fn restart_stopped(&self, dir: &Path) -> io::Result<(ClusterSpec, usize)> {
-        let mut spec = ClusterSpec::load(dir)?;
-        let secret = dir.join(SECRET_FILE);
+        let spec = ClusterSpec::load(dir)?;
         let mut restarted = 0;
-        let mut moved = false;
-        for node in &mut spec.nodes {
+        for node in &spec.nodes {
             if running_pid(&node.dir).is_some() {
                 continue;
             }
-            if self.start(node, node.addr, &secret).is_err() {
+            if self.start(dir, &spec, node, node.addr).is_err() {
                 // Its port was taken meanwhile (ports are reused): any port
-                // on its address, recorded for the clients to come.
-                let any = SocketAddr::new(node.addr.ip(), 0);
-                node.addr = self.start(node, any, &secret)?;
-                moved = true;
+                // on its address, which the daemon records for clients.
+                self.start(dir, &spec, node, SocketAddr::new(node.addr.ip(), 0))?;
             }
             restarted += 1;
         }
-        if moved {
-            spec.save(dir)?;
-        }
-        Ok((spec, restarted))
+        Ok((ClusterSpec::load(dir)?, restarted))
     }
 }
 
@@ -261,7 +272,7 @@ pub fn stop(dir: &Path, purge: bool) -> io::Result<usize> {
         .map(|n| n.id)
         .collect();
     stopped.extend(ask_to_stop(dir, &spec, purge));
-    stop_nodes(&spec);
+    stop_dirs(spec.nodes.iter().map(|n| n.dir.as_path()));
     Ok(stopped.len())
 }
 
@@ -302,26 +313,22 @@ fn ask_to_stop(dir: &Path, spec: &ClusterSpec, purge: bool) -> Vec<NodeId> {
     .unwrap_or_default()
 }
 
-fn stop_nodes(spec: &ClusterSpec) -> usize {
-    let pids: Vec<i32> = spec
-        .nodes
-        .iter()
-        .filter_map(|n| running_pid(&n.dir))
-        .collect();
-    for &pid in &pids {
+/// Stops the daemons running from the node directories `dirs` (SIGTERM,
+/// SIGKILL after a grace period).
+fn stop_dirs<'a>(dirs: impl Iterator<Item = &'a Path> + Clone) {
+    for pid in dirs.clone().filter_map(running_pid) {
         // SAFETY: a plain signal to a daemon of this cluster (checked via /proc).
         unsafe { libc::kill(pid, libc::SIGTERM) };
     }
     let deadline = Instant::now() + STOP_TIMEOUT;
-    while Instant::now() < deadline && spec.nodes.iter().any(|n| running_pid(&n.dir).is_some()) {
+    while Instant::now() < deadline && dirs.clone().any(|d| running_pid(d).is_some()) {
         std::thread::sleep(Duration::from_millis(10));
     }
-    for n in &spec.nodes {
-        if let Some(pid) = running_pid(&n.dir) {
+    for d in dirs {
+        if let Some(pid) = running_pid(d) {
             // SAFETY: as above; it ignored SIGTERM for the grace period.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
-        let _ = std::fs::remove_file(n.dir.join(PID_FILE));
+        let _ = std::fs::remove_file(d.join(PID_FILE));
     }
-    pids.len()
 }

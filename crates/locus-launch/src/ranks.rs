@@ -122,6 +122,7 @@ pub fn launch_ranks(
                         store: None,
                         durability: Durability::Group,
                         mount: None,
+                        placement: Placement::Local,
                     },
                 )
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;

@@ -7,7 +7,7 @@
 use crate::role::{self, Program};
 use anyhow::{bail, Context, Result};
 use locus_fs::cluster::CLUSTER_FILE;
-use locus_fs::{ClusterSpec, Durability, JoinConfig, Membership, ServeConfig};
+use locus_fs::{ClusterSpec, Durability, JoinConfig, Placement, ServeConfig};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -76,8 +76,11 @@ impl Site {
         let shape: Vec<String> = match (self.launcher, shape) {
             // --overlap: the job's later steps (its ranks) share the CPUs
             // with the daemons.
+            // --ntasks too: inside a batch job srun would take the job's
+            // task count over --ntasks-per-node and start several per host.
             (SiteLauncher::Srun, Shape::PerHost(h)) => vec![
                 format!("--nodes={h}"),
+                format!("--ntasks={h}"),
                 "--ntasks-per-node=1".into(),
                 "--overlap".into(),
             ],
@@ -164,6 +167,8 @@ pub struct Deploy<'a> {
     pub durability: Durability,
     /// Where every host mounts the cluster while its daemon runs.
     pub mount: Option<PathBuf>,
+    /// How the cluster places new files unless told otherwise.
+    pub placement: Placement,
 }
 
 /// Starts one daemon per host through the launcher and waits until they
@@ -185,14 +190,13 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
     // One role file for all: each daemon finds its own name and address.
     let role_file = d.dir.join(ROLE_FILE);
     let config = ServeConfig {
-        membership: Membership::Join(JoinConfig {
-            dir: d.dir.to_path_buf(),
+        join: JoinConfig {
             expect: Some(hosts),
             store: d.store.clone(),
-            name: None,
-            advertise: None,
             mount: d.mount.clone(),
-        }),
+            placement: d.placement,
+            ..JoinConfig::new(d.dir.to_path_buf())
+        },
         listen: None,
         durability: d.durability,
         addr_file: None,
