@@ -219,53 +219,66 @@ fn late(dir: &Path, spec: &ClusterSpec, name: &str) -> io::Error {
     ))
 }
 
-fn members(dir: &Path) -> io::Result<Vec<Member>> {
-    let mut all = Vec::new();
+/// The names registered in `dir`, in natural order: one directory listing.
+fn joined_names(dir: &Path) -> io::Result<Vec<String>> {
+    let mut names = Vec::new();
     for entry in std::fs::read_dir(dir.join(JOIN_DIR))? {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "json") {
-            let m: Member = serde_json::from_slice(&std::fs::read(&path)?)
-                .map_err(|e| fail(format!("{}: {e}", path.display())))?;
-            all.push(m);
+        let file = entry?.file_name();
+        let file = file.to_string_lossy();
+        if let Some(name) = file.strip_suffix(".json") {
+            if !name.starts_with('.') {
+                names.push(name.to_string());
+            }
         }
     }
-    all.sort_by(|a, b| natural_cmp(&a.name, &b.name));
-    Ok(all)
+    names.sort_by(|a, b| natural_cmp(a, b));
+    Ok(names)
+}
+
+fn member(dir: &Path, name: &str) -> io::Result<Member> {
+    let path = dir.join(JOIN_DIR).join(format!("{name}.json"));
+    serde_json::from_slice(&std::fs::read(&path)?)
+        .map_err(|e| fail(format!("{}: {e}", path.display())))
 }
 
 /// Waits until the daemons `form` expects joined `dir` and returns the
-/// cluster they form (written by whichever daemon sees them all first).
+/// cluster they form. The first name in natural order writes the cluster
+/// file, reading each registration once; the others list the directory and
+/// read that one file, so forming a cluster of N costs O(N) file reads, not
+/// N per daemon per poll (on a parallel file system, a metadata storm).
+/// Polls back off from 2 ms to 50 ms.
 pub fn wait_formed(
     dir: &Path,
     me: &str,
     form: &Form,
     timeout: Duration,
 ) -> io::Result<ClusterSpec> {
-    let expect = form.expect;
+    let expect = form.expect as usize;
     let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(2);
     loop {
         if let Ok(spec) = ClusterSpec::load(dir) {
-            if !spec.nodes.iter().any(|n| n.name == me) {
+            if spec.node_named(me).is_none() {
                 return Err(late(dir, &spec, me));
             }
             return Ok(spec);
         }
-        let joined = members(dir)?;
-        if joined.len() > expect as usize {
-            let names: Vec<&str> = joined.iter().map(|m| m.name.as_str()).collect();
+        let names = joined_names(dir)?;
+        if names.len() > expect {
             return Err(fail(format!(
                 "{} hosts joined {} ({}), more than the {expect} expected",
-                joined.len(),
+                names.len(),
                 dir.display(),
                 names.join(", ")
             )));
         }
-        if joined.len() == expect as usize {
-            let spec = ClusterSpec {
-                nodes: joined
-                    .into_iter()
-                    .enumerate()
-                    .map(|(id, m)| NodeInfo {
+        if names.len() == expect && names[0] == me {
+            let nodes = names
+                .iter()
+                .enumerate()
+                .map(|(id, name)| {
+                    let m = member(dir, name)?;
+                    Ok(NodeInfo {
                         id: id as u32,
                         name: m.name,
                         addr: m.addr,
@@ -273,7 +286,10 @@ pub fn wait_formed(
                         netns: m.netns,
                         cgroup: m.cgroup,
                     })
-                    .collect(),
+                })
+                .collect::<io::Result<Vec<NodeInfo>>>()?;
+            let spec = ClusterSpec {
+                nodes,
                 vnodes: DEFAULT_VNODES,
                 placement: form.placement,
                 joined: form.hosts,
@@ -283,15 +299,24 @@ pub fn wait_formed(
             continue;
         }
         if Instant::now() > deadline {
-            let names: Vec<String> = joined.into_iter().map(|m| m.name).collect();
-            return Err(fail(format!(
-                "only {} of {expect} hosts joined {} within {timeout:?}: {}",
-                names.len(),
-                dir.display(),
-                names.join(", ")
-            )));
+            return Err(fail(if names.len() == expect {
+                format!(
+                    "all {expect} hosts joined {} but {} did not form the cluster within \
+                     {timeout:?} (has its daemon died?)",
+                    dir.display(),
+                    names[0]
+                )
+            } else {
+                format!(
+                    "only {} of {expect} hosts joined {} within {timeout:?}: {}",
+                    names.len(),
+                    dir.display(),
+                    names.join(", ")
+                )
+            }));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
@@ -331,11 +356,17 @@ mod tests {
             "{dup}"
         );
         register(d, &member("hostA", 1)).unwrap();
-        let spec = wait_formed(d, "hostB", &form(2), Duration::from_secs(1)).unwrap();
+        // The first name forms it; the others wait for its cluster file.
+        let e = wait_formed(d, "hostB", &form(2), Duration::ZERO).unwrap_err();
+        assert!(
+            e.to_string().contains("hostA did not form the cluster"),
+            "{e}"
+        );
+        let spec = wait_formed(d, "hostA", &form(2), Duration::ZERO).unwrap();
         let names: Vec<_> = spec.nodes.iter().map(|n| (n.id, n.name.as_str())).collect();
         assert_eq!(names, [(0, "hostA"), (1, "hostB")]);
         assert_eq!(
-            wait_formed(d, "hostA", &form(2), Duration::ZERO).unwrap(),
+            wait_formed(d, "hostB", &form(2), Duration::ZERO).unwrap(),
             spec
         );
         let late = register(d, &member("hostC", 4)).unwrap_err();
