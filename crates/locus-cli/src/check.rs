@@ -3,6 +3,7 @@
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use locus_lang::{compile, Source};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -52,12 +53,13 @@ pub fn source(path: &Path, search: Vec<PathBuf>) -> Result<Source, String> {
 
 pub fn run(a: CheckArgs) -> Result<()> {
     let mut failed = 0;
+    let mut out = std::io::stdout().lock();
     for path in &a.files {
         let src = source(path, a.modules.search()).map_err(anyhow::Error::msg)?;
         match compile(&src) {
             Ok(program) => {
                 if let Some(Emit::Ir) = a.emit {
-                    println!("{program}");
+                    writeln!(out, "{program}")?;
                 }
             }
             Err(diags) => {

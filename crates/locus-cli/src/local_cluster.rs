@@ -8,6 +8,7 @@ use locus_fs::meta::Durability;
 use locus_fs::{Client, ClientOptions, ClusterSpec, JoinConfig, Placement, ServeConfig};
 use locus_launch::site::{self, Deploy, Site, SiteLauncher};
 use locus_launch::{daemons, running_pid, Daemons};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -193,10 +194,12 @@ pub fn status(a: ClusterArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "{:>4} {:<8} {:<21} {:>8} {:<5} {:>9} {:>9} {:>12}",
         "node", "name", "address", "pid", "state", "records", "files", "bytes"
-    );
+    )?;
     let mut down = 0;
     for n in &spec.nodes {
         let status = rt.block_on(client.status(n.id));
@@ -216,16 +219,17 @@ pub fn status(a: ClusterArgs) -> Result<()> {
             Ok(s) => match s.meta_error {
                 Some(why) => {
                     down += 1;
-                    println!("{head} degraded  metadata store failing: {why}");
+                    writeln!(out, "{head} degraded  metadata store failing: {why}")?;
                 }
-                None => println!(
+                None => writeln!(
+                    out,
                     "{head} {:<5} {:>9} {:>9} {:>12}",
                     "up", s.records, s.stored_files, s.stored_bytes
-                ),
+                )?,
             },
             Err(e) => {
                 down += 1;
-                println!("{head} down  {e}");
+                writeln!(out, "{head} down  {e}")?;
             }
         }
     }

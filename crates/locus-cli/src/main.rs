@@ -114,6 +114,8 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Its reader stopped reading (`| head`): end quietly, as `cat` does.
+        Err(_) if stdout_closed() => ExitCode::from(128 + libc::SIGPIPE as u8),
         Err(e) => {
             eprintln!("locus: {e:#}");
             ExitCode::FAILURE
@@ -121,31 +123,48 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether stdout is a pipe whose reading end is closed.
+fn stdout_closed() -> bool {
+    let mut p = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: polls one descriptor of this process, without waiting.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLERR != 0 }
+}
+
 /// `locus report`: a run's text summary, or a benchmark's; `--html` also
 /// writes the page.
 fn report(a: ReportArgs) -> anyhow::Result<()> {
     use anyhow::Context;
+    use std::io::Write;
     let (filecopy, mapreduce) = (a.dir.join("filecopy.json"), a.dir.join("mapreduce.json"));
     let meta = a.dir.join("meta-cluster.json");
+    let mut out = std::io::stdout().lock();
     let page = if filecopy.exists() {
         let r: locus_bench::filecopy::Results =
             serde_json::from_slice(&std::fs::read(&filecopy)?).context("filecopy.json")?;
-        println!("filecopy results: {} step(s)", r.steps.len());
+        writeln!(out, "filecopy results: {} step(s)", r.steps.len())?;
         locus_bench::html::filecopy(&r)
     } else if mapreduce.exists() {
         let r: locus_bench::mapreduce::Results =
             serde_json::from_slice(&std::fs::read(&mapreduce)?).context("mapreduce.json")?;
-        println!("mapreduce results: {} configuration(s)", r.outcomes.len());
+        writeln!(
+            out,
+            "mapreduce results: {} configuration(s)",
+            r.outcomes.len()
+        )?;
         locus_bench::html::mapreduce(&r)
     } else if meta.exists() {
         let r: locus_bench::meta_cluster::Results =
             serde_json::from_slice(&std::fs::read(&meta)?).context("meta-cluster.json")?;
-        println!("meta-cluster results: {} point(s)", r.points.len());
+        writeln!(out, "meta-cluster results: {} point(s)", r.points.len())?;
         locus_bench::html::meta_cluster(&r)
     } else {
         use locus_runtime::report::{html, Report, RunView};
         let r = Report::load(&a.dir).map_err(anyhow::Error::msg)?;
-        print!("{}", r.text());
+        write!(out, "{}", r.text())?;
         let view = RunView::load(&a.dir).map_err(anyhow::Error::msg)?;
         html::run(&a.dir.display().to_string(), &view)
     };

@@ -120,3 +120,21 @@ fn modules_come_from_include_dirs_and_swift_path_and_cycles_are_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn output_cut_short_by_its_reader_ends_quietly() {
+    // `locus check --emit ir … | head -1`: the reader closes the pipe first.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["check", "--emit", "ir", &repo("examples/docking.swift")])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(141), "as if killed by SIGPIPE");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
