@@ -7,15 +7,16 @@
 #     beside the same bytes copied by `cp` on every host at once, each host
 #     its share (the bound of that path here: the hosts share this machine's
 #     disk, which plays the shared file system);
-#   * seed 004's map/reduce (`locus bench mapreduce`) on the file system
-#     deployed through srun, its ranks started by srun, beside the same
-#     benchmark on the emulator's own cluster with the same links: each
-#     configuration's speed-up over placement-agnostic tasks, both ways.
+#   * seed 004's map/reduce and filecopy (`locus bench mapreduce`,
+#     `locus bench filecopy`) on the file system deployed through srun, their
+#     ranks started by srun, beside the same benchmarks on the emulator's own
+#     cluster with the same links: each configuration's speed-up over
+#     placement-agnostic tasks, both ways.
 # Hosts are network namespaces with their own names and addresses
 # (scripts/hosts.sh), Slurm runs on them (scripts/slurm.sh); both are
 # removed at the end.
 #   scripts/bench-deploy.sh   (LOCUS, NODES=8, FILES=1000, ROUNDS=3,
-#                              LINK=1gbit, MR_FILES=32, MR_MIB=8)
+#                              LINK=1gbit, MR_FILES=32, MR_MIB=8, FC_MIB=64)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 locus=$(realpath "${LOCUS:-$here/../target/release/locus}")
@@ -114,35 +115,42 @@ row "stage in (vs $n links of $link)" "$(rate "${ins[@]}")" "$links"
 row "stage out (vs $n links of $link)" "$(rate "${outs[@]}")" "$links"
 on login "$locus" fs down --dir "$work/fs" --purge >/dev/null
 
-# 3. The seed map/reduce through srun, beside the emulator's launcher,
-# alternating, ROUNDS times each.
-mr_args=(--files "${MR_FILES:-32}" --size-mib "${MR_MIB:-8}" --workers-per-node 1)
-for r in $(seq "$rounds"); do
-    sync
-    on login salloc --nodes="$n" --ntasks-per-node=2 sh -c "
-        '$locus' fs up --launcher srun --dir '$work/mrfs$r' >/dev/null &&
-        '$locus' bench mapreduce --fs '$work/mrfs$r' --launcher srun ${mr_args[*]} \
-            --dir '$work/mr-srun$r' --out '$work/mr-srun-out$r' >'$work/mr-srun.log' 2>&1
-        code=\$?; '$locus' fs down --dir '$work/mrfs$r' --purge >/dev/null; exit \$code" \
-        >/dev/null 2>&1 || { cat "$work/mr-srun.log"; exit 1; }
-    sync
-    "$locus" bench mapreduce --nodes "$n" --link "$link" --storage-link "$link" --host-cpus off \
-        "${mr_args[@]}" --dir "$work/mr-emu$r" --out "$work/mr-emu-out$r" >"$work/mr-emu.log" 2>&1 ||
-        { cat "$work/mr-emu.log"; exit 1; }
-done
-python3 - "$work" "$rounds" <<'EOF'
+# 3. The seed workflows through srun, beside the emulator's launcher,
+# alternating, ROUNDS times each: `compare BENCH ARGS…`.
+compare() {
+    local bench=$1
+    shift
+    for r in $(seq "$rounds"); do
+        sync
+        on login salloc --nodes="$n" --ntasks-per-node=2 sh -c "
+            '$locus' fs up --launcher srun --dir '$work/$bench-fs$r' >/dev/null &&
+            '$locus' bench $bench --fs '$work/$bench-fs$r' --launcher srun $* \
+                --dir '$work/$bench-srun$r' --out '$work/$bench-srun-out$r' >'$work/$bench-srun.log' 2>&1
+            code=\$?; '$locus' fs down --dir '$work/$bench-fs$r' --purge >/dev/null; exit \$code" \
+            >/dev/null 2>&1 || { cat "$work/$bench-srun.log"; exit 1; }
+        sync
+        "$locus" bench "$bench" --nodes "$n" --link "$link" --storage-link "$link" --host-cpus off \
+            "$@" --dir "$work/$bench-emu$r" --out "$work/$bench-emu-out$r" >"$work/$bench-emu.log" 2>&1 ||
+            { cat "$work/$bench-emu.log"; exit 1; }
+    done
+    python3 - "$work" "$rounds" "$bench" <<'EOF'
 import json, statistics, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
+work, rounds, bench = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def medians(side):
-    runs = [json.load(open(f"{work}/mr-{side}-out{r}/mapreduce.json"))["outcomes"]
-            for r in range(1, rounds + 1)]
+    def outcomes(r):
+        res = json.load(open(f"{work}/{bench}-{side}-out{r}/{bench}.json"))
+        return res["steps"][0]["outcomes"] if "steps" in res else res["outcomes"]
+    runs = [outcomes(r) for r in range(1, rounds + 1)]
     return {o["config"]["name"]: statistics.median(run[k]["seconds"] for run in runs)
-            for k, o in enumerate(runs[0])}
+            for k, o in enumerate(runs[0]) if not o["config"]["central"]}
 srun, emu = medians("srun"), medians("emu")
 base = "DP-def TP-loc-ag"
-print(f"\nmap/reduce: speed-up over {base} (median seconds of {rounds})")
-print(f"{'configuration':<22} {'srun':>15} {'emulator':>15} {'ratio':>7}")
+print(f"\n{bench}: speed-up over {base} (median seconds of {rounds})")
+print(f"{'configuration':<28} {'srun':>15} {'emulator':>15} {'ratio':>7}")
 for name in srun:
     s, e = srun[base] / srun[name], emu[base] / emu[name]
-    print(f"{name:<22} {s:>6.2f} ({srun[name]:5.2f} s) {e:>6.2f} ({emu[name]:5.2f} s) {s / e:>7.2f}")
+    print(f"{name:<28} {s:>6.2f} ({srun[name]:5.2f} s) {e:>6.2f} ({emu[name]:5.2f} s) {s / e:>7.2f}")
 EOF
+}
+compare mapreduce --files "${MR_FILES:-32}" --size-mib "${MR_MIB:-8}" --workers-per-node 1
+compare filecopy --size-mib "${FC_MIB:-64}" --workers-per-node 1

@@ -370,7 +370,7 @@ pub struct Workload<'a> {
 
 /// Runs every configuration on `hosts` `rounds` times, interleaved, each
 /// run with the workload's arguments and its own directory
-/// `/locus/<bench>/c<k>-<round>`; keeps each configuration's median run by
+/// `/locus/<bench>/<configuration>-<round>`; keeps each configuration's median run by
 /// time. Central ones run only where there is a central file system.
 pub fn run_configs(
     program: &Arc<dyn Program>,
@@ -402,7 +402,11 @@ pub fn run_configs(
         for (k, config) in configs.iter().enumerate() {
             let mut c = config.clone();
             c.args.extend(args.iter().cloned());
-            let files = format!("/{bench}/c{k}-{round}");
+            // Named after the configuration, not its position: where hash
+            // placement puts a file depends on its path, so the same
+            // configuration must write the same paths wherever it runs
+            // (a deployed cluster skips the central one, shifting positions).
+            let files = format!("/{bench}/{}-{round}", c.name.replace(' ', "_"));
             c.args.push(format!("--dir=/locus{files}"));
             // No configuration pays for the writeback of the one before (the
             // kernel flushes dirty pages ~30 s after they were written).

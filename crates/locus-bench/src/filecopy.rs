@@ -42,8 +42,11 @@ pub struct FilecopyOpts {
 /// Raw rates measured on the step's cluster, in bytes/s.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Baselines {
+    /// Between two nodes: measured on an emulated cluster, the stated
+    /// `--link` on a deployed one.
     pub link: f64,
-    pub storage_link: f64,
+    /// To the central file system, where there is one.
+    pub storage_link: Option<f64>,
     pub dd_write: f64,
     pub dd_read: f64,
 }
@@ -118,69 +121,79 @@ pub fn run(o: FilecopyOpts) -> Result<()> {
 }
 
 fn run_step(o: &FilecopyOpts, nodes: u32, wpn: u32) -> Result<Step> {
-    let workers = nodes * wpn;
-    let files = match o.scaling {
-        Scaling::Weak => workers * o.files_per_worker,
-        Scaling::Strong => o.files,
-    };
     let work = o.work.join(format!("n{nodes}-w{wpn}"));
     std::fs::create_dir_all(&work)?;
-    let cluster = o.cluster.cluster(&work, nodes)?;
-    let e = &cluster.emulation;
-    let probe = (o.size * 2).clamp(8 << 20, 64 << 20);
-    let far = &e.nodes[e.nodes.len() - 1];
-    let link = if e.nodes.len() > 1 {
-        link_rate(&e.nodes[0].netns, &far.netns, far.addr, probe)?
-    } else {
-        e.link.bytes_per_sec()
-    };
-    let storage_link = link_rate(&e.nodes[0].netns, &e.storage.netns, e.storage.addr, probe)?;
-    let (dd_write, dd_read) = dd_rates(&work.join("dd"), workers, o.size, o.chunk)?;
-    let baselines = Baselines {
-        link,
-        storage_link,
-        dd_write,
-        dd_read,
-    };
-    let args = [
-        format!("--n={files}"),
-        format!("--size={}", o.size),
-        format!("--chunk={}", o.chunk),
-    ];
-    let workload = Workload {
-        bench: "filecopy",
-        script: SCRIPT,
-        args: &args,
-    };
-    let outcomes = crate::emulated::run_configs(
-        &o.cluster.daemons.program,
-        &Hosts::Emulated(&cluster),
-        &work,
-        &workload,
-        wpn,
-        configs(o),
-        o.cluster.rounds,
-    )?;
-    Ok(Step {
-        nodes,
-        workers_per_node: wpn,
-        files,
-        size: o.size,
-        baselines,
-        outcomes,
+    o.cluster.on_hosts(&work, nodes, |hosts| {
+        let nodes = hosts.nodes();
+        let workers = nodes * wpn;
+        let files = match o.scaling {
+            Scaling::Weak => workers * o.files_per_worker,
+            Scaling::Strong => o.files,
+        };
+        let (link, storage_link) = match hosts {
+            Hosts::Emulated(cluster) => {
+                let e = &cluster.emulation;
+                let probe = (o.size * 2).clamp(8 << 20, 64 << 20);
+                let far = &e.nodes[e.nodes.len() - 1];
+                let link = if e.nodes.len() > 1 {
+                    link_rate(&e.nodes[0].netns, &far.netns, far.addr, probe)?
+                } else {
+                    e.link.bytes_per_sec()
+                };
+                let storage =
+                    link_rate(&e.nodes[0].netns, &e.storage.netns, e.storage.addr, probe)?;
+                (link, Some(storage))
+            }
+            Hosts::Deployed { .. } => (o.cluster.link.bytes_per_sec(), None),
+        };
+        let (dd_write, dd_read) = dd_rates(&work.join("dd"), workers, o.size, o.chunk)?;
+        let args = [
+            format!("--n={files}"),
+            format!("--size={}", o.size),
+            format!("--chunk={}", o.chunk),
+        ];
+        let workload = Workload {
+            bench: "filecopy",
+            script: SCRIPT,
+            args: &args,
+        };
+        let outcomes = crate::emulated::run_configs(
+            &o.cluster.daemons.program,
+            hosts,
+            &work,
+            &workload,
+            wpn,
+            configs(o),
+            o.cluster.rounds,
+        )?;
+        Ok(Step {
+            nodes,
+            workers_per_node: wpn,
+            files,
+            size: o.size,
+            baselines: Baselines {
+                link,
+                storage_link,
+                dd_write,
+                dd_read,
+            },
+            outcomes,
+        })
     })
 }
 
 fn print_step(s: &Step) {
     let b = &s.baselines;
+    let storage = b.storage_link.map_or("no central file system".into(), |r| {
+        format!("storage link {:.1} MB/s", r / MB)
+    });
     println!(
-        "\n{} nodes × {} workers, {} files of {} MiB: link {:.1} MB/s, storage link {:.1} MB/s, dd write {:.0} MB/s, dd read {:.0} MB/s (raw, same run)",
+        "\n{} nodes × {} workers, {} files of {} MiB: link {:.1} MB/s, {storage}, dd write {:.0} MB/s, dd read {:.0} MB/s (raw, same run)",
         s.nodes,
         s.workers_per_node,
         s.files,
         s.size >> 20,
         b.link / MB,
-        b.storage_link / MB,
         b.dd_write / MB,
         b.dd_read / MB
     );
@@ -193,9 +206,10 @@ fn print_step(s: &Step) {
         "remote",
         "idle",
         "read/bound",
-        "vs central"
+        "vs base"
     );
     let central = s.outcomes.iter().find(|o| o.config.central);
+    let base = crate::emulated::baseline(&s.outcomes);
     let total = 2.0 * s.files as f64 * s.size as f64;
     for o in &s.outcomes {
         let write = o.run.per_task_rate("write_task", |t| t.written_bytes) / MB;
@@ -210,7 +224,7 @@ fn print_step(s: &Step) {
         } else {
             read_bound(o, b) / o.run.phase_seconds("read_task")
         };
-        let speedup = central.map_or(f64::NAN, |c| c.run.seconds / o.run.seconds);
+        let speedup = base.map_or(f64::NAN, |c| c.run.seconds / o.run.seconds);
         println!(
             "{:<28} {:>10.1} {:>10.1} {:>12.1} {:>7.0}% {:>6.1}% {:>10.2} {:>8.2}",
             o.config.name,
@@ -222,6 +236,9 @@ fn print_step(s: &Step) {
             bound,
             speedup
         );
+    }
+    if let Some(b) = base {
+        println!("(vs base: speed-up over {})", b.config.name);
     }
     if let Some(ag) = s
         .outcomes
@@ -252,14 +269,14 @@ fn print_step(s: &Step) {
         ),
         worst >= 0.8,
     );
-    if let Some(c) = central {
+    if let (Some(c), Some(storage_link)) = (central, b.storage_link) {
         let best = s
             .outcomes
             .iter()
             .filter(|o| !o.config.central)
             .map(|o| c.run.seconds / o.run.seconds)
             .fold(0.0, f64::max);
-        let ratio = s.nodes as f64 * b.link / b.storage_link;
+        let ratio = s.nodes as f64 * b.link / storage_link;
         target(
             &format!(
                 "workflow vs central ≥ 80% of aggregate node / storage bandwidth ({best:.1}x vs {ratio:.1}x)"

@@ -211,6 +211,8 @@ pub enum BenchCommand {
         common: Common,
         #[command(flatten)]
         emulated: EmulatedArgs,
+        #[command(flatten)]
+        deployed: DeployedArgs,
         /// Node counts to run on, e.g. 2,4,8.
         #[arg(long, default_value = "8", value_parser = list)]
         nodes: std::vec::Vec<u32>,
@@ -356,6 +358,7 @@ pub fn run(b: BenchCommand) -> Result<()> {
         BenchCommand::Filecopy {
             common,
             emulated,
+            deployed,
             nodes,
             workers_per_node,
             scaling,
@@ -369,7 +372,10 @@ pub fn run(b: BenchCommand) -> Result<()> {
             let nodes = emulated.sweep(nodes)?;
             common.in_work_dir("filecopy", |work| {
                 filecopy::run(filecopy::FilecopyOpts {
-                    cluster: emulated.cluster_opts(&common, &nodes, HostCpus::Off)?,
+                    cluster: ClusterOpts {
+                        deployed: deployed.deployed()?,
+                        ..emulated.cluster_opts(&common, &nodes, HostCpus::Off)?
+                    },
                     nodes,
                     workers_per_node,
                     scaling,

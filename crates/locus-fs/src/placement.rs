@@ -6,10 +6,11 @@ use locus_proto::fs::NodeId;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
     /// On the writer's node (FusionFS): every write is local.
+    #[default]
     Local,
     /// On the node the path hashes to (Hercules' default).
     Hash,

@@ -57,7 +57,7 @@ pub struct JoinConfig {
     #[serde(default)]
     pub node_dir: Option<PathBuf>,
     /// How the cluster places new files unless told otherwise.
-    #[serde(default = "local")]
+    #[serde(default)]
     pub placement: Placement,
     /// The nodes are emulated by one machine (names, not hosts): a process
     /// on a host none of them is named after still has a node's store.
@@ -69,10 +69,6 @@ pub struct JoinConfig {
     pub netns: Option<String>,
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
-}
-
-fn local() -> Placement {
-    Placement::Local
 }
 
 impl JoinConfig {
@@ -87,7 +83,7 @@ impl JoinConfig {
             advertise: None,
             mount: None,
             node_dir: None,
-            placement: Placement::Local,
+            placement: Placement::default(),
             emulated: false,
             netns: None,
             cgroup: None,
