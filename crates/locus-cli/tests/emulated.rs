@@ -276,11 +276,13 @@ fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
     let inf = by("DP-inf TP-loc-aw");
     let written = per_node(inf, "write_task");
     assert_eq!(written.values().copied().collect::<Vec<_>>(), vec![2, 2]);
-    // Default placement hashes each file to a node (the fourth configuration
-    // writes /filecopy/c3/f<i>.dat), and HARD readers follow the files.
+    // Default placement hashes each file to a node (a configuration writes
+    // /filecopy/<its name>-<round>/f<i>.dat), and HARD readers follow the
+    // files.
     let mut hashed = std::collections::BTreeMap::<String, u32>::new();
     for i in 0..4 {
-        let node = locus_fs::ring::hash_node(&format!("/filecopy/c3/f{i}.dat"), 2);
+        let path = format!("/filecopy/DP-def_TP-loc-aw_HARD_NODE-0/f{i}.dat");
+        let node = locus_fs::ring::hash_node(&path, 2);
         *hashed.entry(format!("node{node}")).or_default() += 1;
     }
     let def = by("DP-def TP-loc-aw HARD NODE");
