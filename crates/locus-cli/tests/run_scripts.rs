@@ -129,3 +129,27 @@ fn ranks_started_by_mpich_find_each_other() {
     assert_eq!(run["wireup"], "pmi", "{run}");
     assert!(!dir.path().join("run/ranks").exists());
 }
+
+#[test]
+fn a_run_started_as_one_mpi_process_starts_its_own_ranks() {
+    // `mpiexec -n 1 locus run -n 4`: the ranks Locus starts itself must not
+    // take the launcher's PMI session as theirs.
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("{}/../../examples/hello.swift", env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("mpiexec.mpich")
+        .args(["-n", "1", env!("CARGO_BIN_EXE_locus"), "run", "-n", "4"])
+        .arg("--run-dir")
+        .arg(dir.path().join("run"))
+        .arg(&script)
+        .output()
+        .expect("mpiexec.mpich (apt package mpich, installed by scripts/setup.sh)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("trace: done"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("run/run.json")).unwrap()).unwrap();
+    assert_eq!(run["wireup"], "rundir", "{run}");
+}

@@ -243,6 +243,9 @@ fn run_here(
             cmd.env("LOCUS_RANK", rank.to_string())
                 .env("LOCUS_SIZE", r.size.to_string())
                 .env("LOCUS_NODE", node)
+                // A PMI session of a launcher that started this process
+                // (`mpiexec -n 1 locus run -n 4 …`) is not the ranks'.
+                .env_remove("PMI_FD")
                 // Each rank leads a process group its apps inherit, so
                 // stopping a rank stops what it started.
                 .process_group(0)
