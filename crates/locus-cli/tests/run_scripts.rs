@@ -92,6 +92,31 @@ fn script_arguments_reach_argv() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "trace: ada,1,first\n");
 }
 
+/// `mpiexec.mpich -n N locus run ARGS --run-dir DIR/run SCRIPT`, which must
+/// succeed: its stdout, and how its ranks met (`run.json`'s `wireup`).
+fn mpiexec_run(dir: &std::path::Path, n: &str, args: &[&str], script: &str) -> (String, String) {
+    let out = std::process::Command::new("mpiexec.mpich")
+        .args(["-n", n, env!("CARGO_BIN_EXE_locus"), "run"])
+        .args(args)
+        .arg("--run-dir")
+        .arg(dir.join("run"))
+        .arg(script)
+        .output()
+        .expect("mpiexec.mpich (apt package mpich, installed by scripts/setup.sh)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run/run.json")).unwrap()).unwrap();
+    (
+        stdout,
+        run["wireup"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
 #[test]
 fn ranks_started_by_mpich_find_each_other() {
     // Debian's MPICH launcher (installed by scripts/setup.sh) starts the
@@ -106,27 +131,14 @@ fn ranks_started_by_mpich_find_each_other() {
          foreach i in [0:2] { file f = @location=location(i, HARD, RANK) who(); trace(trim(read(f))); }\n",
     )
     .unwrap();
-    let out = std::process::Command::new("mpiexec.mpich")
-        .args(["-n", "4", env!("CARGO_BIN_EXE_locus"), "run", "--run-dir"])
-        .arg(dir.path().join("run"))
-        .arg(&script)
-        .output()
-        .expect("mpiexec.mpich (apt package mpich, installed by scripts/setup.sh)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, wireup) = mpiexec_run(dir.path(), "4", &[], script.to_str().unwrap());
     for r in 0..3 {
         assert!(
             stdout.lines().any(|l| l == format!("trace: {r} {r}")),
             "{stdout}"
         );
     }
-    let run: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("run/run.json")).unwrap()).unwrap();
-    assert_eq!(run["wireup"], "pmi", "{run}");
+    assert_eq!(wireup, "pmi");
     assert!(!dir.path().join("run/ranks").exists());
 }
 
@@ -136,20 +148,7 @@ fn a_run_started_as_one_mpi_process_starts_its_own_ranks() {
     // take the launcher's PMI session as theirs.
     let dir = tempfile::tempdir().unwrap();
     let script = format!("{}/../../examples/hello.swift", env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new("mpiexec.mpich")
-        .args(["-n", "1", env!("CARGO_BIN_EXE_locus"), "run", "-n", "4"])
-        .arg("--run-dir")
-        .arg(dir.path().join("run"))
-        .arg(&script)
-        .output()
-        .expect("mpiexec.mpich (apt package mpich, installed by scripts/setup.sh)");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("trace: done"),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("run/run.json")).unwrap()).unwrap();
-    assert_eq!(run["wireup"], "rundir", "{run}");
+    let (stdout, wireup) = mpiexec_run(dir.path(), "1", &["-n", "4"], &script);
+    assert!(stdout.contains("trace: done"), "{stdout}");
+    assert_eq!(wireup, "rundir");
 }
