@@ -218,6 +218,20 @@ fn writer_local() -> Placement {
 }
 
 impl Config {
+    /// Its name as one path component (its run directory, log and files).
+    fn slug(&self) -> String {
+        self.name.replace(' ', "_")
+    }
+
+    /// The file system it runs on.
+    fn fs_mode(&self) -> FsMode {
+        if self.central {
+            FsMode::Central
+        } else {
+            FsMode::Local
+        }
+    }
+
     /// A configuration of the workload scripts' common arguments: data
     /// placement `dp`, task placement `tp` (agnostic|aware|auto) and the
     /// aware tasks' `target` (e.g. `HARD NODE`). `dp` is `default` (seed 004:
@@ -268,17 +282,12 @@ pub fn run_config(
 ) -> Result<Outcome> {
     let file = work.join("workload.swift");
     std::fs::write(&file, script)?;
-    let run_dir = work.join(c.name.replace(' ', "_"));
+    let run_dir = work.join(c.slug());
     let _ = std::fs::remove_dir_all(&run_dir);
-    let mode = if c.central {
-        FsMode::Central
-    } else {
-        FsMode::Local
-    };
     let (on, fs_dir, fs_remote) = hosts
-        .run_on(mode)
+        .run_on(c.fs_mode())
         .with_context(|| format!("{}: no such file system here", c.name))?;
-    let log = work.join(format!("{}.log", c.name.replace(' ', "_")));
+    let log = work.join(format!("{}.log", c.slug()));
     let _ = std::fs::remove_file(&log);
     let run = RankLaunch {
         program: program.clone(),
@@ -406,7 +415,7 @@ pub fn run_configs(
             // placement puts a file depends on its path, so the same
             // configuration must write the same paths wherever it runs
             // (a deployed cluster skips the central one, shifting positions).
-            let files = format!("/{bench}/{}-{round}", c.name.replace(' ', "_"));
+            let files = format!("/{bench}/{}-{round}", c.slug());
             c.args.push(format!("--dir=/locus{files}"));
             // No configuration pays for the writeback of the one before (the
             // kernel flushes dirty pages ~30 s after they were written).
@@ -429,13 +438,8 @@ pub fn run_configs(
             // the gigabytes of the configurations before made the page
             // cache writes of the last ones' apps twice as costly (their
             // generators' CPU time went from ~37 to ~66 ms).
-            let mode = if c.central {
-                FsMode::Central
-            } else {
-                FsMode::Local
-            };
             hosts
-                .remove(mode, &files)
+                .remove(c.fs_mode(), &files)
                 .with_context(|| format!("removing {files} after {}", c.name))?;
         }
     }

@@ -7,11 +7,10 @@
 //! cluster, deployed ones included.
 
 use crate::role::{self, Program};
-use locus_fs::cluster::{CLUSTER_FILE, SECRET_FILE};
+use locus_fs::cluster::CLUSTER_FILE;
 use locus_fs::{
     Client, ClientOptions, ClusterSpec, Durability, JoinConfig, NodeInfo, Placement, ServeConfig,
 };
-use locus_proto::auth::Secret;
 use locus_proto::fs::NodeId;
 use std::io;
 use std::net::SocketAddr;
@@ -176,7 +175,6 @@ impl Daemons {
                 dir.display()
             )));
         }
-        Secret::generate().save(&dir.join(SECRET_FILE))?;
         let size = nodes.len() as u32;
         // All start at once, then each is waited for.
         let mut started = Vec::new();

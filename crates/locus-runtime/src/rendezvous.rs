@@ -240,7 +240,8 @@ pub fn exchange_pmi(
             })
             .collect::<Result<Vec<Entry>, String>>()?;
         let all = to_word(&entries)?;
-        let piece = pmi.max_value("locus-all-999999").max(1);
+        // Sized for the longest piece key there could be.
+        let piece = pmi.max_value(&format!("locus-all-{}", all.len())).max(1);
         let pieces: Vec<&str> = all
             .as_bytes()
             .chunks(piece)
