@@ -4,8 +4,9 @@
 set -euo pipefail
 
 packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3 fuse3 git fio)
-# Real site launchers for the multi-host tests (mpich above, Slurm here).
-launchers=(slurmctld slurmd slurm-client munge)
+# Real site launchers for the multi-host tests (mpich above, Slurm here),
+# and R for Swift/T's R() builtin.
+launchers=(slurmctld slurmd slurm-client munge r-base-core)
 missing() { for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done; }
 mapfile -t need < <(missing "${packages[@]}")
 mapfile -t need_launchers < <(missing "${launchers[@]}")

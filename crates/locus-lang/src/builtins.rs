@@ -1,160 +1,209 @@
-//! Signatures of the built-in library: Swift/T's modules and Locus's storage
-//! builtins. A signature is written compactly, e.g. `"string int? -> string"`:
-//! `any` is any type, `any[]` any array, `T` the type of the first `T`
-//! argument, `...` any number of further arguments of any type, `?` optional.
+//! The built-in library: one entry per builtin, with the module that must
+//! be imported for it, the names a script may call it by (Swift/T's first,
+//! then its second names), and its signature. Signatures are written
+//! compactly, e.g. `"string int? -> string"`: `any` is any type, `any[]`
+//! any array, `T` the type of the first `T` argument, `...` any number of
+//! further arguments of any type, `?` optional.
+//!
+//! Each builtin is a variant of the enum of where the runtime evaluates it
+//! ([`Pure`], [`Run`], [`Effect`], [`Task`]); the runtime matches each enum
+//! exhaustively, so a builtin without an implementation does not compile.
 
 use crate::types::Type;
+use serde::{Deserialize, Serialize};
 
 /// Modules a script may import. Functions of `builtins` need no import.
 pub const MODULES: &[&str] = &[
-    "assert", "blob", "builtins", "files", "io", "launch", "location", "math", "python", "R",
-    "random", "stats", "string", "sys", "unix",
+    "assert", "blob", "builtins", "files", "io", "json", "launch", "location", "math", "python",
+    "R", "random", "stats", "string", "sys", "unix",
 ];
 
-/// (module, name, signature)
-const TABLE: &[(&str, &str, &str)] = &[
-    ("builtins", "trace", "... ->"),
-    ("builtins", "sleep_trace", "float ... ->"),
-    ("builtins", "size", "any[] -> int"),
-    ("builtins", "toString", "any -> string"),
-    ("builtins", "toInt", "string -> int"),
-    ("builtins", "toFloat", "string -> float"),
-    ("builtins", "parseInt", "string int? -> int"),
-    ("builtins", "parseFloat", "string -> float"),
-    ("builtins", "itof", "int -> float"),
-    ("builtins", "fromInt", "int -> string"),
-    ("builtins", "fromFloat", "float -> string"),
-    ("builtins", "strcat", "... -> string"),
-    ("builtins", "dircat", "... -> string"),
-    ("builtins", "filename", "file -> string"),
-    ("builtins", "input", "string -> file"),
-    ("builtins", "input_file", "string -> file"),
-    ("builtins", "contains", "any[] any -> boolean"),
-    ("builtins", "range", "int int int? -> int[]"),
-    ("builtins", "sum_integer", "int[] -> int"),
-    ("builtins", "sum_float", "float[] -> float"),
-    ("builtins", "max_integer", "int int -> int"),
-    ("builtins", "min_integer", "int int -> int"),
-    ("builtins", "max_float", "float float -> float"),
-    ("builtins", "min_float", "float float -> float"),
-    ("builtins", "abs_integer", "int -> int"),
-    ("builtins", "abs_float", "float -> float"),
-    // Swift/T's names for the conversions and arithmetic above.
-    ("builtins", "toint", "string -> int"),
-    ("builtins", "fromint", "int -> string"),
-    ("builtins", "tofloat", "string -> float"),
-    ("builtins", "fromfloat", "float -> string"),
-    ("builtins", "pow_integer", "int int -> float"),
-    ("builtins", "pow_float", "float float -> float"),
-    ("builtins", "xor", "boolean boolean -> boolean"),
-    ("builtins", "rangestep", "int int int -> int[]"),
-    ("builtins", "bag_size", "any[] -> int"),
-    ("builtins", "ternary", "boolean int int -> int"),
-    ("builtins", "input_url", "string -> string"),
-    ("builtins", "urlname", "string -> string"),
-    ("builtins", "turbine_workers", "-> int"),
-    ("builtins", "turbine_engines", "-> int"),
-    ("builtins", "adlb_servers", "-> int"),
-    (
-        "builtins",
-        "location",
-        "int strictness accuracy -> location",
-    ),
-    // Locus storage builtins (seeds 001, 004): where files live.
-    ("builtins", "lookup", "string -> string"),
-    ("builtins", "ip2rank", "string -> location"),
-    ("builtins", "get_rank", "string -> int"),
-    ("builtins", "set_rank", "string int ->"),
-    ("builtins", "locationFromRank", "int -> location"),
-    ("io", "printf", "string ... ->"),
-    ("builtins", "sprintf", "string ... -> string"),
-    ("string", "strlen", "string -> int"),
-    ("string", "substring", "string int int -> string"),
-    ("string", "find", "string string int int -> int"),
-    ("string", "replace", "string string string int -> string"),
-    (
-        "string",
-        "replace_all",
-        "string string string int -> string",
-    ),
-    ("string", "split", "string string -> string[]"),
-    ("string", "string_join", "string[] string -> string"),
-    ("string", "trim", "string -> string"),
-    ("string", "toupper", "string -> string"),
-    ("string", "tolower", "string -> string"),
-    ("string", "toUpper", "string -> string"),
-    ("string", "toLower", "string -> string"),
-    (
-        "string",
-        "replaceAll",
-        "string string string int? -> string",
-    ),
-    ("string", "string_count", "string string int? int? -> int"),
-    ("string", "isint", "string -> boolean"),
-    ("string", "hash", "string -> int"),
-    ("string", "string_from_floats", "float[] -> string"),
-    ("string", "pick_regexp", "string string[] -> string[]"),
-    ("string", "join", "string[] string -> string"),
-    ("files", "glob", "string -> file[]"),
-    ("files", "read", "file -> string"),
-    ("files", "write", "string -> file"),
-    ("files", "file_lines", "file -> string[]"),
-    ("files", "file_exists", "string -> boolean"),
-    ("files", "file_size", "file -> int"),
-    ("files", "readFile", "file -> string"),
-    ("files", "writeFile", "string -> file"),
-    ("files", "file_type", "file -> string"),
-    ("files", "file_mtime", "string -> int"),
-    ("sys", "argv", "string string? -> string"),
-    ("sys", "argc", "-> int"),
-    ("sys", "argp", "int string? -> string"),
-    ("sys", "args", "-> string"),
-    ("sys", "argv_accept", "... ->"),
-    ("sys", "clock_seconds", "-> int"),
-    ("sys", "clock", "-> float"),
-    ("sys", "clock_format", "string any -> string"),
-    ("sys", "INT_MAX", "-> int"),
-    ("sys", "argv_contains", "string -> boolean"),
-    ("builtins", "getenv", "string -> string"),
-    ("sys", "sleep", "float ->"),
-    ("math", "sqrt", "float -> float"),
-    ("math", "pow", "float float -> float"),
-    ("math", "floor", "float -> float"),
-    ("math", "ceil", "float -> float"),
-    ("math", "round", "float -> float"),
-    ("math", "log", "float float? -> float"),
-    ("math", "abs", "T -> T"),
-    ("math", "sin", "float -> float"),
-    ("math", "cos", "float -> float"),
-    ("math", "tan", "float -> float"),
-    ("math", "asin", "float -> float"),
-    ("math", "acos", "float -> float"),
-    ("math", "atan", "float -> float"),
-    ("math", "atan2", "float float -> float"),
-    ("math", "isNaN", "float -> boolean"),
-    ("stats", "avg", "any[] -> float"),
-    ("math", "exp", "float -> float"),
-    ("math", "is_nan", "float -> boolean"),
-    ("assert", "assert", "boolean string ->"),
-    ("assert", "assertEqual", "T T string ->"),
-    ("assert", "assertLT", "T T string ->"),
-    ("assert", "assertLTE", "T T string ->"),
-    ("location", "hostmapOneWorker", "string -> int"),
-    ("location", "hostmapList", "-> string[]"),
-    ("location", "randomWorker", "-> location"),
-    ("random", "random", "-> float"),
-    ("python", "python", "string string? -> string"),
-    ("python", "python_persist", "string string? -> string"),
-    ("random", "randint", "int int -> int"),
-];
+macro_rules! library {
+    ($(
+        $(#[$doc:meta])*
+        $kind:ident {
+            $($variant:ident: $module:ident $($name:literal)|+ => $sig:literal,)*
+        }
+    )*) => {
+        $(
+            $(#[$doc])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+            pub enum $kind { $($variant),* }
 
-/// The builtin the runtime runs for `name`: Swift/T's second names of a
-/// builtin are the builtin itself.
-pub fn runtime_name(name: &str) -> &str {
-    match name {
-        "readFile" => "read",
-        "writeFile" => "write",
-        other => other,
+            impl From<$kind> for Builtin {
+                fn from(b: $kind) -> Builtin {
+                    Builtin::$kind(b)
+                }
+            }
+
+            impl $kind {
+                /// The builtin's first name, for messages.
+                pub fn name(self) -> &'static str {
+                    Builtin::from(self).name()
+                }
+            }
+        )*
+
+        /// A builtin, by where the runtime evaluates it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        pub enum Builtin { $($kind($kind)),* }
+
+        /// (builtin, module, name, signature), one row per name.
+        const TABLE: &[(Builtin, &str, &str, &str)] = &[
+            $($($((Builtin::$kind($kind::$variant), stringify!($module), $name, $sig),)+)*)*
+        ];
+    };
+}
+
+library! {
+    /// A function of its argument values (and of the run's arguments and
+    /// environment), evaluated by the control task that reads them.
+    Pure {
+        Size: builtins "size" | "bag_size" | "bagSize" => "any[] -> int",
+        ToString: builtins "toString" | "repr" | "bool2string" | "boolean2string" => "any -> string",
+        FromInt: builtins "fromint" | "fromInt" | "int2string" => "int -> string",
+        FromFloat: builtins "fromfloat" | "fromFloat" | "float2string" => "float -> string",
+        // Swift/T converts a float with toInt and parses a string with
+        // toint; Locus's earlier toInt parsed strings: both are accepted.
+        ToInt: builtins "toInt" => "any -> int",
+        FloatToInt: builtins "float2int" | "ftoi" => "float -> int",
+        ParseInt: builtins "toint" => "string -> int",
+        ParseIntBase: builtins "parseInt" | "string2int" => "string int? -> int",
+        ToFloat: builtins "toFloat" => "any -> float",
+        IntToFloat: builtins "itof" | "int2float" => "int -> float",
+        ParseFloat: builtins "tofloat" | "parseFloat" | "string2float" => "string -> float",
+        ParseBool: builtins "string2bool" | "string2boolean" => "string -> boolean",
+        Strcat: builtins "strcat" => "... -> string",
+        Dircat: builtins "dircat" => "... -> string",
+        Length: builtins "length" => "string -> int",
+        Sprintf: builtins "sprintf" => "string ... -> string",
+        Filename: builtins "filename" => "file -> string",
+        Input: builtins "input" | "input_file" => "string -> file",
+        InputUrl: builtins "input_url" | "urlname" => "string -> string",
+        Contains: builtins "contains" => "any[] any -> boolean",
+        Exists: builtins "exists" => "any[] any -> boolean",
+        KeysString: builtins "keys_string" => "any[] -> string[]",
+        KeysInteger: builtins "keys_integer" => "any[] -> int[]",
+        ArrayRepr: builtins "array_repr" => "any[] -> string[]",
+        PickIntegerString: builtins "pick_integer_string" => "string[] int[] -> string[]",
+        PickStableIntegerString: builtins "pick_stable_integer_string" => "string[] int[] -> string[]",
+        Range: builtins "range" => "int int int? -> int[]",
+        RangeStep: builtins "range_step" | "rangestep" => "int int int -> int[]",
+        RangeFloat: builtins "range_float" => "float float float? -> float[]",
+        RangeFloatStep: builtins "range_float_step" => "float float float -> float[]",
+        MakeVoid: builtins "make_void" | "makeVoid" | "propagate" => "... -> void",
+        SumInteger: builtins "sum_integer" => "int[] -> int",
+        SumFloat: builtins "sum_float" => "float[] -> float",
+        MaxInteger: builtins "max_integer" => "int int -> int",
+        MinInteger: builtins "min_integer" => "int int -> int",
+        MaxFloat: builtins "max_float" => "float float -> float",
+        MinFloat: builtins "min_float" => "float float -> float",
+        Max: builtins "max" => "T T -> T",
+        Min: builtins "min" => "T T -> T",
+        AbsInteger: builtins "abs_integer" => "int -> int",
+        AbsFloat: builtins "abs_float" => "float -> float",
+        PowInteger: builtins "pow_integer" => "int int -> float",
+        PowFloat: builtins "pow_float" => "float float -> float",
+        Xor: builtins "xor" => "boolean boolean -> boolean",
+        Ternary: builtins "ternary" | "ternary_integer" => "boolean int int -> int",
+        TernaryString: builtins "ternary_string" => "boolean string string -> string",
+        TurbineEngines: builtins "turbine_engines" => "-> int",
+        Location: builtins "location" => "int strictness accuracy -> location",
+        LocationFromRank: builtins "locationFromRank" => "int -> location",
+        Getenv: builtins "getenv" => "string -> string",
+        Strlen: string "strlen" => "string -> int",
+        Substring: string "substring" => "string int int -> string",
+        Find: string "find" => "string string int int -> int",
+        Replace: string "replace" => "string string string int -> string",
+        ReplaceAll: string "replace_all" | "replaceAll" => "string string string int? -> string",
+        Split: string "split" => "string string -> string[]",
+        Join: string "string_join" | "join" => "string[] string -> string",
+        Trim: string "trim" => "string -> string",
+        ToUpper: string "toupper" | "toUpper" => "string -> string",
+        ToLower: string "tolower" | "toLower" => "string -> string",
+        StringCount: string "string_count" => "string string int? int? -> int",
+        IsInt: string "isint" => "string -> boolean",
+        Hash: string "hash" => "string -> int",
+        StringFromFloats: string "string_from_floats" => "float[] -> string",
+        PickRegexp: string "pick_regexp" => "string string[] -> string[]",
+        Argv: sys "argv" => "string string? -> string",
+        Argc: sys "argc" => "-> int",
+        Argp: sys "argp" => "int string? -> string",
+        Args: sys "args" => "-> string",
+        ArgvContains: sys "argv_contains" => "string -> boolean",
+        ClockSeconds: sys "clock_seconds" => "-> int",
+        Clock: sys "clock" => "-> float",
+        ClockFormat: sys "clock_format" => "string any -> string",
+        IntMax: sys "INT_MAX" => "-> int",
+        Sqrt: math "sqrt" => "float -> float",
+        Pow: math "pow" => "T T -> float",
+        Floor: math "floor" => "float -> float",
+        Ceil: math "ceil" => "float -> float",
+        Round: math "round" => "float -> float",
+        Log: math "log" => "float float? -> float",
+        Exp: math "exp" => "float -> float",
+        Abs: math "abs" => "T -> T",
+        Sin: math "sin" => "float -> float",
+        Cos: math "cos" => "float -> float",
+        Tan: math "tan" => "float -> float",
+        Asin: math "asin" => "float -> float",
+        Acos: math "acos" => "float -> float",
+        Atan: math "atan" => "float -> float",
+        Atan2: math "atan2" => "float float -> float",
+        IsNan: math "isNaN" | "is_nan" => "float -> boolean",
+        Avg: stats "avg" => "any[] -> float",
+        Random: random "random" => "-> float",
+        Randint: random "randint" => "int int -> int",
+        JsonGet: json "json_get" => "string string -> string",
+    }
+
+    /// Reads the run: its layout and its file system (the storage builtins
+    /// of the seeds, Swift/T's hostmap builtins, and the file builtins,
+    /// whose paths may be Locus files or host files).
+    Run {
+        Lookup: builtins "lookup" => "string -> string",
+        Ip2rank: builtins "ip2rank" => "string -> location",
+        GetRank: builtins "get_rank" => "string -> int",
+        SetRank: builtins "set_rank" => "string int ->",
+        TurbineWorkers: builtins "turbine_workers" => "-> int",
+        AdlbServers: builtins "adlb_servers" => "-> int",
+        HostmapOneWorker: location "hostmapOneWorker" | "hostmap_one_worker" => "string -> int",
+        HostmapList: location "hostmapList" | "hostmap_list" => "-> string[]",
+        RandomWorker: location "randomWorker" | "random_worker" => "-> location",
+        Read: files "read" | "readFile" => "file -> string",
+        Write: files "write" | "writeFile" => "string -> file",
+        FileLines: files "file_lines" => "file -> string[]",
+        FileExists: files "file_exists" => "string -> boolean",
+        FileSize: files "file_size" => "file -> int",
+        FileType: files "file_type" => "file -> string",
+        FileMtime: files "file_mtime" => "string -> int",
+        Glob: files "glob" => "string -> file[]",
+        JsonType: json "json_type" => "file string -> string",
+        JsonListLength: json "json_list_length" => "file string -> string",
+        JsonDictEntries: json "json_dict_entries" => "file string -> string",
+    }
+
+    /// Produces no value: output and checks, by the control task.
+    Effect {
+        Trace: builtins "trace" => "... -> void",
+        Printf: io "printf" => "string ... -> void",
+        Assert: assert "assert" => "boolean string ->",
+        AssertEqual: assert "assertEqual" => "T T string ->",
+        AssertLt: assert "assertLT" => "T T string ->",
+        AssertLte: assert "assertLTE" => "T T string ->",
+        ArgvAccept: sys "argv_accept" => "... ->",
+    }
+
+    /// Runs on a worker, as a leaf task.
+    Task {
+        Sleep: sys "sleep" => "float -> void",
+        SleepTrace: builtins "sleep_trace" => "float ... -> void",
+        Python: python "python" => "string string? -> string",
+        PythonPersist: python "python_persist" => "string string? -> string",
+        R: R "R" => "string string? -> string",
+        RPersist: R "R_persist" => "string string? -> string",
+        System: sys "system" => "string[] -> string int",
+        System1: sys "system1" => "string -> string int",
     }
 }
 
@@ -183,6 +232,7 @@ pub enum ParamKind {
 
 #[derive(Debug, Clone)]
 pub struct Signature {
+    pub builtin: Builtin,
     pub module: &'static str,
     pub name: &'static str,
     pub inputs: Vec<ParamKind>,
@@ -216,7 +266,7 @@ fn kind_type(k: ParamKind) -> Type {
 
 /// The signature of builtin `name`, if there is one.
 pub fn lookup(name: &str) -> Option<Signature> {
-    let &(module, name, spec) = TABLE.iter().find(|(_, n, _)| *n == name)?;
+    let &(builtin, module, name, spec) = TABLE.iter().find(|(_, _, n, _)| *n == name)?;
     let (ins, outs) = spec.split_once("->").expect("table signature");
     let mut inputs = Vec::new();
     let mut required = 0;
@@ -236,6 +286,7 @@ pub fn lookup(name: &str) -> Option<Signature> {
         .map(|w| kind_type(parse_type(w)))
         .collect();
     Some(Signature {
+        builtin,
         module,
         name,
         inputs,
@@ -247,7 +298,18 @@ pub fn lookup(name: &str) -> Option<Signature> {
 
 /// Every builtin function's name.
 pub fn names() -> impl Iterator<Item = &'static str> {
-    TABLE.iter().map(|(_, n, _)| *n)
+    TABLE.iter().map(|(_, _, n, _)| *n)
+}
+
+impl Builtin {
+    /// The builtin's first name, for messages.
+    pub fn name(self) -> &'static str {
+        TABLE
+            .iter()
+            .find(|(b, ..)| *b == self)
+            .map(|(_, _, n, _)| *n)
+            .expect("every builtin has a row")
+    }
 }
 
 /// The known name closest to `name` (at most two edits away, ignoring
@@ -290,10 +352,13 @@ mod tests {
 
     #[test]
     fn every_signature_parses() {
-        for (_, name, _) in TABLE {
+        for (builtin, _, name, _) in TABLE {
             let s = lookup(name).unwrap();
             assert!(MODULES.contains(&s.module), "{name}");
+            assert_eq!(s.builtin, *builtin);
         }
+        let names: std::collections::HashSet<_> = names().collect();
+        assert_eq!(names.len(), TABLE.len(), "a name is given twice");
         let argv = lookup("argv").unwrap();
         assert_eq!((argv.inputs.len(), argv.required), (2, 1));
         assert!(lookup("printf").unwrap().variadic);

@@ -7,6 +7,7 @@
 //! options; composite calls run their body as new control work.
 
 use crate::ast::{BinOp, UnOp};
+use crate::builtins::Builtin;
 use crate::types::Type;
 use serde::{Deserialize, Serialize};
 use std::fmt::{self, Write};
@@ -126,8 +127,6 @@ pub enum Const {
 pub enum Op {
     Bin(BinOp),
     Un(UnOp),
-    /// A builtin evaluated by the control task (`size`, `strcat`, …).
-    Builtin(String),
 }
 
 /// Placement and scheduling options of a call.
@@ -158,11 +157,15 @@ pub enum Stmt {
         dst: VarId,
         op: Op,
         args: Vec<VarId>,
+        at: Pos,
     },
-    /// A builtin that produces nothing (`trace`, `printf`, `assert`, …).
-    Effect {
-        op: String,
+    /// A call of a builtin (`size`, `trace`, `python`, …); its outputs, if
+    /// any, are set when it is done (a `void` one as a signal).
+    Builtin {
+        outs: Vec<VarId>,
+        op: Builtin,
         args: Vec<VarId>,
+        at: Pos,
     },
     Call {
         func: String,
@@ -316,11 +319,17 @@ impl Function {
             Stmt::Const { dst, value } => {
                 let _ = writeln!(out, "{pad}{} = {value:?}", v(*dst));
             }
-            Stmt::Op { dst, op, args } => {
+            Stmt::Op { dst, op, args, .. } => {
                 let _ = writeln!(out, "{pad}{} = {op:?}({})", v(*dst), self.vars(args));
             }
-            Stmt::Effect { op, args } => {
-                let _ = writeln!(out, "{pad}{op}({})", self.vars(args));
+            Stmt::Builtin { outs, op, args, .. } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}({}) = {}({})",
+                    self.vars(outs),
+                    op.name(),
+                    self.vars(args)
+                );
             }
             Stmt::Call {
                 func,

@@ -4,7 +4,7 @@
 //! reports every independent mistake; the IR is kept only when there are none.
 
 use crate::ast::{self, BinOp, Expr, ExprKind, Ident, StmtKind, UnOp};
-use crate::builtins::{self, ParamKind, Signature};
+use crate::builtins::{self, Builtin, ParamKind, Pure, Signature};
 use crate::diag::Diagnostic;
 use crate::ir::{self, Const, Member, Stmt, VarId};
 use crate::source::{Source, Span};
@@ -20,7 +20,9 @@ struct FnSig {
     outputs: Vec<Type>,
     /// Runs as a leaf task (may take `@location`).
     task: bool,
-    builtin: bool,
+    /// A builtin: which, and the module it needs.
+    builtin: Option<Builtin>,
+    module: Option<&'static str>,
 }
 
 impl FnSig {
@@ -31,7 +33,8 @@ impl FnSig {
             variadic: s.variadic,
             outputs: s.outputs,
             task: false,
-            builtin: true,
+            builtin: Some(s.builtin),
+            module: Some(s.module),
         }
     }
 }
@@ -139,7 +142,8 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
                         .map(|p| resolve_type(&gf, &p.ty, &mut diags))
                         .collect(),
                     task: !matches!(f.body, ast::FuncBody::Composite(_)),
-                    builtin: false,
+                    builtin: None,
+                    module: None,
                 };
                 g.functions.insert(f.name.name.clone(), sig);
             }
@@ -1080,7 +1084,7 @@ impl<'a> FnCx<'a> {
                 }
                 // A float range is made as an array (an int range is
                 // iterated without one).
-                self.range_array(bounds, true, out)
+                self.range_array(bounds, true, source.span, out)
             }
             _ => self.expr(source, out, None),
         };
@@ -1170,21 +1174,47 @@ impl<'a> FnCx<'a> {
         &mut self,
         bounds: Vec<VarId>,
         float: bool,
+        span: Span,
         out: &mut Vec<Stmt>,
     ) -> (VarId, Type) {
-        let (name, elem) = if float {
-            ("range_float", Type::Float)
+        let (op, elem) = if float {
+            (Pure::RangeFloat, Type::Float)
         } else {
-            ("range", Type::Int)
+            (Pure::Range, Type::Int)
         };
         let t = Type::array_of(elem);
         let dst = self.temp(t.clone(), out);
-        out.push(Stmt::Op {
-            dst,
-            op: ir::Op::Builtin(name.into()),
-            args: bounds,
-        });
+        self.builtin(vec![dst], op.into(), bounds, span, out);
         (dst, t)
+    }
+
+    /// Where `span` starts, for errors at run time.
+    fn pos(&self, span: Span) -> ir::Pos {
+        let (file, line, col) = self.g.src.index_line_col(span.start);
+        ir::Pos {
+            file: file as u32,
+            line: line as u32,
+            col: col as u32,
+        }
+    }
+
+    /// `dst = op(args)`, an operator at `span`.
+    fn op(&mut self, dst: VarId, op: ir::Op, args: Vec<VarId>, span: Span, out: &mut Vec<Stmt>) {
+        let at = self.pos(span);
+        out.push(Stmt::Op { dst, op, args, at });
+    }
+
+    /// `outs = op(args)`, a builtin called at `span`.
+    fn builtin(
+        &mut self,
+        outs: Vec<VarId>,
+        op: Builtin,
+        args: Vec<VarId>,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) {
+        let at = self.pos(span);
+        out.push(Stmt::Builtin { outs, op, args, at });
     }
 
     /// Lowers `e` where a `want` is expected, reporting anything else.
@@ -1207,19 +1237,23 @@ impl<'a> FnCx<'a> {
             cx.block(body, &mut cond_ir);
             let stop = cx.condition(until, &mut cond_ir);
             let test = cx.temp(Type::Bool, &mut cond_ir);
-            cond_ir.push(Stmt::Op {
-                dst: test,
-                op: ir::Op::Un(UnOp::Not),
-                args: vec![stop],
-            });
+            cx.op(
+                test,
+                ir::Op::Un(UnOp::Not),
+                vec![stop],
+                until.span,
+                &mut cond_ir,
+            );
             let mut next = Vec::new();
             let (one, _) = cx.constant(Type::Int, Const::Int(1), &mut next);
             let succ = cx.temp(Type::Int, &mut next);
-            next.push(Stmt::Op {
-                dst: succ,
-                op: ir::Op::Bin(BinOp::Add),
-                args: vec![v, one],
-            });
+            cx.op(
+                succ,
+                ir::Op::Bin(BinOp::Add),
+                vec![v, one],
+                var.span,
+                &mut next,
+            );
             cx.loop_depth -= 1;
             Stmt::Loop {
                 vars: vec![(v, zero)],
@@ -1315,11 +1349,7 @@ impl<'a> FnCx<'a> {
         if t == Type::Int {
             let (zero, _) = self.constant(Type::Int, Const::Int(0), out);
             let dst = self.temp(Type::Bool, out);
-            out.push(Stmt::Op {
-                dst,
-                op: ir::Op::Bin(BinOp::Ne),
-                args: vec![c, zero],
-            });
+            self.op(dst, ir::Op::Bin(BinOp::Ne), vec![c, zero], cond.span, out);
             return dst;
         }
         if !Type::Bool.accepts(&t) {
@@ -1428,11 +1458,7 @@ impl<'a> FnCx<'a> {
                     t
                 };
                 let dst = self.temp(t.clone(), out);
-                out.push(Stmt::Op {
-                    dst,
-                    op: ir::Op::Un(*op),
-                    args: vec![v],
-                });
+                self.op(dst, ir::Op::Un(*op), vec![v], e.span, out);
                 (dst, t)
             }
             ExprKind::Binary(op, l, r) => self.binary(*op, l, r, e.span, out, expected),
@@ -1525,7 +1551,7 @@ impl<'a> FnCx<'a> {
             }
             ExprKind::Range { lo, hi, step } => {
                 let (bounds, float) = self.range_parts(lo, hi, step.as_deref(), out);
-                self.range_array(bounds, float, out)
+                self.range_array(bounds, float, e.span, out)
             }
             ExprKind::FileName(inner) => {
                 let (v, t) = self.expr(inner, out, None);
@@ -1533,11 +1559,7 @@ impl<'a> FnCx<'a> {
                     self.error(inner.span, format!("'@' gives a file's name; this is {t}"));
                 }
                 let dst = self.temp(Type::String, out);
-                out.push(Stmt::Op {
-                    dst,
-                    op: ir::Op::Builtin("filename".into()),
-                    args: vec![v],
-                });
+                self.builtin(vec![dst], Pure::Filename.into(), vec![v], e.span, out);
                 (dst, Type::String)
             }
         }
@@ -1687,11 +1709,7 @@ impl<'a> FnCx<'a> {
                 args.push(self.expr(it, out, None).0);
             }
             let dst = self.temp(Type::String, out);
-            out.push(Stmt::Op {
-                dst,
-                op: ir::Op::Builtin("sprintf".into()),
-                args,
-            });
+            self.builtin(vec![dst], Pure::Sprintf.into(), args, span, out);
             return (dst, Type::String);
         }
         // Let a literal on one side take the other side's type.
@@ -1782,11 +1800,7 @@ impl<'a> FnCx<'a> {
             BinOp::Format => unreachable!("handled above"),
         };
         let dst = self.temp(result.clone(), out);
-        out.push(Stmt::Op {
-            dst,
-            op: ir::Op::Bin(op),
-            args: vec![a, b],
-        });
+        self.op(dst, ir::Op::Bin(op), vec![a, b], span, out);
         (dst, result)
     }
 
@@ -1855,8 +1869,7 @@ impl<'a> FnCx<'a> {
             }
             return;
         };
-        if sig.builtin {
-            let module = builtins::lookup(&name.name).map_or("builtins", |s| s.module);
+        if let Some(module) = sig.module {
             if !self.g.imports.contains(module) {
                 self.error(
                     name.span,
@@ -2019,30 +2032,18 @@ impl<'a> FnCx<'a> {
                 .map(|t| self.temp(t.clone(), out))
                 .collect(),
         };
-        if sig.builtin && sig.outputs.is_empty() {
-            out.push(Stmt::Effect {
-                op: name.name.clone(),
-                args: arg_ids,
-            });
-        } else if sig.builtin {
-            out.push(Stmt::Op {
-                dst: out_ids.first().copied().unwrap_or_default(),
-                op: ir::Op::Builtin(builtins::runtime_name(&name.name).into()),
-                args: arg_ids,
-            });
-        } else {
-            let (file, line, col) = self.g.src.index_line_col(name.span.start);
-            out.push(Stmt::Call {
-                func: name.name.clone(),
-                outs: out_ids,
-                args: arg_ids,
-                opts,
-                at: ir::Pos {
-                    file: file as u32,
-                    line: line as u32,
-                    col: col as u32,
-                },
-            });
+        match sig.builtin {
+            Some(op) => self.builtin(out_ids, op, arg_ids, name.span, out),
+            None => {
+                let at = self.pos(name.span);
+                out.push(Stmt::Call {
+                    func: name.name.clone(),
+                    outs: out_ids,
+                    args: arg_ids,
+                    opts,
+                    at,
+                });
+            }
         }
     }
 

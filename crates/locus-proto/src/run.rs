@@ -90,6 +90,10 @@ pub enum Work {
     Sleep { secs: f64 },
     /// `python(code, expr)`: in the worker's persistent interpreter.
     Python { code: String, expr: String },
+    /// `R(code, expr)`: in the worker's persistent R interpreter.
+    R { code: String, expr: String },
+    /// `system(argv)`: a command whose stdout and exit code are the value.
+    System { argv: Vec<String> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -129,6 +133,9 @@ pub struct Outcome {
     /// What a task that computes a value (`python`) gave.
     #[serde(default)]
     pub value: Option<String>,
+    /// The exit code of the command a `system` task ran.
+    #[serde(default)]
+    pub exit: Option<i32>,
     /// What it fetched from other nodes: how the run learns its links.
     #[serde(default)]
     pub fetched: Option<Fetched>,

@@ -583,6 +583,7 @@ mod tests {
             micros: ms * 1000,
             error: None,
             value: None,
+            exit: None,
             fetched,
         }
     }

@@ -2,8 +2,10 @@
 //! that are already closed.
 
 use crate::format::sprintf;
-use crate::value::{Key, Location, Value};
+use crate::json;
+use crate::value::{format_float, Key, Location, Value};
 use locus_lang::ast::{BinOp, UnOp};
+use locus_lang::builtins::{Effect, Pure};
 use std::collections::BTreeMap;
 
 /// The most elements an array made from a range may have: all of them are
@@ -136,18 +138,27 @@ pub fn unary(op: UnOp, a: &Value) -> Result<Value, String> {
     })
 }
 
-/// Value-returning builtins.
-pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
+/// Evaluates a builtin of values.
+pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Value, String> {
+    let name = op.name();
     let arg = |i: usize| {
         a.get(i)
             .ok_or_else(|| format!("{name}: missing argument {}", i + 1))
     };
-    Ok(match name {
-        "size" | "bag_size" => Value::Int(members(arg(0)?)?.len() as i64),
-        "toString" | "fromInt" | "fromFloat" | "fromint" | "fromfloat" => {
-            Value::Str(arg(0)?.render())
+    Ok(match op {
+        Pure::Size => Value::Int(members(arg(0)?)?.len() as i64),
+        Pure::ToString | Pure::FromInt | Pure::FromFloat => Value::Str(arg(0)?.render()),
+        Pure::ToInt | Pure::FloatToInt if !matches!(arg(0)?, Value::Str(_)) => {
+            let x = float(arg(0)?)?;
+            if !x.is_finite() {
+                return Err(format!(
+                    "{name}: {} is not a finite number",
+                    format_float(x)
+                ));
+            }
+            Value::Int(x.trunc() as i64)
         }
-        "toInt" | "toint" | "parseInt" => {
+        Pure::ToInt | Pure::FloatToInt | Pure::ParseInt | Pure::ParseIntBase => {
             let s = string(arg(0)?)?;
             let base = a.get(1).map(int).transpose()?.unwrap_or(10);
             if !(2..=36).contains(&base) {
@@ -158,23 +169,73 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                     .map_err(|_| format!("{name}: '{s}' is not an integer"))?,
             )
         }
-        "toFloat" | "tofloat" | "parseFloat" => {
+        Pure::ToFloat | Pure::IntToFloat if !matches!(arg(0)?, Value::Str(_)) => {
+            Value::Float(float(arg(0)?)?)
+        }
+        Pure::ToFloat | Pure::IntToFloat | Pure::ParseFloat => {
             let s = string(arg(0)?)?;
             Value::Float(
                 s.trim()
                     .parse()
-                    .map_err(|_| format!("toFloat: '{s}' is not a number"))?,
+                    .map_err(|_| format!("{name}: '{s}' is not a number"))?,
             )
         }
-        "itof" => Value::Float(int(arg(0)?)? as f64),
-        "strcat" => Value::Str(a.iter().map(Value::render).collect()),
+        // Tcl's boolean words.
+        Pure::ParseBool => {
+            let s = string(arg(0)?)?;
+            Value::Bool(match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => true,
+                "false" | "0" | "no" | "off" => false,
+                _ => return Err(format!("{name}: '{s}' is not a boolean")),
+            })
+        }
+        Pure::Strcat => Value::Str(a.iter().map(Value::render).collect()),
         // What `dir/"name"` gives, for any number of parts.
-        "dircat" => Value::Str(a.iter().map(Value::render).collect::<Vec<_>>().join("/")),
-        "sprintf" => Value::Str(sprintf(string(arg(0)?)?, &a[1..])?),
-        "filename" => Value::Str(string(arg(0)?)?.to_string()),
-        "input" | "input_file" => Value::File(string(arg(0)?)?.to_string()),
-        "contains" => Value::Bool(members(arg(0)?)?.values().any(|v| v == arg(1).unwrap_or(v))),
-        "range" | "rangestep" => {
+        Pure::Dircat => Value::Str(a.iter().map(Value::render).collect::<Vec<_>>().join("/")),
+        Pure::Length | Pure::Strlen => Value::Int(string(arg(0)?)?.chars().count() as i64),
+        Pure::Sprintf => Value::Str(sprintf(string(arg(0)?)?, &a[1..])?),
+        Pure::Filename | Pure::InputUrl => Value::Str(string(arg(0)?)?.to_string()),
+        Pure::Input => Value::File(string(arg(0)?)?.to_string()),
+        // Swift/T's: whether the array has the key (`exists` waits for the
+        // array to be closed here, so it answers as `contains` does).
+        Pure::Contains | Pure::Exists => {
+            let key = arg(1)?.key().ok_or_else(|| {
+                format!(
+                    "{name}: {} is not a key",
+                    arg(1).map_or(String::new(), Value::render)
+                )
+            })?;
+            Value::Bool(members(arg(0)?)?.contains_key(&key))
+        }
+        Pure::KeysString => array(members(arg(0)?)?.keys().map(|k| Value::Str(k.to_string()))),
+        Pure::KeysInteger => array(
+            members(arg(0)?)?
+                .keys()
+                .map(|k| match k {
+                    Key::Int(i) => Ok(Value::Int(*i)),
+                    k => Err(format!("{name}: key {k} is not an int")),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Pure::ArrayRepr => array(members(arg(0)?)?.values().map(|v| Value::Str(v.render()))),
+        Pure::PickIntegerString | Pure::PickStableIntegerString => {
+            let from = members(arg(0)?)?;
+            let mut picked = BTreeMap::new();
+            for (n, i) in members(arg(1)?)?.values().enumerate() {
+                let i = int(i)?;
+                let v = from
+                    .get(&Key::Int(i))
+                    .ok_or_else(|| format!("{name}: the array has no element {i}"))?;
+                let k = if op == Pure::PickStableIntegerString {
+                    i
+                } else {
+                    n as i64
+                };
+                picked.insert(Key::Int(k), v.clone());
+            }
+            Value::Container(picked)
+        }
+        Pure::Range | Pure::RangeStep => {
             let (lo, hi) = (int(arg(0)?)?, int(arg(1)?)?);
             let step = a.get(2).map(int).transpose()?.unwrap_or(1);
             let len = range_len(lo, hi, step)?;
@@ -187,7 +248,7 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             }
             array((0..len).map(|k| Value::Int(range_value(lo, step, k))))
         }
-        "range_float" => {
+        Pure::RangeFloat | Pure::RangeFloatStep => {
             let (lo, hi) = (float(arg(0)?)?, float(arg(1)?)?);
             let step = a.get(2).map(float).transpose()?.unwrap_or(1.0);
             if !(step > 0.0 && step.is_finite() && lo.is_finite() && hi.is_finite()) {
@@ -207,40 +268,55 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             }
             array((0..len as u64).map(|k| Value::Float(lo + k as f64 * step)))
         }
-        "sum_integer" => Value::Int(
+        Pure::MakeVoid => Value::Bool(true),
+        Pure::SumInteger => Value::Int(
             members(arg(0)?)?
                 .values()
                 .map(int)
                 .sum::<Result<i64, _>>()?,
         ),
-        "sum_float" => Value::Float(
+        Pure::SumFloat => Value::Float(
             members(arg(0)?)?
                 .values()
                 .map(float)
                 .sum::<Result<f64, _>>()?,
         ),
-        "max_integer" => Value::Int(int(arg(0)?)?.max(int(arg(1)?)?)),
-        "min_integer" => Value::Int(int(arg(0)?)?.min(int(arg(1)?)?)),
-        "max_float" => Value::Float(float(arg(0)?)?.max(float(arg(1)?)?)),
-        "min_float" => Value::Float(float(arg(0)?)?.min(float(arg(1)?)?)),
-        "abs_integer" => Value::Int(int(arg(0)?)?.abs()),
-        "abs_float" => Value::Float(float(arg(0)?)?.abs()),
-        "abs" => match arg(0)? {
+        Pure::MaxInteger => Value::Int(int(arg(0)?)?.max(int(arg(1)?)?)),
+        Pure::MinInteger => Value::Int(int(arg(0)?)?.min(int(arg(1)?)?)),
+        Pure::MaxFloat => Value::Float(float(arg(0)?)?.max(float(arg(1)?)?)),
+        Pure::MinFloat => Value::Float(float(arg(0)?)?.min(float(arg(1)?)?)),
+        Pure::Max | Pure::Min => {
+            let (x, y) = (arg(0)?, arg(1)?);
+            let first = match binary(BinOp::Lt, x, y)? {
+                Value::Bool(lt) => lt == (op == Pure::Min),
+                _ => unreachable!("a comparison gives a boolean"),
+            };
+            if first {
+                x.clone()
+            } else {
+                y.clone()
+            }
+        }
+        Pure::AbsInteger => Value::Int(int(arg(0)?)?.abs()),
+        Pure::AbsFloat => Value::Float(float(arg(0)?)?.abs()),
+        Pure::Abs => match arg(0)? {
             Value::Int(i) => Value::Int(i.abs()),
             v => Value::Float(float(v)?.abs()),
         },
-        "pow_integer" => Value::Float((int(arg(0)?)? as f64).powf(int(arg(1)?)? as f64)),
-        "pow_float" => Value::Float(float(arg(0)?)?.powf(float(arg(1)?)?)),
-        "xor" => Value::Bool(boolean(arg(0)?)? != boolean(arg(1)?)?),
-        "ternary" => {
+        Pure::PowInteger | Pure::PowFloat | Pure::Pow => {
+            Value::Float(float(arg(0)?)?.powf(float(arg(1)?)?))
+        }
+        Pure::Xor => Value::Bool(boolean(arg(0)?)? != boolean(arg(1)?)?),
+        Pure::Ternary | Pure::TernaryString => {
             if boolean(arg(0)?)? {
                 arg(1)?.clone()
             } else {
                 arg(2)?.clone()
             }
         }
-        "input_url" | "urlname" => Value::Str(string(arg(0)?)?.to_string()),
-        "avg" => {
+        // Engines no longer exist in Swift/T: it answers 0.
+        Pure::TurbineEngines => Value::Int(0),
+        Pure::Avg => {
             let m = members(arg(0)?)?;
             if m.is_empty() {
                 return Err("avg of an empty array".into());
@@ -248,7 +324,7 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             let sum = m.values().map(float).sum::<Result<f64, _>>()?;
             Value::Float(sum / m.len() as f64)
         }
-        "location" => match (arg(1)?, arg(2)?) {
+        Pure::Location => match (arg(1)?, arg(2)?) {
             (Value::Strictness(hard), Value::Accuracy(node)) => Value::Location(Location {
                 rank: int(arg(0)?)?,
                 hard: *hard,
@@ -256,21 +332,21 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
             }),
             _ => return Err("location(rank, HARD|SOFT, RANK|NODE)".into()),
         },
-        "locationFromRank" => Value::Location(Location {
+        Pure::LocationFromRank => Value::Location(Location {
             rank: int(arg(0)?)?,
             hard: true,
             node: false,
         }),
-        "args" => Value::Str(cx.args.join(" ")),
-        "clock_seconds" => Value::Int(since_epoch().as_secs() as i64),
+        Pure::Args => Value::Str(cx.args.join(" ")),
+        Pure::ClockSeconds => Value::Int(since_epoch().as_secs() as i64),
         // Seconds, to the millisecond, as Swift/T's clock() gives them.
-        "clock" => Value::Float(since_epoch().as_millis() as f64 / 1000.0),
-        "clock_format" => Value::Str(clock_format(string(arg(0)?)?, float(arg(1)?)?)?),
+        Pure::Clock => Value::Float(since_epoch().as_millis() as f64 / 1000.0),
+        Pure::ClockFormat => Value::Str(clock_format(string(arg(0)?)?, float(arg(1)?)?)?),
         // Swift/T's INT_MAX() is Tcl's `format %X -1` with its first F made
         // a 7: the 32-bit maximum, whatever Swift/T's ints hold.
-        "INT_MAX" => Value::Int(i32::MAX as i64),
-        "argc" => Value::Int(cx.args.iter().filter(|s| !s.starts_with("--")).count() as i64),
-        "argp" => {
+        Pure::IntMax => Value::Int(i32::MAX as i64),
+        Pure::Argc => Value::Int(cx.args.iter().filter(|s| !s.starts_with("--")).count() as i64),
+        Pure::Argp => {
             let i = int(arg(0)?)?;
             let positional: Vec<&String> =
                 cx.args.iter().filter(|s| !s.starts_with("--")).collect();
@@ -285,7 +361,7 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                 }
             }
         }
-        "argv" => {
+        Pure::Argv => {
             let key = string(arg(0)?)?;
             let prefix = format!("--{key}=");
             match cx.args.iter().find_map(|s| s.strip_prefix(&prefix)) {
@@ -296,7 +372,7 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                 },
             }
         }
-        "argv_contains" => {
+        Pure::ArgvContains => {
             let key = string(arg(0)?)?;
             Value::Bool(
                 cx.args
@@ -304,15 +380,14 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                     .any(|s| s == &format!("--{key}") || s.starts_with(&format!("--{key}="))),
             )
         }
-        "getenv" => Value::Str(std::env::var(string(arg(0)?)?).unwrap_or_default()),
-        "strlen" => Value::Int(string(arg(0)?)?.chars().count() as i64),
-        "substring" => {
+        Pure::Getenv => Value::Str(std::env::var(string(arg(0)?)?).unwrap_or_default()),
+        Pure::Substring => {
             let s: Vec<char> = string(arg(0)?)?.chars().collect();
             let start = int(arg(1)?)?.clamp(0, s.len() as i64) as usize;
             let len = int(arg(2)?)?.max(0) as usize;
             Value::Str(s[start..(start + len).min(s.len())].iter().collect())
         }
-        "find" => {
+        Pure::Find => {
             let (s, sub) = (string(arg(0)?)?, string(arg(1)?)?);
             let start = int(arg(2)?)?.max(0) as usize;
             Value::Int(
@@ -321,8 +396,10 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                     .map_or(-1, |i| (i + start) as i64),
             )
         }
-        "replace" => Value::Str(string(arg(0)?)?.replacen(string(arg(1)?)?, string(arg(2)?)?, 1)),
-        "replace_all" | "replaceAll" => {
+        Pure::Replace => {
+            Value::Str(string(arg(0)?)?.replacen(string(arg(1)?)?, string(arg(2)?)?, 1))
+        }
+        Pure::ReplaceAll => {
             let (s, sub, rep) = (string(arg(0)?)?, string(arg(1)?)?, string(arg(2)?)?);
             let start = a.get(3).map(int).transpose()?.unwrap_or(0).max(0) as usize;
             let start = (0..=start.min(s.len()))
@@ -331,7 +408,7 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                 .unwrap_or(0);
             Value::Str(format!("{}{}", &s[..start], s[start..].replace(sub, rep)))
         }
-        "string_count" => {
+        Pure::StringCount => {
             let (s, sub) = (string(arg(0)?)?, string(arg(1)?)?);
             let chars: Vec<char> = s.chars().collect();
             let start = a
@@ -355,18 +432,18 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                 window.matches(sub).count() as i64
             })
         }
-        "isint" => Value::Bool(string(arg(0)?)?.trim().parse::<i64>().is_ok()),
-        "hash" => {
+        Pure::IsInt => Value::Bool(string(arg(0)?)?.trim().parse::<i64>().is_ok()),
+        Pure::Hash => {
             let h = blake3::hash(string(arg(0)?)?.as_bytes());
             Value::Int(i64::from_le_bytes(
                 h.as_bytes()[..8].try_into().expect("8 bytes"),
             ))
         }
-        "string_from_floats" => {
+        Pure::StringFromFloats => {
             let parts: Vec<String> = members(arg(0)?)?.values().map(Value::render).collect();
             Value::Str(parts.join(","))
         }
-        "pick_regexp" => {
+        Pure::PickRegexp => {
             let pattern = string(arg(0)?)?;
             let re = regex::Regex::new(pattern)
                 .map_err(|e| format!("pick_regexp: bad pattern '{pattern}': {e}"))?;
@@ -377,124 +454,45 @@ pub fn call(name: &str, a: &[Value], cx: &Context) -> Result<Value, String> {
                 .collect();
             array(picked)
         }
-        "split" => array(
+        Pure::Split => array(
             string(arg(0)?)?
                 .split(string(arg(1)?)?)
                 .map(|p| Value::Str(p.to_string())),
         ),
-        "string_join" | "join" => {
+        Pure::Join => {
             let parts: Vec<String> = members(arg(0)?)?.values().map(Value::render).collect();
             Value::Str(parts.join(string(arg(1)?)?))
         }
-        "trim" => Value::Str(string(arg(0)?)?.trim().to_string()),
-        "toupper" | "toUpper" => Value::Str(string(arg(0)?)?.to_uppercase()),
-        "tolower" | "toLower" => Value::Str(string(arg(0)?)?.to_lowercase()),
-        "sqrt" => Value::Float(float(arg(0)?)?.sqrt()),
-        "pow" => Value::Float(float(arg(0)?)?.powf(float(arg(1)?)?)),
-        "floor" => Value::Float(float(arg(0)?)?.floor()),
-        "ceil" => Value::Float(float(arg(0)?)?.ceil()),
-        "round" => Value::Float(float(arg(0)?)?.round()),
-        "log" => match a.get(1) {
+        Pure::Trim => Value::Str(string(arg(0)?)?.trim().to_string()),
+        Pure::ToUpper => Value::Str(string(arg(0)?)?.to_uppercase()),
+        Pure::ToLower => Value::Str(string(arg(0)?)?.to_lowercase()),
+        Pure::Sqrt => Value::Float(float(arg(0)?)?.sqrt()),
+        Pure::Floor => Value::Float(float(arg(0)?)?.floor()),
+        Pure::Ceil => Value::Float(float(arg(0)?)?.ceil()),
+        Pure::Round => Value::Float(float(arg(0)?)?.round()),
+        Pure::Log => match a.get(1) {
             Some(base) => Value::Float(float(arg(0)?)?.log(float(base)?)),
             None => Value::Float(float(arg(0)?)?.ln()),
         },
-        "sin" => Value::Float(float(arg(0)?)?.sin()),
-        "cos" => Value::Float(float(arg(0)?)?.cos()),
-        "tan" => Value::Float(float(arg(0)?)?.tan()),
-        "asin" => Value::Float(float(arg(0)?)?.asin()),
-        "acos" => Value::Float(float(arg(0)?)?.acos()),
-        "atan" => Value::Float(float(arg(0)?)?.atan()),
-        "atan2" => Value::Float(float(arg(0)?)?.atan2(float(arg(1)?)?)),
-        "isNaN" => Value::Bool(float(arg(0)?)?.is_nan()),
-        "exp" => Value::Float(float(arg(0)?)?.exp()),
-        "is_nan" => Value::Bool(float(arg(0)?)?.is_nan()),
-        "read" => {
-            let p = string(arg(0)?)?;
-            Value::Str(std::fs::read_to_string(p).map_err(|e| format!("read({p}): {e}"))?)
-        }
-        // Tcl's `file type` and `file mtime` (seconds), as Swift/T has them.
-        "file_type" => {
-            let p = string(arg(0)?)?;
-            let t = std::fs::symlink_metadata(p)
-                .map_err(|e| format!("file_type({p}): {e}"))?
-                .file_type();
-            use std::os::unix::fs::FileTypeExt;
-            let kinds = [
-                (t.is_file(), "file"),
-                (t.is_dir(), "directory"),
-                (t.is_symlink(), "link"),
-                (t.is_fifo(), "fifo"),
-                (t.is_socket(), "socket"),
-                (t.is_char_device(), "characterSpecial"),
-                (t.is_block_device(), "blockSpecial"),
-            ];
-            let kind = kinds.iter().find(|k| k.0).map_or("file", |k| k.1);
-            Value::Str(kind.into())
-        }
-        "file_mtime" => {
-            let p = string(arg(0)?)?;
-            let m = std::fs::metadata(p).map_err(|e| format!("file_mtime({p}): {e}"))?;
-            Value::Int(std::os::unix::fs::MetadataExt::mtime(&m))
-        }
-        "file_lines" => {
-            let p = string(arg(0)?)?;
-            let text = std::fs::read_to_string(p).map_err(|e| format!("file_lines({p}): {e}"))?;
-            array(text.lines().map(|l| Value::Str(l.to_string())))
-        }
-        "file_exists" => Value::Bool(std::path::Path::new(string(arg(0)?)?).exists()),
-        "file_size" => {
-            let p = string(arg(0)?)?;
-            Value::Int(
-                std::fs::metadata(p)
-                    .map_err(|e| format!("file_size({p}): {e}"))?
-                    .len() as i64,
-            )
-        }
-        "glob" => {
-            let pattern = string(arg(0)?)?;
-            array(glob(pattern)?.into_iter().map(Value::File))
-        }
-        "random" => Value::Float(pseudo_random()),
-        "randint" => {
+        Pure::Exp => Value::Float(float(arg(0)?)?.exp()),
+        Pure::Sin => Value::Float(float(arg(0)?)?.sin()),
+        Pure::Cos => Value::Float(float(arg(0)?)?.cos()),
+        Pure::Tan => Value::Float(float(arg(0)?)?.tan()),
+        Pure::Asin => Value::Float(float(arg(0)?)?.asin()),
+        Pure::Acos => Value::Float(float(arg(0)?)?.acos()),
+        Pure::Atan => Value::Float(float(arg(0)?)?.atan()),
+        Pure::Atan2 => Value::Float(float(arg(0)?)?.atan2(float(arg(1)?)?)),
+        Pure::IsNan => Value::Bool(float(arg(0)?)?.is_nan()),
+        Pure::Random => Value::Float(pseudo_random()),
+        Pure::Randint => {
             let (lo, hi) = (int(arg(0)?)?, int(arg(1)?)?);
             if hi <= lo {
                 return Err(format!("randint({lo}, {hi}): empty range"));
             }
             Value::Int(lo + (pseudo_random() * (hi - lo) as f64) as i64)
         }
-        other => {
-            return Err(format!(
-                "builtin '{other}' is not available in this runtime yet"
-            ))
-        }
+        Pure::JsonGet => Value::Str(json::get(string(arg(0)?)?, string(arg(1)?)?)?),
     })
-}
-
-/// Files matching a pattern with `*` and `?` in its last component.
-fn glob(pattern: &str) -> Result<Vec<String>, String> {
-    let path = std::path::Path::new(pattern);
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let pat = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return Ok(out);
-    };
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        if wildcard(pat.as_bytes(), name.as_bytes()) {
-            let full = if path.parent().is_some_and(|p| !p.as_os_str().is_empty()) {
-                dir.join(&name).display().to_string()
-            } else {
-                name
-            };
-            out.push(full);
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 pub(crate) fn wildcard(p: &[u8], s: &[u8]) -> bool {
@@ -520,7 +518,7 @@ fn pseudo_random() -> f64 {
 }
 
 /// `argv_accept(keys…)`: every `--key=value` argument given is one of `keys`.
-pub fn argv_accept(args: &[String], keys: &[Value]) -> Result<(), String> {
+fn argv_accept(args: &[String], keys: &[Value]) -> Result<(), String> {
     let keys: Vec<&str> = keys.iter().map(string).collect::<Result<_, _>>()?;
     for arg in args {
         let Some(named) = arg.strip_prefix("--") else {
@@ -537,23 +535,21 @@ pub fn argv_accept(args: &[String], keys: &[Value]) -> Result<(), String> {
     Ok(())
 }
 
-/// Builtins that produce no value; `Ok(Some(line))` is output to print.
-pub fn effect(name: &str, a: &[Value]) -> Result<Option<String>, String> {
+/// Evaluates a builtin that produces no value; `Ok(Some(line))` is output
+/// to print.
+pub fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<String>, String> {
     let msg = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
-    match name {
-        "trace" => Ok(Some(format!(
-            "trace: {}",
-            a.iter().map(Value::render).collect::<Vec<_>>().join(",")
-        ))),
-        "printf" => {
+    match op {
+        Effect::Trace => Ok(Some(trace(a))),
+        Effect::Printf => {
             let fmt = a.first().map(string).transpose()?.unwrap_or("");
             Ok(Some(sprintf(fmt, &a[1.min(a.len())..])?))
         }
-        "assert" => match a.first() {
+        Effect::Assert => match a.first() {
             Some(Value::Bool(true)) => Ok(None),
             _ => Err(format!("assertion failed: {}", msg(1))),
         },
-        "assertEqual" => {
+        Effect::AssertEqual => {
             if a.first() == a.get(1) {
                 Ok(None)
             } else {
@@ -565,26 +561,33 @@ pub fn effect(name: &str, a: &[Value]) -> Result<Option<String>, String> {
                 ))
             }
         }
-        "assertLT" | "assertLTE" => {
-            let op = if name == "assertLT" {
+        Effect::AssertLt | Effect::AssertLte => {
+            let cmp = if op == Effect::AssertLt {
                 BinOp::Lt
             } else {
                 BinOp::Le
             };
-            match binary(op, &a[0], &a[1])? {
+            match binary(cmp, &a[0], &a[1])? {
                 Value::Bool(true) => Ok(None),
                 _ => Err(format!(
-                    "{name} failed: {} vs {}: {}",
+                    "{} failed: {} vs {}: {}",
+                    op.name(),
                     msg(0),
                     msg(1),
                     msg(2)
                 )),
             }
         }
-        other => Err(format!(
-            "builtin '{other}' is not available in this runtime yet"
-        )),
+        Effect::ArgvAccept => argv_accept(cx.args, a).map(|()| None),
     }
+}
+
+/// What `trace(a…)` prints.
+pub fn trace(a: &[Value]) -> String {
+    format!(
+        "trace: {}",
+        a.iter().map(Value::render).collect::<Vec<_>>().join(",")
+    )
 }
 
 /// Seconds since the epoch `t` (rounded, as Tcl's `clock format` takes an

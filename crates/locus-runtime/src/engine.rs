@@ -20,9 +20,10 @@ use crate::server::Dispatch;
 use crate::storage::Storage;
 use crate::store::{FutureId, Store};
 use crate::value::{Key, Value};
+use locus_lang::builtins::{Builtin, Run, Task as TaskFn};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
-use locus_proto::run::{Arg, Held, Placed, Target, Task, Work};
+use locus_proto::run::{Arg, Held, Outcome, Placed, Target, Task, Work};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -116,11 +117,11 @@ pub struct Engine {
     tasks_done: AtomicU64,
 }
 
-/// Runs a statement's completion callback once the statement and all the
-/// work it started have dropped their clones.
 /// The value of a `void` future: set when what it signals is done.
 const SIGNAL: Value = Value::Bool(true);
 
+/// Runs a statement's completion callback once the statement and all the
+/// work it started have dropped their clones.
 struct Done {
     _parent: Option<Arc<Done>>,
     on_done: Mutex<Option<Box<dyn FnOnce() + Send>>>,
@@ -662,78 +663,28 @@ impl Engine {
         match &block.stmts[i] {
             Stmt::Decl { .. } => {}
             Stmt::Const { dst, value } => self.set(frame.get(*dst), constant(value), done),
-            Stmt::Op { dst, op, args } => {
+            Stmt::Op { dst, op, args, at } => {
                 let a = self.get_all(func, frame, args).await;
                 let r = match op {
                     ir::Op::Bin(b) => builtins::binary(*b, &a[0], &a[1]),
                     ir::Op::Un(u) => builtins::unary(*u, &a[0]),
-                    ir::Op::Builtin(name) if name == "python" || name == "python_persist" => {
-                        let text = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
-                        let work = Work::Python {
-                            code: text(0),
-                            expr: text(1),
-                        };
-                        let task = self.task(name, None, Placed::Anywhere, 0, work);
-                        Box::pin(self.leaf_value(task))
-                            .await
-                            .map(|v| Value::Str(v.unwrap_or_default()))
-                    }
-                    ir::Op::Builtin(name) if name == "write" => {
-                        let path = self.path(frame.get(*dst)).await;
-                        let data = a.first().map(Value::render).unwrap_or_default();
-                        match Box::pin(self.opts.storage.write_file(&path, &data)).await {
-                            Ok(()) => Ok(Value::File(path)),
-                            Err(e) => Err(e),
-                        }
-                    }
-                    ir::Op::Builtin(name) => match Box::pin(self.opts.storage.call(name, &a)).await
-                    {
-                        Some(r) => r,
-                        None => builtins::call(
-                            name,
-                            &a,
-                            &Context {
-                                args: &self.opts.args,
-                            },
-                        ),
-                    },
                 };
                 match r {
                     Ok(v) => self.set(frame.get(*dst), v, done),
-                    Err(e) => self.fail(format!("{}: {e}", func.name)),
+                    Err(e) => self.fail(format!("{}: {e}", self.place(at))),
                 }
             }
-            Stmt::Effect { op, args } => {
+            Stmt::Builtin { outs, op, args, at } => {
                 let a = self.get_all(func, frame, args).await;
-                let done = match op.as_str() {
-                    // sleep_trace: a sleep on a worker, then a trace of the rest.
-                    "sleep" | "sleep_trace" => {
-                        let secs = match a.first() {
-                            Some(Value::Float(x)) => *x,
-                            Some(Value::Int(i)) => *i as f64,
-                            _ => 0.0,
-                        };
-                        let task =
-                            self.task(&func.name, None, Placed::Anywhere, 0, Work::Sleep { secs });
-                        match Box::pin(self.leaf(task)).await {
-                            Ok(()) if op == "sleep_trace" => builtins::effect("trace", &a[1..]),
-                            other => other.map(|()| None),
+                match Box::pin(self.builtin(frame, *op, &a, outs)).await {
+                    Ok(values) => {
+                        // Outputs without a value are `void` signals.
+                        let mut values = values.into_iter();
+                        for o in outs {
+                            self.set(frame.get(*o), values.next().unwrap_or(SIGNAL), done);
                         }
                     }
-                    "set_rank" => Box::pin(self.opts.storage.set_rank(&a))
-                        .await
-                        .map(|()| None),
-                    "argv_accept" => builtins::argv_accept(&self.opts.args, &a).map(|()| None),
-                    _ => builtins::effect(op, &a),
-                };
-                match done {
-                    Ok(Some(line)) => {
-                        let mut out = self.opts.out.lock().expect("output");
-                        let _ = writeln!(out, "{line}");
-                        let _ = out.flush();
-                    }
-                    Ok(None) => {}
-                    Err(e) => self.fail(e),
+                    Err(e) => self.fail(format!("{}: {e}", self.place(at))),
                 }
             }
             Stmt::Copy { dst, src } => {
@@ -1343,6 +1294,90 @@ impl Engine {
         }
     }
 
+    /// Evaluates builtin `op` on its arguments: the values of its outputs
+    /// (none for outputs that are `void` signals).
+    async fn builtin(
+        &self,
+        frame: &Frame,
+        op: Builtin,
+        a: &[Value],
+        outs: &[VarId],
+    ) -> Result<Vec<Value>, String> {
+        let cx = Context {
+            args: &self.opts.args,
+        };
+        match op {
+            Builtin::Pure(p) => builtins::pure(p, a, &cx).map(|v| vec![v]),
+            Builtin::Run(r) => {
+                let dst = match (r, outs.first()) {
+                    (Run::Write, Some(o)) => Some(self.path(frame.get(*o)).await),
+                    _ => None,
+                };
+                let v = self.opts.storage.call(r, a, dst.as_deref()).await?;
+                Ok(v.into_iter().collect())
+            }
+            Builtin::Effect(e) => {
+                if let Some(line) = builtins::effect(e, a, &cx)? {
+                    self.print(&line);
+                }
+                Ok(Vec::new())
+            }
+            Builtin::Task(t) => self.task_builtin(t, a).await,
+        }
+    }
+
+    /// A builtin that runs on a worker, as a leaf task named after it.
+    async fn task_builtin(&self, op: TaskFn, a: &[Value]) -> Result<Vec<Value>, String> {
+        let text = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
+        let work = match op {
+            TaskFn::Sleep | TaskFn::SleepTrace => Work::Sleep {
+                secs: match a.first() {
+                    Some(Value::Float(x)) => *x,
+                    Some(Value::Int(i)) => *i as f64,
+                    _ => 0.0,
+                },
+            },
+            TaskFn::Python | TaskFn::PythonPersist => Work::Python {
+                code: text(0),
+                expr: text(1),
+            },
+            TaskFn::R | TaskFn::RPersist => Work::R {
+                code: text(0),
+                expr: text(1),
+            },
+            TaskFn::System => Work::System {
+                argv: match a.first() {
+                    Some(Value::Container(words)) => words.values().map(Value::render).collect(),
+                    _ => Vec::new(),
+                },
+            },
+            TaskFn::System1 => Work::System {
+                argv: vec!["/bin/sh".into(), "-c".into(), text(0)],
+            },
+        };
+        let task = self.task(op.name(), None, Placed::Anywhere, 0, work);
+        let outcome = Box::pin(self.leaf_outcome(task)).await?;
+        let value = Value::Str(outcome.value.unwrap_or_default());
+        Ok(match op {
+            TaskFn::Sleep => Vec::new(),
+            TaskFn::SleepTrace => {
+                self.print(&builtins::trace(&a[1..]));
+                Vec::new()
+            }
+            TaskFn::Python | TaskFn::PythonPersist | TaskFn::R | TaskFn::RPersist => vec![value],
+            TaskFn::System | TaskFn::System1 => {
+                vec![value, Value::Int(outcome.exit.unwrap_or_default().into())]
+            }
+        })
+    }
+
+    /// Prints a line of the script's output.
+    fn print(&self, line: &str) {
+        let mut out = self.opts.out.lock().expect("output");
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+
     /// `file:line:col` of a position in the script.
     fn place(&self, at: &ir::Pos) -> String {
         let file = self.files.get(at.file as usize).map_or("?", String::as_str);
@@ -1351,11 +1386,11 @@ impl Engine {
 
     /// Runs a leaf task on a worker and waits for it.
     async fn leaf(&self, task: Task) -> Result<(), String> {
-        self.leaf_value(task).await.map(drop)
+        self.leaf_outcome(task).await.map(drop)
     }
 
-    /// Runs a leaf task on a worker; returns the value it computed, if any.
-    async fn leaf_value(&self, task: Task) -> Result<Option<String>, String> {
+    /// Runs a leaf task on a worker; returns what became of it.
+    async fn leaf_outcome(&self, task: Task) -> Result<Outcome, String> {
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
         let outcome = self.opts.dispatch.run(task).await;
@@ -1364,7 +1399,7 @@ impl Engine {
         self.step();
         match outcome.error {
             Some(e) => Err(e),
-            None => Ok(outcome.value),
+            None => Ok(outcome),
         }
     }
 

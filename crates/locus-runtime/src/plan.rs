@@ -56,7 +56,7 @@ pub fn writes(s: &Stmt, v: VarId) -> bool {
         | Stmt::ArrayGet { dst, .. }
         | Stmt::GetPath { dst, .. }
         | Stmt::StructGet { dst, .. } => *dst == v,
-        Stmt::Call { outs, .. } => outs.contains(&v),
+        Stmt::Call { outs, .. } | Stmt::Builtin { outs, .. } => outs.contains(&v),
         Stmt::ArrayInsert { array, .. } | Stmt::ArrayAppend { array, .. } => *array == v,
         Stmt::InsertPath { target, .. } => *target == v,
         Stmt::StructSet { target, .. } => *target == v,

@@ -257,6 +257,7 @@ async fn rank_main(
             task_timeout: opts.task_timeout,
             echo_apps: !opts.quiet_apps,
             python: Default::default(),
+            r: Default::default(),
         };
         return run_worker(cfg).await;
     };

@@ -102,6 +102,7 @@ impl Dispatch {
         let _ = self.events.send(Event::Put(task));
         rx.await.unwrap_or_else(|_| Outcome {
             value: None,
+            exit: None,
             id,
             rank: 0,
             micros: 0,

@@ -5,10 +5,12 @@
 
 use crate::builtins::{array, string, wildcard};
 use crate::files::fs_path;
+use crate::json;
 use crate::layout::Layout;
 use crate::record::Seen;
 use crate::value::{Location, Value};
 use locus_fs::Client;
+use locus_lang::builtins::Run;
 use locus_proto::fs::{Kind, NodeId};
 use locus_proto::run::{Held, Rank};
 use std::sync::Arc;
@@ -86,48 +88,183 @@ impl Storage {
         names.iter().position(|n| n == host).map(|i| i as NodeId)
     }
 
-    /// Evaluates `name` if it is one of this module's builtins.
-    pub async fn call(&self, name: &str, a: &[Value]) -> Option<Result<Value, String>> {
-        let is_locus = |i: usize| matches!(a.get(i), Some(Value::Str(s) | Value::File(s)) if fs_path(s).is_some());
-        Some(match name {
-            "lookup" => self.lookup(a).await,
-            "ip2rank" => text(a, 0, name).and_then(|h| {
-                Ok(Value::Location(Location {
-                    rank: self.worker_on(name, &h)? as i64,
-                    hard: true,
-                    node: true,
-                }))
+    /// Evaluates a builtin that reads the run; `dst` is where `write`
+    /// writes (its output file's path).
+    pub async fn call(
+        &self,
+        op: Run,
+        a: &[Value],
+        dst: Option<&str>,
+    ) -> Result<Option<Value>, String> {
+        let name = op.name();
+        Ok(Some(match op {
+            Run::Lookup => {
+                let path = text(a, 0, name)?;
+                Value::Str(self.holder(name, &path).await?)
+            }
+            Run::Ip2rank => Value::Location(Location {
+                rank: self.worker_on(name, &text(a, 0, name)?)? as i64,
+                hard: true,
+                node: true,
             }),
-            "get_rank" => self.get_rank(a).await,
-            "hostmapOneWorker" => text(a, 0, name)
-                .and_then(|h| self.worker_on(name, &h))
-                .map(|r| Value::Int(r as i64)),
-            "turbine_workers" => Ok(Value::Int(self.layout.workers() as i64)),
+            Run::GetRank => self.get_rank(a).await?,
+            Run::SetRank => {
+                self.set_rank(a).await?;
+                return Ok(None);
+            }
+            Run::HostmapOneWorker => Value::Int(self.worker_on(name, &text(a, 0, name)?)? as i64),
+            Run::TurbineWorkers => Value::Int(self.layout.workers() as i64),
             // Every server runs an engine here.
-            "adlb_servers" | "turbine_engines" => Ok(Value::Int(self.layout.servers as i64)),
-            "hostmapList" => Ok(array(
+            Run::AdlbServers => Value::Int(self.layout.servers as i64),
+            Run::HostmapList => array(
                 (0..self.layout.nodes.len() as u32)
                     .filter(|n| self.layout.workers_on(*n).next().is_some())
                     .map(|n| Value::Str(self.layout.nodes[n as usize].clone())),
-            )),
-            "randomWorker" => Ok(Value::Location(Location {
+            ),
+            Run::RandomWorker => Value::Location(Location {
                 rank: rand::random::<u32>() as i64 % self.layout.workers() as i64,
                 hard: true,
                 node: false,
-            })),
-            "read" | "file_lines" | "file_size" | "file_exists" | "file_type" | "file_mtime"
-            | "glob"
-                if is_locus(0) =>
-            {
-                self.file_builtin(name, a).await
+            }),
+            Run::Write => {
+                let path = dst.ok_or("write: its output has no path")?;
+                let data = a.first().map(Value::render).unwrap_or_default();
+                self.write_file(path, &data).await?;
+                Value::File(path.to_string())
             }
-            _ => return None,
-        })
+            Run::Read => Value::Str(self.read(name, a).await?),
+            Run::FileLines => array(
+                self.read(name, a)
+                    .await?
+                    .lines()
+                    .map(|l| Value::Str(l.to_string())),
+            ),
+            Run::FileExists => {
+                let path = text(a, 0, name)?;
+                Value::Bool(match fs_path(&path) {
+                    Some(fp) => self.client(name, &path)?.stat(fp).await.is_ok(),
+                    None => std::path::Path::new(&path).exists(),
+                })
+            }
+            Run::FileSize | Run::FileType | Run::FileMtime => {
+                let path = text(a, 0, name)?;
+                let (size, mtime, kind) = self.stat(name, &path).await?;
+                match op {
+                    Run::FileSize => Value::Int(size as i64),
+                    Run::FileMtime => Value::Int(mtime),
+                    _ => Value::Str(kind.into()),
+                }
+            }
+            Run::Glob => {
+                let pattern = text(a, 0, name)?;
+                array(self.glob(&pattern).await?.into_iter().map(Value::File))
+            }
+            Run::JsonType | Run::JsonListLength | Run::JsonDictEntries => {
+                let doc = self.read(name, a).await?;
+                let path = text(a, 1, name)?;
+                Value::Str(match op {
+                    Run::JsonType => json::type_of(&doc, &path),
+                    Run::JsonListLength => json::list_length(&doc, &path),
+                    _ => json::dict_entries(&doc, &path),
+                }?)
+            }
+        }))
     }
 
-    async fn lookup(&self, a: &[Value]) -> Result<Value, String> {
-        let path = text(a, 0, "lookup")?;
-        self.holder("lookup", &path).await.map(Value::Str)
+    /// The text of the file named by argument 0: a Locus or a host file.
+    async fn read(&self, name: &str, a: &[Value]) -> Result<String, String> {
+        let path = text(a, 0, name)?;
+        let bytes = match fs_path(&path) {
+            Some(fp) => self
+                .client(name, &path)?
+                .get(fp)
+                .await
+                .map_err(|e| format!("{name}({path}): {e}"))?,
+            None => std::fs::read(&path).map_err(|e| format!("{name}({path}): {e}"))?,
+        };
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// A file's size, mtime (seconds) and type, in Tcl's words (`file`,
+    /// `directory`, `link`, …, as Swift/T's `file_type` gives them).
+    async fn stat(&self, name: &str, path: &str) -> Result<(u64, i64, &'static str), String> {
+        let err = |e: &dyn std::fmt::Display| format!("{name}({path}): {e}");
+        if let Some(fp) = fs_path(path) {
+            let rec = self
+                .client(name, path)?
+                .stat(fp)
+                .await
+                .map_err(|e| err(&e))?;
+            let kind = if rec.kind == Kind::Dir {
+                "directory"
+            } else {
+                "file"
+            };
+            return Ok((rec.size, (rec.mtime_ns / 1_000_000_000) as i64, kind));
+        }
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let m = std::fs::symlink_metadata(path).map_err(|e| err(&e))?;
+        let t = m.file_type();
+        let kinds = [
+            (t.is_file(), "file"),
+            (t.is_dir(), "directory"),
+            (t.is_symlink(), "link"),
+            (t.is_fifo(), "fifo"),
+            (t.is_socket(), "socket"),
+            (t.is_char_device(), "characterSpecial"),
+            (t.is_block_device(), "blockSpecial"),
+        ];
+        let kind = kinds.iter().find(|k| k.0).map_or("file", |k| k.1);
+        // Size and mtime follow a link, as Tcl's `file size`/`file mtime`.
+        let m = if t.is_symlink() {
+            std::fs::metadata(path).map_err(|e| err(&e))?
+        } else {
+            m
+        };
+        Ok((m.len(), m.mtime(), kind))
+    }
+
+    /// Files matching a pattern with `*` and `?` in its last component,
+    /// sorted: Locus files by their Locus paths, host files by theirs.
+    async fn glob(&self, pattern: &str) -> Result<Vec<String>, String> {
+        let (dir, last) = match pattern.rsplit_once('/') {
+            Some((d, l)) => (Some(if d.is_empty() { "/" } else { d }), l),
+            None => (None, pattern),
+        };
+        let join = |name: &str| match dir {
+            Some("/") => format!("/{name}"),
+            Some(d) => format!("{d}/{name}"),
+            None => name.to_string(),
+        };
+        let mut out: Vec<String> = match fs_path(pattern) {
+            Some(fp) => {
+                let fs_dir = match fp.rsplit_once('/') {
+                    Some(("", _)) | None => "/",
+                    Some((d, _)) => d,
+                };
+                self.client("glob", pattern)?
+                    .readdir(fs_dir)
+                    .await
+                    .map_err(|e| format!("glob({pattern}): {e}"))?
+                    .into_iter()
+                    .filter(|e| {
+                        e.kind == Kind::File && wildcard(last.as_bytes(), e.name.as_bytes())
+                    })
+                    .map(|e| join(&e.name))
+                    .collect()
+            }
+            None => match std::fs::read_dir(dir.unwrap_or(".")) {
+                Ok(rd) => rd
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| wildcard(last.as_bytes(), n.as_bytes()))
+                    .map(|n| join(&n))
+                    .collect(),
+                Err(_) => Vec::new(),
+            },
+        };
+        out.sort();
+        Ok(out)
     }
 
     /// The first worker on the node holding a file, or for a file not
@@ -149,7 +286,7 @@ impl Storage {
     }
 
     /// `set_rank(path, rank)`: new data of `path` goes to `rank`'s node.
-    pub async fn set_rank(&self, a: &[Value]) -> Result<(), String> {
+    async fn set_rank(&self, a: &[Value]) -> Result<(), String> {
         let path = text(a, 0, "set_rank")?;
         let Some(Value::Int(rank)) = a.get(1) else {
             return Err("set_rank: the rank must be an int".into());
@@ -171,60 +308,9 @@ impl Storage {
         Ok(())
     }
 
-    async fn file_builtin(&self, name: &str, a: &[Value]) -> Result<Value, String> {
-        let path = text(a, 0, name)?;
-        let fp = self.locus(name, &path)?;
-        let client = self.client(name, &path)?;
-        let err = |e: locus_proto::FsError| format!("{name}({path}): {e}");
-        match name {
-            "file_exists" => Ok(Value::Bool(client.stat(fp).await.is_ok())),
-            "file_size" | "file_mtime" | "file_type" => {
-                let rec = client.stat(fp).await.map_err(err)?;
-                Ok(match name {
-                    "file_size" => Value::Int(rec.size as i64),
-                    "file_mtime" => Value::Int((rec.mtime_ns / 1_000_000_000) as i64),
-                    _ => Value::Str(
-                        if rec.kind == Kind::Dir {
-                            "directory"
-                        } else {
-                            "file"
-                        }
-                        .into(),
-                    ),
-                })
-            }
-            "glob" => {
-                let (dir, pattern) = fp.rsplit_once('/').unwrap_or(("", fp));
-                let (swift_dir, _) = path.rsplit_once('/').unwrap_or(("", &path));
-                let dir = if dir.is_empty() { "/" } else { dir };
-                let mut out: Vec<String> = client
-                    .readdir(dir)
-                    .await
-                    .map_err(err)?
-                    .into_iter()
-                    .filter(|e| {
-                        e.kind == Kind::File && wildcard(pattern.as_bytes(), e.name.as_bytes())
-                    })
-                    .map(|e| format!("{swift_dir}/{}", e.name))
-                    .collect();
-                out.sort();
-                Ok(array(out.into_iter().map(Value::File)))
-            }
-            _ => {
-                let bytes = client.get(fp).await.map_err(err)?;
-                let text = String::from_utf8_lossy(&bytes).to_string();
-                Ok(if name == "read" {
-                    Value::Str(text)
-                } else {
-                    array(text.lines().map(|l| Value::Str(l.to_string())))
-                })
-            }
-        }
-    }
-
     /// `write(s)` into the file at `path`: a Locus file through the file
     /// system, a host file directly.
-    pub async fn write_file(&self, path: &str, data: &str) -> Result<(), String> {
+    async fn write_file(&self, path: &str, data: &str) -> Result<(), String> {
         let fail = |e: &dyn std::fmt::Display| format!("write({path}): {e}");
         match fs_path(path) {
             Some(fp) => {

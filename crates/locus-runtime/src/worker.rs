@@ -5,6 +5,7 @@
 //! task leaves every file as it was; host files are used as they are.
 
 use crate::files::{fs_path, LOCUS_PREFIX};
+use crate::interp::{Interpreter, Lang};
 use crate::layout::Layout;
 use crate::process::{self, Capture, Ended, Usage};
 use crate::record::{now_us, task_stream, Recorder, Seen, TaskRecord};
@@ -41,8 +42,10 @@ pub struct WorkerConfig {
     /// Pass apps' unredirected stdout and stderr to this process's own too
     /// (they are kept in `RUN/tasks/` either way).
     pub echo_apps: bool,
-    /// This worker's Python interpreter, started by its first `python` task.
-    pub python: tokio::sync::Mutex<Option<crate::python::Interpreter>>,
+    /// This worker's Python and R interpreters, each started by its first
+    /// task.
+    pub python: tokio::sync::Mutex<Option<Interpreter>>,
+    pub r: tokio::sync::Mutex<Option<Interpreter>>,
 }
 
 /// Serves tasks until the server says the run is over.
@@ -125,17 +128,16 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             }
             Ok(())
         }
-        Work::Python { code, expr } => {
-            let mut python = cfg.python.lock().await;
-            let interp = match python.as_mut() {
-                Some(i) => Ok(i),
-                None => crate::python::Interpreter::start().map(|i| python.insert(i)),
-            };
-            match interp {
-                Ok(i) => i.eval(code, expr).await.map(|v| value = Some(v)),
-                Err(e) => Err(e),
-            }
-        }
+        Work::Python { code, expr } => eval(&cfg.python, Lang::Python, code, expr)
+            .await
+            .map(|v| value = Some(v)),
+        Work::R { code, expr } => eval(&cfg.r, Lang::R, code, expr)
+            .await
+            .map(|v| value = Some(v)),
+        Work::System { argv } => system(argv, cfg.task_timeout).await.map(|(out, code)| {
+            value = Some(out);
+            exit = Some(code);
+        }),
         Work::App {
             argv,
             stdin,
@@ -202,12 +204,73 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         micros: record.end_us.saturating_sub(start_us),
         error,
         value,
+        exit: if matches!(task.work, Work::System { .. }) {
+            record.exit
+        } else {
+            None
+        },
         fetched: (record.remote_bytes > 0).then_some(Fetched {
             bytes: record.remote_bytes,
             micros: record.stage_us,
         }),
     };
     (outcome, record)
+}
+
+/// `code` then `expr` in this worker's interpreter of `lang`, started by
+/// its first call.
+async fn eval(
+    interp: &tokio::sync::Mutex<Option<Interpreter>>,
+    lang: Lang,
+    code: &str,
+    expr: &str,
+) -> Result<String, String> {
+    let mut interp = interp.lock().await;
+    let interp = match interp.as_mut() {
+        Some(i) => i,
+        None => interp.insert(Interpreter::start(lang)?),
+    };
+    interp.eval(code, expr).await
+}
+
+/// Swift/T's `system(argv)`: the command's stdout (one trailing newline
+/// dropped, as Tcl's `exec` does) and exit code; its stderr passes through.
+/// A command that cannot start or is killed by a signal (or the timeout)
+/// fails the task; a non-zero exit does not.
+async fn system(
+    argv: &[String],
+    timeout: Option<std::time::Duration>,
+) -> Result<(String, i32), String> {
+    let shown = argv.join(" ");
+    let (program, args) = argv.split_first().ok_or("system: the command is empty")?;
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("system: cannot run '{shown}': {e}"))?;
+    let run = child.wait_with_output();
+    let out = match timeout {
+        Some(t) => tokio::time::timeout(t, run)
+            .await
+            .map_err(|_| format!("system: '{shown}' ran past the task timeout ({t:?})"))?,
+        None => run.await,
+    }
+    .map_err(|e| format!("system: '{shown}': {e}"))?;
+    let code = out.status.code().ok_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        format!(
+            "system: '{shown}' was killed by signal {}",
+            out.status.signal().unwrap_or(0)
+        )
+    })?;
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if text.ends_with('\n') {
+        text.pop();
+    }
+    Ok((text, code))
 }
 
 struct App<'a> {

@@ -1,0 +1,210 @@
+//! `python(code, expr)` and `R(code, expr)`: one persistent interpreter per
+//! language per worker (a `python3` or `Rscript` process kept for the
+//! worker's life), so state set by one call is seen by the next on that
+//! worker, as in Swift/T. Each call runs `code`, then evaluates `expr` and
+//! returns it as text (Python's `str()`, R's `toString()`); an error fails
+//! the task with the interpreter's own report (Python's traceback).
+//!
+//! Requests and answers are length-prefixed frames, which both languages
+//! read with their base libraries: `"<code bytes> <expr bytes>\n"` then the
+//! two texts; `"value|error <bytes>\n"` then the text. What the code prints
+//! goes to the worker's stderr and cannot corrupt the answers.
+
+use std::process::Stdio;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    Python,
+    R,
+}
+
+/// Python's side: answers go to a duplicate of the original stdout;
+/// stdout itself then points at stderr.
+const PYTHON: &str = r#"
+import os, sys, traceback
+answers = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+requests = sys.stdin.buffer
+scope = {"__name__": "__main__"}
+while True:
+    head = requests.readline()
+    if not head:
+        break
+    n, m = map(int, head.split())
+    code, expr = requests.read(n).decode(), requests.read(m).decode()
+    try:
+        exec(code, scope)
+        kind, text = "value", str(eval(expr, scope)) if expr.strip() else ""
+    except BaseException:
+        kind, text = "error", traceback.format_exc().rstrip()
+    data = text.encode()
+    answers.write(b"%s %d\n" % (kind.encode(), len(data)) + data)
+    answers.flush()
+"#;
+
+/// R's side: printed output is sunk to stderr; answers are written to the
+/// stdout connection itself.
+const R: &str = r#"
+requests <- file("stdin", "rb")
+answers <- stdout()
+sink(stderr())
+repeat {
+  head <- readLines(requests, n = 1)
+  if (length(head) == 0) break
+  n <- as.integer(strsplit(head, " ")[[1]])
+  code <- if (n[1] > 0) rawToChar(readBin(requests, "raw", n[1])) else ""
+  expr <- if (n[2] > 0) rawToChar(readBin(requests, "raw", n[2])) else ""
+  answer <- tryCatch({
+    eval(parse(text = code), envir = globalenv())
+    value <- if (nzchar(trimws(expr))) eval(parse(text = expr), envir = globalenv()) else ""
+    c("value", toString(value))
+  }, error = function(e) c("error", paste0("Error: ", conditionMessage(e))))
+  text <- enc2utf8(answer[2])
+  cat(answer[1], " ", length(charToRaw(text)), "\n", text, sep = "", file = answers)
+  flush(answers)
+}
+"#;
+
+impl Lang {
+    fn name(self) -> &'static str {
+        match self {
+            Lang::Python => "python",
+            Lang::R => "R",
+        }
+    }
+
+    /// The program (`LOCUS_PYTHON`/`LOCUS_RSCRIPT` choose another).
+    fn program(self) -> String {
+        let (var, default) = match self {
+            Lang::Python => ("LOCUS_PYTHON", "python3"),
+            Lang::R => ("LOCUS_RSCRIPT", "Rscript"),
+        };
+        std::env::var(var).unwrap_or_else(|_| default.into())
+    }
+
+    /// The program's arguments before the driver, and how to install it.
+    fn args(self) -> ([&'static str; 2], &'static str) {
+        match self {
+            Lang::Python => (["-u", "-c"], "install python3"),
+            Lang::R => (
+                ["--vanilla", "-e"],
+                "install R: apt-get install r-base-core",
+            ),
+        }
+    }
+
+    fn driver(self) -> &'static str {
+        match self {
+            Lang::Python => PYTHON,
+            Lang::R => R,
+        }
+    }
+}
+
+pub struct Interpreter {
+    lang: Lang,
+    _child: Child,
+    requests: ChildStdin,
+    answers: BufReader<ChildStdout>,
+}
+
+impl Interpreter {
+    pub fn start(lang: Lang) -> Result<Interpreter, String> {
+        Interpreter::spawn(lang, &lang.program())
+    }
+
+    fn spawn(lang: Lang, program: &str) -> Result<Interpreter, String> {
+        let (args, hint) = lang.args();
+        let mut child = Command::new(program)
+            .args(args)
+            .arg(lang.driver())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("{}: cannot start {program}: {e} ({hint})", lang.name()))?;
+        let requests = child.stdin.take().expect("piped");
+        let answers = BufReader::new(child.stdout.take().expect("piped"));
+        Ok(Interpreter {
+            lang,
+            _child: child,
+            requests,
+            answers,
+        })
+    }
+
+    /// Runs `code`, then returns `expr` as text (empty for an empty `expr`).
+    pub async fn eval(&mut self, code: &str, expr: &str) -> Result<String, String> {
+        let name = self.lang.name();
+        let lost = |e: std::io::Error| format!("{name}: the interpreter stopped: {e}");
+        let head = format!("{} {}\n", code.len(), expr.len());
+        for part in [head.as_str(), code, expr] {
+            self.requests
+                .write_all(part.as_bytes())
+                .await
+                .map_err(lost)?;
+        }
+        self.requests.flush().await.map_err(lost)?;
+        let mut head = String::new();
+        if self.answers.read_line(&mut head).await.map_err(lost)? == 0 {
+            return Err(format!("{name}: the interpreter exited"));
+        }
+        let bad = || format!("{name}: a garbled answer: {head:?}");
+        let (kind, len) = head.trim_end().split_once(' ').ok_or_else(bad)?;
+        let len: usize = len.parse().map_err(|_| bad())?;
+        let mut text = vec![0; len];
+        self.answers.read_exact(&mut text).await.map_err(lost)?;
+        let text = String::from_utf8_lossy(&text).into_owned();
+        match kind {
+            "value" => Ok(text),
+            "error" => Err(format!("{name}: {text}")),
+            _ => Err(bad()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn python_state_persists_and_exceptions_carry_their_traceback() {
+        let mut py = Interpreter::start(Lang::Python).expect("python3 (scripts/setup.sh)");
+        assert_eq!(py.eval("x = 20", "x + 1").await.unwrap(), "21");
+        assert_eq!(py.eval("print('to stderr')", "x * 2").await.unwrap(), "40");
+        let err = py.eval("1 / 0", "").await.unwrap_err();
+        assert!(err.contains("ZeroDivisionError"), "{err}");
+        assert!(err.contains("Traceback"), "{err}");
+        assert_eq!(py.eval("", "x").await.unwrap(), "20");
+        assert_eq!(py.eval("s = 'é\\n'", "s * 2").await.unwrap(), "é\né\n");
+    }
+
+    #[tokio::test]
+    async fn r_state_persists_and_errors_are_reported() {
+        let mut r = Interpreter::start(Lang::R).expect("Rscript (scripts/setup.sh)");
+        assert_eq!(r.eval("x <- 20", "x + 1").await.unwrap(), "21");
+        assert_eq!(
+            r.eval("print('to stderr')", "c(x, 2)").await.unwrap(),
+            "20, 2"
+        );
+        let err = r.eval("stop('bad input')", "").await.unwrap_err();
+        assert!(err.contains("bad input"), "{err}");
+        assert_eq!(r.eval("", "x").await.unwrap(), "20");
+    }
+
+    #[tokio::test]
+    async fn a_missing_interpreter_is_one_clear_error() {
+        let err = Interpreter::spawn(Lang::R, "/nonexistent/Rscript")
+            .err()
+            .expect("no such program");
+        assert!(
+            err.starts_with("R: cannot start /nonexistent/Rscript"),
+            "{err}"
+        );
+        assert!(err.contains("r-base-core"), "{err}");
+    }
+}
