@@ -136,7 +136,7 @@ library! {
         ClockFormat: sys "clock_format" => "string any -> string",
         IntMax: sys "INT_MAX" => "-> int",
         Sqrt: math "sqrt" => "float -> float",
-        Pow: math "pow" => "T T -> float",
+        Pow: builtins "pow" => "T T -> float",
         Floor: math "floor" => "float -> float",
         Ceil: math "ceil" => "float -> float",
         Round: math "round" => "float -> float",

@@ -239,10 +239,13 @@ pub enum Stmt {
         path: Vec<Member>,
         value: VarId,
     },
+    /// Reads fail at run time if the element is never set: `at` says
+    /// where the script reads it.
     ArrayGet {
         dst: VarId,
         array: VarId,
         index: VarId,
+        at: Pos,
     },
     /// `A[i][j]`, `s.a.x`: the element at `path` in container `target`,
     /// read as soon as it is set (not when all of `target` is).
@@ -250,6 +253,7 @@ pub enum Stmt {
         dst: VarId,
         target: VarId,
         path: Vec<Member>,
+        at: Pos,
     },
     StructSet {
         target: VarId,
@@ -260,6 +264,7 @@ pub enum Stmt {
         dst: VarId,
         src: VarId,
         field: String,
+        at: Pos,
     },
 }
 
@@ -462,7 +467,9 @@ impl Function {
             } => {
                 let _ = writeln!(out, "{pad}{}[{}] = {}", v(*array), v(*index), v(*value));
             }
-            Stmt::ArrayGet { dst, array, index } => {
+            Stmt::ArrayGet {
+                dst, array, index, ..
+            } => {
                 let _ = writeln!(out, "{pad}{} = {}[{}]", v(*dst), v(*array), v(*index));
             }
             Stmt::InsertPath {
@@ -473,7 +480,9 @@ impl Function {
                 let steps = show_path(path, &v);
                 let _ = writeln!(out, "{pad}{}{steps} = {}", v(*target), v(*value));
             }
-            Stmt::GetPath { dst, target, path } => {
+            Stmt::GetPath {
+                dst, target, path, ..
+            } => {
                 let steps = show_path(path, &v);
                 let _ = writeln!(out, "{pad}{} = {}{steps}", v(*dst), v(*target));
             }
@@ -484,7 +493,9 @@ impl Function {
             } => {
                 let _ = writeln!(out, "{pad}{}.{field} = {}", v(*target), v(*value));
             }
-            Stmt::StructGet { dst, src, field } => {
+            Stmt::StructGet {
+                dst, src, field, ..
+            } => {
                 let _ = writeln!(out, "{pad}{} = {}.{field}", v(*dst), v(*src));
             }
         }

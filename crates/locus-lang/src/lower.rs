@@ -1392,10 +1392,12 @@ impl<'a> FnCx<'a> {
                             self.error(key.span, format!("this array is indexed by {kt}, not {t}"));
                         }
                         let dst = self.temp((*elem).clone(), out);
+                        let at = self.pos(e.span);
                         out.push(Stmt::ArrayGet {
                             dst,
                             array: b,
                             index: k,
+                            at,
                         });
                         (dst, *elem)
                     }
@@ -1419,10 +1421,12 @@ impl<'a> FnCx<'a> {
                             Some((_, t)) => {
                                 let t = t.clone();
                                 let dst = self.temp(t.clone(), out);
+                                let at = self.pos(e.span);
                                 out.push(Stmt::StructGet {
                                     dst,
                                     src: b,
                                     field: field.name.clone(),
+                                    at,
                                 });
                                 (dst, t)
                             }
@@ -1622,10 +1626,12 @@ impl<'a> FnCx<'a> {
             }
         }
         let dst = self.temp(t.clone(), out);
+        let at = self.pos(e.span);
         out.push(Stmt::GetPath {
             dst,
             target: root,
             path,
+            at,
         });
         (dst, t)
     }

@@ -824,16 +824,35 @@ impl Engine {
                 let v = self.get(func, frame, *value).await;
                 self.insert(func, frame.get(*target), keys, v, done);
             }
-            Stmt::ArrayGet { dst, array, index } => {
+            Stmt::ArrayGet {
+                dst,
+                array,
+                index,
+                at,
+            } => {
                 let k = self.get(func, frame, *index).await;
                 let Some(k) = self.key(&k) else { return };
-                self.member(func, frame, *dst, *array, k, done).await;
+                if let Some(v) = self.element(func, frame, *array, vec![k], at).await {
+                    self.set(frame.get(*dst), v, done);
+                }
             }
-            Stmt::StructGet { dst, src, field } => {
-                self.member(func, frame, *dst, *src, Key::Str(field.clone()), done)
-                    .await;
+            Stmt::StructGet {
+                dst,
+                src,
+                field,
+                at,
+            } => {
+                let k = Key::Str(field.clone());
+                if let Some(v) = self.element(func, frame, *src, vec![k], at).await {
+                    self.set(frame.get(*dst), v, done);
+                }
             }
-            Stmt::GetPath { dst, target, path } => {
+            Stmt::GetPath {
+                dst,
+                target,
+                path,
+                at,
+            } => {
                 let mut keys = Vec::with_capacity(path.len());
                 for m in path {
                     keys.push(match m {
@@ -845,26 +864,8 @@ impl Engine {
                         ir::Member::Field(f) => Key::Str(f.clone()),
                     });
                 }
-                let c = frame.get(*target);
-                let v = if self.store.is_local(c) {
-                    self.store.member_path(c, &keys).await
-                } else {
-                    // The owner answers for the outer container once the
-                    // element is there, the rest is within its value.
-                    let (first, rest) = keys.split_first().expect("a path has steps");
-                    let outer = self.remote.member(c, first.clone()).await;
-                    outer.and_then(|v| crate::store::walk(&v, rest))
-                };
-                match v {
-                    Some(v) => self.set(frame.get(*dst), v, done),
-                    None => {
-                        let steps: String = keys.iter().map(|k| format!("[{k}]")).collect();
-                        let name = &func.vars[*target as usize].name;
-                        self.fail(format!(
-                            "{}: {name}{steps} is read but never assigned",
-                            func.name
-                        ));
-                    }
+                if let Some(v) = self.element(func, frame, *target, keys, at).await {
+                    self.set(frame.get(*dst), v, done);
                 }
             }
         }
@@ -999,31 +1000,39 @@ impl Engine {
         }
     }
 
-    async fn member(
-        self: &Arc<Self>,
+    /// The element at `keys` in container variable `c`, as soon as it is
+    /// set; `None` (and the run fails, naming where the script reads it)
+    /// when the container is closed without it.
+    async fn element(
+        &self,
         func: &Function,
         frame: &Frame,
-        dst: VarId,
-        container: VarId,
-        k: Key,
-        done: &Arc<Done>,
-    ) {
-        let c = frame.get(container);
-        let v = if self.store.is_local(c) {
-            self.store.member(c, &k).await
-        } else {
-            self.remote.member(c, k.clone()).await
-        };
-        match v {
-            Some(v) => self.set(frame.get(dst), v, done),
-            None => {
-                let name = &func.vars[container as usize].name;
-                self.fail(format!(
-                    "{}: {name}[{k}] is read but never assigned",
-                    func.name
-                ));
+        c: VarId,
+        keys: Vec<Key>,
+        at: &ir::Pos,
+    ) -> Option<Value> {
+        let f = frame.get(c);
+        let (first, rest) = keys.split_first().expect("a read has a step");
+        let v = match (self.store.is_local(f), rest.is_empty()) {
+            // One step waits for the whole member (an inner array closed).
+            (true, true) => self.store.member(f, first).await,
+            (true, false) => self.store.member_path(f, &keys).await,
+            // The owner answers for the outer container once the element
+            // is there, the rest is within its value.
+            (false, _) => {
+                let outer = self.remote.member(f, first.clone()).await;
+                outer.and_then(|v| crate::store::walk(&v, rest))
             }
+        };
+        if v.is_none() {
+            let steps: String = keys.iter().map(|k| format!("[{k}]")).collect();
+            let name = &func.vars[c as usize].name;
+            self.fail(format!(
+                "{}: {name}{steps} is read but never assigned",
+                self.place(at)
+            ));
         }
+        v
     }
 
     fn bind_value(&self, frame: &Frame, var: VarId, v: Value) {

@@ -1,0 +1,2 @@
+import R;
+trace(R("stop('the model did not converge')", ""));
