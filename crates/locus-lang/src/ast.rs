@@ -50,6 +50,8 @@ pub struct TypeRef {
 pub struct Param {
     pub ty: TypeRef,
     pub name: Ident,
+    /// `int x = 1`: the value when a call leaves the parameter out.
+    pub default: Option<Expr>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -250,4 +252,6 @@ pub enum ExprKind {
     Dict(Vec<(Expr, Expr)>),
     /// `@f` in an app command line: the file's name.
     FileName(Box<Expr>),
+    /// `name=value` among a call's arguments.
+    Keyword(Ident, Box<Expr>),
 }

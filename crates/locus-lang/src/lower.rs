@@ -23,6 +23,10 @@ struct FnSig {
     /// A builtin: which, and the module it needs.
     builtin: Option<Builtin>,
     module: Option<&'static str>,
+    /// A user function's parameter names (for keyword arguments) and
+    /// default values.
+    params: Vec<String>,
+    defaults: Vec<Option<Expr>>,
 }
 
 impl FnSig {
@@ -35,6 +39,8 @@ impl FnSig {
             task: false,
             builtin: Some(s.builtin),
             module: Some(s.module),
+            params: Vec::new(),
+            defaults: Vec::new(),
         }
     }
 }
@@ -134,7 +140,13 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
                         .iter()
                         .map(|p| ParamKind::Is(resolve_type(&gf, &p.ty, &mut diags)))
                         .collect(),
-                    required: f.inputs.len(),
+                    // Parameters from the first with a default on may be
+                    // left out.
+                    required: f
+                        .inputs
+                        .iter()
+                        .position(|p| p.default.is_some())
+                        .unwrap_or(f.inputs.len()),
                     variadic: false,
                     outputs: f
                         .outputs
@@ -144,6 +156,8 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
                     task: !matches!(f.body, ast::FuncBody::Composite(_)),
                     builtin: None,
                     module: None,
+                    params: f.inputs.iter().map(|p| p.name.name.clone()).collect(),
+                    defaults: f.inputs.iter().map(|p| p.default.clone()).collect(),
                 };
                 g.functions.insert(f.name.name.clone(), sig);
             }
@@ -929,8 +943,17 @@ impl<'a> FnCx<'a> {
                 self.note_assign(name, id);
             }
             ast::LValue::Index(..) | ast::LValue::Field(..) => {
+                // Inference: `A[i][j] = e;` declares an undeclared A as an
+                // array of arrays of e's type.
+                let inferred = match self.lookup(&target.root().name) {
+                    None => self.declare_indexed(target, value, out),
+                    Some(_) => None,
+                };
                 let (container, ty) = self.lvalue_parent(target, out);
-                let v = self.typed_expr(value, out, &ty);
+                let v = match inferred {
+                    Some(v) => v,
+                    None => self.typed_expr(value, out, &ty),
+                };
                 if let Some(root) = self.lookup(&target.root().name) {
                     if root.role == Role::Input {
                         let span = target.root().span;
@@ -962,6 +985,60 @@ impl<'a> FnCx<'a> {
                     None => {}
                 }
             }
+        }
+    }
+
+    /// Declares the undeclared root of `A[k1]…[kn] = value` as an array of
+    /// `value`'s type with n dimensions, each keyed by its index's type
+    /// (ints unless the index is plainly a string, float or boolean);
+    /// returns the lowered value. `None` for targets with fields, left to
+    /// be reported as undeclared.
+    fn declare_indexed(
+        &mut self,
+        target: &ast::LValue,
+        value: &Expr,
+        out: &mut Vec<Stmt>,
+    ) -> Option<VarId> {
+        let mut keys = Vec::new();
+        let mut lv = target;
+        while let ast::LValue::Index(base, key, _) = lv {
+            keys.push(self.key_type(key));
+            lv = base;
+        }
+        let ast::LValue::Var(name) = lv else {
+            return None;
+        };
+        let (v, mut t) = self.expr(value, out, None);
+        if t == Type::Void {
+            self.error(value.span, "this call returns nothing");
+        }
+        for key in keys {
+            t = Type::Array {
+                key: Box::new(key),
+                elem: Box::new(t),
+            };
+        }
+        let id = self.declare(name, t, Role::Local);
+        out.push(Stmt::Decl {
+            var: id,
+            mapping: None,
+        });
+        Some(v)
+    }
+
+    /// The type of an index expression, as far as it shows without
+    /// lowering it: a literal's or a variable's; otherwise int.
+    fn key_type(&self, key: &Expr) -> Type {
+        match &key.kind {
+            ExprKind::Str(_) => Type::String,
+            ExprKind::Float(_) => Type::Float,
+            ExprKind::Bool(_) => Type::Bool,
+            ExprKind::Var(name) => self
+                .lookup(name)
+                .map(|l| self.vars[l.id as usize].ty.clone())
+                .filter(|t| matches!(t, Type::String | Type::Float | Type::Bool))
+                .unwrap_or(Type::Int),
+            _ => Type::Int,
         }
     }
 
@@ -1557,6 +1634,16 @@ impl<'a> FnCx<'a> {
                 let (bounds, float) = self.range_parts(lo, hi, step.as_deref(), out);
                 self.range_array(bounds, float, e.span, out)
             }
+            ExprKind::Keyword(key, value) => {
+                self.error(
+                    key.span,
+                    format!(
+                        "'{}=' names a parameter: it is only allowed among a call's arguments",
+                        key.name
+                    ),
+                );
+                self.expr(value, out, expected)
+            }
             ExprKind::FileName(inner) => {
                 let (v, t) = self.expr(inner, out, None);
                 if !matches!(elem_type(&t), Type::File | Type::Error) {
@@ -1883,6 +1970,9 @@ impl<'a> FnCx<'a> {
                 );
             }
         }
+        let Some(args) = self.bind_args(&name.name, &sig, args, out) else {
+            return;
+        };
         let n = args.len();
         if n < sig.required || (n > sig.inputs.len() && !sig.variadic) {
             let want = if sig.variadic {
@@ -2051,6 +2141,86 @@ impl<'a> FnCx<'a> {
                 });
             }
         }
+    }
+
+    /// A call's arguments in parameter order: keyword arguments (`x=1`)
+    /// put in their parameter's place and the defaults of parameters left
+    /// out after them filled in. `None` (reported, the arguments lowered
+    /// for their own errors) if they do not fit the parameters.
+    fn bind_args<'e>(
+        &mut self,
+        callee: &str,
+        sig: &'e FnSig,
+        args: &'e [Expr],
+        out: &mut Vec<Stmt>,
+    ) -> Option<Vec<&'e Expr>> {
+        let mut bound: Vec<Option<&Expr>> = Vec::new();
+        let (mut ok, mut keywords) = (true, false);
+        for a in args {
+            let ExprKind::Keyword(key, value) = &a.kind else {
+                if keywords {
+                    self.error(a.span, "a positional argument after keyword arguments");
+                    ok = false;
+                }
+                bound.push(Some(a));
+                continue;
+            };
+            keywords = true;
+            let Some(i) = sig.params.iter().position(|p| *p == key.name) else {
+                let k = &key.name;
+                let msg = match sig.params.is_empty() {
+                    true => format!("'{callee}' takes no keyword arguments ('{k}=')"),
+                    false => format!(
+                        "'{callee}' has no parameter '{k}' (its parameters: {})",
+                        sig.params.join(", ")
+                    ),
+                };
+                self.error(key.span, msg);
+                ok = false;
+                continue;
+            };
+            if bound.len() <= i {
+                bound.resize(i + 1, None);
+            }
+            if bound[i].is_some() {
+                self.error(
+                    key.span,
+                    format!("parameter '{}' of '{callee}' is given twice", key.name),
+                );
+                ok = false;
+            }
+            bound[i] = Some(value);
+        }
+        for (i, default) in sig.defaults.iter().enumerate() {
+            match (bound.get(i).copied().flatten(), default) {
+                (Some(_), _) => {}
+                (None, Some(d)) => {
+                    if bound.len() <= i {
+                        bound.resize(i + 1, None);
+                    }
+                    bound[i] = Some(d);
+                }
+                (None, None) if i < bound.len() => {
+                    self.error(
+                        args.last().map_or(Span::default(), |a| a.span),
+                        format!("parameter '{}' of '{callee}' is not given", sig.params[i]),
+                    );
+                    ok = false;
+                }
+                (None, None) => {}
+            }
+        }
+        if !ok {
+            for a in args {
+                let a = match &a.kind {
+                    ExprKind::Keyword(_, v) => v,
+                    _ => a,
+                };
+                self.expr(a, out, None);
+            }
+            return None;
+        }
+        Some(bound.into_iter().flatten().collect())
     }
 
     /// One word of an app's command line.

@@ -349,9 +349,15 @@ impl Parser {
         let base = self.ident()?;
         let name = self.ident()?;
         let dims = self.dims()?;
+        let default = if self.eat_sym("=") {
+            Some(self.expr()?)
+        } else {
+            None
+        };
         Ok(Param {
             ty: TypeRef { base, dims },
             name,
+            default,
         })
     }
 
@@ -1112,7 +1118,18 @@ impl Parser {
             return Ok(args);
         }
         loop {
-            args.push(self.expr()?);
+            let start = self.span();
+            if matches!(self.tok(), Tok::Ident(_)) && self.is_sym_at(1, "=") {
+                let name = self.ident()?;
+                self.expect_sym("=")?;
+                let value = self.expr()?;
+                args.push(Expr {
+                    kind: ExprKind::Keyword(name, Box::new(value)),
+                    span: start.to(self.prev_span()),
+                });
+            } else {
+                args.push(self.expr()?);
+            }
             if self.eat_sym(")") {
                 return Ok(args);
             }

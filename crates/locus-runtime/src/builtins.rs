@@ -138,14 +138,26 @@ pub fn unary(op: UnOp, a: &Value) -> Result<Value, String> {
     })
 }
 
-/// Evaluates a builtin of values.
-pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Value, String> {
+/// The mean and population standard deviation of an array of numbers.
+fn mean_std(name: &str, m: &BTreeMap<Key, Value>) -> Result<(f64, f64), String> {
+    if m.is_empty() {
+        return Err(format!("{name} of an empty array"));
+    }
+    let xs: Vec<f64> = m.values().map(float).collect::<Result<_, _>>()?;
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    Ok((mean, var.sqrt()))
+}
+
+/// Evaluates a builtin of values: the values of its outputs.
+pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
     let name = op.name();
     let arg = |i: usize| {
         a.get(i)
             .ok_or_else(|| format!("{name}: missing argument {}", i + 1))
     };
-    Ok(match op {
+    let one = match op {
         Pure::Size => Value::Int(members(arg(0)?)?.len() as i64),
         Pure::ToString | Pure::FromInt | Pure::FromFloat => Value::Str(arg(0)?.render()),
         Pure::ToInt | Pure::FloatToInt if !matches!(arg(0)?, Value::Str(_)) => {
@@ -316,13 +328,13 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Value, String> {
         }
         // Engines no longer exist in Swift/T: it answers 0.
         Pure::TurbineEngines => Value::Int(0),
-        Pure::Avg => {
-            let m = members(arg(0)?)?;
-            if m.is_empty() {
-                return Err("avg of an empty array".into());
-            }
-            let sum = m.values().map(float).sum::<Result<f64, _>>()?;
-            Value::Float(sum / m.len() as f64)
+        Pure::Avg | Pure::Std => {
+            let (mean, std) = mean_std(name, members(arg(0)?)?)?;
+            Value::Float(if op == Pure::Avg { mean } else { std })
+        }
+        Pure::Stats => {
+            let (mean, std) = mean_std(name, members(arg(0)?)?)?;
+            return Ok(vec![Value::Float(mean), Value::Float(std)]);
         }
         Pure::Location => match (arg(1)?, arg(2)?) {
             (Value::Strictness(hard), Value::Accuracy(node)) => Value::Location(Location {
@@ -475,6 +487,9 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Value, String> {
             None => Value::Float(float(arg(0)?)?.ln()),
         },
         Pure::Exp => Value::Float(float(arg(0)?)?.exp()),
+        Pure::Ln => Value::Float(float(arg(0)?)?.ln()),
+        Pure::Log10 => Value::Float(float(arg(0)?)?.log10()),
+        Pure::Cbrt => Value::Float(float(arg(0)?)?.cbrt()),
         Pure::Sin => Value::Float(float(arg(0)?)?.sin()),
         Pure::Cos => Value::Float(float(arg(0)?)?.cos()),
         Pure::Tan => Value::Float(float(arg(0)?)?.tan()),
@@ -492,7 +507,8 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Value, String> {
             Value::Int(lo + (pseudo_random() * (hi - lo) as f64) as i64)
         }
         Pure::JsonGet => Value::Str(json::get(string(arg(0)?)?, string(arg(1)?)?)?),
-    })
+    };
+    Ok(vec![one])
 }
 
 pub(crate) fn wildcard(p: &[u8], s: &[u8]) -> bool {

@@ -1316,7 +1316,7 @@ impl Engine {
             args: &self.opts.args,
         };
         match op {
-            Builtin::Pure(p) => builtins::pure(p, a, &cx).map(|v| vec![v]),
+            Builtin::Pure(p) => builtins::pure(p, a, &cx),
             Builtin::Run(r) => {
                 let dst = match (r, outs.first()) {
                     (Run::Write, Some(o)) => Some(self.path(frame.get(*o)).await),

@@ -1,0 +1,2 @@
+// EXPECT-ERROR: 2: 'strcat' takes no keyword arguments ('s=')
+trace(strcat(s="a"));
