@@ -11,6 +11,14 @@ use crate::source::{Source, Span};
 use crate::types::Type;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+/// What a call's name and arguments find.
+enum Resolved {
+    Found(String, FnSig),
+    Unknown,
+    /// An overloaded name none of whose definitions takes these types.
+    NoOverload(Vec<Type>, Vec<String>),
+}
+
 /// A callable's signature, user-defined or built in.
 #[derive(Clone)]
 struct FnSig {
@@ -50,7 +58,14 @@ struct Globals<'s> {
     /// The script, for the positions of calls in the IR.
     src: &'s Source,
     imports: HashSet<String>,
+    /// User functions by their name in the IR: the script's name, or for
+    /// a name defined several times (overloaded by parameter types),
+    /// `name(types)`.
     functions: HashMap<String, FnSig>,
+    /// The IR names of an overloaded name's definitions.
+    overloads: HashMap<String, Vec<String>>,
+    /// The IR name of each definition, by where its name is.
+    ir_names: HashMap<u32, String>,
     structs: BTreeMap<String, Vec<(String, Type)>>,
     typedefs: HashMap<String, Type>,
     consts: HashMap<String, (Type, Const)>,
@@ -62,6 +77,8 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
         src,
         imports: HashSet::from(["builtins".to_string()]),
         functions: HashMap::new(),
+        overloads: HashMap::new(),
+        ir_names: HashMap::new(),
         structs: BTreeMap::new(),
         typedefs: HashMap::new(),
         consts: HashMap::new(),
@@ -123,17 +140,35 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
             _ => {}
         }
     }
+    let mut definitions: HashMap<&str, usize> = HashMap::new();
+    for item in &prog.items {
+        if let ast::Item::Func(f) = item {
+            *definitions.entry(f.name.name.as_str()).or_default() += 1;
+        }
+    }
     for item in &prog.items {
         match item {
             ast::Item::Func(f) => {
-                if g.functions.contains_key(&f.name.name) {
+                let gf = g.with_type_vars(f);
+                let ir_name = if definitions[f.name.name.as_str()] > 1 {
+                    let mut scratch = Vec::new();
+                    let types: Vec<String> = f
+                        .inputs
+                        .iter()
+                        .map(|p| resolve_type(&gf, &p.ty, &mut scratch).to_string())
+                        .collect();
+                    format!("{}({})", f.name.name, types.join(", "))
+                } else {
+                    f.name.name.clone()
+                };
+                if g.functions.contains_key(&ir_name) {
                     diags.push(Diagnostic::new(
                         f.name.span,
                         format!("function '{}' is defined twice", f.name.name),
                     ));
                     continue;
                 }
-                let gf = g.with_type_vars(f);
+
                 let sig = FnSig {
                     inputs: f
                         .inputs
@@ -159,7 +194,14 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
                     params: f.inputs.iter().map(|p| p.name.name.clone()).collect(),
                     defaults: f.inputs.iter().map(|p| p.default.clone()).collect(),
                 };
-                g.functions.insert(f.name.name.clone(), sig);
+                if ir_name != f.name.name {
+                    g.overloads
+                        .entry(f.name.name.clone())
+                        .or_default()
+                        .push(ir_name.clone());
+                }
+                g.ir_names.insert(f.name.span.start, ir_name.clone());
+                g.functions.insert(ir_name, sig);
             }
             ast::Item::Stmt(ast::Stmt {
                 kind:
@@ -475,7 +517,8 @@ fn lower_function(
             target: target.clone(),
         },
     };
-    let mut func = cx.finish(f.name.name.clone(), kind, inputs, outputs, body);
+    let name = (g.ir_names.get(&f.name.span.start).cloned()).unwrap_or_else(|| f.name.name.clone());
+    let mut func = cx.finish(name, kind, inputs, outputs, body);
     func.pure_fn = pure_fn;
     func.dispatch = dispatch;
     Some(func)
@@ -1902,7 +1945,10 @@ impl<'a> FnCx<'a> {
         let ExprKind::Call { name, .. } = &e.kind else {
             unreachable!("a call")
         };
-        let Some(sig) = self.signature(name) else {
+        let ExprKind::Call { args, .. } = &e.kind else {
+            unreachable!("a call")
+        };
+        let Resolved::Found(_, sig) = self.resolve(name, args) else {
             self.call(e, None, out);
             return (self.new_var("error", Type::Error), Type::Error);
         };
@@ -1930,11 +1976,47 @@ impl<'a> FnCx<'a> {
         }
     }
 
-    fn signature(&self, name: &Ident) -> Option<FnSig> {
+    /// The function a call of `name` with `args` calls: its IR name and
+    /// signature. An overloaded name's definition is the first whose
+    /// parameters take the types of the arguments given by position.
+    fn resolve(&mut self, name: &Ident, args: &[Expr]) -> Resolved {
         if let Some(s) = self.g.functions.get(&name.name) {
-            return Some(s.clone());
+            return Resolved::Found(name.name.clone(), s.clone());
         }
-        builtins::lookup(&name.name).map(FnSig::from_builtin)
+        let Some(defs) = self.g.overloads.get(&name.name) else {
+            return match builtins::lookup(&name.name) {
+                Some(s) => Resolved::Found(name.name.clone(), FnSig::from_builtin(s)),
+                None => Resolved::Unknown,
+            };
+        };
+        let positional: Vec<&Expr> = args
+            .iter()
+            .filter(|a| !matches!(a.kind, ExprKind::Keyword(..)))
+            .collect();
+        let types: Vec<Type> = positional.iter().map(|a| self.probe_type(a)).collect();
+        let fits = |sig: &FnSig| {
+            types.len() <= sig.inputs.len()
+                && types.iter().zip(&sig.inputs).all(|(t, k)| match k {
+                    ParamKind::Is(want) => want.accepts(t),
+                    _ => true,
+                })
+        };
+        for ir_name in defs {
+            let sig = &self.g.functions[ir_name];
+            if fits(sig) {
+                return Resolved::Found(ir_name.clone(), sig.clone());
+            }
+        }
+        Resolved::NoOverload(types, defs.clone())
+    }
+
+    /// The type of `e`, found by lowering it to a throwaway list (its
+    /// errors are reported when it is lowered for real).
+    fn probe_type(&mut self, e: &Expr) -> Type {
+        let reported = self.diags.len();
+        let (_, t) = self.expr(e, &mut Vec::new(), None);
+        self.diags.truncate(reported);
+        t
     }
 
     /// Lowers a call whose results go to `outs` (`None`: a statement, so
@@ -1948,19 +2030,38 @@ impl<'a> FnCx<'a> {
         else {
             unreachable!("a call")
         };
-        let Some(sig) = self.signature(name) else {
-            let mut known: Vec<&str> = self.g.functions.keys().map(String::as_str).collect();
-            for n in builtins::names() {
-                known.push(n);
+        let (ir_name, sig) = match self.resolve(name, args) {
+            Resolved::Found(ir_name, sig) => (ir_name, sig),
+            Resolved::Unknown => {
+                let mut known: Vec<&str> = (self.g.functions.keys())
+                    .chain(self.g.overloads.keys())
+                    .map(String::as_str)
+                    .collect();
+                for n in builtins::names() {
+                    known.push(n);
+                }
+                let hint = builtins::nearest(&name.name, known.into_iter())
+                    .map(|k| format!("; did you mean '{k}'?"))
+                    .unwrap_or_default();
+                self.error(name.span, format!("unknown function '{}'{hint}", name.name));
+                for a in args {
+                    self.expr(a, out, None);
+                }
+                return;
             }
-            let hint = builtins::nearest(&name.name, known.into_iter())
-                .map(|k| format!("; did you mean '{k}'?"))
-                .unwrap_or_default();
-            self.error(name.span, format!("unknown function '{}'{hint}", name.name));
-            for a in args {
-                self.expr(a, out, None);
+            Resolved::NoOverload(types, defs) => {
+                let given: Vec<String> = types.iter().map(Type::to_string).collect();
+                self.error(
+                    name.span,
+                    format!(
+                        "no definition of '{}' takes ({}); there are {}",
+                        name.name,
+                        given.join(", "),
+                        defs.join(", ")
+                    ),
+                );
+                return;
             }
-            return;
         };
         if let Some(module) = sig.module {
             if !self.g.imports.contains(module) {
@@ -2133,7 +2234,7 @@ impl<'a> FnCx<'a> {
             None => {
                 let at = self.pos(name.span);
                 out.push(Stmt::Call {
-                    func: name.name.clone(),
+                    func: ir_name,
                     outs: out_ids,
                     args: arg_ids,
                     opts,
