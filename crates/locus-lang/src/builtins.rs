@@ -160,6 +160,15 @@ library! {
         Random: random "random" => "-> float",
         Randint: random "randint" => "int int -> int",
         JsonGet: json "json_get" => "string string -> string",
+        BlobSize: blob "blob_size" => "blob -> int",
+        BlobNull: blob "blob_null" => "-> blob",
+        BlobFromString: blob "blob_from_string" => "string -> blob",
+        StringFromBlob: blob "string_from_blob" => "blob -> string",
+        BlobFromFloats: blob "blob_from_floats" => "float[] -> blob",
+        BlobFromInts: blob "blob_from_ints" => "int[] -> blob",
+        FloatsFromBlob: blob "floats_from_blob" => "blob -> float[]",
+        IntsFromBlob: blob "ints_from_blob" => "blob -> int[]",
+        BlobZeroesFloat: blob "blob_zeroes_float" => "int -> blob",
     }
 
     /// Reads the run: its layout and its file system (the storage builtins
@@ -186,6 +195,7 @@ library! {
         JsonType: json "json_type" => "file string -> string",
         JsonListLength: json "json_list_length" => "file string -> string",
         JsonDictEntries: json "json_dict_entries" => "file string -> string",
+        BlobRead: blob "blob_read" => "file -> blob",
     }
 
     /// Produces no value: output and checks, by the control task.

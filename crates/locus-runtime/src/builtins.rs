@@ -56,6 +56,24 @@ fn boolean(v: &Value) -> Result<bool, String> {
     }
 }
 
+fn blob(v: &Value) -> Result<&[u8], String> {
+    match v {
+        Value::Blob(b) => Ok(b),
+        other => Err(format!("expected a blob, got {}", other.render())),
+    }
+}
+
+/// A blob's 8-byte words.
+fn words<'b>(name: &str, b: &'b [u8]) -> Result<impl Iterator<Item = [u8; 8]> + 'b, String> {
+    if b.len() % 8 != 0 {
+        return Err(format!(
+            "{name}: a blob of {} bytes is not a whole number of 8-byte values",
+            b.len()
+        ));
+    }
+    Ok(b.chunks_exact(8).map(|w| w.try_into().expect("8 bytes")))
+}
+
 pub(crate) fn string(v: &Value) -> Result<&str, String> {
     match v {
         Value::Str(s) | Value::File(s) => Ok(s),
@@ -507,6 +525,33 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
             Value::Int(lo + (pseudo_random() * (hi - lo) as f64) as i64)
         }
         Pure::JsonGet => Value::Str(json::get(string(arg(0)?)?, string(arg(1)?)?)?),
+        // Blobs hold floats as C doubles and ints as 64-bit integers, in
+        // this machine's byte order.
+        Pure::BlobSize => Value::Int(blob(arg(0)?)?.len() as i64),
+        Pure::BlobNull => Value::Blob(Vec::new()),
+        Pure::BlobFromString => Value::Blob(string(arg(0)?)?.as_bytes().to_vec()),
+        Pure::StringFromBlob => Value::Str(String::from_utf8_lossy(blob(arg(0)?)?).into_owned()),
+        Pure::BlobFromFloats => Value::Blob(
+            members(arg(0)?)?
+                .values()
+                .map(|v| float(v).map(f64::to_ne_bytes))
+                .collect::<Result<Vec<_>, _>>()?
+                .concat(),
+        ),
+        Pure::BlobFromInts => Value::Blob(
+            members(arg(0)?)?
+                .values()
+                .map(|v| int(v).map(i64::to_ne_bytes))
+                .collect::<Result<Vec<_>, _>>()?
+                .concat(),
+        ),
+        Pure::FloatsFromBlob => {
+            array(words(name, blob(arg(0)?)?)?.map(|w| Value::Float(f64::from_ne_bytes(w))))
+        }
+        Pure::IntsFromBlob => {
+            array(words(name, blob(arg(0)?)?)?.map(|w| Value::Int(i64::from_ne_bytes(w))))
+        }
+        Pure::BlobZeroesFloat => Value::Blob(vec![0; 8 * int(arg(0)?)?.max(0) as usize]),
     };
     Ok(vec![one])
 }

@@ -132,10 +132,12 @@ impl Storage {
                 self.write_file(path, &data).await?;
                 Value::File(path.to_string())
             }
-            Run::Read => Value::Str(self.read(name, a).await?),
+            Run::Read => {
+                Value::Str(String::from_utf8_lossy(&self.read(name, a).await?).into_owned())
+            }
+            Run::BlobRead => Value::Blob(self.read(name, a).await?),
             Run::FileLines => array(
-                self.read(name, a)
-                    .await?
+                String::from_utf8_lossy(&self.read(name, a).await?)
                     .lines()
                     .map(|l| Value::Str(l.to_string())),
             ),
@@ -160,7 +162,7 @@ impl Storage {
                 array(self.glob(&pattern).await?.into_iter().map(Value::File))
             }
             Run::JsonType | Run::JsonListLength | Run::JsonDictEntries => {
-                let doc = self.read(name, a).await?;
+                let doc = String::from_utf8_lossy(&self.read(name, a).await?).into_owned();
                 let path = text(a, 1, name)?;
                 Value::Str(match op {
                     Run::JsonType => json::type_of(&doc, &path),
@@ -171,8 +173,8 @@ impl Storage {
         }))
     }
 
-    /// The text of the file named by argument 0: a Locus or a host file.
-    async fn read(&self, name: &str, a: &[Value]) -> Result<String, String> {
+    /// The bytes of the file named by argument 0: a Locus or a host file.
+    async fn read(&self, name: &str, a: &[Value]) -> Result<Vec<u8>, String> {
         let path = text(a, 0, name)?;
         let bytes = match fs_path(&path) {
             Some(fp) => self
@@ -182,7 +184,7 @@ impl Storage {
                 .map_err(|e| format!("{name}({path}): {e}"))?,
             None => std::fs::read(&path).map_err(|e| format!("{name}({path}): {e}"))?,
         };
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+        Ok(bytes)
     }
 
     /// A file's size, mtime (seconds) and type, in Tcl's words (`file`,

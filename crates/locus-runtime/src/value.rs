@@ -57,6 +57,8 @@ pub enum Value {
     Accuracy(bool),
     /// A closed array or struct: its members' values, in key order.
     Container(BTreeMap<Key, Value>),
+    /// Bytes (Swift/T's `blob`).
+    Blob(Vec<u8>),
 }
 
 impl Value {
@@ -89,6 +91,7 @@ impl Value {
                 let items: Vec<String> = m.values().map(Value::render).collect();
                 format!("[{}]", items.join(","))
             }
+            Value::Blob(b) => format!("blob({} bytes)", b.len()),
         }
     }
 }
