@@ -65,7 +65,7 @@ fn blob(v: &Value) -> Result<&[u8], String> {
 
 /// A blob's 8-byte words.
 fn words<'b>(name: &str, b: &'b [u8]) -> Result<impl Iterator<Item = [u8; 8]> + 'b, String> {
-    if b.len() % 8 != 0 {
+    if !b.len().is_multiple_of(8) {
         return Err(format!(
             "{name}: a blob of {} bytes is not a whole number of 8-byte values",
             b.len()

@@ -1,0 +1,414 @@
+//! Calls: which function a name and its arguments find (builtins, user
+//! functions, overloads), how arguments bind to parameters (positions,
+//! keywords, defaults), and the statement a call becomes.
+
+use super::*;
+
+/// What a call's name and arguments find.
+pub(super) enum Resolved {
+    Found(String, FnSig),
+    Unknown,
+    /// An overloaded name none of whose definitions takes these types.
+    NoOverload(Vec<Type>, Vec<String>),
+}
+
+impl<'a> FnCx<'a> {
+    /// A call used as a value: it must return exactly one result.
+    pub(super) fn call_value(&mut self, e: &Expr, out: &mut Vec<Stmt>) -> (VarId, Type) {
+        let ExprKind::Call { name, .. } = &e.kind else {
+            unreachable!("a call")
+        };
+        let ExprKind::Call { args, .. } = &e.kind else {
+            unreachable!("a call")
+        };
+        let Resolved::Found(_, sig) = self.resolve(name, args) else {
+            self.call(e, None, out);
+            return (self.new_var("error", Type::Error), Type::Error);
+        };
+        match sig.outputs.len() {
+            1 => {
+                let t = sig.outputs[0].clone();
+                let dst = self.temp(t.clone(), out);
+                self.call(e, Some(&[(dst, t.clone())]), out);
+                (dst, t)
+            }
+            0 => {
+                self.call(e, None, out);
+                (self.new_var("void", Type::Void), Type::Void)
+            }
+            n => {
+                self.error(
+                    e.span,
+                    format!(
+                        "'{}' returns {n} results; assign them with (a, b, …) = …",
+                        name.name
+                    ),
+                );
+                (self.new_var("error", Type::Error), Type::Error)
+            }
+        }
+    }
+
+    /// The function a call of `name` with `args` calls: its IR name and
+    /// signature. An overloaded name's definition is the first whose
+    /// parameters take the types of the arguments given by position.
+    pub(super) fn resolve(&mut self, name: &Ident, args: &[Expr]) -> Resolved {
+        if let Some(s) = self.g.functions.get(&name.name) {
+            return Resolved::Found(name.name.clone(), s.clone());
+        }
+        let Some(defs) = self.g.overloads.get(&name.name) else {
+            return match builtins::lookup(&name.name) {
+                Some(s) => Resolved::Found(name.name.clone(), FnSig::from_builtin(s)),
+                None => Resolved::Unknown,
+            };
+        };
+        let positional: Vec<&Expr> = args
+            .iter()
+            .filter(|a| !matches!(a.kind, ExprKind::Keyword(..)))
+            .collect();
+        let types: Vec<Type> = positional.iter().map(|a| self.probe_type(a)).collect();
+        let fits = |sig: &FnSig| {
+            types.len() <= sig.inputs.len()
+                && types.iter().zip(&sig.inputs).all(|(t, k)| match k {
+                    ParamKind::Is(want) => want.accepts(t),
+                    _ => true,
+                })
+        };
+        for ir_name in defs {
+            let sig = &self.g.functions[ir_name];
+            if fits(sig) {
+                return Resolved::Found(ir_name.clone(), sig.clone());
+            }
+        }
+        Resolved::NoOverload(types, defs.clone())
+    }
+
+    /// The type of `e`, found by lowering it to a throwaway list (its
+    /// errors are reported when it is lowered for real).
+    pub(super) fn probe_type(&mut self, e: &Expr) -> Type {
+        let reported = self.diags.len();
+        let (_, t) = self.expr(e, &mut Vec::new(), None);
+        self.diags.truncate(reported);
+        t
+    }
+
+    /// Lowers a call whose results go to `outs` (`None`: a statement, so
+    /// the results are dropped).
+    pub(super) fn call(&mut self, e: &Expr, outs: Option<&[(VarId, Type)]>, out: &mut Vec<Stmt>) {
+        let ExprKind::Call {
+            name,
+            args,
+            annotations,
+        } = &e.kind
+        else {
+            unreachable!("a call")
+        };
+        let (ir_name, sig) = match self.resolve(name, args) {
+            Resolved::Found(ir_name, sig) => (ir_name, sig),
+            Resolved::Unknown => {
+                let mut known: Vec<&str> = (self.g.functions.keys())
+                    .chain(self.g.overloads.keys())
+                    .map(String::as_str)
+                    .collect();
+                for n in builtins::names() {
+                    known.push(n);
+                }
+                let hint = builtins::nearest(&name.name, known.into_iter())
+                    .map(|k| format!("; did you mean '{k}'?"))
+                    .unwrap_or_default();
+                self.error(name.span, format!("unknown function '{}'{hint}", name.name));
+                for a in args {
+                    self.expr(a, out, None);
+                }
+                return;
+            }
+            Resolved::NoOverload(types, defs) => {
+                let given: Vec<String> = types.iter().map(Type::to_string).collect();
+                self.error(
+                    name.span,
+                    format!(
+                        "no definition of '{}' takes ({}); there are {}",
+                        name.name,
+                        given.join(", "),
+                        defs.join(", ")
+                    ),
+                );
+                return;
+            }
+        };
+        if let Some(module) = sig.module {
+            if !self.g.imports.contains(module) {
+                self.error(
+                    name.span,
+                    format!("'{}' needs 'import {module};'", name.name),
+                );
+            }
+        }
+        let Some(args) = self.bind_args(&name.name, &sig, args, out) else {
+            return;
+        };
+        let n = args.len();
+        if n < sig.required || (n > sig.inputs.len() && !sig.variadic) {
+            let want = if sig.variadic {
+                format!("at least {}", sig.required)
+            } else if sig.required == sig.inputs.len() {
+                sig.required.to_string()
+            } else {
+                format!("{} to {}", sig.required, sig.inputs.len())
+            };
+            self.error(
+                e.span,
+                format!(
+                    "'{}' takes {want} argument{}, given {n}",
+                    name.name,
+                    if want == "1" { "" } else { "s" }
+                ),
+            );
+        }
+        let mut arg_ids = Vec::new();
+        let mut same: Option<Type> = None;
+        for (i, a) in args.iter().enumerate() {
+            let kind = sig.inputs.get(i).cloned().unwrap_or(ParamKind::Any);
+            let hint = match &kind {
+                ParamKind::Is(t) => Some(t.clone()),
+                ParamKind::Same => same.clone(),
+                _ => None,
+            };
+            let (id, t) = self.expr(a, out, hint.as_ref());
+            let ok = match &kind {
+                ParamKind::Is(want) => want.accepts(&t),
+                ParamKind::Any => t != Type::Void,
+                ParamKind::AnyArray => t.is_array() || t == Type::Error,
+                ParamKind::Same => match &same {
+                    Some(s) => s.accepts(&t),
+                    None => {
+                        same = Some(t.clone());
+                        true
+                    }
+                },
+            };
+            if !ok {
+                let want = match kind {
+                    ParamKind::Is(w) => w.to_string(),
+                    ParamKind::AnyArray => "an array".into(),
+                    ParamKind::Same => same
+                        .clone()
+                        .map_or("the same type".into(), |s| s.to_string()),
+                    ParamKind::Any => "a value".into(),
+                };
+                self.error(
+                    a.span,
+                    format!(
+                        "argument {} of '{}' must be {want}, not {t}",
+                        i + 1,
+                        name.name
+                    ),
+                );
+            }
+            arg_ids.push(id);
+        }
+        let mut opts = ir::CallOpts::default();
+        for a in annotations {
+            let value = a.value.as_ref();
+            let which = a.name.name.as_str();
+            match which {
+                "location" | "soft_location" => {
+                    if !sig.task {
+                        self.error(
+                            a.span,
+                            format!("@{which} applies to app and leaf functions; '{}' does not run as a task", name.name),
+                        );
+                    }
+                    let Some(v) = value else {
+                        self.error(a.span, format!("@{which} needs a location value"));
+                        continue;
+                    };
+                    let (id, t) = self.expr(v, out, Some(&Type::Location));
+                    if !Type::Location.accepts(&t) {
+                        self.error(v.span, format!("@{which} needs a location, not {t}"));
+                    }
+                    opts.location = Some(id);
+                    opts.soft = which == "soft_location";
+                }
+                "prio" | "par" => {
+                    let Some(v) = value else {
+                        self.error(a.span, format!("@{which} needs an int value"));
+                        continue;
+                    };
+                    let (id, t) = self.expr(v, out, Some(&Type::Int));
+                    if !Type::Int.accepts(&t) {
+                        self.error(v.span, format!("@{which} needs an int, not {t}"));
+                    }
+                    if which == "prio" {
+                        opts.prio = Some(id);
+                    } else {
+                        opts.par = Some(id);
+                    }
+                }
+                "timeout" => {
+                    if !sig.task {
+                        self.error(
+                            a.span,
+                            format!(
+                                "@timeout applies to app functions; '{}' does not run as a task",
+                                name.name
+                            ),
+                        );
+                    }
+                    let Some(v) = value else {
+                        self.error(a.span, "@timeout needs a number of seconds".to_string());
+                        continue;
+                    };
+                    let (id, t) = self.expr(v, out, Some(&Type::Float));
+                    if !matches!(t, Type::Int | Type::Float | Type::Error) {
+                        self.error(
+                            v.span,
+                            format!("@timeout needs seconds (int or float), not {t}"),
+                        );
+                    }
+                    opts.timeout = Some(id);
+                }
+                other => self.error(a.name.span, format!("unknown call annotation '@{other}'")),
+            }
+        }
+        let out_ids: Vec<VarId> = match outs {
+            Some(o) => {
+                if !sig.outputs.is_empty() && o.len() != sig.outputs.len() {
+                    self.error(
+                        e.span,
+                        format!(
+                            "'{}' returns {} results, {} expected",
+                            name.name,
+                            sig.outputs.len(),
+                            o.len()
+                        ),
+                    );
+                } else if sig.outputs.is_empty() && !o.is_empty() {
+                    self.error(e.span, format!("'{}' returns nothing", name.name));
+                }
+                for ((_, want), got) in o.iter().zip(&sig.outputs) {
+                    if !want.accepts(got) {
+                        self.error(
+                            e.span,
+                            format!("expected {want}, but '{}' returns {got}", name.name),
+                        );
+                    }
+                }
+                o.iter().map(|(id, _)| *id).collect()
+            }
+            None => sig
+                .outputs
+                .iter()
+                .map(|t| self.temp(t.clone(), out))
+                .collect(),
+        };
+        match sig.builtin {
+            Some(op) => self.builtin(out_ids, op, arg_ids, name.span, out),
+            None => {
+                let at = self.pos(name.span);
+                out.push(Stmt::Call {
+                    func: ir_name,
+                    outs: out_ids,
+                    args: arg_ids,
+                    opts,
+                    at,
+                });
+            }
+        }
+    }
+
+    /// A call's arguments in parameter order: keyword arguments (`x=1`)
+    /// put in their parameter's place and the defaults of parameters left
+    /// out after them filled in. `None` (reported, the arguments lowered
+    /// for their own errors) if they do not fit the parameters.
+    pub(super) fn bind_args<'e>(
+        &mut self,
+        callee: &str,
+        sig: &'e FnSig,
+        args: &'e [Expr],
+        out: &mut Vec<Stmt>,
+    ) -> Option<Vec<&'e Expr>> {
+        let mut bound: Vec<Option<&Expr>> = Vec::new();
+        let (mut ok, mut keywords) = (true, false);
+        for a in args {
+            let ExprKind::Keyword(key, value) = &a.kind else {
+                if keywords {
+                    self.error(a.span, "a positional argument after keyword arguments");
+                    ok = false;
+                }
+                bound.push(Some(a));
+                continue;
+            };
+            keywords = true;
+            let Some(i) = sig.params.iter().position(|p| *p == key.name) else {
+                let k = &key.name;
+                let msg = match sig.params.is_empty() {
+                    true => format!("'{callee}' takes no keyword arguments ('{k}=')"),
+                    false => format!(
+                        "'{callee}' has no parameter '{k}' (its parameters: {})",
+                        sig.params.join(", ")
+                    ),
+                };
+                self.error(key.span, msg);
+                ok = false;
+                continue;
+            };
+            if bound.len() <= i {
+                bound.resize(i + 1, None);
+            }
+            if bound[i].is_some() {
+                self.error(
+                    key.span,
+                    format!("parameter '{}' of '{callee}' is given twice", key.name),
+                );
+                ok = false;
+            }
+            bound[i] = Some(value);
+        }
+        for (i, default) in sig.defaults.iter().enumerate() {
+            match (bound.get(i).copied().flatten(), default) {
+                (Some(_), _) => {}
+                (None, Some(d)) => {
+                    if bound.len() <= i {
+                        bound.resize(i + 1, None);
+                    }
+                    bound[i] = Some(d);
+                }
+                (None, None) if i < bound.len() => {
+                    self.error(
+                        args.last().map_or(Span::default(), |a| a.span),
+                        format!("parameter '{}' of '{callee}' is not given", sig.params[i]),
+                    );
+                    ok = false;
+                }
+                (None, None) => {}
+            }
+        }
+        if !ok {
+            for a in args {
+                let a = match &a.kind {
+                    ExprKind::Keyword(_, v) => v,
+                    _ => a,
+                };
+                self.expr(a, out, None);
+            }
+            return None;
+        }
+        Some(bound.into_iter().flatten().collect())
+    }
+
+    /// One word of an app's command line.
+    pub(super) fn app_word(&mut self, w: &Expr, out: &mut Vec<Stmt>) -> ir::Word {
+        match &w.kind {
+            ExprKind::Str(s) => ir::Word::Lit(s.clone()),
+            ExprKind::Int(v) => ir::Word::Lit(v.to_string()),
+            _ => {
+                let (id, t) = self.expr(w, out, None);
+                if matches!(t, Type::Void | Type::Struct(_) | Type::Location) {
+                    self.error(w.span, format!("a {t} cannot appear on a command line"));
+                }
+                ir::Word::Var(id)
+            }
+        }
+    }
+}
