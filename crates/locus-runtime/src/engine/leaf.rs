@@ -1,0 +1,367 @@
+//! Leaf tasks: `app` calls and builtins that run on workers, where they
+//! are placed (locations, automatic locality), and what they give back.
+
+use super::*;
+
+impl Engine {
+    /// What a call's annotations ask of its task, evaluated in the
+    /// caller's frame: the placement (checked against the run's ranks),
+    /// the priority and the timeout.
+    pub(super) async fn call_target(
+        &self,
+        caller: &Function,
+        frame: &Frame,
+        name: &str,
+        opts: &ir::CallOpts,
+    ) -> Result<(Option<Target>, i64, Option<f64>), String> {
+        let timeout = match opts.timeout {
+            None => None,
+            Some(t) => match self.get(caller, frame, t).await {
+                Value::Int(i) if i > 0 => Some(i as f64),
+                Value::Float(x) if x > 0.0 && x.is_finite() => Some(x),
+                other => {
+                    return Err(format!(
+                        "call of '{name}': @timeout must be a positive number of seconds, not {}",
+                        other.render()
+                    ))
+                }
+            },
+        };
+        let prio = match opts.prio {
+            Some(p) => match self.get(caller, frame, p).await {
+                Value::Int(i) => i,
+                other => {
+                    return Err(format!(
+                        "call of '{name}': @prio must be an int, not {}",
+                        other.render()
+                    ))
+                }
+            },
+            None => 0,
+        };
+        let Some(loc) = opts.location else {
+            return Ok((None, prio, timeout));
+        };
+        let Value::Location(l) = self.get(caller, frame, loc).await else {
+            return Err(format!("call of '{name}': @location needs a location"));
+        };
+        let rank = self.opts.storage.layout.check_target(l.rank).map_err(|e| {
+            format!(
+                "call of '{name}': location({}, {}, {}): {e}",
+                l.rank,
+                if l.hard && !opts.soft { "HARD" } else { "SOFT" },
+                if l.node { "NODE" } else { "RANK" }
+            )
+        })?;
+        let target = Target {
+            rank,
+            hard: l.hard && !opts.soft,
+            node: l.node,
+        };
+        Ok((Some(target), prio, timeout))
+    }
+
+    pub(super) fn task(
+        &self,
+        func: &str,
+        target: Option<Target>,
+        placed: Placed,
+        prio: i64,
+        work: Work,
+    ) -> Task {
+        Task {
+            id: self.opts.dispatch.task_id(),
+            func: func.to_string(),
+            target,
+            placed,
+            prio,
+            work,
+            at: String::new(),
+            key: String::new(),
+            inputs: Vec::new(),
+            spill: None,
+        }
+    }
+
+    /// Evaluates builtin `op` on its arguments: the values of its outputs
+    /// (none for outputs that are `void` signals).
+    pub(super) async fn builtin(
+        &self,
+        frame: &Frame,
+        op: Builtin,
+        a: &[Value],
+        outs: &[VarId],
+    ) -> Result<Vec<Value>, String> {
+        let cx = Context {
+            args: &self.opts.args,
+        };
+        match op {
+            Builtin::Pure(p) => builtins::pure(p, a, &cx),
+            Builtin::Run(r) => {
+                let dst = match (r, outs.first()) {
+                    (Run::Write, Some(o)) => Some(self.path(frame.get(*o)).await),
+                    _ => None,
+                };
+                let v = self.opts.storage.call(r, a, dst.as_deref()).await?;
+                Ok(v.into_iter().collect())
+            }
+            Builtin::Effect(e) => {
+                if let Some(line) = builtins::effect(e, a, &cx)? {
+                    self.print(&line);
+                }
+                Ok(Vec::new())
+            }
+            Builtin::Task(t) => self.task_builtin(t, a).await,
+        }
+    }
+
+    /// A builtin that runs on a worker, as a leaf task named after it.
+    pub(super) async fn task_builtin(&self, op: TaskFn, a: &[Value]) -> Result<Vec<Value>, String> {
+        let text = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
+        let work = match op {
+            TaskFn::Sleep | TaskFn::SleepTrace => Work::Sleep {
+                secs: match a.first() {
+                    Some(Value::Float(x)) => *x,
+                    Some(Value::Int(i)) => *i as f64,
+                    _ => 0.0,
+                },
+            },
+            TaskFn::Python | TaskFn::PythonPersist => Work::Python {
+                code: text(0),
+                expr: text(1),
+            },
+            TaskFn::R | TaskFn::RPersist => Work::R {
+                code: text(0),
+                expr: text(1),
+            },
+            TaskFn::System => Work::System {
+                argv: match a.first() {
+                    Some(Value::Container(words)) => words.values().map(Value::render).collect(),
+                    _ => Vec::new(),
+                },
+            },
+            TaskFn::System1 => Work::System {
+                argv: vec!["/bin/sh".into(), "-c".into(), text(0)],
+            },
+        };
+        let task = self.task(op.name(), None, Placed::Anywhere, 0, work);
+        let outcome = Box::pin(self.leaf_outcome(task)).await?;
+        let value = Value::Str(outcome.value.unwrap_or_default());
+        Ok(match op {
+            TaskFn::Sleep => Vec::new(),
+            TaskFn::SleepTrace => {
+                self.print(&builtins::trace(&a[1..]));
+                Vec::new()
+            }
+            TaskFn::Python | TaskFn::PythonPersist | TaskFn::R | TaskFn::RPersist => vec![value],
+            TaskFn::System | TaskFn::System1 => {
+                vec![value, Value::Int(outcome.exit.unwrap_or_default().into())]
+            }
+        })
+    }
+
+    /// Prints a line of the script's output.
+    pub(super) fn print(&self, line: &str) {
+        let mut out = self.opts.out.lock().expect("output");
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+
+    /// Runs a leaf task on a worker and waits for it.
+    pub(super) async fn leaf(&self, task: Task) -> Result<(), String> {
+        self.leaf_outcome(task).await.map(drop)
+    }
+
+    /// Runs a leaf task on a worker; returns what became of it.
+    pub(super) async fn leaf_outcome(&self, task: Task) -> Result<Outcome, String> {
+        self.tasks_put.fetch_add(1, Ordering::AcqRel);
+        self.show_progress();
+        let outcome = self.opts.dispatch.run(task).await;
+        self.tasks_done.fetch_add(1, Ordering::AcqRel);
+        self.show_progress();
+        self.step();
+        match outcome.error {
+            Some(e) => Err(e),
+            None => Ok(outcome),
+        }
+    }
+
+    /// Leaf tasks done and put on every server, on the progress bar.
+    pub(super) fn show_progress(&self) {
+        if let Some(shown) = &self.opts.progress {
+            let (mine, others) = (self.progress_now(), self.remote.others());
+            shown.show(mine.done + others.done, mine.put + others.put);
+        }
+    }
+
+    /// Where an app's output file goes: its path, known before it is written.
+    pub(super) async fn output_path(&self, frame: &Frame, v: VarId) -> String {
+        self.path(frame.get(v)).await
+    }
+
+    /// A command-line word or redirection for a value: files are inputs.
+    pub(super) fn input_arg(v: &Value) -> Arg {
+        match v {
+            Value::File(p) => Arg::In(p.clone()),
+            other => Arg::Lit(other.render()),
+        }
+    }
+
+    /// The file a redirection names: an output's path, or an input's value.
+    pub(super) async fn stream(
+        &self,
+        app: &Function,
+        frame: &Frame,
+        outputs: &HashSet<VarId>,
+        v: Option<VarId>,
+    ) -> Option<Arg> {
+        match v {
+            None => None,
+            Some(v) if outputs.contains(&v) => Some(Arg::Out(self.output_path(frame, v).await)),
+            Some(v) => Some(Self::input_arg(&self.get(app, frame, v).await)),
+        }
+    }
+
+    /// Waits for an app's inputs, builds its command line, places it and
+    /// runs it as a leaf task; closes its output files when it succeeds.
+    pub(super) async fn run_app(
+        self: &Arc<Self>,
+        app: &Arc<Function>,
+        frame: &Arc<Frame>,
+        t: &ir::AppTemplate,
+        (target, prio, timeout): (Option<Target>, i64, Option<f64>),
+        at: &str,
+        done: &Arc<Done>,
+    ) -> Result<(), String> {
+        self.run_block(app, frame, self.plans.body(&app.name), done)
+            .await;
+        let outputs: HashSet<VarId> = app.outputs.iter().copied().collect();
+        let mut argv: Vec<Arg> = Vec::new();
+        for w in &t.words {
+            match w {
+                Word::Lit(s) => argv.push(Arg::Lit(s.clone())),
+                Word::Var(v) if outputs.contains(v) => {
+                    argv.push(Arg::Out(self.output_path(frame, *v).await))
+                }
+                Word::Var(v) => match self.get(app, frame, *v).await {
+                    Value::Container(m) => argv.extend(m.values().map(Self::input_arg)),
+                    other => argv.push(Self::input_arg(&other)),
+                },
+            }
+        }
+        let stdin = self.stream(app, frame, &outputs, t.stdin).await;
+        let stdout = self.stream(app, frame, &outputs, t.stdout).await;
+        let stderr = self.stream(app, frame, &outputs, t.stderr).await;
+        if argv.is_empty() {
+            return Err(format!("app '{}' has an empty command line", app.name));
+        }
+        let mut out_files = Vec::new();
+        for o in &app.outputs {
+            if app.vars[*o as usize].ty == Type::File {
+                out_files.push((frame.get(*o), self.output_path(frame, *o).await));
+            }
+        }
+        let resume = &self.opts.resume;
+        let words = || {
+            argv.iter()
+                .chain([&stdin, &stdout, &stderr].into_iter().flatten())
+        };
+        let key = resume.key(&app.name, words());
+        let inputs: Vec<&str> = words()
+            .filter_map(|a| match a {
+                Arg::In(p) => Some(p.as_str()),
+                _ => None,
+            })
+            .collect();
+        let earlier = resume.unchanged(&key, &inputs, &self.opts.storage).await;
+        if let Some(earlier) = earlier.filter(|e| e.declared.len() == out_files.len()) {
+            let rank = self.opts.first_server + self.opts.server;
+            let node = self.opts.storage.layout.node_name(rank);
+            let id = self.opts.dispatch.task_id();
+            resume.record(id, (&app.name, at, rank, node), earlier);
+            resume.made(&key, &earlier.declared);
+            for ((f, _), p) in out_files.iter().zip(&earlier.declared) {
+                self.set(*f, Value::File(p.clone()), done);
+            }
+            self.void_outputs(app, frame, done);
+            return Ok(());
+        }
+        let held = self
+            .inputs_of(target, &argv.iter().chain(&stdin).collect::<Vec<_>>())
+            .await;
+        let (target, placed) = match target {
+            Some(t) => (Some(t), Placed::Explicit),
+            None if self.opts.locality == Locality::Auto => self.auto_target(&held),
+            None => (None, Placed::Anywhere),
+        };
+        let work = Work::App {
+            argv,
+            stdin,
+            stdout,
+            stderr,
+            outputs: out_files.iter().map(|(_, p)| p.clone()).collect(),
+            timeout,
+        };
+        let declared: Vec<String> = out_files.iter().map(|(_, p)| p.clone()).collect();
+        let task = Task {
+            at: at.to_string(),
+            key: key.clone(),
+            inputs: held,
+            ..self.task(&app.name, target, placed, prio, work)
+        };
+        self.leaf(task).await?;
+        resume.made(&key, &declared);
+        for (f, p) in out_files {
+            self.set(f, Value::File(p), done);
+        }
+        self.void_outputs(app, frame, done);
+        Ok(())
+    }
+
+    /// Signals an app's `void` outputs: it is done.
+    pub(super) fn void_outputs(self: &Arc<Self>, app: &Function, frame: &Frame, done: &Arc<Done>) {
+        for o in &app.outputs {
+            if app.vars[*o as usize].ty == Type::Void {
+                self.set(frame.get(*o), SIGNAL, done);
+            }
+        }
+    }
+
+    /// Where a task's Locus inputs are, when its placement may use it: a
+    /// SOFT target (to weigh leaving it) or none under `--locality auto`
+    /// (to choose one). HARD tasks go where they are told.
+    pub(super) async fn inputs_of(&self, target: Option<Target>, words: &[&Arg]) -> Vec<Held> {
+        let weighed = match target {
+            Some(t) => !t.hard,
+            None => self.opts.locality == Locality::Auto,
+        };
+        if !weighed {
+            return Vec::new();
+        }
+        let paths: Vec<&str> = words
+            .iter()
+            .filter_map(|a| match a {
+                Arg::In(p) => Some(p.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.opts.storage.held(&paths).await
+    }
+
+    /// `--locality auto`: SOFT NODE at the node holding most input bytes
+    /// (the server breaks ties by load).
+    pub(super) fn auto_target(&self, inputs: &[Held]) -> (Option<Target>, Placed) {
+        let node = cost::heaviest(inputs).first().copied();
+        match node.and_then(|n| self.opts.storage.layout.workers_on(n).next()) {
+            Some(rank) => (
+                Some(Target {
+                    rank,
+                    hard: false,
+                    node: true,
+                }),
+                Placed::Auto,
+            ),
+            None => (None, Placed::Anywhere),
+        }
+    }
+}

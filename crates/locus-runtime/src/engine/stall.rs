@@ -1,0 +1,79 @@
+//! The stall watch: what the run waits on, and the report when nothing
+//! can progress.
+
+use super::*;
+
+impl Engine {
+    pub(super) fn progress_now(&self) -> remote::Progress {
+        // Done first: a task finishing between the two loads must not make
+        // done exceed put.
+        let done = self.tasks_done.load(Ordering::Acquire);
+        let put = self.tasks_put.load(Ordering::Acquire);
+        remote::Progress {
+            steps: self.progress.load(Ordering::Acquire),
+            external: put - done,
+            put,
+            done,
+        }
+    }
+
+    /// Every server's control work, the leader's first (on the leader, at
+    /// the end of the run).
+    pub async fn control_stats(&self) -> Vec<ControlStats> {
+        let mut all = vec![self.status().control];
+        all.extend(self.remote.statuses().await.into_iter().map(|s| s.control));
+        all
+    }
+
+    pub(super) fn status(&self) -> Status {
+        Status {
+            waiting: self.waiting_names(),
+            control: ControlStats {
+                rank: self.remote.rank_of(self.remote.me),
+                statements: self.statements.load(Ordering::Relaxed),
+                received: self.received.load(Ordering::Relaxed),
+                sent: self.sent.load(Ordering::Relaxed),
+            },
+        }
+    }
+
+    /// Variables some task here waits on and that are still open.
+    pub(super) fn waiting_names(&self) -> Vec<(String, usize)> {
+        let waiting = self.waiting.lock().expect("waiting");
+        waiting
+            .iter()
+            // Compiler temporaries (`t`) say nothing to the user.
+            .filter(|(f, (name, n))| *n > 0 && !self.is_closed(**f) && !name.ends_with(":t"))
+            .map(|(_, w)| w.clone())
+            .collect()
+    }
+
+    pub(super) fn is_closed(&self, f: FutureId) -> bool {
+        if self.store.is_local(f) {
+            self.store.is_closed(f)
+        } else {
+            self.remote.known_closed(f)
+        }
+    }
+
+    pub(super) async fn stall_report(&self) -> String {
+        let mut waiting = self.waiting_names();
+        for s in self.remote.statuses().await {
+            waiting.extend(s.waiting);
+        }
+        let mut names: Vec<String> = waiting
+            .into_iter()
+            .map(|(name, n)| format!("{name} ({n} waiting)"))
+            .collect();
+        names.sort();
+        names.dedup();
+        format!(
+            "the run cannot progress: tasks wait on variables that are never assigned: {}",
+            if names.is_empty() {
+                "(none found)".to_string()
+            } else {
+                names.join(", ")
+            }
+        )
+    }
+}
