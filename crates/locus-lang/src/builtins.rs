@@ -11,6 +11,8 @@
 
 use crate::types::Type;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 /// Modules a script may import. Functions of `builtins` need no import.
 pub const MODULES: &[&str] = &[
@@ -22,7 +24,7 @@ macro_rules! library {
     ($(
         $(#[$doc:meta])*
         $kind:ident {
-            $($variant:ident: $module:ident $($name:literal)|+ => $sig:literal,)*
+            $($variant:ident: $module:ident $name:literal $(| $alias:literal)* => $sig:literal,)*
         }
     )*) => {
         $(
@@ -39,7 +41,9 @@ macro_rules! library {
             impl $kind {
                 /// The builtin's first name, for messages.
                 pub fn name(self) -> &'static str {
-                    Builtin::from(self).name()
+                    match self {
+                        $($kind::$variant => $name,)*
+                    }
                 }
             }
         )*
@@ -50,7 +54,10 @@ macro_rules! library {
 
         /// (builtin, module, name, signature), one row per name.
         const TABLE: &[(Builtin, &str, &str, &str)] = &[
-            $($($((Builtin::$kind($kind::$variant), stringify!($module), $name, $sig),)+)*)*
+            $($(
+                (Builtin::$kind($kind::$variant), stringify!($module), $name, $sig),
+                $((Builtin::$kind($kind::$variant), stringify!($module), $alias, $sig),)*
+            )*)*
         ];
     };
 }
@@ -279,9 +286,18 @@ fn kind_type(k: ParamKind) -> Type {
     }
 }
 
-/// The signature of builtin `name`, if there is one.
-pub fn lookup(name: &str) -> Option<Signature> {
-    let &(builtin, module, name, spec) = TABLE.iter().find(|(_, _, n, _)| *n == name)?;
+/// The signature of builtin `name`, if there is one (the table is read
+/// once).
+pub fn lookup(name: &str) -> Option<&'static Signature> {
+    static SIGNATURES: OnceLock<HashMap<&str, Signature>> = OnceLock::new();
+    SIGNATURES
+        .get_or_init(|| TABLE.iter().map(|row| (row.2, signature(*row))).collect())
+        .get(name)
+}
+
+fn signature(
+    (builtin, module, name, spec): (Builtin, &'static str, &'static str, &str),
+) -> Signature {
     let (ins, outs) = spec.split_once("->").expect("table signature");
     let mut inputs = Vec::new();
     let mut required = 0;
@@ -300,7 +316,7 @@ pub fn lookup(name: &str) -> Option<Signature> {
         .split_whitespace()
         .map(|w| kind_type(parse_type(w)))
         .collect();
-    Some(Signature {
+    Signature {
         builtin,
         module,
         name,
@@ -308,7 +324,7 @@ pub fn lookup(name: &str) -> Option<Signature> {
         required,
         variadic,
         outputs,
-    })
+    }
 }
 
 /// Every builtin function's name.
@@ -319,11 +335,12 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 impl Builtin {
     /// The builtin's first name, for messages.
     pub fn name(self) -> &'static str {
-        TABLE
-            .iter()
-            .find(|(b, ..)| *b == self)
-            .map(|(_, _, n, _)| *n)
-            .expect("every builtin has a row")
+        match self {
+            Builtin::Pure(b) => b.name(),
+            Builtin::Run(b) => b.name(),
+            Builtin::Effect(b) => b.name(),
+            Builtin::Task(b) => b.name(),
+        }
     }
 }
 

@@ -43,6 +43,15 @@ struct File {
 }
 
 impl File {
+    /// 1-based line and column of source offset `at` (within this file).
+    fn line_col(&self, at: u32) -> (usize, usize) {
+        let at = (at as usize - self.base).min(self.text.len());
+        let line = self.line_starts.partition_point(|&s| s <= at) - 1;
+        let start = self.line_starts[line];
+        let col = self.text[start..floor_char(&self.text, at)].chars().count() + 1;
+        (line + 1, col)
+    }
+
     fn new(name: String, base: usize, text: String) -> File {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
@@ -121,11 +130,8 @@ impl Source {
     /// File index, 1-based line and column of offset `at`, and its file.
     fn locate(&self, at: u32) -> (usize, usize, usize, Arc<File>) {
         let (index, f) = self.file_at(at);
-        let at = (at as usize - f.base).min(f.text.len());
-        let line = f.line_starts.partition_point(|&s| s <= at) - 1;
-        let start = f.line_starts[line];
-        let col = f.text[start..floor_char(&f.text, at)].chars().count() + 1;
-        (index, line + 1, col, f)
+        let (line, col) = f.line_col(at);
+        (index, line, col, f)
     }
 
     /// Where byte offset `at` is.
@@ -142,8 +148,12 @@ impl Source {
     /// and column of byte offset `at` (no name copied: compiling asks this
     /// of every call).
     pub fn index_line_col(&self, at: u32) -> (usize, usize, usize) {
-        let (index, line, col, _) = self.locate(at);
-        (index, line, col)
+        let files = self.files.lock().expect("source files");
+        let i = files
+            .partition_point(|f| f.base <= at as usize)
+            .saturating_sub(1);
+        let (line, col) = files[i].line_col(at);
+        (i, line, col)
     }
 
     /// 1-based line and column of byte offset `at` in its file.

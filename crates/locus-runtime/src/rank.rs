@@ -293,6 +293,7 @@ async fn rank_main(
             resume: Resume::new(&opts.run_dir, me, opts.resume)?,
         },
     );
+    engine.fail_on_panic();
     engine.start();
     if !leads {
         return serving.await;

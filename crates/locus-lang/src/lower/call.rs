@@ -6,7 +6,9 @@ use super::*;
 
 /// What a call's name and arguments find.
 pub(super) enum Resolved {
-    Found(String, FnSig),
+    /// The signature, and for an overloaded name the IR name of the
+    /// definition chosen.
+    Found(Arc<FnSig>, Option<String>),
     Unknown,
     /// An overloaded name none of whose definitions takes these types.
     NoOverload(Vec<Type>, Vec<String>),
@@ -21,7 +23,7 @@ impl<'a> FnCx<'a> {
         let ExprKind::Call { args, .. } = &e.kind else {
             unreachable!("a call")
         };
-        let Resolved::Found(_, sig) = self.resolve(name, args) else {
+        let Resolved::Found(sig, _) = self.resolve(name, args) else {
             self.call(e, None, out);
             return (self.new_var("error", Type::Error), Type::Error);
         };
@@ -54,11 +56,11 @@ impl<'a> FnCx<'a> {
     /// parameters take the types of the arguments given by position.
     pub(super) fn resolve(&mut self, name: &Ident, args: &[Expr]) -> Resolved {
         if let Some(s) = self.g.functions.get(&name.name) {
-            return Resolved::Found(name.name.clone(), s.clone());
+            return Resolved::Found(s.clone(), None);
         }
         let Some(defs) = self.g.overloads.get(&name.name) else {
-            return match builtins::lookup(&name.name) {
-                Some(s) => Resolved::Found(name.name.clone(), FnSig::from_builtin(s)),
+            return match FnSig::builtin(&name.name) {
+                Some(s) => Resolved::Found(s, None),
                 None => Resolved::Unknown,
             };
         };
@@ -77,7 +79,7 @@ impl<'a> FnCx<'a> {
         for ir_name in defs {
             let sig = &self.g.functions[ir_name];
             if fits(sig) {
-                return Resolved::Found(ir_name.clone(), sig.clone());
+                return Resolved::Found(sig.clone(), Some(ir_name.clone()));
             }
         }
         Resolved::NoOverload(types, defs.clone())
@@ -104,7 +106,7 @@ impl<'a> FnCx<'a> {
             unreachable!("a call")
         };
         let (ir_name, sig) = match self.resolve(name, args) {
-            Resolved::Found(ir_name, sig) => (ir_name, sig),
+            Resolved::Found(sig, ir_name) => (ir_name, sig),
             Resolved::Unknown => {
                 let mut known: Vec<&str> = (self.g.functions.keys())
                     .chain(self.g.overloads.keys())
@@ -296,6 +298,9 @@ impl<'a> FnCx<'a> {
                 }
                 o.iter().map(|(id, _)| *id).collect()
             }
+            // A builtin's results nobody reads are not made at all; a
+            // function's are, for its body to write.
+            None if sig.builtin.is_some() => Vec::new(),
             None => sig
                 .outputs
                 .iter()
@@ -307,7 +312,7 @@ impl<'a> FnCx<'a> {
             None => {
                 let at = self.pos(name.span);
                 out.push(Stmt::Call {
-                    func: ir_name,
+                    func: ir_name.unwrap_or_else(|| name.name.clone()),
                     outs: out_ids,
                     args: arg_ids,
                     opts,
@@ -328,6 +333,10 @@ impl<'a> FnCx<'a> {
         args: &'e [Expr],
         out: &mut Vec<Stmt>,
     ) -> Option<Vec<&'e Expr>> {
+        let keyword = |a: &Expr| matches!(a.kind, ExprKind::Keyword(..));
+        if !args.iter().any(keyword) && sig.defaults.iter().skip(args.len()).all(Option::is_none) {
+            return Some(args.iter().collect());
+        }
         let mut bound: Vec<Option<&Expr>> = Vec::new();
         let (mut ok, mut keywords) = (true, false);
         for a in args {

@@ -10,6 +10,7 @@ use crate::ir::{self, Const, Member, Stmt, VarId};
 use crate::source::{Source, Span};
 use crate::types::Type;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, OnceLock};
 
 mod call;
 mod expr;
@@ -34,7 +35,21 @@ struct FnSig {
 }
 
 impl FnSig {
-    fn from_builtin(s: Signature) -> FnSig {
+    /// Builtin `name`'s signature (made once per builtin).
+    fn builtin(name: &str) -> Option<Arc<FnSig>> {
+        static SIGNATURES: OnceLock<HashMap<&str, Arc<FnSig>>> = OnceLock::new();
+        SIGNATURES
+            .get_or_init(|| {
+                builtins::names()
+                    .filter_map(|n| Some((n, Arc::new(FnSig::from_builtin(builtins::lookup(n)?)))))
+                    .collect()
+            })
+            .get(name)
+            .cloned()
+    }
+
+    fn from_builtin(s: &Signature) -> FnSig {
+        let s = s.clone();
         FnSig {
             inputs: s.inputs,
             required: s.required,
@@ -57,10 +72,10 @@ struct Globals<'s> {
     /// User functions by their name in the IR: the script's name, or for
     /// a name defined several times (overloaded by parameter types),
     /// `name(types)`.
-    functions: HashMap<String, FnSig>,
+    functions: HashMap<String, Arc<FnSig>>,
     /// The IR names of an overloaded name's definitions.
     overloads: HashMap<String, Vec<String>>,
-    /// The IR name of each definition, by where its name is.
+    /// The IR name of each overloaded definition, by where its name is.
     ir_names: HashMap<u32, String>,
     structs: BTreeMap<String, Vec<(String, Type)>>,
     typedefs: HashMap<String, Type>,
@@ -188,16 +203,20 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
                     builtin: None,
                     module: None,
                     params: f.inputs.iter().map(|p| p.name.name.clone()).collect(),
-                    defaults: f.inputs.iter().map(|p| p.default.clone()).collect(),
+                    // Kept only for functions that have defaults.
+                    defaults: match f.inputs.iter().any(|p| p.default.is_some()) {
+                        true => f.inputs.iter().map(|p| p.default.clone()).collect(),
+                        false => Vec::new(),
+                    },
                 };
                 if ir_name != f.name.name {
                     g.overloads
                         .entry(f.name.name.clone())
                         .or_default()
                         .push(ir_name.clone());
+                    g.ir_names.insert(f.name.span.start, ir_name.clone());
                 }
-                g.ir_names.insert(f.name.span.start, ir_name.clone());
-                g.functions.insert(ir_name, sig);
+                g.functions.insert(ir_name, Arc::new(sig));
             }
             ast::Item::Stmt(ast::Stmt {
                 kind:

@@ -159,7 +159,7 @@ impl Engine {
             }
             Stmt::Builtin { outs, op, args, at } => {
                 let a = self.get_all(func, frame, args).await;
-                match Box::pin(self.builtin(frame, *op, &a, outs)).await {
+                match self.builtin(frame, *op, &a, outs).await {
                     Ok(values) => {
                         // Outputs without a value are `void` signals.
                         let mut values = values.into_iter();

@@ -102,7 +102,9 @@ impl Engine {
                     (Run::Write, Some(o)) => Some(self.path(frame.get(*o)).await),
                     _ => None,
                 };
-                let v = self.opts.storage.call(r, a, dst.as_deref()).await?;
+                // Boxed, as the task builtins: every statement's future
+                // would otherwise be as large as the largest of these.
+                let v = Box::pin(self.opts.storage.call(r, a, dst.as_deref())).await?;
                 Ok(v.into_iter().collect())
             }
             Builtin::Effect(e) => {
@@ -111,7 +113,7 @@ impl Engine {
                 }
                 Ok(Vec::new())
             }
-            Builtin::Task(t) => self.task_builtin(t, a).await,
+            Builtin::Task(t) => Box::pin(self.task_builtin(t, a)).await,
         }
     }
 
@@ -145,7 +147,7 @@ impl Engine {
             },
         };
         let task = self.task(op.name(), None, Placed::Anywhere, 0, work);
-        let outcome = Box::pin(self.leaf_outcome(task)).await?;
+        let outcome = self.leaf_outcome(task).await?;
         let value = Value::Str(outcome.value.unwrap_or_default());
         Ok(match op {
             TaskFn::Sleep => Vec::new(),

@@ -322,6 +322,20 @@ impl Engine {
 
     /// Fails the run: on the leader, it ends; another server tells the
     /// leader.
+    /// Makes a panic anywhere in this process a failure of the run, named
+    /// as an internal error, rather than a control task gone silently and
+    /// the run stalling.
+    pub fn fail_on_panic(self: &Arc<Self>) {
+        let engine = Arc::downgrade(self);
+        let report = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            report(info);
+            if let Some(e) = engine.upgrade() {
+                e.fail(format!("internal error (a bug in Locus): {info}"));
+            }
+        }));
+    }
+
     fn fail(&self, msg: String) {
         let mut f = self.failure.lock().expect("failure");
         if f.is_none() {
