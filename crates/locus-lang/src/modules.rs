@@ -3,6 +3,9 @@
 //! path (`-I DIR`, `SWIFT_PATH`), as Swift/T does. A module's definitions
 //! join the script's; each module is loaded once however often imported.
 //! A missing module and an import cycle are errors at the import.
+//!
+//! Library modules are builtins, except those written in Swift and built
+//! into the compiler (`library/*.swift`), which load like user modules.
 
 use crate::ast::{Item, Program, StmtKind};
 use crate::diag::Diagnostic;
@@ -10,6 +13,9 @@ use crate::source::{Source, Span};
 use crate::{builtins, lexer, parser};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+
+/// Library modules written in Swift: (module, source).
+const LIBRARY: &[(&str, &str)] = &[("unix", include_str!("library/unix.swift"))];
 
 struct Loader<'s> {
     src: &'s Source,
@@ -50,7 +56,14 @@ impl Loader<'_> {
             let name: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
             let name = name.join(".");
             if builtins::MODULES.contains(&name.as_str()) {
+                let source = LIBRARY.iter().find(|(m, _)| *m == name);
                 out.push(item);
+                if let Some((module, text)) = source {
+                    if self.loaded.insert(name.clone()) {
+                        let file = PathBuf::from(format!("<library>/{module}.swift"));
+                        out.extend(self.parse(&file, text.to_string()));
+                    }
+                }
                 continue;
             }
             if stack.contains(&name) {

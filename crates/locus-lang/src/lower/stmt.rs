@@ -145,9 +145,15 @@ impl<'a> FnCx<'a> {
                     let mut b = Vec::new();
                     self.stmt(p, &mut b);
                     // A variable declared in a part is visible after the
-                    // chain: it belongs to the enclosing block.
-                    let (decls, rest): (Vec<Stmt>, Vec<Stmt>) =
-                        b.into_iter().partition(|s| matches!(s, Stmt::Decl { .. }));
+                    // chain: it belongs to the enclosing block. Temporaries
+                    // stay in their part, which closes them (an array
+                    // literal given to a call in the part must close before
+                    // the part is done).
+                    let scope = self.scopes.last().expect("a scope");
+                    let named = |v: &VarId| scope.values().any(|l| l.id == *v);
+                    let (decls, rest): (Vec<Stmt>, Vec<Stmt>) = b
+                        .into_iter()
+                        .partition(|s| matches!(s, Stmt::Decl { var, .. } if named(var)));
                     out.extend(decls);
                     seq.push(rest);
                 }
