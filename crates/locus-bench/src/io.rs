@@ -1,8 +1,11 @@
 //! `locus bench io`: write then read F files of S bytes through the client,
-//! locally on the writer's node and by remote fetch on another node, beside
+//! locally on the writer's node and by remote fetch on other nodes, beside
 //! raw `dd` on the same file system in the same run. Each file's Locus and
 //! raw operations run back to back (alternating which goes first), so both
-//! see the same page-cache and memory conditions.
+//! see the same page-cache and memory conditions. The nodes share this
+//! host: node 1 fetches as a node on the same host does (a copy in the
+//! kernel), node 2 over TCP, beside raw loopback TCP between two processes
+//! (`sendfile` to `dd`).
 
 use crate::report::{header, median, row_precise, target};
 use crate::workspace::{default_root, Workspace};
@@ -83,14 +86,18 @@ struct Times {
     raw_write: Duration,
     raw_read: Duration,
     raw_copy: Duration,
+    raw_tcp: Duration,
     write: Duration,
     read: Duration,
     fetch: Duration,
+    fetch_tcp: Duration,
 }
 
 struct Round<'a> {
     writer: &'a Client,
     reader: &'a Client,
+    /// A reader on another node that fetches over TCP.
+    tcp_reader: &'a Client,
     raw: PathBuf,
     dir: String,
     size: u64,
@@ -126,6 +133,32 @@ impl Round<'_> {
         self.timed(|| dd(&[format!("if={src}"), format!("of={dst}")]))
     }
 
+    /// Raw loopback TCP between two processes: this one sends the file
+    /// (`sendfile`), `dd` in another receives it (bash's `/dev/tcp`) and
+    /// throws it away.
+    fn raw_tcp(&self, i: u32) -> anyhow::Result<Duration> {
+        let mut file = std::fs::File::open(self.raw_file(&format!("f{i}")))?;
+        warm(&self.raw, self.size)?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        let port = listener.local_addr()?.port();
+        let mut receiver = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "dd bs=1M of=/dev/null status=none < /dev/tcp/127.0.0.1/{port}"
+            ))
+            .spawn()?;
+        let (mut stream, _) = listener.accept()?;
+        let start = Instant::now();
+        let sent = std::io::copy(&mut file, &mut stream)?;
+        drop(stream);
+        let status = receiver.wait()?;
+        let took = start.elapsed();
+        if !status.success() || sent != self.size {
+            anyhow::bail!("raw TCP: sent {sent} bytes, receiver {status}");
+        }
+        Ok(took)
+    }
+
     async fn write(&self, i: u32) -> anyhow::Result<Duration> {
         let chunk = vec![0u8; MIB as usize];
         warm(&self.raw, self.size)?;
@@ -146,6 +179,20 @@ impl Round<'_> {
             anyhow::bail!("reading {}/f{i} returned {got} bytes", self.dir);
         }
         Ok(start.elapsed())
+    }
+
+    /// A fetch alone: `client` makes file `i` local (what a task's input
+    /// costs before the task reads it), as a local copy makes a file.
+    async fn fetch(&self, client: &Client, i: u32) -> anyhow::Result<Duration> {
+        warm(&self.raw, self.size)?;
+        let start = Instant::now();
+        let copy = client.local_path(&format!("{}/f{i}", self.dir)).await?;
+        let took = start.elapsed();
+        let got = std::fs::metadata(&copy)?.len();
+        if got != self.size {
+            anyhow::bail!("fetching {}/f{i} made {got} bytes", self.dir);
+        }
+        Ok(took)
     }
 
     fn timed(&self, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<Duration> {
@@ -173,11 +220,21 @@ impl Round<'_> {
         for i in 0..files {
             let locus_first = i % 2 == 1;
             if locus_first {
-                t.fetch += self.read(self.reader, i).await?;
+                t.fetch += self.fetch(self.reader, i).await?;
             }
             t.raw_copy += self.raw_copy(i)?;
             if !locus_first {
-                t.fetch += self.read(self.reader, i).await?;
+                t.fetch += self.fetch(self.reader, i).await?;
+            }
+        }
+        for i in 0..files {
+            let locus_first = i % 2 == 0;
+            if locus_first {
+                t.fetch_tcp += self.fetch(self.tcp_reader, i).await?;
+            }
+            t.raw_tcp += self.raw_tcp(i)?;
+            if !locus_first {
+                t.fetch_tcp += self.fetch(self.tcp_reader, i).await?;
             }
         }
         Ok(())
@@ -189,11 +246,12 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
         anyhow::bail!("--size must be a positive multiple of 1 MiB");
     }
     let root = opts.dir.clone().unwrap_or_else(|| default_root("io"));
-    let ws = Workspace::start(&root, 2, &opts.daemons, opts.keep)?;
+    let ws = Workspace::start(&root, 3, &opts.daemons, opts.keep)?;
     println!("{}", crate::machine::describe());
     println!(
         "io: {} files x {} MiB per round, {} rounds after a warm-up (median shown); \
-         writer on node 0, remote reader on node 1; raw dd in {}",
+         writer on node 0, remote readers on node 1 (same-host copy) and node 2 (TCP); \
+         raw dd in {}",
         opts.files,
         opts.size / MIB,
         opts.rounds,
@@ -201,6 +259,7 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
     );
     let writer = ws.client(0)?;
     let reader = ws.client(1)?;
+    let tcp_reader = ws.client_over_tcp(2)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -212,6 +271,7 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
         let round = Round {
             writer: &writer,
             reader: &reader,
+            tcp_reader: &tcp_reader,
             raw: ws.raw_dir(&format!("r{n}"))?,
             dir: format!("/io/r{n}"),
             size: opts.size,
@@ -231,10 +291,13 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
     let (w, raw_w) = (gbps(|t| t.write), gbps(|t| t.raw_write));
     let (r, raw_r) = (gbps(|t| t.read), gbps(|t| t.raw_read));
     let (f, raw_c) = (gbps(|t| t.fetch), gbps(|t| t.raw_copy));
-    header("GB/s", "raw dd");
+    let (ft, raw_t) = (gbps(|t| t.fetch_tcp), gbps(|t| t.raw_tcp));
+    header("GB/s", "baseline");
     row_precise("local write (vs dd write)", w, raw_w);
     row_precise("local read (vs dd read)", r, raw_r);
-    row_precise("remote fetch + read (vs dd copy)", f, raw_c);
+    row_precise("remote fetch, same host (vs dd copy)", f, raw_c);
+    row_precise("remote fetch over TCP (vs dd copy)", ft, raw_c);
+    row_precise("remote fetch over TCP (vs raw TCP)", ft, raw_t);
     target(
         &format!("local write >= 90% of raw ({:.0}%)", 100.0 * w / raw_w),
         w >= 0.9 * raw_w,
@@ -244,5 +307,12 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
         r >= 0.9 * raw_r,
     );
     target(&format!("remote fetch >= 1 GB/s ({f:.2} GB/s)"), f >= 1.0);
+    target(
+        &format!(
+            "remote fetch >= 80% of a local copy ({:.0}%)",
+            100.0 * f / raw_c
+        ),
+        f >= 0.8 * raw_c,
+    );
     Ok(())
 }

@@ -40,6 +40,17 @@ impl Workspace {
         Ok(Client::open(&self.root.join("cluster"), opts)?)
     }
 
+    /// A client of `node` that fetches over TCP even from holders on this
+    /// host (the network path).
+    pub fn client_over_tcp(&self, node: u32) -> anyhow::Result<Client> {
+        let opts = ClientOptions {
+            node,
+            same_host_copy: false,
+            ..ClientOptions::default()
+        };
+        Ok(Client::open(&self.root.join("cluster"), opts)?)
+    }
+
     /// Runs baselines in a new scratch directory under `dir` instead of
     /// beside the stores (e.g. on tmpfs).
     pub fn raw_under(&mut self, dir: &Path) {

@@ -454,10 +454,16 @@ fn a_diskless_client_moves_every_byte_over_the_network() {
 }
 
 #[test]
-fn large_files_fetch_intact_over_parallel_streams() {
-    let c = TestCluster::up(2);
+fn large_files_fetch_intact_over_parallel_streams_and_same_host_copies() {
+    let c = TestCluster::up(3);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
+    // Node 2 fetches over TCP although its holders share this host.
+    let tcp = c.client_with(ClientOptions {
+        node: 2,
+        same_host_copy: false,
+        ..ClientOptions::default()
+    });
     // Bytes that differ everywhere, so a misplaced range cannot go unnoticed.
     let data: Vec<u8> = (0..(20u64 << 20) + 12_345)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
@@ -466,8 +472,13 @@ fn large_files_fetch_intact_over_parallel_streams() {
         a.put("/big.bin", &data).await.unwrap();
         assert!(
             b.get("/big.bin").await.unwrap() == data,
-            "fetched bytes differ"
+            "bytes copied from a holder on this host differ"
         );
+        assert!(
+            tcp.get("/big.bin").await.unwrap() == data,
+            "bytes fetched over TCP streams differ"
+        );
+        assert_eq!(a.locate("/big.bin").await.unwrap(), vec![0, 1, 2]);
         // Appending on the remote node fetches the current bytes first.
         let mut w = b.open_write("/big.bin", false).await.unwrap();
         w.write_all(b"tail").unwrap();

@@ -10,6 +10,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::ptr::null_mut;
 
@@ -40,6 +41,20 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
                     }
                     Err(e) => reply_err(&mut stream, FsError::io(path, &e))?,
                 }
+            }
+            TransferRequest::Locate { path, stamp } => {
+                let located = checked(&path).and_then(|_| {
+                    let file = std::fs::canonicalize(store.data_path(&path, stamp))
+                        .map_err(|e| FsError::io(&path, &e))?;
+                    let meta = std::fs::metadata(&file).map_err(|e| FsError::io(&path, &e))?;
+                    Ok(TransferReply::Located {
+                        file: file.to_string_lossy().into_owned(),
+                        dev: meta.dev(),
+                        ino: meta.ino(),
+                    })
+                });
+                let reply = located.unwrap_or_else(TransferReply::Err);
+                stream.write_all(&frame::encode(&reply)?)?;
             }
             TransferRequest::Push { path, stamp, size } => {
                 // After a failed push the byte stream may be out of step:
@@ -111,10 +126,42 @@ pub fn fetch(
     let size = match read_reply(stream)? {
         TransferReply::Ready { size } => size,
         TransferReply::Err(e) => return Ok(Err(e)),
+        TransferReply::Located { .. } => return Err(unexpected()),
     };
     let (start, n) = range(size, offset, len);
     receive_into(stream, dest, start, n)?;
     Ok(Ok(size))
+}
+
+/// Client side, for a holder on this host: copies copy `stamp` of `path`
+/// from the holder's store into `dest` in the kernel (`copy_file_range`:
+/// no socket, no user-space buffer), if this process can open the holder's
+/// file and it is the one the holder named (same device and inode).
+/// `Ok(Ok(None))`: it cannot, fetch over the network.
+pub fn copy_local(
+    stream: &mut TcpStream,
+    (path, stamp): (&str, u64),
+    dest: &File,
+) -> io::Result<FsResult<Option<u64>>> {
+    let req = TransferRequest::Locate {
+        path: path.to_string(),
+        stamp,
+    };
+    stream.write_all(&frame::encode(&req)?)?;
+    let (file, dev, ino) = match read_reply(stream)? {
+        TransferReply::Located { file, dev, ino } => (file, dev, ino),
+        TransferReply::Err(e) => return Ok(Err(e)),
+        TransferReply::Ready { .. } => return Err(unexpected()),
+    };
+    let Ok(mut src) = File::open(&file) else {
+        return Ok(Ok(None));
+    };
+    let meta = src.metadata()?;
+    if (meta.dev(), meta.ino()) != (dev, ino) {
+        return Ok(Ok(None));
+    }
+    let mut to = dest;
+    Ok(Ok(Some(io::copy(&mut src, &mut to)?)))
 }
 
 /// Client side: pushes local file `src` to the peer, stored there as copy
@@ -135,6 +182,7 @@ pub fn push(
     Ok(match read_reply(stream)? {
         TransferReply::Ready { size } => Ok(size),
         TransferReply::Err(e) => Err(e),
+        TransferReply::Located { .. } => return Err(unexpected()),
     })
 }
 
@@ -253,6 +301,11 @@ impl Drop for Pipe {
             libc::close(self.write);
         }
     }
+}
+
+/// A reply that does not answer the request: the stream is out of step.
+fn unexpected() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "a reply to another request")
 }
 
 fn read_reply(stream: &mut TcpStream) -> io::Result<TransferReply> {

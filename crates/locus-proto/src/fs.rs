@@ -251,12 +251,23 @@ pub enum TransferRequest {
     /// Store `size` raw bytes that follow as copy `stamp` of `path`;
     /// answered by `Ready`.
     Push { path: String, stamp: u64, size: u64 },
+    /// Where stored copy `stamp` of `path` is on the holder's host; answered
+    /// by `Located`, for a reader on the same host to copy the file itself.
+    Locate { path: String, stamp: u64 },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub enum TransferReply {
-    Ready { size: u64 },
+    Ready {
+        size: u64,
+    },
     Err(FsError),
+    /// The copy's absolute path, device and inode on the holder's host.
+    Located {
+        file: String,
+        dev: u64,
+        ino: u64,
+    },
 }
 
 /// A request or response with the id that pairs them on a pipelined channel.
