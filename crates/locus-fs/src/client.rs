@@ -333,9 +333,23 @@ impl Client {
 
     pub async fn mkdir(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
-        self.create_name(&path, Record::new(Kind::Dir, 0o755, now_ns()), None)
-            .await
-            .map(drop)
+        let record = Record::new(Kind::Dir, 0o755, now_ns());
+        let (parent, name) = split(&path)?;
+        if self.owner(parent) != self.owner(&path) {
+            return self.create_name(&path, record, None).await.map(drop);
+        }
+        // One daemon keeps the entry and the record: one request.
+        let req = Request::CreateFile {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            path: path.clone(),
+            record,
+            parents: Vec::new(),
+        };
+        match self.meta(&path, req).await? {
+            Response::Created { .. } => Ok(()),
+            other => Err(unexpected(other)),
+        }
     }
 
     /// The record of a name that exists: a concurrent creator may have added
@@ -356,17 +370,31 @@ impl Client {
     /// `mkdir -p`: creates missing ancestors; an existing directory is fine.
     pub async fn mkdir_all(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
-        let mut prefix = String::new();
-        for part in path.split('/').filter(|p| !p.is_empty()) {
-            prefix.push('/');
-            prefix.push_str(part);
-            match self.mkdir(&prefix).await {
-                Err(e) if e.code == Errno::EEXIST => {
-                    if self.stat_created(&prefix).await?.kind != Kind::Dir {
-                        return Err(FsError::new(Errno::ENOTDIR, prefix));
-                    }
+        if path == "/" {
+            return Ok(());
+        }
+        // From the deepest name up: where only the last directories are
+        // missing (the usual case), the ones above cost nothing.
+        let mut missing = vec![path];
+        while let Some(dir) = missing.last().cloned() {
+            match self.mkdir(&dir).await {
+                Ok(()) => {
+                    missing.pop();
                 }
-                other => other?,
+                Err(e) if e.code == Errno::EEXIST => {
+                    if self.stat_created(&dir).await?.kind != Kind::Dir {
+                        return Err(FsError::new(Errno::ENOTDIR, dir));
+                    }
+                    missing.pop();
+                }
+                Err(e) if e.code == Errno::ENOENT => {
+                    let parent = split(&dir)?.0.to_string();
+                    if parent == "/" || missing.contains(&parent) {
+                        return Err(e);
+                    }
+                    missing.push(parent);
+                }
+                Err(e) => return Err(e),
             }
         }
         Ok(())
@@ -1066,6 +1094,9 @@ impl Client {
         if meta.is_dir() {
             return Err(FsError::new(Errno::EISDIR, path));
         }
+        if let Some(record) = self.commit_new(out, meta.len()).await? {
+            return Ok(record);
+        }
         let lease = out.lease;
         let claimed = match self.claim(path, lease).await {
             Err(e) => {
@@ -1089,6 +1120,91 @@ impl Client {
             replacing.as_ref(),
         )
         .await
+    }
+
+    /// `commit` of a new file in one round trip, where it can be: the
+    /// client places new files on its own node and one daemon keeps both
+    /// the parent's entries and the file's record. The bytes are stored
+    /// first, then `CreateFile` makes name and record at once, committed.
+    /// `None` (the bytes back in the output's place) when the usual way
+    /// must be taken: the name exists, its parent does not, or a placement
+    /// hint puts the data elsewhere.
+    async fn commit_new(&self, out: &Output, size: u64) -> FsResult<Option<Record>> {
+        let (path, token) = (out.path.as_str(), out.lease.token);
+        let (parent, name) = split(path)?;
+        let me = self.inner.me;
+        if self.inner.diskless
+            || self.inner.placement != Placement::Local
+            || self.owner(parent) != self.owner(path)
+        {
+            return Ok(None);
+        }
+        let store = &self.inner.store;
+        if let Err(e) = store.install(&out.local, path, token) {
+            store.discard(&out.local);
+            return Err(e);
+        }
+        let mut record = Record::new(Kind::File, 0o644, now_ns());
+        record.size = size;
+        record.version = 1;
+        record.stamp = token;
+        record.holders = vec![me];
+        let req = Request::CreateFile {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            path: path.to_string(),
+            record,
+            parents: self.kept_with(path),
+        };
+        let mut answer = self.meta(path, req.clone()).await;
+        if matches!(&answer, Err(e) if e.code == Errno::ENOENT)
+            && self.mkdir_all(parent).await.is_ok()
+        {
+            answer = self.meta(path, req).await;
+        }
+        match answer {
+            Ok(Response::Created { record, .. }) => Ok(Some(record)),
+            Ok(Response::Hint(_)) => store.uninstall(path, token, &out.local).map(|()| None),
+            Err(e) if matches!(e.code, Errno::EEXIST | Errno::ENOENT) => {
+                store.uninstall(path, token, &out.local).map(|()| None)
+            }
+            other => {
+                let failed = match other {
+                    Err(e) => e,
+                    Ok(r) => unexpected(r),
+                };
+                // The answer may be what was lost: the record says whether
+                // the file was made; the copy goes only if it was not, and
+                // stays if that cannot be learned (as after a commit).
+                match self.stat(path).await {
+                    Ok(rec) if rec.stamp == token => Ok(Some(rec)),
+                    Err(e) if e.code != Errno::ENOENT => Err(failed),
+                    _ => {
+                        let _ = store.uninstall(path, token, &out.local);
+                        Err(failed)
+                    }
+                }
+            }
+        }
+    }
+
+    /// The directories above `path` (outermost first) whose entries and
+    /// records the daemon keeping `path` keeps too: it can make those
+    /// itself if they are missing.
+    fn kept_with(&self, path: &str) -> Vec<String> {
+        let owner = self.owner(path);
+        let mut dirs = Vec::new();
+        let mut dir = split(path).map_or("/", |(p, _)| p);
+        while dir != "/" {
+            let above = split(dir).map_or("/", |(p, _)| p);
+            if self.owner(dir) != owner || self.owner(above) != owner {
+                break;
+            }
+            dirs.push(dir.to_string());
+            dir = above;
+        }
+        dirs.reverse();
+        dirs
     }
 
     /// After creating `path` failed with `failed`: makes its parent

@@ -405,6 +405,25 @@ impl Shard<'_> {
         Ok(())
     }
 
+    /// Makes directory `dir` (entry and record) unless it exists.
+    fn make_dir(&mut self, dir: &str, mtime_ns: i64) -> FsResult<()> {
+        match read_record(&self.records, dir) {
+            Ok(rec) if rec.kind == Kind::Dir => return Ok(()),
+            Ok(_) => return Err(FsError::new(Errno::ENOTDIR, dir)),
+            Err(e) if e.code != Errno::ENOENT => return Err(e),
+            Err(_) => {}
+        }
+        let (parent, name) = dir
+            .rsplit_once('/')
+            .map(|(p, n)| (if p.is_empty() { "/" } else { p }, n))
+            .ok_or_else(|| FsError::new(Errno::EINVAL, dir))?;
+        check_dir(&self.records, parent)?;
+        self.entries
+            .insert((parent, name), kind_byte(Kind::Dir))
+            .map_err(storage_error)?;
+        self.put(dir, &Record::new(Kind::Dir, 0o755, mtime_ns))
+    }
+
     fn has_entries(&self, dir: &str) -> FsResult<bool> {
         let mut range = self.entries.range((dir, "")..).map_err(storage_error)?;
         match range.next() {
@@ -555,6 +574,44 @@ impl Shard<'_> {
                     .insert(path.as_str(), *node)
                     .map_err(storage_error)?;
                 Ok(Response::Ok)
+            }
+            Request::CreateFile {
+                parent,
+                name,
+                path,
+                record,
+                parents,
+            } => {
+                if *path != join(parent, name) {
+                    return Err(FsError::new(Errno::EINVAL, path.as_str())
+                        .with_detail("the name is not the path's"));
+                }
+                for dir in parents {
+                    self.make_dir(dir, record.mtime_ns)?;
+                }
+                check_dir(&self.records, parent)?;
+                let key = (parent.as_str(), name.as_str());
+                if self.entries.get(key).map_err(storage_error)?.is_some() {
+                    return Err(FsError::new(Errno::EEXIST, path.as_str()));
+                }
+                let hint = self
+                    .hints
+                    .get(path.as_str())
+                    .map_err(storage_error)?
+                    .map(|v| v.value());
+                let elsewhere = hint.filter(|n| !record.holders.contains(n));
+                if let Some(node) = elsewhere.filter(|_| record.kind == Kind::File) {
+                    return Ok(Response::Hint(Some(node)));
+                }
+                self.hints.remove(path.as_str()).map_err(storage_error)?;
+                self.entries
+                    .insert(key, kind_byte(record.kind))
+                    .map_err(storage_error)?;
+                self.put(path, record)?;
+                Ok(Response::Created {
+                    record: record.clone(),
+                    hint,
+                })
             }
             Request::AddEntry { parent, name, kind } => {
                 check_dir(&self.records, parent)?;

@@ -300,7 +300,9 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::ImportData { path, .. }
         | Request::ExportData { path, .. } => checked(path).map(drop),
         Request::ListEntries { dir, .. } => checked(dir).map(drop),
-        Request::AddEntry { parent, name, .. } | Request::RemoveEntry { parent, name, .. } => {
+        Request::AddEntry { parent, name, .. }
+        | Request::RemoveEntry { parent, name, .. }
+        | Request::CreateFile { parent, name, .. } => {
             checked(parent)?;
             if name.is_empty() || name.contains('/') || name == "." || name == ".." {
                 return Err(

@@ -152,6 +152,20 @@ impl Store {
         Ok(())
     }
 
+    /// Undoes `install(tmp, path, stamp)`: the copy goes back to `tmp`.
+    pub fn uninstall(&self, path: &str, stamp: u64, tmp: &Path) -> FsResult<()> {
+        let dest = self.data_path(path, stamp);
+        let version_dir = dest.parent().expect("store paths have a parent");
+        let private = tmp
+            .parent()
+            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name());
+        let moved = match private {
+            Some(private) => std::fs::rename(version_dir, private),
+            None => std::fs::rename(&dest, tmp),
+        };
+        moved.map_err(|e| FsError::io(path, &e))
+    }
+
     /// Copies host file `source` in as stored copy `stamp` of `path`;
     /// returns its size. Nothing is stored if the copy fails.
     pub fn import(&self, source: &Path, path: &str, stamp: u64) -> FsResult<u64> {

@@ -132,6 +132,22 @@ pub enum Request {
     /// Closes a write: new size and mtime, version + 1, the stamp becomes
     /// `token`, `holder` becomes the only holder, lock released. Answers
     /// `Response::Committed`.
+    /// A new file (or directory), created already committed in one step
+    /// by the daemon that keeps both its parent's entries and its record:
+    /// the entry, and `record` (naming copy `record.stamp`, stored on its
+    /// holder before this is sent). `parents`, outermost first, are
+    /// directories this daemon also keeps that are made first where
+    /// missing (`ENOENT` if the first one's parent is). `EEXIST` if the
+    /// name is taken; `Hint(Some(node))`, with nothing created, if a
+    /// placement hint puts a file's data on another node.
+    CreateFile {
+        parent: String,
+        name: String,
+        path: String,
+        record: Record,
+        #[serde(default)]
+        parents: Vec<String>,
+    },
     CommitWrite {
         path: String,
         token: u64,
