@@ -700,6 +700,52 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn create_file_makes_name_parents_and_committed_record_in_one_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = MetaStore::open(&dir.path().join("m.redb"), Durability::None).unwrap();
+        let mut record = Record::new(Kind::File, 0o644, 0);
+        (record.size, record.version, record.stamp, record.holders) = (3, 1, 77, vec![0]);
+        let create = |path: &str, parents: &[&str]| {
+            let (parent, name) = path.rsplit_once('/').unwrap();
+            Request::CreateFile {
+                parent: if parent.is_empty() { "/" } else { parent }.into(),
+                name: name.into(),
+                path: path.into(),
+                record: record.clone(),
+                parents: parents.iter().map(|p| p.to_string()).collect(),
+            }
+        };
+        // A missing parent not listed: nothing made.
+        match meta.write(create("/a/b/f", &[])).await {
+            Response::Err(e) => assert_eq!(e.code, Errno::ENOENT),
+            other => panic!("{other:?}"),
+        }
+        match meta.write(create("/a/b/f", &["/a", "/a/b"])).await {
+            Response::Created { record, .. } => {
+                assert_eq!((record.stamp, record.version, record.lock), (77, 1, None))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(meta.list("/a", None, 10).unwrap().0.len(), 1);
+        assert_eq!(meta.list("/a/b", None, 10).unwrap().0[0].name, "f");
+        match meta.write(create("/a/b/f", &["/a", "/a/b"])).await {
+            Response::Err(e) => assert_eq!(e.code, Errno::EEXIST),
+            other => panic!("{other:?}"),
+        }
+        // A placement hint to another node: nothing made, the hint kept.
+        let hint = Request::SetHint {
+            path: "/a/g".into(),
+            node: 3,
+        };
+        assert!(matches!(meta.write(hint).await, Response::Ok));
+        assert!(matches!(
+            meta.write(create("/a/g", &[])).await,
+            Response::Hint(Some(3))
+        ));
+        assert_eq!(meta.list("/a", None, 10).unwrap().0.len(), 1);
+    }
+
+    #[tokio::test]
     async fn write_lock_is_compare_and_swap() {
         let dir = tempfile::tempdir().unwrap();
         let meta = MetaStore::open(&dir.path().join("m.redb"), Durability::None).unwrap();
