@@ -253,14 +253,19 @@ fn a_hanging_app_is_killed_at_the_task_timeout_and_retried_like_any_failure() {
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     let records = run.records("hang");
     assert_eq!((records.len(), records[0].attempts), (1, 2), "{records:?}");
-    // Killed with its rank's process group when the run failed, it may
-    // take a moment to go on a loaded machine (once, in a full suite, more
-    // than 5 s); it must not keep running for its 60 s.
-    common::eventually_within(
-        std::time::Duration::from_secs(20),
-        "the app is not left running",
-        || processes_with("sleep 60").is_empty(),
-    );
+    // Killed at each timeout, it may take a moment to go on a loaded
+    // machine (in two full suites, more than 5 s and more than 20 s: the
+    // cause was not found in isolation, under load, in 12 reruns); it must
+    // not run its 60 s. What is left is named if it does.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(45);
+    while !processes_with("sleep 60").is_empty() && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let left: Vec<String> = processes_with("sleep 60")
+        .iter()
+        .map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default())
+        .collect();
+    assert!(left.is_empty(), "the app is left running: {left:?}");
     let bad = Run::new(&["--task-timeout=-1"], script);
     let err = String::from_utf8_lossy(&bad.out.stderr);
     assert!(
