@@ -149,11 +149,21 @@ impl<'a> FnCx<'a> {
                     // stay in their part, which closes them (an array
                     // literal given to a call in the part must close before
                     // the part is done).
+                    // (A hoisted variable's mapping, a temporary, goes
+                    // with it.)
                     let scope = self.scopes.last().expect("a scope");
                     let named = |v: &VarId| scope.values().any(|l| l.id == *v);
+                    let mappings: Vec<VarId> = b
+                        .iter()
+                        .filter_map(|s| match s {
+                            Stmt::Decl { var, mapping } if named(var) => *mapping,
+                            _ => None,
+                        })
+                        .collect();
+                    let hoisted = |v: &VarId| named(v) || mappings.contains(v);
                     let (decls, rest): (Vec<Stmt>, Vec<Stmt>) = b
                         .into_iter()
-                        .partition(|s| matches!(s, Stmt::Decl { var, .. } if named(var)));
+                        .partition(|s| matches!(s, Stmt::Decl { var, .. } if hoisted(var)));
                     out.extend(decls);
                     seq.push(rest);
                 }
