@@ -81,8 +81,10 @@ struct Spec {
 impl Spec {
     fn convert(&self, conv: char, arg: &Value) -> Result<String, String> {
         let wrong = || format!("format '%{conv}' does not take {}", arg.render());
+        // A boolean is an int to Swift/T's (Tcl's) format: 1 or 0.
         let int = || match arg {
             Value::Int(i) => Ok(*i),
+            Value::Bool(b) => Ok(i64::from(*b)),
             _ => Err(wrong()),
         };
         let float = || match arg {
@@ -259,6 +261,8 @@ mod tests {
         let i = |n| Value::Int(n);
         let x = |v| Value::Float(v);
         assert_eq!(f("%c%c", &[i(65), i(0x3bb)]), "Aλ");
+        let yes = Value::Bool(true);
+        assert_eq!(f("%b %i", &[yes.clone(), Value::Bool(false)]), "1 0");
         assert_eq!(
             f("%x %X %#x %#o %b", &[i(255), i(255), i(255), i(8), i(5)]),
             "ff FF 0xff 010 101"
