@@ -258,6 +258,7 @@ async fn rank_main(
             echo_apps: !opts.quiet_apps,
             python: Default::default(),
             r: Default::default(),
+            running: tokio::sync::Semaphore::new(1),
         };
         return run_worker(cfg).await;
     };

@@ -46,6 +46,10 @@ pub struct WorkerConfig {
     /// task.
     pub python: tokio::sync::Mutex<Option<Interpreter>>,
     pub r: tokio::sync::Mutex<Option<Interpreter>>,
+    /// One task's work at a time (its app, sleep, interpreter call); a
+    /// task registers its outputs after giving this up, so that overlaps
+    /// the next task's work (a task sent ahead).
+    pub running: tokio::sync::Semaphore,
 }
 
 /// Serves tasks until the server says the run is over.
@@ -77,20 +81,42 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
         }
     });
     let mut flushed = Instant::now();
-    while let Some(msg) = queue.recv().await {
-        match msg.map_err(lost)? {
-            Some(RankMsg::Run(task)) => {
-                let (outcome, record) = execute(&cfg, task).await;
+    // Tasks run in their own tokio tasks (their work one at a time, see
+    // `running`); their outcomes come back here in the order they end.
+    let cfg = Arc::new(cfg);
+    let (ended, mut outcomes) = mpsc::unbounded_channel();
+    let (mut open, mut running) = (true, 0usize);
+    while open || running > 0 {
+        tokio::select! {
+            msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
+                // An app registers its outputs after its process ends: in
+                // a task of its own, so that overlaps the next task. Other
+                // work is done here (a spawn would cost more than it does).
+                Some(Some(RankMsg::Run(task))) if matches!(task.work, Work::App { .. }) => {
+                    running += 1;
+                    let (cfg, ended) = (cfg.clone(), ended.clone());
+                    tokio::spawn(async move {
+                        let _ = ended.send(execute(&cfg, task).await);
+                    });
+                }
+                Some(Some(RankMsg::Run(task))) => {
+                    let (outcome, record) = execute(&cfg, task).await;
+                    records.write(&record).map_err(records_err)?;
+                    let _ = out.send(RankMsg::Done(outcome));
+                }
+                _ => open = false,
+            },
+            Some((outcome, record)) = outcomes.recv(), if running > 0 => {
+                running -= 1;
                 records.write(&record).map_err(records_err)?;
                 let _ = out.send(RankMsg::Done(outcome));
-                // Records reach the file before the worker may wait (or be
-                // killed with its run); short tasks share a write.
-                if queue.is_empty() || flushed.elapsed() > RECORD_FLUSH {
-                    records.flush().map_err(records_err)?;
-                    flushed = Instant::now();
-                }
             }
-            _ => break,
+        }
+        // Records reach the file before the worker may wait (or be killed
+        // with its run); short tasks share a write.
+        if (running == 0 && queue.is_empty()) || flushed.elapsed() > RECORD_FLUSH {
+            records.flush().map_err(records_err)?;
+            flushed = Instant::now();
         }
     }
     drop(out);
@@ -115,6 +141,7 @@ struct Io {
 }
 
 async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
+    let running = cfg.running.acquire().await.expect("never closed");
     let start_us = now_us();
     let mut io = Io::default();
     let mut exit = None;
@@ -159,9 +186,8 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
                 argv,
                 outputs,
                 [stdin, stdout, stderr],
-                &mut io,
-                &mut exit,
-                &mut attempts,
+                (&mut io, &mut exit, &mut attempts),
+                running,
             )
             .await
         }
@@ -355,14 +381,14 @@ impl App<'_> {
         }
     }
 
+    /// Stages, runs (with the worker's `running` permit) and publishes.
     async fn run(
         &self,
         argv: &[Arg],
         declared: &[String],
         streams: [&Option<Arg>; 3],
-        io: &mut Io,
-        exit: &mut Option<i32>,
-        attempts: &mut u32,
+        (io, exit, attempts): (&mut Io, &mut Option<i32>, &mut u32),
+        running: tokio::sync::SemaphorePermit<'_>,
     ) -> Result<(), String> {
         let staging = Instant::now();
         let mut outputs = Outputs {
@@ -451,7 +477,9 @@ impl App<'_> {
                 let _ = std::fs::remove_file(cfg.run_dir.join(kept));
             }
         }
-        // Publish the Locus outputs the process wrote.
+        // Publish the Locus outputs the process wrote; the next task may
+        // work meanwhile.
+        drop(running);
         let committing = Instant::now();
         for out in &outputs.pending {
             let fs = self.fs(&out.path)?;
