@@ -81,19 +81,22 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
         }
     });
     let mut flushed = Instant::now();
-    // Tasks run in their own tokio tasks (their work one at a time, see
-    // `running`); their outcomes come back here in the order they end.
+    // An app registers its outputs after its process ends: it runs in a
+    // tokio task of its own, so that registering overlaps the next task
+    // (their work still one at a time: `running`), as does any task that
+    // comes while one is in flight; outcomes come back here as they end.
+    // Other work with none in flight is done here (a spawn would cost more
+    // than a `sleep(0)` does).
     let cfg = Arc::new(cfg);
     let (ended, mut outcomes) = mpsc::unbounded_channel();
-    let (mut open, mut running) = (true, 0usize);
-    while open || running > 0 {
+    let (mut open, mut in_flight) = (true, 0usize);
+    while open || in_flight > 0 {
         tokio::select! {
             msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
-                // An app registers its outputs after its process ends: in
-                // a task of its own, so that overlaps the next task. Other
-                // work is done here (a spawn would cost more than it does).
-                Some(Some(RankMsg::Run(task))) if matches!(task.work, Work::App { .. }) => {
-                    running += 1;
+                Some(Some(RankMsg::Run(task)))
+                    if in_flight > 0 || matches!(task.work, Work::App { .. }) =>
+                {
+                    in_flight += 1;
                     let (cfg, ended) = (cfg.clone(), ended.clone());
                     tokio::spawn(async move {
                         let _ = ended.send(execute(&cfg, task).await);
@@ -106,15 +109,15 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                 }
                 _ => open = false,
             },
-            Some((outcome, record)) = outcomes.recv(), if running > 0 => {
-                running -= 1;
+            Some((outcome, record)) = outcomes.recv(), if in_flight > 0 => {
+                in_flight -= 1;
                 records.write(&record).map_err(records_err)?;
                 let _ = out.send(RankMsg::Done(outcome));
             }
         }
         // Records reach the file before the worker may wait (or be killed
         // with its run); short tasks share a write.
-        if (running == 0 && queue.is_empty()) || flushed.elapsed() > RECORD_FLUSH {
+        if (in_flight == 0 && queue.is_empty()) || flushed.elapsed() > RECORD_FLUSH {
             records.flush().map_err(records_err)?;
             flushed = Instant::now();
         }
