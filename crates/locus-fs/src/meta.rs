@@ -418,10 +418,24 @@ impl Shard<'_> {
             .map(|(p, n)| (if p.is_empty() { "/" } else { p }, n))
             .ok_or_else(|| FsError::new(Errno::EINVAL, dir))?;
         check_dir(&self.records, parent)?;
-        self.entries
-            .insert((parent, name), kind_byte(Kind::Dir))
-            .map_err(storage_error)?;
+        self.insert_entry(parent, name, Kind::Dir)?;
         self.put(dir, &Record::new(Kind::Dir, 0o755, mtime_ns))
+    }
+
+    /// `EEXIST` unless directory `parent` exists and has no `name`.
+    fn free_name(&self, parent: &str, name: &str) -> FsResult<()> {
+        check_dir(&self.records, parent)?;
+        match self.entries.get((parent, name)).map_err(storage_error)? {
+            Some(_) => Err(FsError::new(Errno::EEXIST, join(parent, name))),
+            None => Ok(()),
+        }
+    }
+
+    fn insert_entry(&mut self, parent: &str, name: &str, kind: Kind) -> FsResult<()> {
+        self.entries
+            .insert((parent, name), kind_byte(kind))
+            .map_err(storage_error)?;
+        Ok(())
     }
 
     fn has_entries(&self, dir: &str) -> FsResult<bool> {
@@ -589,11 +603,7 @@ impl Shard<'_> {
                 for dir in parents {
                     self.make_dir(dir, record.mtime_ns)?;
                 }
-                check_dir(&self.records, parent)?;
-                let key = (parent.as_str(), name.as_str());
-                if self.entries.get(key).map_err(storage_error)?.is_some() {
-                    return Err(FsError::new(Errno::EEXIST, path.as_str()));
-                }
+                self.free_name(parent, name)?;
                 let hint = self
                     .hints
                     .get(path.as_str())
@@ -604,9 +614,7 @@ impl Shard<'_> {
                     return Ok(Response::Hint(Some(node)));
                 }
                 self.hints.remove(path.as_str()).map_err(storage_error)?;
-                self.entries
-                    .insert(key, kind_byte(record.kind))
-                    .map_err(storage_error)?;
+                self.insert_entry(parent, name, record.kind)?;
                 self.put(path, record)?;
                 Ok(Response::Created {
                     record: record.clone(),
@@ -614,14 +622,8 @@ impl Shard<'_> {
                 })
             }
             Request::AddEntry { parent, name, kind } => {
-                check_dir(&self.records, parent)?;
-                let key = (parent.as_str(), name.as_str());
-                if self.entries.get(key).map_err(storage_error)?.is_some() {
-                    return Err(FsError::new(Errno::EEXIST, join(parent, name)));
-                }
-                self.entries
-                    .insert(key, kind_byte(*kind))
-                    .map_err(storage_error)?;
+                self.free_name(parent, name)?;
+                self.insert_entry(parent, name, *kind)?;
                 Ok(Response::Ok)
             }
             Request::RemoveEntry { parent, name, kind } => {

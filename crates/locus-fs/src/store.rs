@@ -137,10 +137,7 @@ impl Store {
         // directory made or removed (inode allocation is most of an output's
         // cost on ext4).
         let version_dir = dest.parent().expect("store paths have a parent");
-        let private = tmp
-            .parent()
-            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name());
-        if let Some(private) = private {
+        if let Some(private) = self.private_dir(tmp, &dest) {
             self.make_parent(version_dir, path)?;
             if std::fs::rename(private, version_dir).is_ok() {
                 return Ok(());
@@ -152,14 +149,18 @@ impl Store {
         Ok(())
     }
 
+    /// The private directory `tmp` is alone in under `dest`'s name, which
+    /// becomes the version's directory as a whole.
+    fn private_dir<'t>(&self, tmp: &'t Path, dest: &Path) -> Option<&'t Path> {
+        tmp.parent()
+            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name())
+    }
+
     /// Undoes `install(tmp, path, stamp)`: the copy goes back to `tmp`.
     pub fn uninstall(&self, path: &str, stamp: u64, tmp: &Path) -> FsResult<()> {
         let dest = self.data_path(path, stamp);
         let version_dir = dest.parent().expect("store paths have a parent");
-        let private = tmp
-            .parent()
-            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name());
-        let moved = match private {
+        let moved = match self.private_dir(tmp, &dest) {
             Some(private) => std::fs::rename(version_dir, private),
             None => std::fs::rename(&dest, tmp),
         };

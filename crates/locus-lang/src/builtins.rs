@@ -11,8 +11,6 @@
 
 use crate::types::Type;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
-use std::sync::OnceLock;
 
 /// Modules a script may import. Functions of `builtins` need no import.
 pub const MODULES: &[&str] = &[
@@ -286,13 +284,17 @@ fn kind_type(k: ParamKind) -> Type {
     }
 }
 
-/// The signature of builtin `name`, if there is one (the table is read
-/// once).
-pub fn lookup(name: &str) -> Option<&'static Signature> {
-    static SIGNATURES: OnceLock<HashMap<&str, Signature>> = OnceLock::new();
-    SIGNATURES
-        .get_or_init(|| TABLE.iter().map(|row| (row.2, signature(*row))).collect())
-        .get(name)
+/// The signature of builtin `name`, if there is one.
+pub fn lookup(name: &str) -> Option<Signature> {
+    TABLE
+        .iter()
+        .find(|(_, _, n, _)| *n == name)
+        .map(|row| signature(*row))
+}
+
+/// Every builtin's signature, one per name.
+pub fn signatures() -> impl Iterator<Item = Signature> {
+    TABLE.iter().map(|row| signature(*row))
 }
 
 fn signature(

@@ -132,12 +132,11 @@ impl Storage {
                 self.write_file(path, &data).await?;
                 Value::File(path.to_string())
             }
-            Run::Read => {
-                Value::Str(String::from_utf8_lossy(&self.read(name, a).await?).into_owned())
-            }
+            Run::Read => Value::Str(self.read_text(name, a).await?),
             Run::BlobRead => Value::Blob(self.read(name, a).await?),
             Run::FileLines => array(
-                String::from_utf8_lossy(&self.read(name, a).await?)
+                self.read_text(name, a)
+                    .await?
                     .lines()
                     .map(|l| Value::Str(l.to_string())),
             ),
@@ -162,7 +161,7 @@ impl Storage {
                 array(self.glob(&pattern).await?.into_iter().map(Value::File))
             }
             Run::JsonType | Run::JsonListLength | Run::JsonDictEntries => {
-                let doc = String::from_utf8_lossy(&self.read(name, a).await?).into_owned();
+                let doc = self.read_text(name, a).await?;
                 let path = text(a, 1, name)?;
                 Value::Str(match op {
                     Run::JsonType => json::type_of(&doc, &path),
@@ -185,6 +184,11 @@ impl Storage {
             None => std::fs::read(&path).map_err(|e| format!("{name}({path}): {e}"))?,
         };
         Ok(bytes)
+    }
+
+    /// `read`, as text.
+    async fn read_text(&self, name: &str, a: &[Value]) -> Result<String, String> {
+        Ok(String::from_utf8_lossy(&self.read(name, a).await?).into_owned())
     }
 
     /// A file's size, mtime (seconds) and type, in Tcl's words (`file`,

@@ -17,25 +17,23 @@ pub(super) enum Resolved {
 impl<'a> FnCx<'a> {
     /// A call used as a value: it must return exactly one result.
     pub(super) fn call_value(&mut self, e: &Expr, out: &mut Vec<Stmt>) -> (VarId, Type) {
-        let ExprKind::Call { name, .. } = &e.kind else {
+        let ExprKind::Call { name, args, .. } = &e.kind else {
             unreachable!("a call")
         };
-        let ExprKind::Call { args, .. } = &e.kind else {
-            unreachable!("a call")
-        };
-        let Resolved::Found(sig, _) = self.resolve(name, args) else {
-            self.call(e, None, out);
+        let resolved = self.resolve(name, args);
+        let Resolved::Found(sig, _) = &resolved else {
+            self.call_resolved(e, resolved, None, out);
             return (self.new_var("error", Type::Error), Type::Error);
         };
         match sig.outputs.len() {
             1 => {
                 let t = sig.outputs[0].clone();
                 let dst = self.temp(t.clone(), out);
-                self.call(e, Some(&[(dst, t.clone())]), out);
+                self.call_resolved(e, resolved, Some(&[(dst, t.clone())]), out);
                 (dst, t)
             }
             0 => {
-                self.call(e, None, out);
+                self.call_resolved(e, resolved, None, out);
                 (self.new_var("void", Type::Void), Type::Void)
             }
             n => {
@@ -97,6 +95,21 @@ impl<'a> FnCx<'a> {
     /// Lowers a call whose results go to `outs` (`None`: a statement, so
     /// the results are dropped).
     pub(super) fn call(&mut self, e: &Expr, outs: Option<&[(VarId, Type)]>, out: &mut Vec<Stmt>) {
+        let ExprKind::Call { name, args, .. } = &e.kind else {
+            unreachable!("a call")
+        };
+        let resolved = self.resolve(name, args);
+        self.call_resolved(e, resolved, outs, out);
+    }
+
+    /// `call`, where what the call finds is known already.
+    fn call_resolved(
+        &mut self,
+        e: &Expr,
+        resolved: Resolved,
+        outs: Option<&[(VarId, Type)]>,
+        out: &mut Vec<Stmt>,
+    ) {
         let ExprKind::Call {
             name,
             args,
@@ -105,7 +118,7 @@ impl<'a> FnCx<'a> {
         else {
             unreachable!("a call")
         };
-        let (ir_name, sig) = match self.resolve(name, args) {
+        let (ir_name, sig) = match resolved {
             Resolved::Found(sig, ir_name) => (ir_name, sig),
             Resolved::Unknown => {
                 let mut known: Vec<&str> = (self.g.functions.keys())

@@ -40,16 +40,15 @@ impl FnSig {
         static SIGNATURES: OnceLock<HashMap<&str, Arc<FnSig>>> = OnceLock::new();
         SIGNATURES
             .get_or_init(|| {
-                builtins::names()
-                    .filter_map(|n| Some((n, Arc::new(FnSig::from_builtin(builtins::lookup(n)?)))))
+                builtins::signatures()
+                    .map(|s| (s.name, Arc::new(FnSig::from_builtin(s))))
                     .collect()
             })
             .get(name)
             .cloned()
     }
 
-    fn from_builtin(s: &Signature) -> FnSig {
-        let s = s.clone();
+    fn from_builtin(s: Signature) -> FnSig {
         FnSig {
             inputs: s.inputs,
             required: s.required,
