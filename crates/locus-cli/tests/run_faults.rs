@@ -273,3 +273,97 @@ fn a_hanging_app_is_killed_at_the_task_timeout_and_retried_like_any_failure() {
         "{err}"
     );
 }
+
+/// A script nesting `depth` blocks of the kinds `kinds` picks in turn, with
+/// a `trace("deep")` innermost: 0 `if`, 1 `else` (`else if` when an `if`
+/// follows), 2 `switch`, 3 `foreach`, 4 `wait`.
+fn nested_script(depth: usize, kinds: &[usize]) -> String {
+    let mut open = String::from("int x = 1;\n");
+    let mut close = String::new();
+    for level in 0..depth {
+        let kind = |l: usize| kinds[l % kinds.len()];
+        let chained = level + 1 < depth && kind(level + 1) <= 1;
+        let (o, c) = match kind(level) {
+            0 => ("if (x == 1) {\n".to_string(), "}\n"),
+            1 if chained => (format!("if (x == 0) {{ trace({level}); }} else "), ""),
+            1 => (
+                format!("if (x == 0) {{ trace({level}); }} else {{\n"),
+                "}\n",
+            ),
+            2 => ("switch (x) { case 1:\n".to_string(), "}\n"),
+            3 => (format!("foreach i{level} in [0:0] {{\n"), "}\n"),
+            _ => ("wait (x) {\n".to_string(), "}\n"),
+        };
+        open.push_str(&o);
+        close.insert_str(0, c);
+    }
+    format!("{open}trace(\"deep\");\n{close}")
+}
+
+#[test]
+fn generated_deep_and_long_scripts_are_refused_by_check_and_run_alike_or_run() {
+    // Every kind of block alone and mixed, just inside the documented limit
+    // of 100 and past it (20,000 switches used to pass `check` and then
+    // overflow the server's stack).
+    let mixes: [&[usize]; 7] = [&[0], &[1], &[2], &[3], &[4], &[0, 1, 2, 3, 4], &[1, 1, 2]];
+    for kinds in mixes {
+        for depth in [95, 20_000] {
+            let script = nested_script(depth, kinds);
+            let dir = tempfile::tempdir().unwrap();
+            let file = dir.path().join("deep.swift");
+            std::fs::write(&file, &script).unwrap();
+            let check = locus(&["check", file.to_str().unwrap()]);
+            let run = Run::new(&["-n", "3", "--servers", "2"], &script);
+            let run_err = String::from_utf8_lossy(&run.out.stderr).to_string();
+            let what = format!("kinds {kinds:?}, depth {depth}");
+            if depth < 100 {
+                assert!(check.status.success(), "{what}: check refused it");
+                assert_eq!(run.ok().stdout(), "trace: deep\n", "{what}");
+                continue;
+            }
+            let check_err = String::from_utf8_lossy(&check.stderr).to_string();
+            assert!(
+                check_err.contains("error: nesting too deep"),
+                "{what}: {check_err}"
+            );
+            // The same position and message: the limit is applied in one place.
+            let first = |e: &str| {
+                e.lines()
+                    .next()
+                    .and_then(|l| l.split_once(".swift:"))
+                    .map(|(_, m)| m.to_string())
+            };
+            assert_eq!(first(&check_err), first(&run_err), "{what}");
+            assert_eq!(run.out.status.code(), Some(1), "{what}: {run_err}");
+        }
+    }
+    // Long but flat: many statements, a long `=>` chain, a large literal,
+    // a long `else if` ... that stays under the limit. Each used to take
+    // time quadratic in its length before it ran.
+    let n = 20_000;
+    let statements: String = (0..n).map(|i| format!("int x{i} = {i};\n")).collect();
+    let chain = format!(
+        "trace(\"a\") =>\n{}trace(\"end\");\n",
+        (0..n)
+            .map(|i| format!("trace({i}) =>\n"))
+            .collect::<String>()
+    );
+    let literal = format!(
+        "int A[] = [{}];\ntrace(size(A));\n",
+        (0..5 * n)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    for (script, last) in [
+        (
+            statements + &format!("trace(x{});\n", n - 1),
+            format!("trace: {}", n - 1),
+        ),
+        (chain, "trace: end".to_string()),
+        (literal, format!("trace: {}", 5 * n)),
+    ] {
+        let run = Run::new(&["-n", "3", "--servers", "2"], &script).ok();
+        assert_eq!(run.stdout().lines().last(), Some(last.as_str()));
+    }
+}

@@ -10,6 +10,9 @@ use crate::source::Span;
 /// Nesting deeper than this is refused rather than overflowing the stack.
 const MAX_DEPTH: u32 = 100;
 
+/// A switch's cases (labels, body) and its default body.
+type SwitchArms = (Vec<(Vec<Expr>, Block)>, Option<Block>);
+
 pub fn parse(tokens: Vec<Token>) -> (Program, Vec<Diagnostic>) {
     let mut p = Parser {
         toks: tokens,
@@ -774,8 +777,13 @@ impl Parser {
         let then = self.block()?;
         let otherwise = if self.eat_word("else") {
             if self.is_word("if") {
+                // The IR nests each `else if` in the previous one's `else`:
+                // a chain counts against the nesting limit like any block.
                 let s = self.span();
-                Some(vec![self.if_stmt(s)?])
+                self.enter()?;
+                let chained = self.if_stmt(s);
+                self.depth -= 1;
+                Some(vec![chained?])
             } else {
                 Some(self.block()?)
             }
@@ -798,6 +806,22 @@ impl Parser {
         let scrutinee = self.expr()?;
         self.expect_sym(")")?;
         self.expect_sym("{")?;
+        self.enter()?;
+        let arms = self.switch_arms();
+        self.depth -= 1;
+        let (cases, default) = arms?;
+        Ok(Stmt {
+            kind: StmtKind::Switch {
+                scrutinee,
+                cases,
+                default,
+            },
+            span: start.to(self.prev_span()),
+        })
+    }
+
+    /// A switch's cases and default, up to its closing `}`.
+    fn switch_arms(&mut self) -> PResult<SwitchArms> {
         let mut cases = Vec::new();
         let mut default = None;
         loop {
@@ -839,14 +863,7 @@ impl Parser {
                 None => default = Some(body),
             }
         }
-        Ok(Stmt {
-            kind: StmtKind::Switch {
-                scrutinee,
-                cases,
-                default,
-            },
-            span: start.to(self.prev_span()),
-        })
+        Ok((cases, default))
     }
 
     fn foreach(&mut self, annotations: Vec<Annotation>, start: Span) -> PResult<Stmt> {

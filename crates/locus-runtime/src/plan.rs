@@ -4,65 +4,74 @@
 //! then copies and analyses nothing. Every block has an id, the same in
 //! every server that compiled the same program, so work inside a block can
 //! be sent to another server by naming it.
+//!
+//! Preparing is linear in the size of the program: each statement is visited
+//! once, and what a nested block writes reaches its parent as the set of
+//! variables it writes but does not declare.
 
 use locus_lang::ir::{Function, Stmt, VarId};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::mem::take;
 use std::sync::Arc;
 
 pub type BlockId = u32;
 
 pub struct Block {
     pub id: BlockId,
+    /// The statements; a compound statement's own blocks are moved out into
+    /// [`Block::nested`] (its bodies here are empty).
     pub stmts: Vec<Stmt>,
     /// For each statement, the variables declared in this block it writes.
     pub written: Vec<Vec<VarId>>,
     /// For each variable declared in this block, how many statements write it.
     pub writers: HashMap<VarId, usize>,
-    /// For each statement, its nested blocks in the order of [`nested`].
+    /// For each statement, its nested blocks in the order of [`take_nested`].
     pub nested: Vec<Vec<Arc<Block>>>,
+    /// Variables written anywhere inside this block but declared outside it.
+    pub writes_outer: HashSet<VarId>,
 }
 
-/// The blocks inside a statement: `if` then/else; `switch` cases then
+/// Moves the blocks out of a statement: `if` then/else; `switch` cases then
 /// default; a loop's body; `for` cond/body/next; `wait` body; `=>` parts.
-fn nested(s: &Stmt) -> Vec<&[Stmt]> {
+fn take_nested(s: &mut Stmt) -> Vec<Vec<Stmt>> {
     match s {
         Stmt::If {
             then, otherwise, ..
-        } => vec![then, otherwise],
+        } => vec![take(then), take(otherwise)],
         Stmt::Switch { cases, default, .. } => cases
-            .iter()
-            .map(|(_, b)| b.as_slice())
-            .chain([default.as_slice()])
+            .iter_mut()
+            .map(|(_, b)| take(b))
+            .chain([take(default)])
             .collect(),
         Stmt::ForeachArray { body, .. }
         | Stmt::ForeachRange { body, .. }
-        | Stmt::Wait { body, .. } => {
-            vec![body]
-        }
+        | Stmt::Wait { body, .. } => vec![take(body)],
         Stmt::Loop {
             cond, body, next, ..
-        } => vec![cond, body, next],
-        Stmt::Seq(parts) => parts.iter().map(Vec::as_slice).collect(),
+        } => vec![take(cond), take(body), take(next)],
+        Stmt::Seq(parts) => take(parts),
         _ => Vec::new(),
     }
 }
 
-/// Whether `s` (or anything nested in it) writes variable `v`.
-pub fn writes(s: &Stmt, v: VarId) -> bool {
-    let direct = match s {
+/// The variables a statement writes itself (not through nested blocks).
+fn writes_directly(s: &Stmt) -> &[VarId] {
+    match s {
         Stmt::Const { dst, .. }
         | Stmt::Op { dst, .. }
         | Stmt::Copy { dst, .. }
         | Stmt::ArrayGet { dst, .. }
         | Stmt::GetPath { dst, .. }
-        | Stmt::StructGet { dst, .. } => *dst == v,
-        Stmt::Call { outs, .. } | Stmt::Builtin { outs, .. } => outs.contains(&v),
-        Stmt::ArrayInsert { array, .. } | Stmt::ArrayAppend { array, .. } => *array == v,
-        Stmt::InsertPath { target, .. } => *target == v,
-        Stmt::StructSet { target, .. } => *target == v,
-        _ => false,
-    };
-    direct || nested(s).iter().any(|b| b.iter().any(|s| writes(s, v)))
+        | Stmt::StructGet { dst, .. } => std::slice::from_ref(dst),
+        Stmt::Call { outs, .. } | Stmt::Builtin { outs, .. } => outs,
+        Stmt::ArrayInsert { array, .. } | Stmt::ArrayAppend { array, .. } => {
+            std::slice::from_ref(array)
+        }
+        Stmt::InsertPath { target, .. } | Stmt::StructSet { target, .. } => {
+            std::slice::from_ref(target)
+        }
+        _ => &[],
+    }
 }
 
 /// Every function's body, prepared, and every block by id.
@@ -80,7 +89,7 @@ impl Plans {
         let mut blocks = Vec::new();
         let bodies = funcs
             .into_iter()
-            .map(|f| (f.name.clone(), plan(&f.body, &mut blocks)))
+            .map(|f| (f.name.clone(), plan(f.body.clone(), &mut blocks)))
             .collect();
         Plans { bodies, blocks }
     }
@@ -94,33 +103,52 @@ impl Plans {
     }
 }
 
-fn plan(stmts: &[Stmt], blocks: &mut Vec<Arc<Block>>) -> Arc<Block> {
-    let declared: Vec<VarId> = stmts
+/// Recursion follows the script's nesting, which the front end bounds.
+fn plan(mut stmts: Vec<Stmt>, blocks: &mut Vec<Arc<Block>>) -> Arc<Block> {
+    let declared: HashSet<VarId> = stmts
         .iter()
         .filter_map(|s| match s {
             Stmt::Decl { var, .. } => Some(*var),
             _ => None,
         })
         .collect();
-    let written: Vec<Vec<VarId>> = stmts
-        .iter()
-        .map(|s| declared.iter().copied().filter(|v| writes(s, *v)).collect())
-        .collect();
+    let mut written = Vec::with_capacity(stmts.len());
+    let mut nested = Vec::with_capacity(stmts.len());
     let mut writers: HashMap<VarId, usize> = declared.iter().map(|v| (*v, 0)).collect();
-    for v in written.iter().flatten() {
-        *writers.get_mut(v).expect("declared here") += 1;
+    let mut writes_outer = HashSet::new();
+    for s in &mut stmts {
+        let inner: Vec<Arc<Block>> = take_nested(s)
+            .into_iter()
+            .map(|b| plan(b, blocks))
+            .collect();
+        let mut mine: Vec<VarId> = writes_directly(s)
+            .iter()
+            .chain(inner.iter().flat_map(|b| &b.writes_outer))
+            .copied()
+            .collect();
+        mine.sort_unstable();
+        mine.dedup();
+        mine.retain(|v| {
+            let here = declared.contains(v);
+            if !here {
+                writes_outer.insert(*v);
+            }
+            here
+        });
+        for v in &mine {
+            *writers.get_mut(v).expect("declared here") += 1;
+        }
+        written.push(mine);
+        nested.push(inner);
     }
-    let nested = stmts
-        .iter()
-        .map(|s| nested(s).into_iter().map(|b| plan(b, blocks)).collect())
-        .collect();
     let block = Arc::new(Block {
         // Nested blocks first: ids follow the order of completion.
         id: blocks.len() as BlockId,
-        stmts: stmts.to_vec(),
+        stmts,
         written,
         writers,
         nested,
+        writes_outer,
     });
     blocks.push(block.clone());
     block

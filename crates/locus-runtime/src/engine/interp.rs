@@ -563,7 +563,7 @@ impl Engine {
             .outputs
             .iter()
             .filter(|o| callee.vars[**o as usize].ty == Type::Void)
-            .filter(|o| !body.stmts.iter().any(|s| crate::plan::writes(s, **o)))
+            .filter(|o| !body.writes_outer.contains(*o))
             .map(|o| inner.get(*o))
             .collect();
         if signals.is_empty() {
