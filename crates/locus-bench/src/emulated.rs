@@ -306,6 +306,7 @@ pub fn run_config(
             ..RankOptions::new(file, run_dir.clone())
         },
         keep_fs: false,
+        replicas: 1,
         log: Some(log.clone()),
     };
     let code = launch_ranks(&run, |_| Ok(())).map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?;

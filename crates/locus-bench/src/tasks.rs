@@ -55,6 +55,7 @@ pub(crate) fn timed_run(
             ..RankOptions::new(file, run_dir.clone())
         },
         keep_fs: false,
+        replicas: 1,
         log: Some(log.clone()),
     };
     let code = launch_ranks(&run, |_| Ok(())).map_err(anyhow::Error::msg)?;

@@ -28,6 +28,7 @@ impl Common {
         Ok(Daemons {
             program: crate::launched::program()?,
             durability: self.durability,
+            replicas: 1,
         })
     }
 }

@@ -66,6 +66,7 @@ fn up(a: UpArgs) -> Result<()> {
         daemons: Daemons {
             program: crate::launched::program()?,
             durability: a.durability,
+            replicas: 1,
         },
     };
     let e = emulate::up(&a.cluster.dir, &o)?;

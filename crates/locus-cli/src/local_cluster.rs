@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// group: every acknowledged metadata change is on disk; none: not flushed.
     #[arg(long, default_value = "group")]
     pub durability: Durability,
+    /// Copies of every file's data and metadata the cluster keeps (the
+    /// same on every host; fixed when the cluster forms).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub replicas: u32,
     /// Write the bound address here once serving.
     #[arg(long)]
     pub addr_file: Option<PathBuf>,
@@ -63,6 +67,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             advertise: a.advertise,
             mount: a.mount,
             placement: a.placement,
+            replicas: a.replicas,
             ..JoinConfig::new(a.join)
         },
         listen: a.listen,
@@ -122,6 +127,10 @@ pub struct UpArgs {
     /// Metadata durability: group (fsync per group commit) or none.
     #[arg(long, default_value = "group")]
     pub durability: Durability,
+    /// Copies of every file's data and metadata, each on another node:
+    /// losing up to R-1 nodes loses nothing.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub replicas: u32,
 }
 
 pub fn up(a: UpArgs) -> Result<()> {
@@ -129,6 +138,7 @@ pub fn up(a: UpArgs) -> Result<()> {
     let daemons = Daemons {
         program: crate::launched::program()?,
         durability: a.durability,
+        replicas: a.replicas,
     };
     if dir.join(CLUSTER_FILE).exists() {
         let (spec, restarted) = daemons.restart_stopped(dir)?;
@@ -152,6 +162,7 @@ pub fn up(a: UpArgs) -> Result<()> {
                     durability: a.durability,
                     mount: a.mount.clone(),
                     placement: a.placement,
+                    replicas: a.replicas,
                 },
             )?
             .0

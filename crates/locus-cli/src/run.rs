@@ -107,6 +107,12 @@ pub struct RunArgs {
     /// `locus fs down --dir RUN_DIR/fs` stops it.
     #[arg(long, conflicts_with_all = ["fs", "cluster"])]
     pub keep_fs: bool,
+    /// Copies of every file's data and metadata in the file system the run
+    /// starts for itself, each on another node: the run goes on when up to
+    /// R-1 of its nodes' daemons are lost.
+    #[arg(long, default_value_t = 1, conflicts_with = "fs",
+          value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub replicas: u32,
     #[command(flatten)]
     pub modules: crate::check::ModuleArgs,
     /// Print the run's summary (`locus report`) when it ends.
@@ -234,6 +240,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         on,
         rank,
         keep_fs: a.keep_fs,
+        replicas: a.replicas,
         log: None,
     };
     let code = launch_ranks(&run, |fs_dir| match &stage_out {

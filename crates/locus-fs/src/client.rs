@@ -6,10 +6,10 @@
 //! hash (zero hops); the directory entry, on the parent's daemon, is inserted
 //! first and decides which of two racing creators wins.
 
-use crate::cluster::{ClusterSpec, SECRET_FILE};
+use crate::cluster::{replica_set, ClusterSpec, SECRET_FILE};
 use crate::meta::now_ns;
 use crate::path::{join, normalise, split};
-use crate::peer::{Endpoint, Peer};
+use crate::peer::{is_unreachable, Endpoint, Peer};
 use crate::placement::Placement;
 use crate::ring::Ring;
 use crate::store::Store;
@@ -80,6 +80,8 @@ struct Inner {
     placement: Placement,
     lease_ms: u32,
     same_host_copy: bool,
+    /// Copies the cluster keeps of data and metadata.
+    replicas: u32,
     new_files: AtomicU64,
     /// Idle authenticated transfer streams, per node.
     transfers: Vec<Mutex<Vec<TcpStream>>>,
@@ -165,6 +167,7 @@ impl Client {
                 placement: opts.placement.unwrap_or(spec.placement),
                 lease_ms: opts.lease.as_millis().clamp(30, u32::MAX as u128) as u32,
                 same_host_copy: opts.same_host_copy,
+                replicas: spec.replicas.max(1),
                 new_files: AtomicU64::new(0),
                 transfers: spec.nodes.iter().map(|_| Mutex::default()).collect(),
             }),
@@ -206,8 +209,24 @@ impl Client {
         self.inner.peers[node as usize].call(req).await
     }
 
+    /// A metadata request to the owner of `path`; where the cluster keeps
+    /// replicas, to the next of them when the owner cannot be reached
+    /// (that daemon holds the owner's keys and acts for it).
     async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
-        self.call(self.owner(path), req).await
+        let owner = self.owner(path);
+        if self.inner.replicas == 1 {
+            return self.call(owner, req).await;
+        }
+        let mut tried = Vec::new();
+        for node in replica_set(owner, self.inner.peers.len(), self.inner.replicas) {
+            match self.call(node, req.clone()).await {
+                Err(e) if is_unreachable(&e) => tried.push(e),
+                other => return other,
+            }
+        }
+        let first = tried.remove(0);
+        let others: Vec<String> = tried.iter().map(|e| e.subject.clone()).collect();
+        Err(first.with_detail(format!("and its replicas: {}", others.join(", "))))
     }
 
     pub async fn ping(&self, node: NodeId) -> FsResult<()> {
@@ -1140,15 +1159,21 @@ impl Client {
             return Ok(None);
         }
         let store = &self.inner.store;
+        let replicas = self
+            .push_replicas(&out.local, path, token, me, &[], 1)
+            .await;
         if let Err(e) = store.install(&out.local, path, token) {
             store.discard(&out.local);
+            self.drop_copies(path, replicas, token).await;
             return Err(e);
         }
         let mut record = Record::new(Kind::File, 0o644, now_ns());
         record.size = size;
         record.version = 1;
         record.stamp = token;
-        record.holders = vec![me];
+        record.holders = std::iter::once(me)
+            .chain(replicas.iter().copied())
+            .collect();
         let req = Request::CreateFile {
             parent: parent.to_string(),
             name: name.to_string(),
@@ -1163,9 +1188,16 @@ impl Client {
             answer = self.meta(path, req).await;
         }
         match answer {
-            Ok(Response::Created { record, .. }) => Ok(Some(record)),
-            Ok(Response::Hint(_)) => store.uninstall(path, token, &out.local).map(|()| None),
+            Ok(Response::Created { record, .. }) => {
+                self.replicate_rest(path, &record);
+                Ok(Some(record))
+            }
+            Ok(Response::Hint(_)) => {
+                self.drop_copies(path, replicas, token).await;
+                store.uninstall(path, token, &out.local).map(|()| None)
+            }
             Err(e) if matches!(e.code, Errno::EEXIST | Errno::ENOENT) => {
+                self.drop_copies(path, replicas, token).await;
                 store.uninstall(path, token, &out.local).map(|()| None)
             }
             other => {
@@ -1180,6 +1212,7 @@ impl Client {
                     Ok(rec) if rec.stamp == token => Ok(Some(rec)),
                     Err(e) if e.code != Errno::ENOENT => Err(failed),
                     _ => {
+                        self.drop_copies(path, replicas, token).await;
                         let _ = store.uninstall(path, token, &out.local);
                         Err(failed)
                     }
@@ -1262,7 +1295,8 @@ impl Client {
         };
         match copied {
             Ok(size) => {
-                self.publish(&path, lease.token, size, target, replacing.as_ref())
+                let replacing = replacing.as_ref();
+                self.publish(&path, lease.token, size, target, Vec::new(), replacing)
                     .await
             }
             Err(e) => {
@@ -1322,33 +1356,120 @@ impl Client {
         target: NodeId,
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
-        if let Err(e) = self.place_bytes(src, path, token, target).await {
-            self.give_up(path, token, replacing.is_none()).await;
-            return Err(e);
-        }
-        self.publish(path, token, size, target, replacing).await
+        let replicas = match self.place_bytes(src, path, token, target).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.give_up(path, token, replacing.is_none()).await;
+                return Err(e);
+            }
+        };
+        self.publish(path, token, size, target, replicas, replacing)
+            .await
     }
 
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
-    /// pushed there; `src` is gone either way). No other copy is touched.
+    /// pushed there; `src` is gone either way), and its first replica on
+    /// the next node that takes it (all of them when `target` is another
+    /// node: `src` is not kept). No other copy is touched. Returns the
+    /// replicas made.
     async fn place_bytes(
         &self,
         src: &Path,
         path: &str,
         stamp: u64,
         target: NodeId,
-    ) -> FsResult<()> {
-        if target == self.inner.me && !self.inner.diskless {
+    ) -> FsResult<Vec<NodeId>> {
+        let here = target == self.inner.me && !self.inner.diskless;
+        let wanted = match here {
+            true => 1,
+            false => self.inner.replicas - 1,
+        };
+        let replicas = self
+            .push_replicas(src, path, stamp, target, &[], wanted)
+            .await;
+        if here {
             let installed = self.inner.store.install(src, path, stamp);
             if installed.is_err() {
                 self.inner.store.discard(src);
             }
-            return installed;
+            return installed.map(|()| replicas);
         }
         let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
         let pushed = blocking(move || c.push_to(target, &l, (&p, stamp))).await;
         self.inner.store.discard(src);
-        pushed.map(drop)
+        pushed.map(|_| replicas)
+    }
+
+    /// Pushes `src` as copy `stamp` of `path` to up to `wanted` nodes after
+    /// `holder` in node order that do not have it (`have`), skipping nodes
+    /// that cannot take it: FusionFS's replicas, off the writer's node.
+    async fn push_replicas(
+        &self,
+        src: &Path,
+        path: &str,
+        stamp: u64,
+        holder: NodeId,
+        have: &[NodeId],
+        wanted: u32,
+    ) -> Vec<NodeId> {
+        if self.inner.replicas == 1 || wanted == 0 {
+            return Vec::new();
+        }
+        let others = replica_set(holder, self.inner.peers.len(), u32::MAX);
+        let (c, p, l, have) = (
+            self.clone(),
+            path.to_string(),
+            src.to_path_buf(),
+            have.to_vec(),
+        );
+        blocking(move || {
+            let mut made = Vec::new();
+            for node in others.into_iter().skip(1).filter(|n| !have.contains(n)) {
+                if made.len() as u32 == wanted {
+                    break;
+                }
+                match c.push_to(node, &l, (&p, stamp)) {
+                    Ok(_) => made.push(node),
+                    Err(e) => tracing::debug!("{p}: no replica on node {node}: {e}"),
+                }
+            }
+            Ok(made)
+        })
+        .await
+        .unwrap_or_default()
+    }
+
+    /// Makes the replicas a committed version still lacks, in the
+    /// background, from this node's copy, and registers each.
+    fn replicate_rest(&self, path: &str, rec: &Record) {
+        let missing = self.inner.replicas.saturating_sub(rec.holders.len() as u32);
+        if missing == 0 || !self.holds(rec) || self.inner.diskless {
+            return;
+        }
+        let (c, path, rec) = (self.clone(), path.to_string(), rec.clone());
+        tokio::spawn(async move {
+            let src = c.inner.store.data_path(&path, rec.stamp);
+            let made = c
+                .push_replicas(
+                    &src,
+                    &path,
+                    rec.stamp,
+                    rec.holders[0],
+                    &rec.holders,
+                    missing,
+                )
+                .await;
+            for node in made {
+                let req = Request::AddHolder {
+                    path: path.clone(),
+                    version: rec.version,
+                    node,
+                };
+                if let Err(e) = c.meta(&path, req).await {
+                    tracing::warn!("{path}: replica on node {node} not registered: {e}");
+                }
+            }
+        });
     }
 
     /// Makes copy `token` on `holder` the current version of `path` (the
@@ -1356,12 +1477,14 @@ impl Client {
     /// If the commit fails, or its outcome cannot be learned, nothing of
     /// the previous version is touched; the new copy is dropped only once
     /// the record is known not to name it.
+    #[allow(clippy::too_many_arguments)]
     async fn publish(
         &self,
         path: &str,
         token: u64,
         size: u64,
         holder: NodeId,
+        replicas: Vec<NodeId>,
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
         let req = Request::CommitWrite {
@@ -1370,11 +1493,13 @@ impl Client {
             size,
             mtime_ns: now_ns(),
             holder,
+            replicas: replicas.clone(),
         };
         let failed = match self.meta(path, req).await {
             Ok(Response::Committed { record, replaced }) => {
                 self.drop_copies(path, replaced.holders, replaced.stamp)
                     .await;
+                self.replicate_rest(path, &record);
                 return Ok(record);
             }
             Ok(other) => unexpected(other),
@@ -1398,7 +1523,8 @@ impl Client {
                  the previous version is kept otherwise",
             )),
             _ => {
-                self.drop_copies(path, vec![holder], token).await;
+                let copies = std::iter::once(holder).chain(replicas).collect();
+                self.drop_copies(path, copies, token).await;
                 self.give_up(path, token, replacing.is_none()).await;
                 Err(failed)
             }

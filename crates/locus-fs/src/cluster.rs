@@ -38,6 +38,27 @@ pub struct ClusterSpec {
     /// host of its name, and a client elsewhere has no store of its own.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub joined: bool,
+    /// Copies of every file's data and of every metadata key (1: no
+    /// replication). A key's copies are on its owner and the next
+    /// `replicas - 1` nodes in node order; a file's on its writer's node
+    /// and the next ones.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub replicas: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// `node` and the nodes after it in node order (wrapping), `count` in all
+/// at most: where the copies of what `node` owns or writes go.
+pub fn replica_set(node: NodeId, nodes: usize, count: u32) -> Vec<NodeId> {
+    let n = nodes.max(1) as u32;
+    (0..count.clamp(1, n)).map(|k| (node + k) % n).collect()
 }
 
 impl ClusterSpec {

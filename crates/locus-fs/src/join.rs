@@ -41,6 +41,8 @@ pub struct Form {
     pub placement: Placement,
     /// The nodes are hosts (not names emulated by one machine).
     pub hosts: bool,
+    /// Copies of data and metadata (`ClusterSpec::replicas`).
+    pub replicas: u32,
 }
 
 /// Names in natural order: runs of digits compare as numbers, so `node2`
@@ -293,6 +295,7 @@ pub fn wait_formed(
                 vnodes: DEFAULT_VNODES,
                 placement: form.placement,
                 joined: form.hosts,
+                replicas: form.replicas.max(1),
             };
             let bytes = serde_json::to_vec_pretty(&spec).map_err(io::Error::other)?;
             write_once(&dir.join(CLUSTER_FILE), &bytes)?;
@@ -340,6 +343,7 @@ mod tests {
             expect,
             placement: Placement::Local,
             hosts: true,
+            replicas: 1,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod path;
 pub mod peer;
 pub mod placement;
 pub mod private_dir;
+pub mod replicate;
 pub mod ring;
 pub mod serve;
 pub mod server;

@@ -8,7 +8,7 @@
 //! transaction is durable, so an acknowledged change survives `kill -9`.
 
 use crate::path::join;
-use locus_proto::fs::{Entry, Kind, Lease, NodeId, Record, Request, Response, WriteLock};
+use locus_proto::fs::{Change, Entry, Kind, Lease, NodeId, Record, Request, Response, WriteLock};
 use locus_proto::{Errno, FsError, FsResult};
 use redb::{Database, ReadableTable, ReadableTableMetadata, Table, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -59,8 +59,9 @@ impl std::fmt::Display for Durability {
     }
 }
 
-/// Called by the writer thread with an operation's durable result.
-pub type Reply = Box<dyn FnOnce(Response) + Send>;
+/// Called by the writer thread with an operation's durable result and
+/// what it wrote, in order (for replication; nothing if it failed).
+pub type Reply = Box<dyn FnOnce(Response, Vec<Change>) + Send>;
 
 struct Job {
     op: Request,
@@ -182,7 +183,7 @@ impl MetaStore {
         let (tx, rx) = oneshot::channel();
         self.submit(
             op,
-            Box::new(move |r| {
+            Box::new(move |r, _| {
                 let _ = tx.send(r);
             }),
         );
@@ -195,7 +196,7 @@ impl MetaStore {
     /// directly, saving a task and a wake-up per operation.
     pub fn submit(&self, op: Request, reply: Reply) {
         if let Err(mpsc::SendError(job)) = self.jobs.send(Job { op, reply }) {
-            (job.reply)(Response::Err(internal_error("writer stopped")));
+            (job.reply)(Response::Err(internal_error("writer stopped")), Vec::new());
         }
     }
 
@@ -242,10 +243,123 @@ impl MetaStore {
         Ok((out, more))
     }
 
+    /// One page of the whole shard, as the changes that would set each key,
+    /// in (table, key) order after `after`; and whether more follow.
+    pub fn dump(&self, after: Option<&Change>, limit: u32) -> FsResult<(Vec<Change>, bool)> {
+        let txn = self.read_txn()?;
+        let limit = limit.max(1) as usize;
+        let mut out = Vec::new();
+        let table = after.map_or(0, table_of);
+        if table == 0 {
+            let records = txn.open_table(RECORDS).map_err(storage_error)?;
+            let from = match after {
+                Some(Change::Record { path, .. }) => path.as_str(),
+                _ => "",
+            };
+            for item in records.range(from..).map_err(storage_error)? {
+                let (k, v) = item.map_err(storage_error)?;
+                if after.is_some() && k.value() == from {
+                    continue;
+                }
+                if out.len() == limit {
+                    return Ok((out, true));
+                }
+                let record = postcard::from_bytes(v.value()).map_err(internal_error)?;
+                out.push(Change::Record {
+                    path: k.value().to_string(),
+                    record: Some(record),
+                });
+            }
+        }
+        if table <= 1 {
+            let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
+            let from = match after {
+                Some(Change::Entry { parent, name, .. }) => (parent.as_str(), name.as_str()),
+                _ => ("", ""),
+            };
+            for item in entries.range(from..).map_err(storage_error)? {
+                let (k, v) = item.map_err(storage_error)?;
+                if table == 1 && k.value() == from {
+                    continue;
+                }
+                if out.len() == limit {
+                    return Ok((out, true));
+                }
+                let (parent, name) = k.value();
+                out.push(Change::Entry {
+                    parent: parent.to_string(),
+                    name: name.to_string(),
+                    kind: Some(byte_kind(v.value())),
+                });
+            }
+        }
+        let hints = txn.open_table(HINTS).map_err(storage_error)?;
+        let from = match after {
+            Some(Change::Hint { path, .. }) => path.as_str(),
+            _ => "",
+        };
+        for item in hints.range(from..).map_err(storage_error)? {
+            let (k, v) = item.map_err(storage_error)?;
+            if table == 2 && k.value() == from {
+                continue;
+            }
+            if out.len() == limit {
+                return Ok((out, true));
+            }
+            out.push(Change::Hint {
+                path: k.value().to_string(),
+                node: Some(v.value()),
+            });
+        }
+        Ok((out, false))
+    }
+
+    /// Replaces every key `mine` selects (by the path its owner is chosen
+    /// by) with those of `theirs` that it selects, in one transaction: a
+    /// restarted daemon taking back its keys from a replica that saw the
+    /// writes it missed.
+    pub fn take_back(&self, theirs: &[Change], mine: impl Fn(&str) -> bool) -> FsResult<usize> {
+        let db = self.db.reopen()?;
+        let txn = db.begin_write().map_err(storage_error)?;
+        {
+            let mut shard = Shard::open(&txn)?;
+            let mut after = None;
+            loop {
+                let (page, more) = self.dump(after.as_ref(), 10_000)?;
+                for mut c in page.iter().filter(|c| mine(c.key_path())).cloned() {
+                    match &mut c {
+                        Change::Record { record, .. } => *record = None,
+                        Change::Entry { kind, .. } => *kind = None,
+                        Change::Hint { node, .. } => *node = None,
+                    }
+                    shard.change(c)?;
+                }
+                if !more {
+                    break;
+                }
+                after = page.last().cloned();
+            }
+            for c in theirs.iter().filter(|c| mine(c.key_path())) {
+                shard.change(c.clone())?;
+            }
+        }
+        txn.commit().map_err(storage_error)?;
+        Ok(theirs.iter().filter(|c| mine(c.key_path())).count())
+    }
+
     pub fn record_count(&self) -> FsResult<u64> {
         let txn = self.read_txn()?;
         let table = txn.open_table(RECORDS).map_err(storage_error)?;
         table.len().map_err(storage_error)
+    }
+}
+
+/// The table a change writes to, in dump order.
+fn table_of(c: &Change) -> u8 {
+    match c {
+        Change::Record { .. } => 0,
+        Change::Entry { .. } => 1,
+        Change::Hint { .. } => 2,
     }
 }
 
@@ -342,21 +456,24 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
             Ok(replies) => {
                 // Failing until a write succeeds again.
                 db.failure.lock().expect("failure lock").take();
-                for (job, reply) in batch.into_iter().zip(replies) {
-                    (job.reply)(reply);
+                for (job, (reply, changes)) in batch.into_iter().zip(replies) {
+                    (job.reply)(reply, changes);
                 }
             }
             Err(e) => {
                 db.fail(&e);
                 for job in batch {
-                    (job.reply)(Response::Err(e.clone()));
+                    (job.reply)(Response::Err(e.clone()), Vec::new());
                 }
             }
         }
     }
 }
 
-fn apply_batch(db: &Database, batch: &[Job], durability: Durability) -> FsResult<Vec<Response>> {
+/// Each operation's answer and what it wrote.
+type Applied = (Response, Vec<Change>);
+
+fn apply_batch(db: &Database, batch: &[Job], durability: Durability) -> FsResult<Vec<Applied>> {
     let mut txn = db.begin_write().map_err(storage_error)?;
     txn.set_durability(match durability {
         Durability::Group => redb::Durability::Immediate,
@@ -364,45 +481,104 @@ fn apply_batch(db: &Database, batch: &[Job], durability: Durability) -> FsResult
     });
     let mut replies = Vec::with_capacity(batch.len());
     {
-        let mut shard = Shard {
-            records: txn.open_table(RECORDS).map_err(storage_error)?,
-            entries: txn.open_table(ENTRIES).map_err(storage_error)?,
-            hints: txn.open_table(HINTS).map_err(storage_error)?,
-        };
+        let mut shard = Shard::open(&txn)?;
         for job in batch {
             // A failed operation changes nothing: every check precedes its writes.
-            replies.push(match shard.apply(&job.op) {
+            let reply = match shard.apply(&job.op) {
                 Ok(r) => r,
                 Err(e) if matches!(e.code, Errno::EIO | Errno::ENOSPC) => return Err(e),
                 Err(e) => Response::Err(e),
-            });
+            };
+            replies.push((reply, std::mem::take(&mut shard.changes)));
         }
     }
     txn.commit().map_err(storage_error)?;
     Ok(replies)
 }
 
-/// The tables of one write transaction.
+/// The tables of one write transaction, and what the current operation
+/// wrote to them. Every write goes through [`Shard::change`].
 struct Shard<'t> {
     records: Table<'t, &'static str, &'static [u8]>,
     entries: Table<'t, (&'static str, &'static str), u8>,
     hints: Table<'t, &'static str, u32>,
+    changes: Vec<Change>,
 }
 
-impl Shard<'_> {
+impl<'t> Shard<'t> {
+    fn open(txn: &'t redb::WriteTransaction) -> FsResult<Shard<'t>> {
+        Ok(Shard {
+            records: txn.open_table(RECORDS).map_err(storage_error)?,
+            entries: txn.open_table(ENTRIES).map_err(storage_error)?,
+            hints: txn.open_table(HINTS).map_err(storage_error)?,
+            changes: Vec::new(),
+        })
+    }
+
     fn get(&self, path: &str) -> FsResult<Record> {
         read_record(&self.records, path)
+    }
+
+    /// Writes one key and notes it.
+    fn change(&mut self, c: Change) -> FsResult<()> {
+        match &c {
+            Change::Record {
+                path,
+                record: Some(r),
+            } => {
+                let bytes = postcard::to_allocvec(r).map_err(internal_error)?;
+                self.records
+                    .insert(path.as_str(), bytes.as_slice())
+                    .map(drop)
+            }
+            Change::Record { path, record: None } => self.records.remove(path.as_str()).map(drop),
+            Change::Entry {
+                parent,
+                name,
+                kind: Some(k),
+            } => self
+                .entries
+                .insert((parent.as_str(), name.as_str()), kind_byte(*k))
+                .map(drop),
+            Change::Entry { parent, name, .. } => self
+                .entries
+                .remove((parent.as_str(), name.as_str()))
+                .map(drop),
+            Change::Hint {
+                path,
+                node: Some(n),
+            } => self.hints.insert(path.as_str(), *n).map(drop),
+            Change::Hint { path, node: None } => self.hints.remove(path.as_str()).map(drop),
+        }
+        .map_err(storage_error)?;
+        self.changes.push(c);
+        Ok(())
     }
 
     fn put(&mut self, path: &str, record: &Record) -> FsResult<()> {
         if path == "/" {
             return Err(FsError::new(Errno::EBUSY, path).with_detail("the root cannot change"));
         }
-        let bytes = postcard::to_allocvec(record).map_err(internal_error)?;
-        self.records
-            .insert(path, bytes.as_slice())
-            .map_err(storage_error)?;
-        Ok(())
+        self.change(Change::Record {
+            path: path.to_string(),
+            record: Some(record.clone()),
+        })
+    }
+
+    /// Removes and returns the placement hint of `path`.
+    fn take_hint(&mut self, path: &str) -> FsResult<Option<NodeId>> {
+        let hint = self
+            .hints
+            .get(path)
+            .map_err(storage_error)?
+            .map(|v| v.value());
+        if hint.is_some() {
+            self.change(Change::Hint {
+                path: path.to_string(),
+                node: None,
+            })?;
+        }
+        Ok(hint)
     }
 
     /// Makes directory `dir` (entry and record) unless it exists.
@@ -432,10 +608,11 @@ impl Shard<'_> {
     }
 
     fn insert_entry(&mut self, parent: &str, name: &str, kind: Kind) -> FsResult<()> {
-        self.entries
-            .insert((parent, name), kind_byte(kind))
-            .map_err(storage_error)?;
-        Ok(())
+        self.change(Change::Entry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Some(kind),
+        })
     }
 
     fn has_entries(&self, dir: &str) -> FsResult<bool> {
@@ -456,11 +633,7 @@ impl Shard<'_> {
                 // The directory entry, inserted first on the parent's daemon,
                 // decides who creates a name; a record already here is a
                 // leftover of an interrupted operation and is replaced.
-                let hint = self
-                    .hints
-                    .remove(path.as_str())
-                    .map_err(storage_error)?
-                    .map(|v| v.value());
+                let hint = self.take_hint(path)?;
                 let mut record = record.clone();
                 record.lock = lease.as_ref().map(lock_for);
                 self.put(path, &record)?;
@@ -504,6 +677,7 @@ impl Shard<'_> {
                 size,
                 mtime_ns,
                 holder,
+                replicas,
             } => {
                 let replaced = self.get(path)?;
                 if replaced.lock.map(|l| l.token) != Some(*token) {
@@ -514,7 +688,9 @@ impl Shard<'_> {
                 rec.mtime_ns = *mtime_ns;
                 rec.version += 1;
                 rec.stamp = *token;
-                rec.holders = vec![*holder];
+                rec.holders = std::iter::once(*holder)
+                    .chain(replicas.iter().copied().filter(|r| r != holder))
+                    .collect();
                 rec.lock = None;
                 self.put(path, &rec)?;
                 Ok(Response::Committed {
@@ -571,7 +747,10 @@ impl Shard<'_> {
                         return Err(FsError::new(Errno::EBUSY, path));
                     }
                 }
-                self.records.remove(path.as_str()).map_err(storage_error)?;
+                self.change(Change::Record {
+                    path: path.clone(),
+                    record: None,
+                })?;
                 Ok(Response::Record(rec))
             }
             Request::SetHint { path, node } => {
@@ -584,9 +763,10 @@ impl Shard<'_> {
                     return Err(FsError::new(Errno::EEXIST, path)
                         .with_detail("placement applies to files not yet created"));
                 }
-                self.hints
-                    .insert(path.as_str(), *node)
-                    .map_err(storage_error)?;
+                self.change(Change::Hint {
+                    path: path.clone(),
+                    node: Some(*node),
+                })?;
                 Ok(Response::Ok)
             }
             Request::CreateFile {
@@ -613,7 +793,7 @@ impl Shard<'_> {
                 if let Some(node) = elsewhere.filter(|_| record.kind == Kind::File) {
                     return Ok(Response::Hint(Some(node)));
                 }
-                self.hints.remove(path.as_str()).map_err(storage_error)?;
+                self.take_hint(path)?;
                 self.insert_entry(parent, name, record.kind)?;
                 self.put(path, record)?;
                 Ok(Response::Created {
@@ -635,7 +815,17 @@ impl Shard<'_> {
                 if found != *kind {
                     return Err(wrong_kind(&join(parent, name), found));
                 }
-                self.entries.remove(key).map_err(storage_error)?;
+                self.change(Change::Entry {
+                    parent: parent.clone(),
+                    name: name.clone(),
+                    kind: None,
+                })?;
+                Ok(Response::Ok)
+            }
+            Request::Replicate { changes } => {
+                for c in changes {
+                    self.change(c.clone())?;
+                }
                 Ok(Response::Ok)
             }
             other => Err(FsError::new(Errno::EINVAL, "metadata store")
@@ -775,12 +965,13 @@ mod tests {
             size: 3,
             mtime_ns: 5,
             holder: 4,
+            replicas: vec![4, 6],
         };
         match meta.write(commit).await {
             Response::Committed { record, replaced } => {
                 assert_eq!(
                     (record.version, record.stamp, record.holders, record.lock),
-                    (1, 1, vec![4], None)
+                    (1, 1, vec![4, 6], None)
                 );
                 assert_eq!((replaced.version, replaced.stamp), (0, 0));
             }
@@ -836,5 +1027,76 @@ mod tests {
             meta.write(lock(lease(3, 50))).await,
             Response::Record(_)
         ));
+    }
+
+    /// Everything in a shard, as `dump` pages it (3 keys per page).
+    fn all(meta: &MetaStore) -> Vec<Change> {
+        let (mut out, mut after) = (Vec::new(), None);
+        loop {
+            let (page, more) = meta.dump(after.as_ref(), 3).unwrap();
+            after = page.last().cloned();
+            out.extend(page);
+            if !more {
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_replica_applying_the_changes_in_order_holds_the_same_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let primary = MetaStore::open(&dir.path().join("a.redb"), Durability::Group).unwrap();
+        let replica = MetaStore::open(&dir.path().join("b.redb"), Durability::Group).unwrap();
+        let mut ops = vec![Request::SetHint {
+            path: "/d/h".into(),
+            node: 3,
+        }];
+        for (parent, name) in [("/", "d"), ("/d", "x"), ("/d", "y")] {
+            ops.push(Request::CreateFile {
+                parent: parent.into(),
+                name: name.into(),
+                path: join(parent, name),
+                record: Record::new(if name == "d" { Kind::Dir } else { Kind::File }, 0o644, 1),
+                parents: Vec::new(),
+            });
+        }
+        ops.push(Request::RemoveEntry {
+            parent: "/d".into(),
+            name: "y".into(),
+            kind: Kind::File,
+        });
+        ops.push(add("/d", "x")); // refused: changes nothing
+        for op in ops {
+            let (tx, rx) = oneshot::channel();
+            primary.submit(op, Box::new(move |r, changes| drop(tx.send((r, changes)))));
+            let (_, changes) = rx.await.unwrap();
+            let r = replica.write(Request::Replicate { changes }).await;
+            assert!(matches!(r, Response::Ok), "{r:?}");
+        }
+        let shard = all(&primary);
+        // Records /d, /d/x, /d/y; entries d, x; the hint.
+        assert_eq!(shard.len(), 6, "{shard:?}");
+        assert_eq!(all(&replica), shard);
+
+        // A restarted daemon takes back the keys it owns (here: all but
+        // those under /keep) from its replica, whatever it held before.
+        let back = MetaStore::open(&dir.path().join("c.redb"), Durability::Group).unwrap();
+        for op in [
+            add("/", "stale"),
+            Request::SetHint {
+                path: "/keep/h".into(),
+                node: 1,
+            },
+        ] {
+            back.write(op).await;
+        }
+        let mine = |p: &str| !p.starts_with("/keep");
+        assert_eq!(back.take_back(&shard, mine).unwrap(), 6);
+        let mut expected = shard.clone();
+        expected.push(Change::Hint {
+            path: "/keep/h".into(),
+            node: Some(1),
+        });
+        assert_eq!(all(&back), expected);
     }
 }

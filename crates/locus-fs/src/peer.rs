@@ -64,6 +64,11 @@ impl Endpoint {
     }
 }
 
+/// Whether `e` says a daemon could not be reached (not that it refused).
+pub fn is_unreachable(e: &FsError) -> bool {
+    e.code == Errno::EIO && e.detail.starts_with("unreachable: ")
+}
+
 /// A client's connection state for one daemon.
 pub struct Peer {
     pub endpoint: Endpoint,

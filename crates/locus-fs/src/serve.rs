@@ -6,6 +6,7 @@
 //! whichever daemon sees them all first writes; a restarted daemon rejoins
 //! as the node it was.
 
+use crate::cluster::ClusterSpec;
 use crate::join;
 use crate::meta::Durability;
 use crate::placement::Placement;
@@ -59,6 +60,9 @@ pub struct JoinConfig {
     /// How the cluster places new files unless told otherwise.
     #[serde(default)]
     pub placement: Placement,
+    /// Copies of data and metadata the cluster keeps (fixed when it forms).
+    #[serde(default = "one")]
+    pub replicas: u32,
     /// The nodes are emulated by one machine (names, not hosts): a process
     /// on a host none of them is named after still has a node's store.
     #[serde(default)]
@@ -84,11 +88,16 @@ impl JoinConfig {
             mount: None,
             node_dir: None,
             placement: Placement::default(),
+            replicas: 1,
             emulated: false,
             netns: None,
             cgroup: None,
         }
     }
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn context(what: impl std::fmt::Display) -> impl FnOnce(io::Error) -> io::Error {
@@ -107,13 +116,21 @@ pub fn serve(cfg: ServeConfig) -> io::Result<()> {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(context(format!("listening on {listen}")))?;
-        let (node, node_dir, secret) = joined(&cfg.join, listener.local_addr()?.port())?;
+        let Joined {
+            spec: cluster,
+            node,
+            node_dir,
+            secret,
+            rejoined,
+        } = joined(&cfg.join, listener.local_addr()?.port())?;
         let daemon = Daemon::new(
             DaemonConfig {
                 node,
                 node_dir: node_dir.clone(),
                 secret,
                 durability: cfg.durability,
+                cluster,
+                rejoined,
             },
             listener,
         )
@@ -144,11 +161,21 @@ pub fn serve(cfg: ServeConfig) -> io::Result<()> {
     served
 }
 
+/// A daemon's place in its cluster.
+struct Joined {
+    spec: ClusterSpec,
+    node: NodeId,
+    node_dir: PathBuf,
+    secret: Secret,
+    /// The cluster was formed before: this node comes back.
+    rejoined: bool,
+}
+
 /// Joins the cluster forming in `j.dir` as this node, serving on `port`,
 /// and waits until it is formed; returns this node's id, directory and the
 /// cluster's secret. A node of a formed cluster that comes back (restarted)
 /// takes its place again, recording its new address if it has one.
-fn joined(j: &JoinConfig, port: u16) -> io::Result<(NodeId, PathBuf, Secret)> {
+fn joined(j: &JoinConfig, port: u16) -> io::Result<Joined> {
     let name = j.name.clone().unwrap_or_else(join::hostname);
     let expect = j.expect.or_else(join::expected_from_env).ok_or_else(|| {
         io::Error::other(
@@ -172,11 +199,13 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<(NodeId, PathBuf, Secret)> {
         netns: j.netns.clone(),
         cgroup: j.cgroup.clone(),
     };
+    let rejoined = j.dir.join(crate::cluster::CLUSTER_FILE).exists();
     join::register(&j.dir, &me)?;
     let form = join::Form {
         expect,
         placement: j.placement,
         hosts: !j.emulated,
+        replicas: j.replicas,
     };
     let mut spec = join::wait_formed(&j.dir, &name, &form, JOIN_TIMEOUT)?;
     let node = spec
@@ -191,5 +220,11 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<(NodeId, PathBuf, Secret)> {
         spec.save(&j.dir)
             .map_err(context(format!("recording {name}'s new address")))?;
     }
-    Ok((id, node_dir, secret))
+    Ok(Joined {
+        spec,
+        node: id,
+        node_dir,
+        secret,
+        rejoined,
+    })
 }

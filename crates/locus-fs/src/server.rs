@@ -2,8 +2,10 @@
 //! shard and the node's data store, answers pipelined RPCs, and serves bulk
 //! transfers. Every connection must first prove the cluster secret.
 
+use crate::cluster::ClusterSpec;
 use crate::meta::{Durability, MetaStore};
 use crate::path::checked;
+use crate::replicate::{self, Replicator};
 use crate::store::Store;
 use crate::transfer;
 use locus_proto::auth::{self, Channel, Secret};
@@ -30,6 +32,11 @@ pub struct DaemonConfig {
     pub node_dir: PathBuf,
     pub secret: Secret,
     pub durability: Durability,
+    /// The cluster it serves in (its replicas).
+    pub cluster: ClusterSpec,
+    /// It comes back to a cluster formed before (restarted): its replicas
+    /// may have seen writes it missed.
+    pub rejoined: bool,
 }
 
 pub struct Daemon {
@@ -42,6 +49,8 @@ struct State {
     node: NodeId,
     meta: MetaStore,
     store: Store,
+    /// Where this daemon's metadata writes are copied, if anywhere.
+    replicator: Option<Arc<Replicator>>,
     /// Raised by an authenticated `Shutdown` (with its `purge`).
     stop: tokio::sync::watch::Sender<Option<bool>>,
 }
@@ -65,12 +74,25 @@ impl Daemon {
         if swept > 0 {
             tracing::info!("removed {swept} file(s) left by writers that died");
         }
+        let replicator = Replicator::new(&cfg.cluster, cfg.node, &cfg.secret);
+        if replicator.is_some() && cfg.rejoined {
+            let taken = replicate::take_back(&cfg.cluster, cfg.node, &cfg.secret, &meta)
+                .await
+                .map_err(|e| io::Error::other(e.to_string()))?;
+            match taken {
+                Some((from, keys)) => {
+                    tracing::info!("took {keys} metadata key(s) back from node {from}")
+                }
+                None => tracing::warn!("no replica answered: serving the keys kept here"),
+            }
+        }
         Ok(Daemon {
             listener,
             state: Arc::new(State {
                 node: cfg.node,
                 meta,
                 store,
+                replicator,
                 stop: tokio::sync::watch::channel(None).0,
             }),
             secret: cfg.secret,
@@ -210,7 +232,34 @@ impl State {
                 let state = self.clone();
                 tokio::spawn(async move { send(state.handle(req).await) });
             }
-            write => self.meta.submit(write, Box::new(send)),
+            Request::Dump { after, limit } => send(answer(
+                self.meta
+                    .dump(after.as_ref(), limit.min(MAX_PAGE))
+                    .map(|(changes, more)| Response::Changes { changes, more }),
+            )),
+            // Applied as the replicated daemon wrote it; not sent on.
+            write @ Request::Replicate { .. } => {
+                self.meta.submit(write, Box::new(move |r, _| send(r)))
+            }
+            write => match &self.replicator {
+                None => self.meta.submit(write, Box::new(move |r, _| send(r))),
+                Some(replicator) => {
+                    // The reply runs on the writer thread: the wait for the
+                    // first replica is a task of this runtime.
+                    let (replicator, rt) = (replicator.clone(), tokio::runtime::Handle::current());
+                    let reply = move |r, changes: Vec<_>| {
+                        if changes.is_empty() {
+                            return send(r);
+                        }
+                        let applied = replicator.forward(changes);
+                        rt.spawn(async move {
+                            let _ = applied.await;
+                            send(r);
+                        });
+                    };
+                    self.meta.submit(write, Box::new(reply))
+                }
+            },
         }
     }
 
@@ -284,7 +333,10 @@ impl State {
 /// Refuses any request whose paths are not normalised absolute paths.
 fn check_paths(req: &Request) -> FsResult<()> {
     match req {
-        Request::Ping | Request::Status | Request::Shutdown { .. } => Ok(()),
+        Request::Ping | Request::Status | Request::Shutdown { .. } | Request::Dump { .. } => Ok(()),
+        Request::Replicate { changes } => changes
+            .iter()
+            .try_for_each(|c| checked(c.key_path()).map(drop)),
         Request::GetRecord { path }
         | Request::GetHint { path }
         | Request::CreateRecord { path, .. }

@@ -36,6 +36,8 @@ const STOP_ASK_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Daemons {
     pub program: Arc<dyn Program>,
     pub durability: Durability,
+    /// Copies of data and metadata a cluster they form keeps.
+    pub replicas: u32,
 }
 
 fn fail(msg: String) -> io::Error {
@@ -105,6 +107,7 @@ impl Daemons {
                 advertise: Some(node.addr.ip()),
                 node_dir: Some(node.dir.clone()),
                 placement,
+                replicas: self.replicas,
                 emulated: true,
                 netns: node.netns.clone(),
                 cgroup: node.cgroup.clone(),

@@ -53,6 +53,8 @@ pub struct RankLaunch {
     /// Leave the file system the run started running when it ends (for
     /// inspection and later runs: `--fs RUN_DIR/fs`).
     pub keep_fs: bool,
+    /// Copies of data and metadata the file system the run starts keeps.
+    pub replicas: u32,
     /// Where the ranks' output goes, if not to this process's.
     pub log: Option<PathBuf>,
 }
@@ -123,6 +125,7 @@ pub fn launch_ranks(
                         durability: Durability::Group,
                         mount: None,
                         placement: Placement::Local,
+                        replicas: r.replicas,
                     },
                 )
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;
@@ -134,6 +137,7 @@ pub fn launch_ranks(
             let daemons = Daemons {
                 program: r.program.clone(),
                 durability: Durability::Group,
+                replicas: r.replicas,
             };
             let spec = if reuse_fs {
                 daemons.restart_stopped(&fs_dir).map(|(spec, _)| spec)

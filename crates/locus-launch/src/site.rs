@@ -169,6 +169,8 @@ pub struct Deploy<'a> {
     pub mount: Option<PathBuf>,
     /// How the cluster places new files unless told otherwise.
     pub placement: Placement,
+    /// Copies of data and metadata the cluster keeps.
+    pub replicas: u32,
 }
 
 /// Starts one daemon per host through the launcher and waits until they
@@ -195,6 +197,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
             store: d.store.clone(),
             mount: d.mount.clone(),
             placement: d.placement,
+            replicas: d.replicas,
             ..JoinConfig::new(d.dir.to_path_buf())
         },
         listen: None,

@@ -154,6 +154,8 @@ pub enum Request {
         size: u64,
         mtime_ns: i64,
         holder: NodeId,
+        /// Nodes that also stored the copy (data replicas), after `holder`.
+        replicas: Vec<NodeId>,
     },
     /// Sets the permission bits and/or modification time (`chmod`,
     /// `utimens`); answers with the record.
@@ -226,6 +228,47 @@ pub enum Request {
         stamp: u64,
         dest: std::path::PathBuf,
     },
+    /// Metadata replication: applies what another daemon's operations
+    /// wrote, in the order it wrote them, without checks (the daemon that
+    /// replicates made them).
+    Replicate {
+        changes: Vec<Change>,
+    },
+    /// One page of this daemon's shard, for a restarted daemon taking its
+    /// keys back from a replica: changes that set every key after `after`
+    /// in (table, key) order; answered by `Changes`.
+    Dump {
+        after: Option<Change>,
+        limit: u32,
+    },
+}
+
+/// One write to a metadata shard (`None`: the key is removed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Change {
+    Record {
+        path: String,
+        record: Option<Record>,
+    },
+    Entry {
+        parent: String,
+        name: String,
+        kind: Option<Kind>,
+    },
+    Hint {
+        path: String,
+        node: Option<NodeId>,
+    },
+}
+
+impl Change {
+    /// The path whose owner keeps this key (an entry lives with its parent).
+    pub fn key_path(&self) -> &str {
+        match self {
+            Change::Record { path, .. } | Change::Hint { path, .. } => path,
+            Change::Entry { parent, .. } => parent,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -249,6 +292,11 @@ pub enum Response {
     Hint(Option<NodeId>),
     /// Bytes copied.
     Size(u64),
+    /// A page of a shard (`Dump`).
+    Changes {
+        changes: Vec<Change>,
+        more: bool,
+    },
     Err(FsError),
 }
 

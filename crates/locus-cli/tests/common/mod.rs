@@ -203,7 +203,11 @@ pub struct Run {
 
 impl Run {
     pub fn new(opts: &[&str], script: &str) -> Run {
-        let dir = tempfile::tempdir().unwrap();
+        Self::in_dir(tempfile::tempdir().unwrap(), opts, script)
+    }
+
+    /// A run whose run directory is `DIR/run`.
+    pub fn in_dir(dir: tempfile::TempDir, opts: &[&str], script: &str) -> Run {
         let file = dir.path().join("t.swift");
         std::fs::write(&file, script).unwrap();
         let run_dir = dir.path().join("run");

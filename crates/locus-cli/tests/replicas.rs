@@ -1,0 +1,182 @@
+//! Replicas (`--replicas R`): a daemon killed with `kill -9` loses no name,
+//! no record and no file's bytes, the cluster keeps serving reads and
+//! writes, and the daemon that comes back serves what it missed; a run
+//! whose file system keeps two copies completes when one node's daemon is
+//! lost mid-run.
+
+mod common;
+
+use common::{rt, FsDown, Run, TestCluster};
+use locus_proto::Errno;
+use locus_runtime::record;
+use std::time::Duration;
+
+const FILES: u32 = 40;
+
+fn content(i: u32) -> Vec<u8> {
+    format!("file {i}\n").repeat(i as usize + 1).into_bytes()
+}
+
+#[test]
+fn losing_one_daemon_of_two_copies_loses_nothing_and_it_catches_up_when_back() {
+    let c = TestCluster::up_with(4, &["--replicas", "2"]);
+    let rt = rt();
+    rt.block_on(async {
+        c.client(0).mkdir("/d").await.unwrap();
+        for i in 0..FILES {
+            let client = c.client(i % 4);
+            client.put(&format!("/d/f{i}"), &content(i)).await.unwrap();
+        }
+        // Every file's bytes are on two nodes: its writer's and the next.
+        for i in 0..FILES {
+            let holders = c.client(0).locate(&format!("/d/f{i}")).await.unwrap();
+            assert_eq!(holders, vec![i % 4, (i % 4 + 1) % 4], "/d/f{i}");
+        }
+    });
+    c.signal(2, libc::SIGKILL);
+    rt.block_on(async {
+        for reader in [0, 1, 3] {
+            let client = c.client(reader);
+            let names = client.readdir("/d").await.unwrap();
+            assert_eq!(names.len(), FILES as usize, "listing through node {reader}");
+            for i in 0..FILES {
+                let got = client.get(&format!("/d/f{i}")).await.unwrap();
+                assert_eq!(got, content(i), "/d/f{i} read on node {reader}");
+            }
+        }
+        // Writing goes on: new files, a rewrite, a rename and an unlink.
+        let client = c.client(1);
+        for i in FILES..FILES + 10 {
+            client.put(&format!("/d/f{i}"), &content(i)).await.unwrap();
+        }
+        client
+            .put("/d/f2", b"rewritten while node 2 is down")
+            .await
+            .unwrap();
+        client.rename("/d/f3", "/d/moved").await.unwrap();
+        client.unlink("/d/f5").await.unwrap();
+        // The writer's node 1 skips the lost node 2 for the copy.
+        assert_eq!(client.locate("/d/f41").await.unwrap(), vec![1, 3]);
+    });
+    c.restart();
+    rt.block_on(async {
+        // Back, node 2 serves the names and records it owns as they are
+        // now, including what changed while it was down.
+        let client = c.client(2);
+        let names: Vec<String> = client
+            .readdir("/d")
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names.len(), FILES as usize + 10 - 1);
+        assert!(names.contains(&"moved".to_string()) && !names.contains(&"f3".to_string()));
+        assert_eq!(
+            client.stat("/d/f5").await.unwrap_err().code,
+            Errno::ENOENT,
+            "an unlinked file stays unlinked"
+        );
+        assert_eq!(
+            client.get("/d/f2").await.unwrap(),
+            b"rewritten while node 2 is down"
+        );
+        assert_eq!(client.get("/d/moved").await.unwrap(), content(3));
+        for i in (0..FILES + 10).filter(|i| ![2, 3, 5].contains(i)) {
+            let got = client.get(&format!("/d/f{i}")).await.unwrap();
+            assert_eq!(got, content(i), "/d/f{i} read on node 2 after its restart");
+        }
+    });
+}
+
+#[test]
+fn without_replicas_the_lost_daemon_is_named() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let owned_by_1 = (0..100)
+        .map(|i| format!("/g{i}"))
+        .find(|p| c.client(0).owner(p) == 1)
+        .unwrap();
+    rt.block_on(async { c.client(0).put(&owned_by_1, b"x").await.unwrap() });
+    c.signal(1, libc::SIGKILL);
+    let err = rt.block_on(async { c.client(0).stat(&owned_by_1).await.unwrap_err() });
+    assert_eq!(err.code, Errno::EIO);
+    assert!(err.to_string().contains("node 1"), "{err}");
+}
+
+#[test]
+fn a_run_with_two_copies_completes_when_a_node_daemon_is_killed_mid_run() {
+    let script = "import string;\n\
+        app (file o) make(int i) { \"sh\" \"-c\" (\"sleep 0.2; seq \" + toString(i) + \" > $0\") o }\n\
+        app (file o) join(file inputs[]) { \"sh\" \"-c\" \"cat \\\"$@\\\" | sort -n | md5sum > $0\" o inputs }\n\
+        file parts[];\n\
+        foreach i in [1:40] {\n\
+          file p<\"/locus/out/p\" + toString(i) + \".txt\"> = make(i);\n\
+          parts[i] = p;\n\
+        }\n\
+        file all<\"/locus/out/all.txt\"> = join(parts);\n";
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = dir.path().join("run");
+    let fs_dir = run_dir.join("fs");
+    let _down = FsDown(fs_dir.clone());
+    let killer = {
+        let (run_dir, fs_dir) = (run_dir.clone(), fs_dir.clone());
+        std::thread::spawn(move || {
+            // Once some outputs are registered, node 2's daemon goes.
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while std::time::Instant::now() < deadline {
+                let done = record::load(&run_dir).map_or(0, |r| r.len());
+                if done >= 8 {
+                    let pid: i32 = std::fs::read_to_string(fs_dir.join("node-2/daemon.pid"))
+                        .unwrap()
+                        .trim()
+                        .parse()
+                        .unwrap();
+                    // SAFETY: a plain signal to a daemon this test's run started.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    return done;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            panic!("the run never registered 8 outputs");
+        })
+    };
+    let run = Run::in_dir(
+        dir,
+        &["-n", "9", "--nodes", "4", "--replicas", "2", "--keep-fs"],
+        script,
+    )
+    .ok();
+    let done_before = killer.join().unwrap();
+    assert!(done_before < 41, "the daemon was killed after the run");
+    assert_eq!(run.records("make").len(), 40);
+    // The same result as the same lines made without a failure.
+    let expected: String = (1..=40)
+        .flat_map(|i| 1..=i)
+        .map(|n: u32| n.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut sorted: Vec<u32> = expected.lines().map(|l| l.parse().unwrap()).collect();
+    sorted.sort_unstable();
+    let text: String = sorted.iter().map(|n| format!("{n}\n")).collect();
+    let md5 = std::process::Command::new("md5sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    let client = locus_fs::Client::open(
+        &fs_dir,
+        locus_fs::ClientOptions {
+            node: 0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let all = rt().block_on(client.get("/out/all.txt")).unwrap();
+    assert_eq!(all, md5.stdout);
+}

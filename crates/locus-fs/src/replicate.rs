@@ -1,0 +1,145 @@
+//! Metadata replication between daemons (FusionFS's scheme): what a
+//! daemon's operations write is sent, in commit order, to the next
+//! `replicas - 1` daemons in node order; the first of them has applied it
+//! before the client is answered, the others get it after. A daemon that
+//! comes back takes its keys back from the first replica that answers
+//! before it serves, so it does not serve what it missed while it was down.
+
+use crate::cluster::{replica_set, ClusterSpec};
+use crate::meta::MetaStore;
+use crate::peer::{Endpoint, Peer};
+use locus_proto::auth::Secret;
+use locus_proto::fs::{Change, NodeId, Request, Response};
+use locus_proto::FsResult;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Changes sent to a replica in one request at most.
+const MAX_BATCH: usize = 10_000;
+/// Keys per page when a daemon takes its keys back.
+const PAGE: u32 = 10_000;
+/// Bound on one request to a replica.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+struct Batch {
+    changes: Vec<Change>,
+    applied: Option<oneshot::Sender<()>>,
+}
+
+/// A daemon's senders to its replicas, one ordered queue each.
+pub struct Replicator {
+    replicas: Vec<mpsc::UnboundedSender<Batch>>,
+}
+
+fn peer(spec: &ClusterSpec, node: NodeId, secret: &Secret) -> Peer {
+    let n = &spec.nodes[node as usize];
+    Peer::new(Endpoint {
+        node,
+        name: n.name.clone(),
+        addr: n.addr,
+        secret: secret.clone(),
+        timeout: TIMEOUT,
+    })
+}
+
+impl Replicator {
+    /// The replicator of daemon `me`, if the cluster keeps more than one
+    /// copy. Starts one sending task per replica (on the current runtime).
+    pub fn new(spec: &ClusterSpec, me: NodeId, secret: &Secret) -> Option<Arc<Replicator>> {
+        let set = replica_set(me, spec.nodes.len(), spec.replicas);
+        let replicas: Vec<_> = set[1..]
+            .iter()
+            .map(|&node| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(send_in_order(peer(spec, node, secret), rx));
+                tx
+            })
+            .collect();
+        (!replicas.is_empty()).then(|| Arc::new(Replicator { replicas }))
+    }
+
+    /// Queues `changes` for every replica (callable from any thread, in
+    /// commit order); the answer comes once the first replica applied them,
+    /// or could not be reached (the write stands on fewer copies then).
+    pub fn forward(&self, changes: Vec<Change>) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        let mut applied = Some(tx);
+        for r in &self.replicas {
+            let _ = r.send(Batch {
+                changes: changes.clone(),
+                applied: applied.take(),
+            });
+        }
+        rx
+    }
+}
+
+/// Sends what is queued for one replica, batched, one request at a time so
+/// the replica applies it in the order it was written.
+async fn send_in_order(peer: Peer, mut rx: mpsc::UnboundedReceiver<Batch>) {
+    let mut warned = false;
+    while let Some(first) = rx.recv().await {
+        let mut changes = first.changes;
+        let mut applied = vec![first.applied];
+        while changes.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(b) => {
+                    changes.extend(b.changes);
+                    applied.push(b.applied);
+                }
+                Err(_) => break,
+            }
+        }
+        match peer.call(Request::Replicate { changes }).await {
+            Ok(_) => warned = false,
+            Err(e) if !warned => {
+                tracing::warn!("replica unreachable, writes go on with fewer copies: {e}");
+                warned = true;
+            }
+            Err(_) => {}
+        }
+        for a in applied.into_iter().flatten() {
+            let _ = a.send(());
+        }
+    }
+}
+
+/// Takes the keys daemon `me` owns back from the first of its replicas that
+/// answers (they saw every write acknowledged while `me` was down); returns
+/// that replica and how many keys it gave, or `None` if none answered.
+pub async fn take_back(
+    spec: &ClusterSpec,
+    me: NodeId,
+    secret: &Secret,
+    meta: &MetaStore,
+) -> FsResult<Option<(NodeId, usize)>> {
+    let ring = spec.ring();
+    let set = replica_set(me, spec.nodes.len(), spec.replicas);
+    'replicas: for &node in &set[1..] {
+        let peer = peer(spec, node, secret);
+        let mut theirs = Vec::new();
+        let mut after = None;
+        loop {
+            let page = peer
+                .call(Request::Dump {
+                    after: after.clone(),
+                    limit: PAGE,
+                })
+                .await;
+            match page {
+                Ok(Response::Changes { changes, more }) => {
+                    after = changes.last().cloned();
+                    theirs.extend(changes);
+                    if !more {
+                        break;
+                    }
+                }
+                Ok(_) | Err(_) => continue 'replicas,
+            }
+        }
+        let taken = meta.take_back(&theirs, |path| ring.owner(path) == me)?;
+        return Ok(Some((node, taken)));
+    }
+    Ok(None)
+}
