@@ -1278,37 +1278,55 @@ impl Client {
         let (hint, replacing) = self.claim(&path, lease).await?;
         let target = hint.unwrap_or_else(|| self.new_file_target(&path, None));
         let _renewal = self.keep_lease(&path, lease);
-        let copied = if target == self.inner.me && !self.inner.diskless {
-            let (store, p, src) = (self.inner.store.clone(), path.clone(), source.to_path_buf());
-            blocking(move || store.import(&src, &p, lease.token)).await
-        } else {
-            let req = Request::ImportData {
-                path: path.clone(),
-                stamp: lease.token,
-                source: source.to_path_buf(),
-            };
-            match self.call(target, req).await {
-                Ok(Response::Size(n)) => Ok(n),
-                Ok(other) => Err(unexpected(other)),
-                Err(e) => Err(e),
-            }
-        };
-        match copied {
+        // The replicas' nodes read the source too, at the same time.
+        let copies = replica_set(target, self.inner.peers.len(), self.inner.replicas);
+        let imports: Vec<_> = copies
+            .iter()
+            .map(|&node| {
+                let (c, p, src) = (self.clone(), path.clone(), source.to_path_buf());
+                tokio::spawn(async move { c.import_on(node, &p, lease.token, &src).await })
+            })
+            .collect();
+        let mut copied = Vec::new();
+        for i in imports {
+            copied.push(i.await.map_err(blocking_failed).and_then(|r| r));
+        }
+        let replicas: Vec<NodeId> = copies[1..]
+            .iter()
+            .zip(&copied[1..])
+            .filter(|(_, r)| r.is_ok())
+            .map(|(n, _)| *n)
+            .collect();
+        match copied.swap_remove(0) {
             Ok(size) => {
                 let replacing = replacing.as_ref();
-                self.publish(&path, lease.token, size, target, Vec::new(), replacing)
+                self.publish(&path, lease.token, size, target, replicas, replacing)
                     .await
             }
             Err(e) => {
                 // Copied in or not, an unpublished stamp is not kept.
-                let drop = Request::DropData {
-                    path: path.clone(),
-                    stamp: lease.token,
-                };
-                let _ = self.call(target, drop).await;
+                self.drop_copies(&path, copies, lease.token).await;
                 self.give_up(&path, lease.token, replacing.is_none()).await;
                 Err(e)
             }
+        }
+    }
+
+    /// Has node `node` copy host file `source` in as copy `stamp` of `path`
+    /// (this client itself when it is that node's).
+    async fn import_on(&self, node: NodeId, path: &str, stamp: u64, source: &Path) -> FsResult<u64> {
+        if node == self.inner.me && !self.inner.diskless {
+            let (store, p, src) = (self.inner.store.clone(), path.to_string(), source.to_path_buf());
+            return blocking(move || store.import(&src, &p, stamp)).await;
+        }
+        let req = Request::ImportData {
+            path: path.to_string(),
+            stamp,
+            source: source.to_path_buf(),
+        };
+        match self.call(node, req).await? {
+            Response::Size(n) => Ok(n),
+            other => Err(unexpected(other)),
         }
     }
 
