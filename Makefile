@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
 
 setup:
 	./scripts/setup.sh
@@ -28,6 +28,9 @@ bench-tasks: build
 
 bench-outputs: build
 	target/release/locus bench outputs
+
+bench-replicas: build
+	target/release/locus bench replicas
 
 bench-io: build
 	target/release/locus bench io

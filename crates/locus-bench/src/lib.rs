@@ -13,6 +13,7 @@ pub mod meta;
 pub mod meta_cluster;
 pub mod mount;
 pub mod outputs;
+pub mod replicas;
 mod report;
 pub mod tasks;
 mod workspace;

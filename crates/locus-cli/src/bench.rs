@@ -295,6 +295,25 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// What a second copy of every file costs: large-file writes and
+    /// small-file creates with `--replicas 2` beside a cluster keeping one.
+    Replicas {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, default_value_t = 4)]
+        nodes: u32,
+        /// Large files written per round.
+        #[arg(long, default_value_t = 8)]
+        files: u32,
+        /// MiB per large file.
+        #[arg(long, default_value_t = 64)]
+        size_mib: u64,
+        /// Small files created per round.
+        #[arg(long, default_value_t = 2_000)]
+        creates: u32,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -442,6 +461,23 @@ pub fn run(b: BenchCommand) -> Result<()> {
         } => locus_bench::mount::run(locus_bench::mount::MountOpts {
             size: size_mib << 20,
             files,
+            rounds,
+            daemons: common.daemons()?,
+            dir: common.dir,
+            keep: common.keep,
+        }),
+        BenchCommand::Replicas {
+            common,
+            nodes,
+            files,
+            size_mib,
+            creates,
+            rounds,
+        } => locus_bench::replicas::run(locus_bench::replicas::ReplicasOpts {
+            nodes,
+            files,
+            size: size_mib << 20,
+            creates,
             rounds,
             daemons: common.daemons()?,
             dir: common.dir,
