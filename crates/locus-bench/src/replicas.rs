@@ -41,9 +41,16 @@ impl Side {
             replicas,
             ..opts.daemons.clone()
         };
-        let ws = Workspace::start(&root.join(format!("r{replicas}")), opts.nodes, &daemons, opts.keep)?;
+        let ws = Workspace::start(
+            &root.join(format!("r{replicas}")),
+            opts.nodes,
+            &daemons,
+            opts.keep,
+        )?;
         let writer = ws.client(0)?;
-        let clients = (0..opts.nodes).map(|n| ws.client(n)).collect::<anyhow::Result<_>>()?;
+        let clients = (0..opts.nodes)
+            .map(|n| ws.client(n))
+            .collect::<anyhow::Result<_>>()?;
         Ok(Side {
             _ws: ws,
             writer,

@@ -12,7 +12,7 @@ use locus_lang::{compile, ir::Program};
 use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch};
 use locus_runtime::rank::{run_rank, RankOptions};
 use locus_runtime::rendezvous::RankEnv;
-use locus_runtime::{Locality, Progress};
+use locus_runtime::{Counts, Locality, Progress};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,9 +134,11 @@ fn load(script: &Path, search: Vec<PathBuf>) -> Result<Program, String> {
 struct Bar(indicatif::ProgressBar);
 
 impl Progress for Bar {
-    fn show(&self, done: u64, put: u64) {
-        self.0.set_length(put);
-        self.0.set_position(done);
+    fn show(&self, c: Counts) {
+        self.0.set_length(c.put);
+        self.0.set_position(c.done);
+        self.0
+            .set_message(format!("{} running, {} failed", c.running, c.failed));
     }
 }
 
@@ -147,7 +149,7 @@ pub fn as_rank(opts: RankOptions) -> Result<()> {
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "{elapsed_precise} [{bar:30}] {pos}/{len} tasks ({per_sec})",
+            "{elapsed_precise} [{bar:30}] {pos}/{len} tasks done, {msg} ({per_sec})",
         ) {
             bar.set_style(style.progress_chars("=> "));
         }

@@ -883,14 +883,8 @@ impl Client {
         size: u64,
         dest: &File,
     ) -> FsResult<()> {
-        // A holder on this host (its daemon on loopback: not an emulated
-        // node behind its own link) is copied from in the kernel.
-        let loopback = self.inner.peers[node as usize]
-            .endpoint
-            .addr
-            .ip()
-            .is_loopback();
-        if self.inner.same_host_copy && loopback {
+        // A holder on this host is copied from in the kernel.
+        if self.same_host(node) {
             let copied =
                 self.with_transfer(node, |st| transfer::copy_local(st, (path, stamp), dest))?;
             match copied {
@@ -1314,9 +1308,19 @@ impl Client {
 
     /// Has node `node` copy host file `source` in as copy `stamp` of `path`
     /// (this client itself when it is that node's).
-    async fn import_on(&self, node: NodeId, path: &str, stamp: u64, source: &Path) -> FsResult<u64> {
+    async fn import_on(
+        &self,
+        node: NodeId,
+        path: &str,
+        stamp: u64,
+        source: &Path,
+    ) -> FsResult<u64> {
         if node == self.inner.me && !self.inner.diskless {
-            let (store, p, src) = (self.inner.store.clone(), path.to_string(), source.to_path_buf());
+            let (store, p, src) = (
+                self.inner.store.clone(),
+                path.to_string(),
+                source.to_path_buf(),
+            );
             return blocking(move || store.import(&src, &p, stamp)).await;
         }
         let req = Request::ImportData {
@@ -1418,9 +1422,10 @@ impl Client {
         pushed.map(|_| replicas)
     }
 
-    /// Pushes `src` as copy `stamp` of `path` to up to `wanted` nodes after
+    /// Copies `src` as copy `stamp` of `path` to up to `wanted` nodes after
     /// `holder` in node order that do not have it (`have`), skipping nodes
-    /// that cannot take it: FusionFS's replicas, off the writer's node.
+    /// that cannot take it: FusionFS's replicas, off the writer's node. A
+    /// node on this host copies the file itself, in the kernel.
     async fn push_replicas(
         &self,
         src: &Path,
@@ -1433,28 +1438,31 @@ impl Client {
         if self.inner.replicas == 1 || wanted == 0 {
             return Vec::new();
         }
+        let mut made = Vec::new();
         let others = replica_set(holder, self.inner.peers.len(), u32::MAX);
-        let (c, p, l, have) = (
-            self.clone(),
-            path.to_string(),
-            src.to_path_buf(),
-            have.to_vec(),
-        );
-        blocking(move || {
-            let mut made = Vec::new();
-            for node in others.into_iter().skip(1).filter(|n| !have.contains(n)) {
-                if made.len() as u32 == wanted {
-                    break;
-                }
-                match c.push_to(node, &l, (&p, stamp)) {
-                    Ok(_) => made.push(node),
-                    Err(e) => tracing::debug!("{p}: no replica on node {node}: {e}"),
-                }
+        for node in others.into_iter().skip(1).filter(|n| !have.contains(n)) {
+            if made.len() as u32 == wanted {
+                break;
             }
-            Ok(made)
-        })
-        .await
-        .unwrap_or_default()
+            let copied = if self.same_host(node) {
+                self.import_on(node, path, stamp, src).await
+            } else {
+                let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
+                blocking(move || c.push_to(node, &l, (&p, stamp))).await
+            };
+            match copied {
+                Ok(_) => made.push(node),
+                Err(e) => tracing::debug!("{path}: no replica on node {node}: {e}"),
+            }
+        }
+        made
+    }
+
+    /// Whether `node`'s daemon is on this host (on loopback, not an
+    /// emulated node behind its own link) and may copy files in the kernel.
+    fn same_host(&self, node: NodeId) -> bool {
+        let addr = self.inner.peers[node as usize].endpoint.addr;
+        self.inner.same_host_copy && addr.ip().is_loopback()
     }
 
     /// Makes the replicas a committed version still lacks, in the

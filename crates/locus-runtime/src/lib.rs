@@ -32,4 +32,4 @@ pub mod value;
 pub mod wire;
 pub mod worker;
 
-pub use engine::{Engine, Locality, Progress, RunOptions};
+pub use engine::{Counts, Engine, Locality, Progress, RunOptions};

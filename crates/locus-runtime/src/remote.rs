@@ -129,9 +129,11 @@ pub struct Progress {
     pub steps: u64,
     /// Leaf tasks running.
     pub external: u64,
-    /// Leaf tasks put and done so far.
+    /// Leaf tasks put and done so far, and how many of those done failed.
     pub put: u64,
     pub done: u64,
+    #[serde(default)]
+    pub failed: u64,
 }
 
 /// A value that another server's future closed with, once it has.
@@ -306,6 +308,7 @@ impl Remote {
             external: a.external + p.external,
             put: a.put + p.put,
             done: a.done + p.done,
+            failed: a.failed + p.failed,
         })
     }
 }

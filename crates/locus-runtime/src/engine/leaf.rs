@@ -179,6 +179,9 @@ impl Engine {
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
         let outcome = self.opts.dispatch.run(task).await;
+        if outcome.error.is_some() {
+            self.tasks_failed.fetch_add(1, Ordering::AcqRel);
+        }
         self.tasks_done.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
         self.step();
@@ -192,7 +195,12 @@ impl Engine {
     pub(super) fn show_progress(&self) {
         if let Some(shown) = &self.opts.progress {
             let (mine, others) = (self.progress_now(), self.remote.others());
-            shown.show(mine.done + others.done, mine.put + others.put);
+            shown.show(Counts {
+                put: mine.put + others.put,
+                done: mine.done + others.done,
+                running: mine.external + others.external,
+                failed: mine.failed + others.failed,
+            });
         }
     }
 

@@ -61,8 +61,20 @@ impl std::str::FromStr for Locality {
 
 /// Shows a run's leaf tasks done out of those put, as they change (the
 /// embedder's progress display; the leader's only).
+/// Where a run's leaf tasks stand, every server's added up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Released to the workers so far.
+    pub put: u64,
+    pub done: u64,
+    /// Released and not done: waiting for a worker or running.
+    pub running: u64,
+    /// Done, and failed (after any retries).
+    pub failed: u64,
+}
+
 pub trait Progress: Send + Sync {
-    fn show(&self, done: u64, put: u64);
+    fn show(&self, counts: Counts);
 }
 
 pub struct RunOptions {
@@ -120,6 +132,7 @@ pub struct Engine {
     /// (processes, timers), and no progress is expected meanwhile.
     tasks_put: AtomicU64,
     tasks_done: AtomicU64,
+    tasks_failed: AtomicU64,
 }
 
 /// The value of a `void` future: set when what it signals is done.
@@ -253,6 +266,7 @@ impl Engine {
             sent: AtomicU64::new(0),
             tasks_put: AtomicU64::new(0),
             tasks_done: AtomicU64::new(0),
+            tasks_failed: AtomicU64::new(0),
         })
     }
 

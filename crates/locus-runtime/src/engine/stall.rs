@@ -14,6 +14,7 @@ impl Engine {
             external: put - done,
             put,
             done,
+            failed: self.tasks_failed.load(Ordering::Acquire),
         }
     }
 

@@ -3,7 +3,7 @@
 //! I/O breakdown like Figs. 8–9 and a locality panel; the pieces the
 //! benchmarks' pages are made of.
 
-use super::view::{RunView, Span};
+use super::view::{Outcome, RunView, Span};
 use super::Placement;
 use std::fmt::Write;
 
@@ -112,6 +112,16 @@ pub fn stacked(unit: &str, rows: &[(String, Vec<f64>)], parts: &[String]) -> Str
     s
 }
 
+/// How a task's bar is outlined: by how it ended.
+fn outline(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Done => "",
+        Outcome::Failed => " stroke=\"#000\" stroke-width=\"2\"",
+        Outcome::Retried => " stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"3 2\"",
+        Outcome::Resumed => " stroke=\"#7f7f7f\" stroke-width=\"1.5\" stroke-dasharray=\"1 2\"",
+    }
+}
+
 /// Per-worker timeline: busy spans coloured by function on an idle (dark
 /// red) background, as in seed 004 Fig. 10, with each worker's idle share.
 pub fn timeline(o: &RunView) -> String {
@@ -165,12 +175,7 @@ fn timeline_by(
     );
     for (i, (rank, node)) in o.workers.iter().enumerate() {
         let y = i as f64 * row;
-        let busy: f64 = o
-            .spans
-            .iter()
-            .filter(|t| t.rank == *rank)
-            .map(|t| t.end - t.start)
-            .sum();
+        let busy = o.busy(*rank);
         let _ = write!(
             s,
             "<text x=\"0\" y=\"{:.1}\" font-size=\"11\">rank {rank} {}</text><rect x=\"{left}\" y=\"{y}\" width=\"{width}\" height=\"{}\" fill=\"#8b1a1a\"/>",
@@ -184,10 +189,12 @@ fn timeline_by(
             let (group, colour) = &groups[group_of(t).min(groups.len() - 1)];
             let _ = write!(
                 s,
-                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{colour}\"><title>{} ({}) {:.3}–{:.3} s</title></rect>",
+                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{colour}\"{}><title>{} ({}, {}) {:.3}–{:.3} s</title></rect>",
                 row - 2.0,
+                outline(t.outcome),
                 esc(&t.func),
                 esc(group),
+                t.outcome.label(),
                 t.start,
                 t.end
             );
@@ -209,7 +216,16 @@ fn timeline_by(
     );
     let mut all = groups.to_vec();
     all.push(("idle".to_string(), "#8b1a1a"));
-    let lg = coloured_legend(&all);
+    let mut lg = coloured_legend(&all);
+    let marked = [Outcome::Failed, Outcome::Retried, Outcome::Resumed];
+    if o.spans.iter().any(|t| marked.contains(&t.outcome)) {
+        let _ = write!(
+            lg,
+            "<p>outlined: <b style=\"color:#000\">failed</b> (black), \
+             <b style=\"color:#d62728\">retried</b> (red dashes), \
+             <b style=\"color:#7f7f7f\">resumed</b> (grey dots, not run again)</p>"
+        );
+    }
     format!(
         "{lg}{s}<p>busy {:.1}% of worker time</p>",
         100.0 * (1.0 - o.idle_share())

@@ -13,7 +13,7 @@ use locus_proto::run::Placed;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Failed tasks listed by name; the rest are counted.
 const SHOWN_FAILURES: usize = 10;
@@ -106,7 +106,12 @@ impl FunctionPlacement {
 pub struct Report {
     pub run: RunSummary,
     pub tasks: Vec<TaskRecord>,
+    /// The run directory (tasks' kept output is under it).
+    pub dir: PathBuf,
 }
+
+/// Lines of a failed task's stderr the text report shows.
+const STDERR_LINES: usize = 3;
 
 impl Report {
     pub fn load(run_dir: &Path) -> Result<Report, String> {
@@ -120,7 +125,11 @@ impl Report {
         })?;
         let run = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let tasks = record::load(run_dir).map_err(|e| e.to_string())?;
-        Ok(Report { run, tasks })
+        Ok(Report {
+            run,
+            tasks,
+            dir: run_dir.to_path_buf(),
+        })
     }
 
     /// Tasks whose inputs were all on their node, among tasks with inputs.
@@ -190,10 +199,52 @@ impl Report {
         per
     }
 
+    /// The last lines of what `t` wrote to stderr, as kept in the run
+    /// directory.
+    fn stderr_tail(&self, t: &TaskRecord) -> Vec<String> {
+        let Some(file) = &t.stderr else {
+            return Vec::new();
+        };
+        let text = std::fs::read(self.dir.join(file)).unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let from = lines.len().saturating_sub(STDERR_LINES);
+        lines[from..].iter().map(|l| l.to_string()).collect()
+    }
+
+    /// Per function: how its tasks went, how long they took, what they used.
+    fn functions_text(&self, s: &mut String) {
+        let _ = writeln!(
+            s,
+            "functions:          tasks  failed retried resumed   mean s    max s    cpu s  peak MiB"
+        );
+        let mut per: BTreeMap<&str, Vec<&TaskRecord>> = BTreeMap::new();
+        for t in &self.tasks {
+            per.entry(t.func.as_str()).or_default().push(t);
+        }
+        for (func, tasks) in per {
+            let count = |f: fn(&TaskRecord) -> bool| tasks.iter().filter(|t| f(t)).count();
+            let took = |t: &&TaskRecord| t.end_us.saturating_sub(t.start_us);
+            let total: u64 = tasks.iter().map(took).sum();
+            let _ = writeln!(
+                s,
+                "  {func:<16} {:>7} {:>7} {:>7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>9.1}",
+                tasks.len(),
+                count(|t| t.error.is_some()),
+                count(|t| t.attempts > 1),
+                count(|t| t.resumed),
+                total as f64 / tasks.len() as f64 / 1e6,
+                tasks.iter().map(took).max().unwrap_or(0) as f64 / 1e6,
+                tasks.iter().map(|t| t.cpu_us).sum::<u64>() as f64 / 1e6,
+                tasks.iter().map(|t| t.max_rss_kib).max().unwrap_or(0) as f64 / 1024.0
+            );
+        }
+    }
+
     fn placement_text(&self, s: &mut String) {
         let _ = writeln!(
             s,
-            "by function:        tasks  local bytes  {:>8} {:>8} {:>8}  fetched",
+            "locality by function: tasks  local bytes  {:>8} {:>8} {:>8}  fetched",
             "local", "spilled", "remote"
         );
         for (func, f) in self.by_function() {
@@ -246,28 +297,33 @@ impl Report {
                 None => String::new(),
             }
         );
-        let mut busy_total = 0u64;
+        let mut busy_total = 0.0;
         let _ = writeln!(s, "workers:");
+        let (lo, hi) = (self.run.start_us as f64, self.run.end_us as f64);
         for w in 0..self.run.layout.workers() {
-            let mine = self.tasks.iter().filter(|t| t.rank == w);
-            let (n, busy) = mine.fold((0, 0u64), |(n, b), t| {
-                (n + 1, b + t.end_us.saturating_sub(t.start_us))
-            });
+            let mine: Vec<(f64, f64)> = self
+                .tasks
+                .iter()
+                .filter(|t| t.rank == w)
+                .map(|t| (t.start_us as f64, t.end_us as f64))
+                .collect();
+            let n = mine.len();
+            let busy = view::covered(mine, lo, hi);
             busy_total += busy;
+            let share = 100.0 * busy / wall as f64;
             let _ = writeln!(
                 s,
-                "  rank {w:>3} {:<10} {n:>7} tasks  busy {:>8.3} s ({:>5.1}%)  idle {:>5.1}%",
+                "  rank {w:>3} {:<10} {n:>7} tasks  busy {:>8.3} s ({share:>5.1}%)  idle {:>5.1}%",
                 self.run.layout.node_name(w),
-                busy as f64 / 1e6,
-                100.0 * busy as f64 / wall as f64,
-                100.0 - (100.0 * busy as f64 / wall as f64).min(100.0)
+                busy / 1e6,
+                100.0 - share
             );
         }
         let capacity = wall * self.run.layout.workers() as u64;
         let _ = writeln!(
             s,
             "busy: {:.1}% of worker time",
-            100.0 * busy_total as f64 / capacity.max(1) as f64
+            100.0 * busy_total / capacity.max(1) as f64
         );
         let count = |p: Placed| self.tasks.iter().filter(|t| t.placed == p).count();
         let hard = self
@@ -291,6 +347,7 @@ impl Report {
             "locality: {local} of {with_inputs} tasks read only local inputs ({:.1}%); bytes read locally {local_bytes}, fetched {remote_bytes}",
             if with_inputs == 0 { 100.0 } else { 100.0 * local as f64 / with_inputs as f64 }
         );
+        self.functions_text(&mut s);
         self.placement_text(&mut s);
         let (cpu_us, rss) = self
             .tasks
@@ -319,6 +376,9 @@ impl Report {
                     None => String::new(),
                 }
             );
+            for line in self.stderr_tail(t) {
+                let _ = writeln!(s, "    | {line}");
+            }
         }
         if failures.len() > SHOWN_FAILURES {
             let _ = writeln!(s, "  … and {} more", failures.len() - SHOWN_FAILURES);
@@ -386,6 +446,7 @@ mod tests {
                 moved,
                 slow,
             ],
+            dir: PathBuf::new(),
         };
         let checks: Vec<SpillCheck> = report.spill_checks().into_iter().map(|(_, c)| c).collect();
         assert_eq!(checks.len(), 2);
@@ -401,5 +462,55 @@ mod tests {
         assert!(report
             .text()
             .contains("1 of 2 fetched in less time than the wait they avoided"));
+    }
+
+    #[test]
+    fn workers_are_never_busier_than_the_run_and_failures_show_their_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("tasks")).unwrap();
+        std::fs::write(
+            dir.path().join("tasks/2.err"),
+            "first\n\nsecond\nthird\nlast words\n",
+        )
+        .unwrap();
+        let names: Vec<String> = ["a", "a"].iter().map(|s| s.to_string()).collect();
+        // Rank 0 registers one task's outputs while the next runs: its
+        // spans overlap, and one starts before the run's clock.
+        let mut failed = record(2, 0, (300, 1200), (0, 0));
+        failed.error = Some("exited with code 1".into());
+        failed.attempts = 2;
+        failed.stderr = Some("tasks/2.err".into());
+        failed.func = "fit".into();
+        let report = Report {
+            run: RunSummary {
+                layout: Layout::from_names(1, &names).unwrap(),
+                start_us: 100,
+                end_us: 1100,
+                error: None,
+                control: Vec::new(),
+                diskless_hosts: Vec::new(),
+                wireup: None,
+            },
+            tasks: vec![record(1, 0, (0, 500), (0, 0)), failed],
+            dir: dir.path().to_path_buf(),
+        };
+        let text = report.text();
+        assert!(
+            text.contains("busy    0.001 s (100.0%)  idle   0.0%"),
+            "{text}"
+        );
+        assert!(text.contains("busy: 100.0% of worker time"), "{text}");
+        assert!(
+            text.contains("    | second\n    | third\n    | last words\n"),
+            "{text}"
+        );
+        let fit = text.lines().find(|l| l.starts_with("  fit")).unwrap();
+        let columns: Vec<&str> = fit.split_whitespace().collect();
+        // tasks, failed, retried, resumed, mean, max.
+        assert_eq!(
+            columns[1..7],
+            ["1", "1", "1", "0", "0.001", "0.001"],
+            "{fit}"
+        );
     }
 }

@@ -21,6 +21,40 @@ pub struct Span {
     pub written_bytes: u64,
     #[serde(default)]
     pub placement: Placement,
+    #[serde(default)]
+    pub outcome: Outcome,
+}
+
+/// How a task ended, as the timelines mark it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    #[default]
+    Done,
+    /// Done after a failed attempt.
+    Retried,
+    Failed,
+    /// Not run: an earlier run did it (`--resume`).
+    Resumed,
+}
+
+impl Outcome {
+    pub fn of(t: &TaskRecord) -> Outcome {
+        match () {
+            _ if t.error.is_some() => Outcome::Failed,
+            _ if t.resumed => Outcome::Resumed,
+            _ if t.attempts > 1 => Outcome::Retried,
+            _ => Outcome::Done,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::Retried => "retried",
+            Outcome::Failed => "failed",
+            Outcome::Resumed => "resumed",
+        }
+    }
 }
 
 /// A finished run as the reports draw it: its workers and the span of
@@ -81,9 +115,17 @@ impl RunView {
             .fold((0, 0), |(l, r), t| (l + t.local_bytes, r + t.remote_bytes))
     }
 
+    /// Seconds worker `rank` was busy: the time covered by its tasks (a
+    /// worker registers one task's outputs while the next runs, so spans
+    /// may overlap), within the run.
+    pub fn busy(&self, rank: u32) -> f64 {
+        let spans = self.spans.iter().filter(|s| s.rank == rank);
+        covered(spans.map(|s| (s.start, s.end)).collect(), 0.0, self.seconds)
+    }
+
     /// Share of all worker time spent idle between the run's start and end.
     pub fn idle_share(&self) -> f64 {
-        let busy: f64 = self.spans.iter().map(|s| s.end - s.start).sum();
+        let busy: f64 = self.workers.iter().map(|(r, _)| self.busy(*r)).sum();
         let total = self.seconds * self.workers.len() as f64;
         if total <= 0.0 {
             return 0.0;
@@ -140,10 +182,26 @@ impl RunView {
                     remote_bytes: t.remote_bytes,
                     written_bytes: t.written_bytes,
                     placement: Placement::of(t),
+                    outcome: Outcome::of(t),
                 })
                 .collect(),
             spilled: report.spilled(),
             spill_checks: report.spill_checks().into_iter().map(|(_, c)| c).collect(),
         })
     }
+}
+
+/// The length of the union of `spans` within `[lo, hi]`: time covered at
+/// least once, never more than `hi - lo`.
+pub fn covered(mut spans: Vec<(f64, f64)>, lo: f64, hi: f64) -> f64 {
+    spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut total, mut reached) = (0.0, lo);
+    for (start, end) in spans {
+        let (start, end) = (start.max(reached), end.min(hi));
+        if end > start {
+            total += end - start;
+            reached = end;
+        }
+    }
+    total
 }
