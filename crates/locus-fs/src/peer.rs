@@ -139,6 +139,12 @@ impl Peer {
 
     /// Sends one request and waits (bounded by the timeout) for its answer.
     pub async fn call(&self, body: Request) -> FsResult<Response> {
+        self.send(body).await?.answer().await
+    }
+
+    /// Sends one request without waiting for its answer: requests sent one
+    /// after another reach the daemon in that order.
+    pub async fn send(&self, body: Request) -> FsResult<Pending<'_>> {
         let conn = self.connection().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -147,13 +153,38 @@ impl Peer {
             conn.waiters.lock().expect("waiters lock").remove(&id);
             return Err(self.unreachable("connection closed"));
         }
-        match tokio::time::timeout(self.endpoint.timeout, rx).await {
+        Ok(Pending {
+            peer: self,
+            conn,
+            id,
+            rx,
+        })
+    }
+}
+
+/// A request sent, its answer still to come.
+pub struct Pending<'p> {
+    peer: &'p Peer,
+    conn: Arc<Conn>,
+    id: u64,
+    rx: oneshot::Receiver<Response>,
+}
+
+impl Pending<'_> {
+    /// The answer (bounded by the timeout).
+    pub async fn answer(self) -> FsResult<Response> {
+        match tokio::time::timeout(self.peer.endpoint.timeout, self.rx).await {
             Ok(Ok(Response::Err(e))) => Err(e),
             Ok(Ok(r)) => Ok(r),
-            Ok(Err(_)) => Err(self.unreachable("connection lost")),
+            Ok(Err(_)) => Err(self.peer.unreachable("connection lost")),
             Err(_) => {
-                conn.waiters.lock().expect("waiters lock").remove(&id);
-                Err(self.unreachable(format!("no answer within {:?}", self.endpoint.timeout)))
+                self.conn
+                    .waiters
+                    .lock()
+                    .expect("waiters lock")
+                    .remove(&self.id);
+                let limit = self.peer.endpoint.timeout;
+                Err(self.peer.unreachable(format!("no answer within {limit:?}")))
             }
         }
     }

@@ -15,6 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
+/// Batches sent to a replica and not yet answered, at most.
+const IN_FLIGHT: usize = 4;
 /// Changes sent to a replica in one request at most.
 const MAX_BATCH: usize = 10_000;
 /// Keys per page when a daemon takes its keys back.
@@ -75,23 +77,43 @@ impl Replicator {
     }
 }
 
-/// Sends what is queued for one replica, batched, one request at a time so
-/// the replica applies it in the order it was written.
+/// Sends what is queued for one replica, batched, in order on one
+/// connection (the replica applies it in the order it was written), up to
+/// `IN_FLIGHT` batches awaiting its answer at once.
 async fn send_in_order(peer: Peer, mut rx: mpsc::UnboundedReceiver<Batch>) {
     let mut warned = false;
-    while let Some(first) = rx.recv().await {
-        let mut changes = first.changes;
-        let mut applied = vec![first.applied];
-        while changes.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(b) => {
-                    changes.extend(b.changes);
-                    applied.push(b.applied);
+    let mut waiting = std::collections::VecDeque::new();
+    loop {
+        // Take what is queued, or wait for the oldest answer.
+        let next = match waiting.len() {
+            0 => rx.recv().await,
+            n if n < IN_FLIGHT => rx.try_recv().ok(),
+            _ => None,
+        };
+        if let Some(first) = next {
+            let mut changes = first.changes;
+            let mut applied = vec![first.applied];
+            while changes.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(b) => {
+                        changes.extend(b.changes);
+                        applied.push(b.applied);
+                    }
+                    Err(_) => break,
                 }
-                Err(_) => break,
             }
+            let sent = peer.send(Request::Replicate { changes }).await;
+            waiting.push_back((sent, applied));
+            continue;
         }
-        match peer.call(Request::Replicate { changes }).await {
+        let Some((sent, applied)) = waiting.pop_front() else {
+            return; // the daemon stopped
+        };
+        let answer = match sent {
+            Ok(pending) => pending.answer().await,
+            Err(e) => Err(e),
+        };
+        match answer {
             Ok(_) => warned = false,
             Err(e) if !warned => {
                 tracing::warn!("replica unreachable, writes go on with fewer copies: {e}");
