@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{locus, rt, TestCluster};
+use common::{locus, names, rt, TestCluster};
 use locus_fs::ClientOptions;
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::fs::{Envelope, Request, Response};
@@ -41,13 +41,7 @@ fn kill_9_keeps_acknowledged_metadata() {
     let rt = common::rt();
     rt.block_on(async {
         let cl = c.client(0);
-        let names: Vec<_> = cl
-            .readdir("/keep")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
+        let names = names(&cl, "/keep").await;
         assert_eq!(names.len(), 300);
         assert!(names.contains(&"renamed".to_string()));
         assert!(!names.contains(&"f0".to_string()) && !names.contains(&"f1".to_string()));

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{eventually, rt, TestCluster};
+use common::{eventually, names, rt, TestCluster};
 use locus_fs::{ClientOptions, Placement};
 use locus_proto::fs::Kind;
 use locus_proto::Errno;
@@ -18,14 +18,7 @@ fn fusionfs_visibility_across_nodes() {
         clients[1].put("/f.txt", b"from node 1").await.unwrap();
         for cl in &clients {
             assert_eq!(cl.get("/f.txt").await.unwrap(), b"from node 1");
-            let names: Vec<_> = cl
-                .readdir("/")
-                .await
-                .unwrap()
-                .into_iter()
-                .map(|e| e.name)
-                .collect();
-            assert_eq!(names, vec!["f.txt"]);
+            assert_eq!(names(cl, "/").await, vec!["f.txt"]);
         }
         // Readers cached replicas: every node holds it now, node 1 first.
         let holders = clients[0].locate("/f.txt").await.unwrap();
@@ -120,14 +113,7 @@ fn posix_errors_change_nothing() {
             );
         }
         // Nothing changed.
-        let names: Vec<_> = cl
-            .readdir("/d")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(names, vec!["a"]);
+        assert_eq!(names(&cl, "/d").await, vec!["a"]);
         assert_eq!(cl.get("/d/a").await.unwrap(), b"x");
         assert_eq!(cl.readdir("/").await.unwrap().len(), 1);
     });
@@ -247,14 +233,7 @@ fn rename_files_and_directories() {
         a.rename("/src", "/dst").await.unwrap();
         assert_eq!(a.get("/dst/sub/two.txt").await.unwrap(), b"2");
         assert_eq!(a.stat("/src").await.unwrap_err().code, Errno::ENOENT);
-        let names: Vec<_> = a
-            .readdir("/")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(names, vec!["dst", "target.txt"]);
+        assert_eq!(names(&a, "/").await, vec!["dst", "target.txt"]);
         assert_eq!(
             a.rename("/dst", "/target.txt").await.unwrap_err().code,
             Errno::ENOTDIR
@@ -275,14 +254,7 @@ fn rename_files_and_directories() {
         );
         assert_eq!(a.stat("/found.txt").await.unwrap_err().code, Errno::ENOENT);
         assert_eq!(a.stat("/lost.txt").await.unwrap().holders, vec![2]);
-        let names: Vec<_> = a
-            .readdir("/")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
-        assert_eq!(names, vec!["lost.txt", "target.txt"]);
+        assert_eq!(names(&a, "/").await, vec!["lost.txt", "target.txt"]);
     });
 }
 

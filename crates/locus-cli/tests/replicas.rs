@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{rt, FsDown, Run, TestCluster};
+use common::{names, rt, FsDown, Run, TestCluster};
 use locus_proto::Errno;
 use locus_runtime::record;
 use std::time::Duration;
@@ -63,13 +63,7 @@ fn losing_one_daemon_of_two_copies_loses_nothing_and_it_catches_up_when_back() {
         // Back, node 2 serves the names and records it owns as they are
         // now, including what changed while it was down.
         let client = c.client(2);
-        let names: Vec<String> = client
-            .readdir("/d")
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|e| e.name)
-            .collect();
+        let names = names(&client, "/d").await;
         assert_eq!(names.len(), FILES as usize + 10 - 1);
         assert!(names.contains(&"moved".to_string()) && !names.contains(&"f3".to_string()));
         assert_eq!(

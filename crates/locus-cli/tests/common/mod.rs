@@ -136,6 +136,12 @@ impl Drop for FsDown {
     }
 }
 
+/// The names in Locus directory `dir`, as `client` lists them.
+pub async fn names(client: &Client, dir: &str) -> Vec<String> {
+    let entries = client.readdir(dir).await.unwrap();
+    entries.into_iter().map(|e| e.name).collect()
+}
+
 /// Whether the tests run as root (namespaces, mounts and cgroups need it).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
