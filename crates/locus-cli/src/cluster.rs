@@ -44,6 +44,8 @@ pub struct UpArgs {
     /// Metadata durability of the daemons: group (durable) or none.
     #[arg(long, default_value = "group")]
     pub durability: Durability,
+    #[command(flatten)]
+    pub replicas: crate::local_cluster::Replicas,
 }
 
 pub fn run(c: ClusterCommand) -> Result<()> {
@@ -66,7 +68,7 @@ fn up(a: UpArgs) -> Result<()> {
         daemons: Daemons {
             program: crate::launched::program()?,
             durability: a.durability,
-            replicas: 1,
+            replicas: a.replicas.count,
         },
     };
     let e = emulate::up(&a.cluster.dir, &o)?;

@@ -49,13 +49,22 @@ pub struct ServeArgs {
     /// group: every acknowledged metadata change is on disk; none: not flushed.
     #[arg(long, default_value = "group")]
     pub durability: Durability,
-    /// Copies of every file's data and metadata the cluster keeps (the
-    /// same on every host; fixed when the cluster forms).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
-    pub replicas: u32,
+    #[command(flatten)]
+    pub replicas: Replicas,
     /// Write the bound address here once serving.
     #[arg(long)]
     pub addr_file: Option<PathBuf>,
+}
+
+/// How many copies a cluster keeps.
+#[derive(Args, Clone, Copy)]
+pub struct Replicas {
+    /// Copies of every file's data and metadata, each on another node:
+    /// losing up to R-1 nodes' daemons loses nothing. Fixed when the
+    /// cluster forms (the same on every host).
+    #[arg(id = "replicas", long = "replicas", value_name = "R", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub count: u32,
 }
 
 pub fn serve(a: ServeArgs) -> Result<()> {
@@ -67,7 +76,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             advertise: a.advertise,
             mount: a.mount,
             placement: a.placement,
-            replicas: a.replicas,
+            replicas: a.replicas.count,
             ..JoinConfig::new(a.join)
         },
         listen: a.listen,
@@ -127,10 +136,8 @@ pub struct UpArgs {
     /// Metadata durability: group (fsync per group commit) or none.
     #[arg(long, default_value = "group")]
     pub durability: Durability,
-    /// Copies of every file's data and metadata, each on another node:
-    /// losing up to R-1 nodes loses nothing.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
-    pub replicas: u32,
+    #[command(flatten)]
+    pub replicas: Replicas,
 }
 
 pub fn up(a: UpArgs) -> Result<()> {
@@ -138,7 +145,7 @@ pub fn up(a: UpArgs) -> Result<()> {
     let daemons = Daemons {
         program: crate::launched::program()?,
         durability: a.durability,
-        replicas: a.replicas,
+        replicas: a.replicas.count,
     };
     if dir.join(CLUSTER_FILE).exists() {
         let (spec, restarted) = daemons.restart_stopped(dir)?;
@@ -162,7 +169,7 @@ pub fn up(a: UpArgs) -> Result<()> {
                     durability: a.durability,
                     mount: a.mount.clone(),
                     placement: a.placement,
-                    replicas: a.replicas,
+                    replicas: a.replicas.count,
                 },
             )?
             .0

@@ -74,7 +74,7 @@ pub struct RunArgs {
     pub run_dir: Option<PathBuf>,
     /// Use this existing file-system cluster (`locus fs up --dir`) instead
     /// of starting one per run.
-    #[arg(long, conflicts_with = "cluster")]
+    #[arg(long, conflicts_with_all = ["cluster", "replicas"])]
     pub fs: Option<PathBuf>,
     /// Run on an emulated cluster (`locus cluster up --emulate`; its
     /// directory or its emulation.json): each rank in its node's namespace.
@@ -107,12 +107,9 @@ pub struct RunArgs {
     /// `locus fs down --dir RUN_DIR/fs` stops it.
     #[arg(long, conflicts_with_all = ["fs", "cluster"])]
     pub keep_fs: bool,
-    /// Copies of every file's data and metadata in the file system the run
-    /// starts for itself, each on another node: the run goes on when up to
-    /// R-1 of its nodes' daemons are lost.
-    #[arg(long, default_value_t = 1, conflicts_with = "fs",
-          value_parser = clap::value_parser!(u32).range(1..=16))]
-    pub replicas: u32,
+    /// For the file system the run starts for itself.
+    #[command(flatten)]
+    pub replicas: crate::local_cluster::Replicas,
     #[command(flatten)]
     pub modules: crate::check::ModuleArgs,
     /// Print the run's summary (`locus report`) when it ends.
@@ -242,7 +239,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         on,
         rank,
         keep_fs: a.keep_fs,
-        replicas: a.replicas,
+        replicas: a.replicas.count,
         log: None,
     };
     let code = launch_ranks(&run, |fs_dir| match &stage_out {
