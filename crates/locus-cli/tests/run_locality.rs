@@ -331,8 +331,9 @@ wait (inputs) {
     let text = String::from_utf8_lossy(&report.stdout);
     let line = text
         .lines()
+        .skip_while(|l| !l.starts_with("locality by function:"))
         .find(|l| l.trim_start().starts_with("slow "))
-        .unwrap_or_else(|| panic!("no line for slow: {text}"));
+        .unwrap_or_else(|| panic!("no locality line for slow: {text}"));
     assert!(line.contains(&format!(" {} ", spilled.len())), "{line}");
     assert!(
         text.contains("spilled when fetching was estimated quicker than waiting"),
