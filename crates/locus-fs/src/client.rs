@@ -1285,16 +1285,16 @@ impl Client {
         for i in imports {
             copied.push(i.await.map_err(blocking_failed).and_then(|r| r));
         }
-        let replicas: Vec<NodeId> = copies[1..]
+        let made: Vec<NodeId> = copies
             .iter()
-            .zip(&copied[1..])
+            .zip(&copied)
             .filter(|(_, r)| r.is_ok())
             .map(|(n, _)| *n)
             .collect();
         match copied.swap_remove(0) {
             Ok(size) => {
                 let replacing = replacing.as_ref();
-                self.publish(&path, lease.token, size, target, replicas, replacing)
+                self.publish(&path, lease.token, size, made, replacing)
                     .await
             }
             Err(e) => {
@@ -1378,22 +1378,21 @@ impl Client {
         target: NodeId,
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
-        let replicas = match self.place_bytes(src, path, token, target).await {
-            Ok(r) => r,
+        let copies = match self.place_bytes(src, path, token, target).await {
+            Ok(c) => c,
             Err(e) => {
                 self.give_up(path, token, replacing.is_none()).await;
                 return Err(e);
             }
         };
-        self.publish(path, token, size, target, replicas, replacing)
-            .await
+        self.publish(path, token, size, copies, replacing).await
     }
 
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
     /// pushed there; `src` is gone either way), and its first replica on
     /// the next node that takes it (all of them when `target` is another
     /// node: `src` is not kept). No other copy is touched. Returns the
-    /// replicas made.
+    /// nodes holding the copy, `target` first.
     async fn place_bytes(
         &self,
         src: &Path,
@@ -1409,17 +1408,23 @@ impl Client {
         let replicas = self
             .push_replicas(src, path, stamp, target, &[], wanted)
             .await;
-        if here {
+        let placed = if here {
             let installed = self.inner.store.install(src, path, stamp);
             if installed.is_err() {
                 self.inner.store.discard(src);
             }
-            return installed.map(|()| replicas);
+            installed
+        } else {
+            let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
+            let pushed = blocking(move || c.push_to(target, &l, (&p, stamp))).await;
+            self.inner.store.discard(src);
+            pushed.map(drop)
+        };
+        if let Err(e) = placed {
+            self.drop_copies(path, replicas, stamp).await;
+            return Err(e);
         }
-        let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
-        let pushed = blocking(move || c.push_to(target, &l, (&p, stamp))).await;
-        self.inner.store.discard(src);
-        pushed.map(|_| replicas)
+        Ok(std::iter::once(target).chain(replicas).collect())
     }
 
     /// Copies `src` as copy `stamp` of `path` to up to `wanted` nodes after
@@ -1503,14 +1508,12 @@ impl Client {
     /// If the commit fails, or its outcome cannot be learned, nothing of
     /// the previous version is touched; the new copy is dropped only once
     /// the record is known not to name it.
-    #[allow(clippy::too_many_arguments)]
     async fn publish(
         &self,
         path: &str,
         token: u64,
         size: u64,
-        holder: NodeId,
-        replicas: Vec<NodeId>,
+        copies: Vec<NodeId>,
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
         let req = Request::CommitWrite {
@@ -1518,8 +1521,8 @@ impl Client {
             token,
             size,
             mtime_ns: now_ns(),
-            holder,
-            replicas: replicas.clone(),
+            holder: copies[0],
+            replicas: copies[1..].to_vec(),
         };
         let failed = match self.meta(path, req).await {
             Ok(Response::Committed { record, replaced }) => {
@@ -1549,7 +1552,6 @@ impl Client {
                  the previous version is kept otherwise",
             )),
             _ => {
-                let copies = std::iter::once(holder).chain(replicas).collect();
                 self.drop_copies(path, copies, token).await;
                 self.give_up(path, token, replacing.is_none()).await;
                 Err(failed)
