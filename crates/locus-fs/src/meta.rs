@@ -247,8 +247,11 @@ impl MetaStore {
     /// in (table, key) order after `after`; and whether more follow.
     pub fn dump(&self, after: Option<&Change>, limit: u32) -> FsResult<(Vec<Change>, bool)> {
         let txn = self.read_txn()?;
-        let limit = limit.max(1) as usize;
-        let mut out = Vec::new();
+        let mut page = Page {
+            out: Vec::new(),
+            limit: limit.max(1) as usize,
+            after,
+        };
         let table = after.map_or(0, table_of);
         if table == 0 {
             let records = txn.open_table(RECORDS).map_err(storage_error)?;
@@ -258,17 +261,14 @@ impl MetaStore {
             };
             for item in records.range(from..).map_err(storage_error)? {
                 let (k, v) = item.map_err(storage_error)?;
-                if after.is_some() && k.value() == from {
-                    continue;
-                }
-                if out.len() == limit {
-                    return Ok((out, true));
-                }
                 let record = postcard::from_bytes(v.value()).map_err(internal_error)?;
-                out.push(Change::Record {
-                    path: k.value().to_string(),
+                let path = k.value().to_string();
+                if page.full(Change::Record {
+                    path,
                     record: Some(record),
-                });
+                }) {
+                    return Ok((page.out, true));
+                }
             }
         }
         if table <= 1 {
@@ -279,18 +279,12 @@ impl MetaStore {
             };
             for item in entries.range(from..).map_err(storage_error)? {
                 let (k, v) = item.map_err(storage_error)?;
-                if table == 1 && k.value() == from {
-                    continue;
-                }
-                if out.len() == limit {
-                    return Ok((out, true));
-                }
                 let (parent, name) = k.value();
-                out.push(Change::Entry {
-                    parent: parent.to_string(),
-                    name: name.to_string(),
-                    kind: Some(byte_kind(v.value())),
-                });
+                let kind = Some(byte_kind(v.value()));
+                let (parent, name) = (parent.to_string(), name.to_string());
+                if page.full(Change::Entry { parent, name, kind }) {
+                    return Ok((page.out, true));
+                }
             }
         }
         let hints = txn.open_table(HINTS).map_err(storage_error)?;
@@ -300,18 +294,15 @@ impl MetaStore {
         };
         for item in hints.range(from..).map_err(storage_error)? {
             let (k, v) = item.map_err(storage_error)?;
-            if table == 2 && k.value() == from {
-                continue;
-            }
-            if out.len() == limit {
-                return Ok((out, true));
-            }
-            out.push(Change::Hint {
-                path: k.value().to_string(),
+            let path = k.value().to_string();
+            if page.full(Change::Hint {
+                path,
                 node: Some(v.value()),
-            });
+            }) {
+                return Ok((page.out, true));
+            }
         }
-        Ok((out, false))
+        Ok((page.out, false))
     }
 
     /// Replaces every key `mine` selects (by the path its owner is chosen
@@ -321,6 +312,7 @@ impl MetaStore {
     pub fn take_back(&self, theirs: &[Change], mine: impl Fn(&str) -> bool) -> FsResult<usize> {
         let db = self.db.reopen()?;
         let txn = db.begin_write().map_err(storage_error)?;
+        let mut taken = 0;
         {
             let mut shard = Shard::open(&txn)?;
             let mut after = None;
@@ -341,16 +333,40 @@ impl MetaStore {
             }
             for c in theirs.iter().filter(|c| mine(c.key_path())) {
                 shard.change(c.clone())?;
+                taken += 1;
             }
         }
         txn.commit().map_err(storage_error)?;
-        Ok(theirs.iter().filter(|c| mine(c.key_path())).count())
+        Ok(taken)
     }
 
     pub fn record_count(&self) -> FsResult<u64> {
         let txn = self.read_txn()?;
         let table = txn.open_table(RECORDS).map_err(storage_error)?;
         table.len().map_err(storage_error)
+    }
+}
+
+/// A page of a dump being filled.
+struct Page<'a> {
+    out: Vec<Change>,
+    limit: usize,
+    /// The last key of the page before (not repeated).
+    after: Option<&'a Change>,
+}
+
+impl Page<'_> {
+    /// Adds `c` unless it is the key the page starts after; true, without
+    /// adding it, once the page is full.
+    fn full(&mut self, c: Change) -> bool {
+        if self.after.is_some_and(|a| a.same_key(&c)) {
+            return false;
+        }
+        if self.out.len() == self.limit {
+            return true;
+        }
+        self.out.push(c);
+        false
     }
 }
 

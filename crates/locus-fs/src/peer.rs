@@ -22,6 +22,9 @@ struct Conn {
     alive: Arc<AtomicBool>,
 }
 
+/// How the detail of an error for a daemon that could not be reached starts.
+const UNREACHABLE: &str = "unreachable: ";
+
 /// Where a daemon is and how to prove ourselves to it.
 #[derive(Clone)]
 pub struct Endpoint {
@@ -39,7 +42,7 @@ impl Endpoint {
             Errno::EIO,
             format!("node {} ({} at {})", self.node, self.name, self.addr),
         )
-        .with_detail(format!("unreachable: {why}"))
+        .with_detail(format!("{UNREACHABLE}{why}"))
     }
 
     /// Opens an authenticated blocking stream on `channel` (connect and
@@ -66,7 +69,7 @@ impl Endpoint {
 
 /// Whether `e` says a daemon could not be reached (not that it refused).
 pub fn is_unreachable(e: &FsError) -> bool {
-    e.code == Errno::EIO && e.detail.starts_with("unreachable: ")
+    e.code == Errno::EIO && e.detail.starts_with(UNREACHABLE)
 }
 
 /// A client's connection state for one daemon.

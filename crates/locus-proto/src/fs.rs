@@ -269,6 +269,21 @@ impl Change {
             Change::Entry { parent, .. } => parent,
         }
     }
+
+    /// Whether both write the same key (whatever they set it to).
+    pub fn same_key(&self, other: &Change) -> bool {
+        match (self, other) {
+            (Change::Record { path: a, .. }, Change::Record { path: b, .. })
+            | (Change::Hint { path: a, .. }, Change::Hint { path: b, .. }) => a == b,
+            (
+                Change::Entry { parent, name, .. },
+                Change::Entry {
+                    parent: p, name: n, ..
+                },
+            ) => parent == p && name == n,
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

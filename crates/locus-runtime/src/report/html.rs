@@ -173,9 +173,10 @@ fn timeline_by(
         "<svg class=\"chart\" width=\"{}\" height=\"{height}\" role=\"img\">",
         left + width + 70.0
     );
+    let busy = o.busy();
     for (i, (rank, node)) in o.workers.iter().enumerate() {
         let y = i as f64 * row;
-        let busy = o.busy(*rank);
+        let busy = busy.get(rank).copied().unwrap_or(0.0);
         let _ = write!(
             s,
             "<text x=\"0\" y=\"{:.1}\" font-size=\"11\">rank {rank} {}</text><rect x=\"{left}\" y=\"{y}\" width=\"{width}\" height=\"{}\" fill=\"#8b1a1a\"/>",

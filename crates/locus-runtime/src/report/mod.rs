@@ -300,15 +300,19 @@ impl Report {
         let mut busy_total = 0.0;
         let _ = writeln!(s, "workers:");
         let (lo, hi) = (self.run.start_us as f64, self.run.end_us as f64);
+        let spans = self.tasks.iter();
+        let busy = view::busy_by_rank(
+            spans.map(|t| (t.rank, t.start_us as f64, t.end_us as f64)),
+            lo,
+            hi,
+        );
+        let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
+        for t in &self.tasks {
+            *counts.entry(t.rank).or_default() += 1;
+        }
         for w in 0..self.run.layout.workers() {
-            let mine: Vec<(f64, f64)> = self
-                .tasks
-                .iter()
-                .filter(|t| t.rank == w)
-                .map(|t| (t.start_us as f64, t.end_us as f64))
-                .collect();
-            let n = mine.len();
-            let busy = view::covered(mine, lo, hi);
+            let n = counts.get(&w).copied().unwrap_or(0);
+            let busy = busy.get(&w).copied().unwrap_or(0.0);
             busy_total += busy;
             let share = 100.0 * busy / wall as f64;
             let _ = writeln!(

@@ -115,17 +115,17 @@ impl RunView {
             .fold((0, 0), |(l, r), t| (l + t.local_bytes, r + t.remote_bytes))
     }
 
-    /// Seconds worker `rank` was busy: the time covered by its tasks (a
+    /// Seconds each worker was busy: the time covered by its tasks (a
     /// worker registers one task's outputs while the next runs, so spans
     /// may overlap), within the run.
-    pub fn busy(&self, rank: u32) -> f64 {
-        let spans = self.spans.iter().filter(|s| s.rank == rank);
-        covered(spans.map(|s| (s.start, s.end)).collect(), 0.0, self.seconds)
+    pub fn busy(&self) -> BTreeMap<u32, f64> {
+        let spans = self.spans.iter().map(|s| (s.rank, s.start, s.end));
+        busy_by_rank(spans, 0.0, self.seconds)
     }
 
     /// Share of all worker time spent idle between the run's start and end.
     pub fn idle_share(&self) -> f64 {
-        let busy: f64 = self.workers.iter().map(|(r, _)| self.busy(*r)).sum();
+        let busy: f64 = self.busy().values().sum();
         let total = self.seconds * self.workers.len() as f64;
         if total <= 0.0 {
             return 0.0;
@@ -191,9 +191,25 @@ impl RunView {
     }
 }
 
+/// Per rank, the time its tasks' spans `(rank, start, end)` cover within
+/// `[lo, hi]`.
+pub fn busy_by_rank(
+    spans: impl Iterator<Item = (u32, f64, f64)>,
+    lo: f64,
+    hi: f64,
+) -> BTreeMap<u32, f64> {
+    let mut per: BTreeMap<u32, Vec<(f64, f64)>> = BTreeMap::new();
+    for (rank, start, end) in spans {
+        per.entry(rank).or_default().push((start, end));
+    }
+    per.into_iter()
+        .map(|(rank, spans)| (rank, covered(spans, lo, hi)))
+        .collect()
+}
+
 /// The length of the union of `spans` within `[lo, hi]`: time covered at
 /// least once, never more than `hi - lo`.
-pub fn covered(mut spans: Vec<(f64, f64)>, lo: f64, hi: f64) -> f64 {
+fn covered(mut spans: Vec<(f64, f64)>, lo: f64, hi: f64) -> f64 {
     spans.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (mut total, mut reached) = (0.0, lo);
     for (start, end) in spans {
