@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{names, rt, FsDown, Run, TestCluster};
+use common::{locus, names, ok, rt, FsDown, Run, TestCluster};
 use locus_proto::Errno;
 use locus_runtime::record;
 use std::time::Duration;
@@ -98,8 +98,12 @@ fn without_replicas_the_lost_daemon_is_named() {
     assert!(err.to_string().contains("node 1"), "{err}");
 }
 
-#[test]
-fn a_run_with_two_copies_completes_when_a_node_daemon_is_killed_mid_run() {
+/// Forty tasks each writing a file and one joining them, on 4 nodes (two
+/// workers each) whose file system keeps `replicas` copies; node 2's
+/// daemon is killed with `kill -9` once 8 tasks are done. The run must
+/// complete with the result a run without the failure gives. Returns the
+/// run and the run's `make` records that succeeded.
+fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
     let script = "import string;\n\
         app (file o) make(int i) { \"sh\" \"-c\" (\"sleep 0.2; seq \" + toString(i) + \" > $0\") o }\n\
         app (file o) join(file inputs[]) { \"sh\" \"-c\" \"cat \\\"$@\\\" | sort -n | md5sum > $0\" o inputs }\n\
@@ -137,13 +141,29 @@ fn a_run_with_two_copies_completes_when_a_node_daemon_is_killed_mid_run() {
     };
     let run = Run::in_dir(
         dir,
-        &["-n", "9", "--nodes", "4", "--replicas", "2", "--keep-fs"],
+        &[
+            "-n",
+            "9",
+            "--nodes",
+            "4",
+            "--replicas",
+            replicas,
+            "--keep-fs",
+        ],
         script,
     )
     .ok();
     let done_before = killer.join().unwrap();
     assert!(done_before < 41, "the daemon was killed after the run");
-    assert_eq!(run.records("make").len(), 40);
+    let made: Vec<_> = run
+        .records("make")
+        .into_iter()
+        .filter(|r| r.error.is_none())
+        .collect();
+    let mut keys: Vec<&str> = made.iter().map(|r| r.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), 40, "every task succeeded once at least");
     // The same result as the same lines made without a failure.
     let expected: String = (1..=40)
         .flat_map(|i| 1..=i)
@@ -171,6 +191,35 @@ fn a_run_with_two_copies_completes_when_a_node_daemon_is_killed_mid_run() {
         },
     )
     .unwrap();
-    let all = rt().block_on(client.get("/out/all.txt")).unwrap();
+    let rt = rt();
+    let all = rt.block_on(client.get("/out/all.txt")).unwrap();
     assert_eq!(all, md5.stdout);
+    // Every output of the run is there after it, wherever its copy was.
+    for i in 1..=40u32 {
+        let got = rt.block_on(client.get(&format!("/out/p{i}.txt"))).unwrap();
+        let lines: Vec<String> = (1..=i).map(|n| n.to_string()).collect();
+        assert_eq!(String::from_utf8(got).unwrap(), lines.join("\n") + "\n");
+    }
+    (run, made)
+}
+
+#[test]
+fn a_run_with_two_copies_completes_when_a_node_daemon_is_killed_mid_run() {
+    let (_, made) = run_losing_node_2("2");
+    assert!(made.iter().all(|r| !r.remade), "nothing was lost");
+}
+
+#[test]
+fn a_run_without_copies_makes_the_lost_files_again_when_a_node_daemon_is_killed() {
+    let (run, made) = run_losing_node_2("1");
+    let remade = made.iter().filter(|r| r.remade).count();
+    assert!(remade > 0, "files lost with node 2 were made again");
+    // The report says what was lost and what was made again.
+    let report = ok(&locus(&["report", run.run_dir().to_str().unwrap()]));
+    assert!(report.contains("lost node: node2: "), "{report}");
+    assert!(
+        report.contains(&format!("{remade} tasks made again the files lost")),
+        "{report}"
+    );
+    assert!(report.contains("(0 failed,"), "{report}");
 }

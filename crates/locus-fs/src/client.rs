@@ -27,6 +27,8 @@ use std::time::Duration;
 
 /// Entries asked for per `readdir` round trip.
 const PAGE: u32 = 10_000;
+/// How a miss begins whose owner could not be reached (`Client::owner_lost`).
+const OWNER_LOST: &str = "lost? its owner ";
 /// Files at least this large are fetched over several streams at once.
 const PARALLEL_FETCH_MIN: u64 = 16 << 20;
 const FETCH_STREAMS: u64 = 4;
@@ -179,6 +181,11 @@ impl Client {
         self.inner.me
     }
 
+    /// Whether this client runs where no daemon of the cluster does.
+    pub fn is_diskless(&self) -> bool {
+        self.inner.diskless
+    }
+
     /// Whether this node's store holds a copy of `rec`'s current data.
     fn holds(&self, rec: &Record) -> bool {
         !self.inner.diskless && rec.holders.contains(&self.inner.me)
@@ -209,24 +216,71 @@ impl Client {
         self.inner.peers[node as usize].call(req).await
     }
 
-    /// A metadata request to the owner of `path`; where the cluster keeps
-    /// replicas, to the next of them when the owner cannot be reached
-    /// (that daemon holds the owner's keys and acts for it).
+    /// A metadata request to the owner of `path`; while the owner cannot be
+    /// reached, to the next daemons in node order, the first that answers
+    /// acting for it: with replicas it holds the owner's keys; without, the
+    /// names the owner kept are lost (a miss names the owner) and new ones
+    /// are made there.
     async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
         let owner = self.owner(path);
-        if self.inner.replicas == 1 {
-            return self.call(owner, req).await;
-        }
+        let nodes = self.inner.peers.len();
         let mut tried = Vec::new();
-        for node in replica_set(owner, self.inner.peers.len(), self.inner.replicas) {
+        for node in replica_set(owner, nodes, nodes as u32) {
             match self.call(node, req.clone()).await {
                 Err(e) if is_unreachable(&e) => tried.push(e),
+                Err(e) if e.code == Errno::ENOENT && !tried.is_empty() => {
+                    let detail = format!("{OWNER_LOST}{} cannot be reached", tried[0].subject);
+                    return Err(e.with_detail(detail));
+                }
                 other => return other,
             }
         }
         let first = tried.remove(0);
         let others: Vec<String> = tried.iter().map(|e| e.subject.clone()).collect();
-        Err(first.with_detail(format!("and its replicas: {}", others.join(", "))))
+        Err(first.with_detail(format!("and every other daemon: {}", others.join(", "))))
+    }
+
+    /// Whether `e` is a miss whose owner could not be reached: the name
+    /// may have been lost with it.
+    pub fn owner_lost(e: &FsError) -> bool {
+        e.code == Errno::ENOENT && e.detail.starts_with(OWNER_LOST)
+    }
+
+    /// Resolves, with the error, once node `node`'s daemon has stopped
+    /// answering: two pings `every` apart both found it unreachable.
+    pub async fn lost_node(&self, node: NodeId, every: std::time::Duration) -> FsError {
+        let mut misses = 0;
+        loop {
+            tokio::time::sleep(every).await;
+            match self.ping(node).await {
+                Err(e) if is_unreachable(&e) => {
+                    misses += 1;
+                    if misses == 2 {
+                        return e;
+                    }
+                }
+                _ => misses = 0,
+            }
+        }
+    }
+
+    /// Whether the current version of file `path` is lost: its name is
+    /// gone, or every node holding its bytes cannot be reached.
+    pub async fn lost(&self, path: &str) -> FsResult<bool> {
+        let rec = match self.stat(path).await {
+            Ok(rec) => rec,
+            Err(e) if e.code == Errno::ENOENT => return Ok(Client::owner_lost(&e)),
+            Err(e) => return Err(e),
+        };
+        if rec.holders.is_empty() {
+            return Ok(false);
+        }
+        for &h in &rec.holders {
+            if self.ping(h).await.is_ok() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     pub async fn ping(&self, node: NodeId) -> FsResult<()> {
@@ -401,8 +455,26 @@ impl Client {
                     missing.pop();
                 }
                 Err(e) if e.code == Errno::EEXIST => {
-                    if self.stat_created(&dir).await?.kind != Kind::Dir {
-                        return Err(FsError::new(Errno::ENOTDIR, dir));
+                    match self.stat_created(&dir).await {
+                        Ok(rec) if rec.kind != Kind::Dir => {
+                            return Err(FsError::new(Errno::ENOTDIR, dir))
+                        }
+                        Ok(_) => {}
+                        // Named in its parent, its record lost with its
+                        // owner: made again where the owner's keys are now.
+                        Err(e) if Client::owner_lost(&e) => {
+                            let req = Request::CreateRecord {
+                                path: dir.clone(),
+                                record: Record::new(Kind::Dir, 0o755, now_ns()),
+                                lease: None,
+                            };
+                            match self.meta(&dir, req).await {
+                                Ok(_) => {}
+                                Err(e) if e.code == Errno::EEXIST => {}
+                                Err(e) => return Err(e),
+                            }
+                        }
+                        Err(e) => return Err(e),
                     }
                     missing.pop();
                 }

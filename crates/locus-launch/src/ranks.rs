@@ -344,6 +344,7 @@ fn run_here(
             control: Vec::new(),
             diskless_hosts: Vec::new(),
             wireup: None,
+            lost_nodes: Vec::new(),
         });
         if let Ok(s) = written {
             let _ = serde_json::to_vec_pretty(&s).map(|b| std::fs::write(&summary, b));

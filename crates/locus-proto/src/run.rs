@@ -119,6 +119,9 @@ pub struct Task {
     /// Set by the server that moved it off its preferred node.
     #[serde(default)]
     pub spill: Option<Spill>,
+    /// Run again because a file it made was lost with a node (lineage).
+    #[serde(default)]
+    pub remade: bool,
 }
 
 /// What became of a task.
@@ -139,6 +142,14 @@ pub struct Outcome {
     /// What it fetched from other nodes: how the run learns its links.
     #[serde(default)]
     pub fetched: Option<Fetched>,
+    /// Its Locus inputs that could not be read: gone (no name) or held
+    /// only by nodes that cannot be reached. The run may make them again.
+    #[serde(default)]
+    pub lost: Vec<String>,
+    /// It did not run to its end: its worker left the run (its node was
+    /// lost). The task is put again, elsewhere.
+    #[serde(default)]
+    pub requeue: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +176,10 @@ pub enum RankMsg {
     /// Server → server: a message between their dataflow engines (the
     /// runtime's own encoding).
     Engine(Vec<u8>),
+    /// Worker → its server: this worker's node was lost (its file-system
+    /// daemon cannot be reached); it takes no more work and reports no more
+    /// outcomes. Server → leader: a worker of node `node` left.
+    Leave { node: u32, reason: String },
     /// The run is over.
     Shutdown,
 }

@@ -18,7 +18,7 @@ use crate::cost::{self, Costs};
 use crate::layout::Layout;
 use locus_proto::run::{Outcome, Placed, Rank, Spill, Task};
 use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -100,6 +100,9 @@ pub struct Balancer {
     /// Per worker, its tasks not done, in the order it runs them.
     sent: HashMap<Rank, VecDeque<Sent>>,
     costs: Costs,
+    /// Nodes lost during the run (a worker of theirs left): nothing runs
+    /// there any more.
+    lost_nodes: HashSet<u32>,
 }
 
 impl Balancer {
@@ -114,6 +117,7 @@ impl Balancer {
             ahead: VecDeque::new(),
             sent: HashMap::new(),
             costs: Costs::new(),
+            lost_nodes: HashSet::new(),
         }
     }
 
@@ -121,7 +125,17 @@ impl Balancer {
         &self.costs
     }
 
-    pub fn put(&mut self, mut task: Task, now: Instant) {
+    /// Queues `task`; gives it back if it can never run: a HARD target on
+    /// a lost node. A SOFT target there is dropped (the task runs anywhere).
+    pub fn put(&mut self, mut task: Task, now: Instant) -> Result<(), Task> {
+        if let Some(t) = task.target {
+            if self.lost_nodes.contains(&self.layout.node_of(t.rank)) {
+                if t.hard {
+                    return Err(task);
+                }
+                task.target = None;
+            }
+        }
         if task.placed == Placed::Auto {
             self.least_loaded_of_the_heaviest(&mut task);
         }
@@ -141,6 +155,7 @@ impl Balancer {
             since: now,
             task: Box::new(task),
         });
+        Ok(())
     }
 
     /// An automatically placed task whose inputs weigh the same on several
@@ -235,11 +250,41 @@ impl Balancer {
         self.sent.get(&worker)?.front().map(|s| s.id)
     }
 
-    /// Forgets a worker that went away.
-    pub fn lost(&mut self, worker: Rank) {
+    /// Forgets a worker that went away; returns the tasks it was sent and
+    /// had not finished.
+    pub fn lost(&mut self, worker: Rank) -> Vec<u64> {
         self.idle.retain(|w| *w != worker);
         self.ahead.retain(|w| *w != worker);
-        self.sent.remove(&worker);
+        let sent = self.sent.remove(&worker).unwrap_or_default();
+        sent.into_iter().map(|s| s.id).collect()
+    }
+
+    /// Node `node` is lost (a worker of it left: its file-system daemon is
+    /// gone): its queued SOFT work may run anywhere; its HARD work, which
+    /// never can now, is given back.
+    pub fn node_lost(&mut self, node: u32, now: Instant) -> Vec<Task> {
+        if !self.lost_nodes.insert(node) {
+            return Vec::new();
+        }
+        let slots: Vec<Slot> = self
+            .queues
+            .keys()
+            .copied()
+            .filter(|s| match *s {
+                Slot::HardRank(r) | Slot::SoftRank(r) => self.layout.node_of(r) == node,
+                Slot::HardNode(n) | Slot::SoftNode(n) => n == node,
+                Slot::Any => false,
+            })
+            .collect();
+        let mut stuck = Vec::new();
+        for slot in slots {
+            for q in self.queues.remove(&slot).unwrap_or_default() {
+                if let Err(t) = self.put(*q.task, now) {
+                    stuck.push(t);
+                }
+            }
+        }
+        stuck
     }
 
     pub fn idle(&self) -> impl Iterator<Item = Rank> + '_ {
@@ -557,6 +602,7 @@ mod tests {
             key: String::new(),
             inputs: Vec::new(),
             spill: None,
+            remade: false,
         }
     }
 
@@ -585,6 +631,8 @@ mod tests {
             value: None,
             exit: None,
             fetched,
+            lost: Vec::new(),
+            requeue: false,
         }
     }
 
@@ -596,7 +644,8 @@ mod tests {
                 ..task(id, Some((w, true, false)), 0)
             },
             now,
-        );
+        )
+        .unwrap();
         b.ready(w);
         assert_eq!(ids(&b.dispatch(now)), vec![(w, id)]);
     }
@@ -611,7 +660,7 @@ mod tests {
     fn hard_rank_waits_for_its_worker() {
         let mut b = balancer(None);
         let now = Instant::now();
-        b.put(task(1, Some((3, true, false)), 0), now);
+        b.put(task(1, Some((3, true, false)), 0), now).unwrap();
         b.ready(0);
         b.ready(2);
         assert!(b.dispatch(now).is_empty());
@@ -624,12 +673,12 @@ mod tests {
     fn work_ahead_is_only_hard_rank_or_untargeted() {
         let mut b = balancer(None);
         let now = Instant::now();
-        b.put(task(1, Some((0, false, false)), 0), now);
-        b.put(task(2, Some((0, true, true)), 0), now);
+        b.put(task(1, Some((0, false, false)), 0), now).unwrap();
+        b.put(task(2, Some((0, true, true)), 0), now).unwrap();
         b.ready_ahead(0);
         assert!(b.dispatch(now).is_empty());
-        b.put(task(3, Some((0, true, false)), 0), now);
-        b.put(task(4, None, 0), now);
+        b.put(task(3, Some((0, true, false)), 0), now).unwrap();
+        b.put(task(4, None, 0), now).unwrap();
         let got: Vec<u64> = (0..2)
             .flat_map(|_| {
                 b.ready_ahead(0);
@@ -644,13 +693,13 @@ mod tests {
     fn hard_node_runs_on_any_worker_of_the_node_only() {
         let mut b = balancer(None);
         let now = Instant::now();
-        b.put(task(1, Some((2, true, true)), 0), now);
+        b.put(task(1, Some((2, true, true)), 0), now).unwrap();
         b.ready(0);
         assert!(b.dispatch(now).is_empty());
         assert!(b.give(&[(1, 0)], now).is_empty());
         b.ready(3);
         assert_eq!(ids(&b.dispatch(now)), vec![(3, 1)]);
-        b.put(task(2, Some((2, true, true)), 0), now);
+        b.put(task(2, Some((2, true, true)), 0), now).unwrap();
         assert_eq!(b.give(&[(3, 1)], now).len(), 1);
     }
 
@@ -661,7 +710,7 @@ mod tests {
         busy(&mut b, 2, 1, "f", now);
         // Rank 2 is busy: its next SOFT task has nothing to fetch, so any
         // expected wait is worth leaving for; rank 3 (same node) before 0.
-        b.put(task(2, Some((2, false, false)), 0), now);
+        b.put(task(2, Some((2, false, false)), 0), now).unwrap();
         b.ready(0);
         b.ready(3);
         let later = now + Duration::from_millis(10);
@@ -682,7 +731,7 @@ mod tests {
         busy(&mut b, 1, 2, "map", now);
         b.ready(2);
         // 250 MB at the default 125 MB/s: 2 s to fetch, more than the wait.
-        b.put(reader(10, "map", 0, 250), now);
+        b.put(reader(10, "map", 0, 250), now).unwrap();
         assert!(b.dispatch(now).is_empty());
         assert_eq!(b.next_spill(now), Some(now + RECHECK));
         // It runs at home when a worker there is free.
@@ -692,7 +741,7 @@ mod tests {
         assert_eq!(ids(&got), vec![(0, 10)]);
         assert_eq!(got[0].1.spill, None);
         // 50 MB: 0.4 s, less than the 1 s wait: it goes to node b.
-        b.put(reader(11, "map", 0, 50), now);
+        b.put(reader(11, "map", 0, 50), now).unwrap();
         let got = b.dispatch(now);
         assert_eq!(ids(&got), vec![(2, 11)]);
         assert_eq!(
@@ -721,11 +770,12 @@ mod tests {
                     ..task(id, Some((0, true, true)), 5)
                 },
                 now,
-            );
+            )
+            .unwrap();
         }
         b.ready(2);
         // 250 MB: 2 s to fetch < 3 s wait.
-        b.put(reader(10, "map", 0, 250), now);
+        b.put(reader(10, "map", 0, 250), now).unwrap();
         let got = b.dispatch(now);
         assert_eq!(ids(&got), vec![(2, 10)]);
         assert_eq!(got[0].1.spill.unwrap().wait_us, 3_000_000);
@@ -739,7 +789,7 @@ mod tests {
         busy(&mut b, 2, 1, "map", now);
         busy(&mut b, 3, 2, "map", now);
         // 10 MB of node b: 80 ms at the default rate, less than the wait.
-        b.put(reader(5, "map", 1, 10), now);
+        b.put(reader(5, "map", 1, 10), now).unwrap();
         b.ready(0);
         assert_eq!(ids(&b.dispatch(now)), vec![(0, 5)]);
         // It took 1 s to fetch: 10 MB/s from b to a.
@@ -751,7 +801,7 @@ mod tests {
         assert_eq!(b.costs().rate(1, 0), 10e6);
         // Now 8 MB takes 0.8 s: more than the maps' remaining 0.5 s.
         b.ready(0);
-        b.put(reader(8, "map", 1, 8), now);
+        b.put(reader(8, "map", 1, 8), now).unwrap();
         assert!(b.dispatch(now + Duration::from_millis(500)).is_empty());
     }
 
@@ -763,7 +813,7 @@ mod tests {
         learn(&mut b, "map", 1000, now);
         busy(&mut b, 0, 1, "map", now);
         busy(&mut b, 1, 2, "map", now);
-        b.put(reader(10, "map", 0, 1000), now);
+        b.put(reader(10, "map", 0, 1000), now).unwrap();
         b.ready(2);
         assert!(b.dispatch(now).is_empty());
         let got = b.dispatch(now + wait);
@@ -790,7 +840,7 @@ mod tests {
             ],
             ..task(2, Some((0, false, true)), 0)
         };
-        b.put(both, now);
+        b.put(both, now).unwrap();
         b.ready(1);
         b.ready(2);
         // Node a has a running task, node b none: b's worker takes it as
@@ -808,12 +858,12 @@ mod tests {
         busy(&mut b, 0, 1, "map", now);
         busy(&mut b, 1, 2, "map", now);
         // Another server's idle worker on node b: 0.4 s to fetch < 1 s.
-        b.put(reader(10, "map", 0, 50), now);
+        b.put(reader(10, "map", 0, 50), now).unwrap();
         let given = b.give(&[(7, 1)], now);
         assert_eq!(given.len(), 1);
         assert_eq!(given[0].spill.map(|s| s.fetch_us), Some(400_000));
         // 2 s to fetch > 1 s: kept.
-        b.put(reader(11, "map", 0, 250), now);
+        b.put(reader(11, "map", 0, 250), now).unwrap();
         assert!(b.give(&[(7, 1)], now).is_empty());
     }
 
@@ -829,7 +879,7 @@ mod tests {
         let layout = Arc::new(Layout::from_names(2, &names).unwrap());
         let mut b = Balancer::new(layout.clone(), 5, None);
         let now = Instant::now();
-        b.put(reader(1, "map", 0, 1000), now);
+        b.put(reader(1, "map", 0, 1000), now).unwrap();
         let w = layout.workers_of(5).next().unwrap();
         b.ready(w);
         assert_eq!(ids(&b.dispatch(now)), vec![(w, 1)]);
@@ -845,7 +895,7 @@ mod tests {
             fetch_us: 1,
             wait_us: 2,
         });
-        b.put(t, now);
+        b.put(t, now).unwrap();
         b.ready(1);
         let got = b.dispatch(now);
         assert_eq!(ids(&got), vec![(1, 1)]);
@@ -856,9 +906,9 @@ mod tests {
     fn priority_then_arrival_then_specificity() {
         let mut b = balancer(None);
         let now = Instant::now();
-        b.put(task(1, None, 0), now);
-        b.put(task(2, None, 5), now);
-        b.put(task(3, Some((0, true, false)), 0), now);
+        b.put(task(1, None, 0), now).unwrap();
+        b.put(task(2, None, 5), now).unwrap();
+        b.put(task(3, Some((0, true, false)), 0), now).unwrap();
         for _ in 0..3 {
             b.ready(0);
         }
@@ -875,9 +925,9 @@ mod tests {
         let mut b = balancer(None);
         let now = Instant::now();
         for i in 0..10 {
-            b.put(task(i, None, 0), now);
+            b.put(task(i, None, 0), now).unwrap();
         }
-        b.put(task(99, Some((0, true, false)), 0), now);
+        b.put(task(99, Some((0, true, false)), 0), now).unwrap();
         let given = b.give(&[(2, 1)], now);
         assert_eq!(given.len(), 5);
         assert_eq!(b.queued(), 6);

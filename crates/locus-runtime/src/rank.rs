@@ -110,6 +110,10 @@ pub struct RunSummary {
     /// How the ranks met.
     #[serde(default)]
     pub wireup: Option<Wireup>,
+    /// Nodes lost during the run (a worker of theirs found its file-system
+    /// daemon gone), each with why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_nodes: Vec<(String, String)>,
 }
 
 pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
@@ -259,6 +263,7 @@ async fn rank_main(
             python: Default::default(),
             r: Default::default(),
             running: tokio::sync::Semaphore::new(1),
+            left: Default::default(),
         };
         return run_worker(cfg).await;
     };
@@ -313,6 +318,7 @@ async fn rank_main(
         control,
         diskless_hosts,
         wireup: Some(wireup),
+        lost_nodes: dispatch.lost_nodes(),
     };
     let written = serde_json::to_vec_pretty(&summary)
         .map_err(std::io::Error::other)

@@ -62,6 +62,17 @@ pub struct TaskRecord {
     /// and outputs are as they were then (`--resume`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
+    /// Run again because a file it made was lost with a node (lineage).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remade: bool,
+    /// Its Locus inputs found lost (gone, or held only by nodes that cannot
+    /// be reached): it did not run, and runs again once they are made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<String>,
+    /// Stopped unfinished because its worker's node was lost; run again
+    /// elsewhere.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abandoned: bool,
     /// An app's CPU time (user + system, all attempts) and peak resident
     /// memory, from `wait4`.
     #[serde(default)]
@@ -74,6 +85,19 @@ pub struct TaskRecord {
     pub stdout: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
+}
+
+impl TaskRecord {
+    /// Stopped by a lost node (its worker's, or one its inputs were on)
+    /// and run again: not a failure of the run's.
+    pub fn stopped(&self) -> bool {
+        self.abandoned || !self.lost.is_empty()
+    }
+
+    /// Failed on its own account (after any retries).
+    pub fn failed(&self) -> bool {
+        self.error.is_some() && !self.stopped()
+    }
 }
 
 /// A file as a task saw it: a Locus file's version is the stamp of the

@@ -65,6 +65,16 @@ pub enum Msg {
     },
     /// Server → leader, a few times per stall period.
     Progress(Progress),
+    /// Make these lost files again, if tasks of yours made them (lineage).
+    Remake {
+        req: u64,
+        paths: Vec<String>,
+    },
+    /// Leader → server, at the end of a run that lost a node: make again
+    /// every lost file your tasks made.
+    Repair {
+        req: u64,
+    },
 }
 
 /// A `foreach`'s iterations: `n` in `from..to` of a range (value
@@ -103,6 +113,10 @@ pub enum Answer {
     Member(Option<Value>),
     Written(Result<(), String>),
     Status(Status),
+    /// To `Remake`: the paths no task of the answering engine made.
+    Remade(Result<Vec<String>, String>),
+    /// To `Repair`: how many files were made again.
+    Repaired(Result<usize, String>),
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -279,6 +293,27 @@ impl Remote {
             Some(Answer::Written(r)) => r,
             Some(other) => self.unexpected(other).await,
             None => std::future::pending().await,
+        }
+    }
+
+    /// Asks server `server` to make lost files again; the paths it did not
+    /// make, or `None` if the run ended first.
+    pub async fn ask_remake(
+        &self,
+        server: u32,
+        paths: Vec<String>,
+    ) -> Option<Result<Vec<String>, String>> {
+        match self.ask(server, |req| Msg::Remake { req, paths }).await? {
+            Answer::Remade(r) => Some(r),
+            other => self.unexpected(other).await,
+        }
+    }
+
+    /// Asks server `server` to make again every lost file its tasks made.
+    pub async fn ask_repair(&self, server: u32) -> Option<Result<usize, String>> {
+        match self.ask(server, |req| Msg::Repair { req }).await? {
+            Answer::Repaired(r) => Some(r),
+            other => self.unexpected(other).await,
         }
     }
 

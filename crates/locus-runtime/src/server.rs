@@ -72,6 +72,8 @@ pub struct Dispatch {
     aborted: Notify,
     /// Messages from other servers' engines, until the engine takes them.
     inbox: Mutex<Option<Inbox>>,
+    /// On the leader: nodes lost during the run (name, why).
+    lost: Mutex<Vec<(String, String)>>,
 }
 
 impl Dispatch {
@@ -100,15 +102,8 @@ impl Dispatch {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().expect("pending").insert(id, tx);
         let _ = self.events.send(Event::Put(task));
-        rx.await.unwrap_or_else(|_| Outcome {
-            value: None,
-            exit: None,
-            id,
-            rank: 0,
-            micros: 0,
-            error: Some("the run was stopped".into()),
-            fetched: None,
-        })
+        rx.await
+            .unwrap_or_else(|_| failed(id, 0, "the run was stopped".into()))
     }
 
     fn complete(&self, o: Outcome) {
@@ -136,6 +131,27 @@ impl Dispatch {
     /// Ends the run: every rank is told to stop.
     pub fn finish(&self) {
         let _ = self.events.send(Event::Finish);
+    }
+
+    /// On the leader: the nodes lost during the run so far, by name, each
+    /// with why.
+    pub fn lost_nodes(&self) -> Vec<(String, String)> {
+        self.lost.lock().expect("lost").clone()
+    }
+}
+
+/// The outcome of a task that did not run or did not finish.
+fn failed(id: u64, rank: Rank, error: String) -> Outcome {
+    Outcome {
+        id,
+        rank,
+        micros: 0,
+        error: Some(error),
+        value: None,
+        exit: None,
+        fetched: None,
+        lost: Vec::new(),
+        requeue: false,
     }
 }
 
@@ -168,6 +184,7 @@ impl Server {
             abort: Mutex::default(),
             aborted: Notify::new(),
             inbox: Mutex::new(Some(inbox)),
+            lost: Mutex::default(),
         });
         Ok(Server {
             listener,
@@ -261,6 +278,8 @@ impl Server {
             writers: Vec::new(),
             asked: HashSet::new(),
             workers: layout.workers_of(me).count(),
+            left: HashSet::new(),
+            left_in_run: 0,
         };
         let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
         let mut early = Vec::new();
@@ -382,6 +401,10 @@ struct State {
     asked: HashSet<Rank>,
     /// This server's workers.
     workers: usize,
+    /// Workers that left the run (their node was lost).
+    left: HashSet<Rank>,
+    /// On the leader: workers of the whole run that left.
+    left_in_run: usize,
 }
 
 impl State {
@@ -400,6 +423,7 @@ impl State {
                 self.writers.push(w);
             }
             Event::Put(task) => self.route(task, now),
+            Event::Msg(from, _) if self.left.contains(&from) => {}
             Event::Send(to, msg) => self.send(to, msg),
             Event::Abort(reason) => self.report_abort(reason),
             Event::Msg(from, msg) => match msg {
@@ -413,9 +437,7 @@ impl State {
                     }
                     self.deliver(o);
                 }
-                RankMsg::Put(task) => {
-                    self.balancer.put(task, now);
-                }
+                RankMsg::Put(task) => self.queue(task, now),
                 RankMsg::Steal { idle } => {
                     // Own idle workers first: two servers each with an idle
                     // worker would otherwise pass a new task back and forth.
@@ -436,11 +458,15 @@ impl State {
                         self.steal_round = 0;
                         self.backoff = STEAL_BACKOFF_MIN;
                         for t in tasks {
-                            self.balancer.put(t, now);
+                            self.queue(t, now);
                         }
                     }
                 }
                 RankMsg::Abort { reason } => self.dispatch.abort(reason),
+                RankMsg::Leave { node, reason } if self.layout.is_worker(from) => {
+                    self.worker_left(from, node, reason, now)
+                }
+                RankMsg::Leave { node, reason } => self.node_lost(node, reason),
                 RankMsg::Engine(bytes) => {
                     let _ = self.engine.send((from, bytes));
                 }
@@ -451,7 +477,7 @@ impl State {
                 RankMsg::Hello { .. } | RankMsg::Run(_) => {}
             },
             Event::Closed(r, broken) => {
-                if !self.closing && self.layout.is_worker(r) {
+                if !self.closing && self.layout.is_worker(r) && !self.left.contains(&r) {
                     let running = self.balancer.running(r);
                     self.balancer.lost(r);
                     let what = match running {
@@ -525,9 +551,68 @@ impl State {
             }
         };
         if server == self.me {
-            self.balancer.put(task, now);
+            self.queue(task, now);
         } else {
             self.send(server, RankMsg::Put(task));
+        }
+    }
+
+    /// Queues a task here; one that can never run fails.
+    fn queue(&mut self, task: Task, now: Instant) {
+        if let Err(t) = self.balancer.put(task, now) {
+            self.cannot_run(t);
+        }
+    }
+
+    /// A HARD task whose target's node was lost fails.
+    fn cannot_run(&self, t: Task) {
+        let rank = t.target.map_or(0, |t| t.rank);
+        let error = format!(
+            "{}: its HARD target, rank {rank} on {}, was lost with its node",
+            t.func,
+            self.layout.node_name(rank)
+        );
+        self.deliver(failed(t.id, rank, error));
+    }
+
+    /// Worker `w` left the run because its node `node` was lost: what it
+    /// was sent and did not finish is put again elsewhere (by the engines
+    /// that put it), and the node takes no more work.
+    fn worker_left(&mut self, w: Rank, node: u32, reason: String, now: Instant) {
+        if !self.left.insert(w) {
+            return;
+        }
+        tracing::warn!("worker rank {w} left the run: {reason}");
+        for id in self.balancer.lost(w) {
+            self.deliver(Outcome {
+                requeue: true,
+                ..failed(id, w, reason.clone())
+            });
+        }
+        for t in self.balancer.node_lost(node, now) {
+            self.cannot_run(t);
+        }
+        if self.me == self.layout.leader() {
+            self.node_lost(node, reason);
+        } else {
+            self.send(self.layout.leader(), RankMsg::Leave { node, reason });
+        }
+    }
+
+    /// On the leader: a worker of node `node` left; with none left the run
+    /// cannot go on.
+    fn node_lost(&mut self, node: u32, reason: String) {
+        self.left_in_run += 1;
+        let name = (self.layout.nodes.get(node as usize).cloned())
+            .unwrap_or_else(|| format!("node {node}"));
+        {
+            let mut lost = self.dispatch.lost.lock().expect("lost");
+            if !lost.iter().any(|(n, _)| *n == name) {
+                lost.push((name, reason.clone()));
+            }
+        }
+        if self.left_in_run == self.layout.workers() as usize {
+            self.report_abort(format!("every worker's node was lost (last: {reason})"));
         }
     }
 

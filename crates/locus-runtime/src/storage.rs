@@ -335,8 +335,6 @@ impl Storage {
         Ok(())
     }
 
-    /// The layout node holding most of the bytes of these Locus files, for
-    /// automatic locality; `None` when none of them holds data.
     /// A Locus or host file as it is now, if it exists.
     pub async fn seen(&self, path: &str) -> Option<Seen> {
         match fs_path(path) {
@@ -346,6 +344,15 @@ impl Storage {
                 Some(Seen::locus(path, rec.stamp))
             }
             None => Seen::host(path),
+        }
+    }
+
+    /// Whether Locus file `path` is lost with a node (`Client::lost`); a
+    /// host file never is.
+    pub async fn lost(&self, path: &str) -> Result<bool, String> {
+        match (fs_path(path), &self.fs) {
+            (Some(fp), Some((client, _))) => client.lost(fp).await.map_err(|e| e.to_string()),
+            _ => Ok(false),
         }
     }
 

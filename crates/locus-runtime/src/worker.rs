@@ -10,10 +10,12 @@ use crate::layout::Layout;
 use crate::process::{self, Capture, Ended, Usage};
 use crate::record::{now_us, task_stream, Recorder, Seen, TaskRecord};
 use crate::wire;
+use locus_fs::peer::is_unreachable;
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::frame;
 use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, Task, Work};
+use locus_proto::Errno;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -23,6 +25,8 @@ use tokio::sync::mpsc;
 
 /// The longest a finished task's record waits in the buffer.
 const RECORD_FLUSH: std::time::Duration = std::time::Duration::from_millis(50);
+/// How often a worker checks that its node's file-system daemon answers.
+const NODE_WATCH: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub struct WorkerConfig {
     pub me: Rank,
@@ -50,6 +54,10 @@ pub struct WorkerConfig {
     /// task registers its outputs after giving this up, so that overlaps
     /// the next task's work (a task sent ahead).
     pub running: tokio::sync::Semaphore,
+    /// Set when this worker's node is lost (its daemon stopped answering):
+    /// what it writes from then on would be lost with it, so nothing more
+    /// is published.
+    pub left: std::sync::atomic::AtomicBool,
 }
 
 /// Serves tasks until the server says the run is over.
@@ -81,6 +89,16 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
         }
     });
     let mut flushed = Instant::now();
+    // A worker whose node's daemon is gone leaves the run: its server puts
+    // what it was sent elsewhere, and it runs nothing more.
+    let watched = cfg.fs.clone().filter(|c| !c.is_diskless());
+    let node_lost = async move {
+        match watched {
+            Some(fs) => fs.lost_node(fs.node(), NODE_WATCH).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(node_lost);
     // An app registers its outputs after its process ends: it runs in a
     // tokio task of its own, so that registering overlaps the next task
     // (their work still one at a time: `running`), as does any task that
@@ -89,10 +107,22 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     // than a `sleep(0)` does).
     let cfg = Arc::new(cfg);
     let (ended, mut outcomes) = mpsc::unbounded_channel();
-    let (mut open, mut in_flight) = (true, 0usize);
+    let (mut open, mut in_flight, mut left) = (true, 0usize, false);
     while open || in_flight > 0 {
         tokio::select! {
+            e = &mut node_lost, if !left => {
+                left = true;
+                cfg.left.store(true, std::sync::atomic::Ordering::Release);
+                let node = cfg.layout.node_of(me);
+                let reason = format!(
+                    "node {} was lost: its file-system daemon stopped answering ({e})",
+                    cfg.layout.node_name(me)
+                );
+                tracing::warn!("worker rank {me} leaves the run: {reason}");
+                let _ = out.send(RankMsg::Leave { node, reason });
+            }
             msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
+                Some(Some(RankMsg::Run(_))) if left => {}
                 Some(Some(RankMsg::Run(task)))
                     if in_flight > 0 || matches!(task.work, Work::App { .. }) =>
                 {
@@ -105,14 +135,19 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                 Some(Some(RankMsg::Run(task))) => {
                     let (outcome, record) = execute(&cfg, task).await;
                     records.write(&record).map_err(records_err)?;
-                    let _ = out.send(RankMsg::Done(outcome));
+                    if !left {
+                        let _ = out.send(RankMsg::Done(outcome));
+                    }
                 }
                 _ => open = false,
             },
             Some((outcome, record)) = outcomes.recv(), if in_flight > 0 => {
                 in_flight -= 1;
                 records.write(&record).map_err(records_err)?;
-                let _ = out.send(RankMsg::Done(outcome));
+                // After leaving, the server has put it again elsewhere.
+                if !left {
+                    let _ = out.send(RankMsg::Done(outcome));
+                }
             }
         }
         // Records reach the file before the worker may wait (or be killed
@@ -141,6 +176,8 @@ struct Io {
     kept: [Option<String>; 2],
     inputs: Vec<Seen>,
     outputs: Vec<Seen>,
+    /// Locus inputs found lost.
+    lost: Vec<String>,
 }
 
 async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
@@ -196,6 +233,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         }
     };
     let error = result.err();
+    let abandoned = error.is_some() && cfg.left.load(std::sync::atomic::Ordering::Acquire);
     let [stdout, stderr] = io.kept;
     let record = TaskRecord {
         id: task.id,
@@ -222,6 +260,9 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         key: task.key,
         declared,
         resumed: false,
+        remade: task.remade,
+        lost: io.lost.clone(),
+        abandoned,
         cpu_us: io.usage.cpu_us,
         max_rss_kib: io.usage.max_rss_kib,
         stdout,
@@ -242,6 +283,8 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             bytes: record.remote_bytes,
             micros: record.stage_us,
         }),
+        lost: io.lost,
+        requeue: false,
     };
     (outcome, record)
 }
@@ -337,7 +380,15 @@ impl App<'_> {
                     Ok(p.clone())
                 }
                 Some(fp) => {
-                    let copy = self.fs(p)?.local_copy(fp).await.map_err(|e| fail(p, &e))?;
+                    let copy = match self.fs(p)?.local_copy(fp).await {
+                        Ok(copy) => copy,
+                        Err(e) => {
+                            if e.code == Errno::ENOENT || is_unreachable(&e) {
+                                io.lost.push(p.clone());
+                            }
+                            return Err(fail(p, &e));
+                        }
+                    };
                     io.inputs.push(Seen::locus(p, copy.stamp));
                     if copy.fetched {
                         io.remote += copy.size;
@@ -398,17 +449,33 @@ impl App<'_> {
             fs: self.cfg.fs.as_ref(),
             pending: Vec::new(),
         };
-        let mut words = Vec::with_capacity(argv.len());
-        for a in argv {
-            words.push(self.stage(a, io, &mut outputs.pending).await?);
+        // Every input is staged, even after one is found lost, so the
+        // task names all of them (the run may make them again).
+        let mut failure = None;
+        let mut staged = Vec::with_capacity(argv.len() + 3);
+        for a in argv
+            .iter()
+            .map(Some)
+            .chain(streams.iter().map(|s| s.as_ref()))
+        {
+            let Some(a) = a else {
+                staged.push(None);
+                continue;
+            };
+            let lost = io.lost.len();
+            match self.stage(a, io, &mut outputs.pending).await {
+                Ok(w) => staged.push(Some(w)),
+                Err(e) if io.lost.len() > lost => {
+                    failure.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let mut files = Vec::new();
-        for s in streams {
-            files.push(match s {
-                Some(a) => Some(self.stage(a, io, &mut outputs.pending).await?),
-                None => None,
-            });
+        if let Some(e) = failure {
+            return Err(e);
         }
+        let files = staged.split_off(argv.len());
+        let words: Vec<String> = staged.into_iter().flatten().collect();
         io.stage_us = staging.elapsed().as_micros() as u64;
         let command = words.join(" ");
         io.argv = words.clone();
@@ -481,8 +548,14 @@ impl App<'_> {
             }
         }
         // Publish the Locus outputs the process wrote; the next task may
-        // work meanwhile.
+        // work meanwhile. Not on a lost node: they would be lost with it.
         drop(running);
+        if cfg.left.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(format!(
+                "app '{}' on {node} (rank {}) was not published: its node was lost",
+                self.func, cfg.me
+            ));
+        }
         let committing = Instant::now();
         for out in &outputs.pending {
             let fs = self.fs(&out.path)?;

@@ -142,6 +142,20 @@ impl Engine {
                 let answer = remote::Answer::Status(self.status());
                 self.remote.send(from, &Msg::Reply { req, answer });
             }
+            Msg::Remake { req, paths } => {
+                let e = self.clone();
+                tokio::spawn(async move {
+                    let answer = remote::Answer::Remade(e.remake_here(&paths).await);
+                    e.remote.send(from, &Msg::Reply { req, answer });
+                });
+            }
+            Msg::Repair { req } => {
+                let e = self.clone();
+                tokio::spawn(async move {
+                    let answer = remote::Answer::Repaired(e.repair_here().await);
+                    e.remote.send(from, &Msg::Reply { req, answer });
+                });
+            }
             Msg::Reply { req, answer } => self.remote.answered(req, answer),
             Msg::Progress(p) => {
                 self.remote.progressed(from, p);

@@ -80,13 +80,14 @@ impl Engine {
             key: String::new(),
             inputs: Vec::new(),
             spill: None,
+            remade: false,
         }
     }
 
     /// Evaluates builtin `op` on its arguments: the values of its outputs
     /// (none for outputs that are `void` signals).
     pub(super) async fn builtin(
-        &self,
+        self: &Arc<Self>,
         frame: &Frame,
         op: Builtin,
         a: &[Value],
@@ -118,7 +119,11 @@ impl Engine {
     }
 
     /// A builtin that runs on a worker, as a leaf task named after it.
-    pub(super) async fn task_builtin(&self, op: TaskFn, a: &[Value]) -> Result<Vec<Value>, String> {
+    pub(super) async fn task_builtin(
+        self: &Arc<Self>,
+        op: TaskFn,
+        a: &[Value],
+    ) -> Result<Vec<Value>, String> {
         let text = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
         let work = match op {
             TaskFn::Sleep | TaskFn::SleepTrace => Work::Sleep {
@@ -170,15 +175,15 @@ impl Engine {
     }
 
     /// Runs a leaf task on a worker and waits for it.
-    pub(super) async fn leaf(&self, task: Task) -> Result<(), String> {
+    pub(super) async fn leaf(self: &Arc<Self>, task: Task) -> Result<(), String> {
         self.leaf_outcome(task).await.map(drop)
     }
 
     /// Runs a leaf task on a worker; returns what became of it.
-    pub(super) async fn leaf_outcome(&self, task: Task) -> Result<Outcome, String> {
+    pub(super) async fn leaf_outcome(self: &Arc<Self>, task: Task) -> Result<Outcome, String> {
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
-        let outcome = self.opts.dispatch.run(task).await;
+        let outcome = self.run_task(task).await;
         if outcome.error.is_some() {
             self.tasks_failed.fetch_add(1, Ordering::AcqRel);
         }

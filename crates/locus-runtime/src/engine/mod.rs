@@ -36,6 +36,7 @@ use tokio::sync::{oneshot, Notify};
 mod distribution;
 mod interp;
 mod leaf;
+mod lineage;
 mod stall;
 
 /// Whether leaf tasks without a location are placed by their input data.
@@ -133,6 +134,8 @@ pub struct Engine {
     tasks_put: AtomicU64,
     tasks_done: AtomicU64,
     tasks_failed: AtomicU64,
+    /// What made each Locus file of the run this engine put a task for.
+    lineage: lineage::Lineage,
 }
 
 /// The value of a `void` future: set when what it signals is done.
@@ -267,6 +270,7 @@ impl Engine {
             tasks_put: AtomicU64::new(0),
             tasks_done: AtomicU64::new(0),
             tasks_failed: AtomicU64::new(0),
+            lineage: Default::default(),
         })
     }
 
@@ -328,10 +332,21 @@ impl Engine {
             reason = self.opts.dispatch.aborted() => return Err(reason),
             _ = stalled => return Err(self.stall_report().await),
         }
-        match self.failure.lock().expect("failure").clone() {
-            Some(e) => Err(e),
-            None => Ok(()),
+        if let Some(e) = self.failure.lock().expect("failure").clone() {
+            return Err(e);
         }
+        // A node lost during the run may have taken files no task read
+        // since: they are made again before the run ends.
+        let lost = self.opts.dispatch.lost_nodes();
+        if !lost.is_empty() {
+            let names: Vec<&str> = lost.iter().map(|(n, _)| n.as_str()).collect();
+            let remade = self.repair().await?;
+            tracing::warn!(
+                "lost during the run: {}; {remade} files lost with them made again at its end",
+                names.join(", ")
+            );
+        }
+        Ok(())
     }
 
     /// Fails the run: on the leader, it ends; another server tells the

@@ -119,6 +119,8 @@ fn outline(o: Outcome) -> &'static str {
         Outcome::Failed => " stroke=\"#000\" stroke-width=\"2\"",
         Outcome::Retried => " stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"3 2\"",
         Outcome::Resumed => " stroke=\"#7f7f7f\" stroke-width=\"1.5\" stroke-dasharray=\"1 2\"",
+        Outcome::Remade => " stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"6 2\"",
+        Outcome::Stopped => " stroke=\"#ff7f0e\" stroke-width=\"2\" stroke-dasharray=\"1 1\"",
     }
 }
 
@@ -218,13 +220,22 @@ fn timeline_by(
     let mut all = groups.to_vec();
     all.push(("idle".to_string(), "#8b1a1a"));
     let mut lg = coloured_legend(&all);
-    let marked = [Outcome::Failed, Outcome::Retried, Outcome::Resumed];
-    if o.spans.iter().any(|t| marked.contains(&t.outcome)) {
+    for (node, why) in &o.lost_nodes {
+        let _ = write!(
+            lg,
+            "<p><b style=\"color:#ff7f0e\">lost during the run: {}</b> ({})</p>",
+            esc(node),
+            esc(why)
+        );
+    }
+    if o.spans.iter().any(|t| t.outcome != Outcome::Done) {
         let _ = write!(
             lg,
             "<p>outlined: <b style=\"color:#000\">failed</b> (black), \
              <b style=\"color:#d62728\">retried</b> (red dashes), \
-             <b style=\"color:#7f7f7f\">resumed</b> (grey dots, not run again)</p>"
+             <b style=\"color:#7f7f7f\">resumed</b> (grey dots, not run again), \
+             <b style=\"color:#1f77b4\">remade</b> (blue dashes, run again to make files lost with a node), \
+             <b style=\"color:#ff7f0e\">stopped</b> (orange dots, stopped by a lost node and run again)</p>"
         );
     }
     format!(

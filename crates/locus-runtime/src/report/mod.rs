@@ -216,7 +216,7 @@ impl Report {
     fn functions_text(&self, s: &mut String) {
         let _ = writeln!(
             s,
-            "functions:          tasks  failed retried resumed   mean s    max s    cpu s  peak MiB"
+            "functions:          tasks  failed retried resumed  remade   mean s    max s    cpu s  peak MiB"
         );
         let mut per: BTreeMap<&str, Vec<&TaskRecord>> = BTreeMap::new();
         for t in &self.tasks {
@@ -228,11 +228,12 @@ impl Report {
             let total: u64 = tasks.iter().map(took).sum();
             let _ = writeln!(
                 s,
-                "  {func:<16} {:>7} {:>7} {:>7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>9.1}",
+                "  {func:<16} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>9.1}",
                 tasks.len(),
-                count(|t| t.error.is_some()),
+                count(TaskRecord::failed),
                 count(|t| t.attempts > 1),
                 count(|t| t.resumed),
+                count(|t| t.remade),
                 total as f64 / tasks.len() as f64 / 1e6,
                 tasks.iter().map(took).max().unwrap_or(0) as f64 / 1e6,
                 tasks.iter().map(|t| t.cpu_us).sum::<u64>() as f64 / 1e6,
@@ -282,7 +283,7 @@ impl Report {
     pub fn text(&self) -> String {
         let mut s = String::new();
         let wall = self.run.end_us.saturating_sub(self.run.start_us).max(1);
-        let failed = self.tasks.iter().filter(|t| t.error.is_some()).count();
+        let failed = self.tasks.iter().filter(|t| t.failed()).count();
         let resumed = self.tasks.iter().filter(|t| t.resumed).count();
         let _ = writeln!(
             s,
@@ -297,6 +298,17 @@ impl Report {
                 None => String::new(),
             }
         );
+        if !self.run.lost_nodes.is_empty() {
+            let remade = self.tasks.iter().filter(|t| t.remade).count();
+            let stopped = self.tasks.iter().filter(|t| t.stopped()).count();
+            for (node, why) in &self.run.lost_nodes {
+                let _ = writeln!(s, "lost node: {node}: {why}");
+            }
+            let _ = writeln!(
+                s,
+                "  {remade} tasks made again the files lost with it; {stopped} stopped by the loss and ran again"
+            );
+        }
         let mut busy_total = 0.0;
         let _ = writeln!(s, "workers:");
         let (lo, hi) = (self.run.start_us as f64, self.run.end_us as f64);
@@ -365,7 +377,7 @@ impl Report {
                 rss as f64 / 1024.0
             );
         }
-        let failures: Vec<&TaskRecord> = self.tasks.iter().filter(|t| t.error.is_some()).collect();
+        let failures: Vec<&TaskRecord> = self.tasks.iter().filter(|t| t.failed()).collect();
         if !failures.is_empty() {
             let _ = writeln!(s, "failed tasks:");
         }
@@ -441,6 +453,7 @@ mod tests {
                 control: Vec::new(),
                 diskless_hosts: Vec::new(),
                 wireup: None,
+                lost_nodes: Vec::new(),
             },
             tasks: vec![
                 record(1, 0, (0, 50), (10, 0)),
@@ -494,6 +507,7 @@ mod tests {
                 control: Vec::new(),
                 diskless_hosts: Vec::new(),
                 wireup: None,
+                lost_nodes: Vec::new(),
             },
             tasks: vec![record(1, 0, (0, 500), (0, 0)), failed],
             dir: dir.path().to_path_buf(),
@@ -510,10 +524,10 @@ mod tests {
         );
         let fit = text.lines().find(|l| l.starts_with("  fit")).unwrap();
         let columns: Vec<&str> = fit.split_whitespace().collect();
-        // tasks, failed, retried, resumed, mean, max.
+        // tasks, failed, retried, resumed, remade, mean, max.
         assert_eq!(
-            columns[1..7],
-            ["1", "1", "1", "0", "0.001", "0.001"],
+            columns[1..8],
+            ["1", "1", "1", "0", "0", "0.001", "0.001"],
             "{fit}"
         );
     }

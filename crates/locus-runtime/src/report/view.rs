@@ -35,13 +35,19 @@ pub enum Outcome {
     Failed,
     /// Not run: an earlier run did it (`--resume`).
     Resumed,
+    /// Run again to make files lost with a node (lineage).
+    Remade,
+    /// Stopped by a lost node (its own, or its inputs'), then run again.
+    Stopped,
 }
 
 impl Outcome {
     pub fn of(t: &TaskRecord) -> Outcome {
         match () {
+            _ if t.stopped() => Outcome::Stopped,
             _ if t.error.is_some() => Outcome::Failed,
             _ if t.resumed => Outcome::Resumed,
+            _ if t.remade => Outcome::Remade,
             _ if t.attempts > 1 => Outcome::Retried,
             _ => Outcome::Done,
         }
@@ -53,6 +59,8 @@ impl Outcome {
             Outcome::Retried => "retried",
             Outcome::Failed => "failed",
             Outcome::Resumed => "resumed",
+            Outcome::Remade => "remade",
+            Outcome::Stopped => "stopped",
         }
     }
 }
@@ -71,6 +79,9 @@ pub struct RunView {
     /// Each spill against the wait it avoided.
     #[serde(default)]
     pub spill_checks: Vec<SpillCheck>,
+    /// Nodes lost during the run, each with why.
+    #[serde(default)]
+    pub lost_nodes: Vec<(String, String)>,
 }
 
 impl RunView {
@@ -187,6 +198,7 @@ impl RunView {
                 .collect(),
             spilled: report.spilled(),
             spill_checks: report.spill_checks().into_iter().map(|(_, c)| c).collect(),
+            lost_nodes: report.run.lost_nodes.clone(),
         })
     }
 }

@@ -1,0 +1,225 @@
+//! Files lost with a node, made again (lineage, as Ray does for its
+//! objects): each engine keeps the task that made every Locus file of the
+//! run it put; a task that finds an input lost has its producer run again
+//! first, and a run that lost a node checks every file its tasks made
+//! before it ends. A task whose worker left (its node was lost) is put
+//! again, elsewhere.
+
+use super::*;
+use crate::files::fs_path;
+
+/// Rounds of making lost inputs again one task may go through.
+const REMAKES: u32 = 3;
+/// Files checked at once at the end of a run that lost a node.
+const CHECKS_IN_FLIGHT: usize = 64;
+
+/// The one run of a producer making its lost files again, shared by the
+/// tasks that wait for them.
+type Remaking = Arc<tokio::sync::OnceCell<Result<(), String>>>;
+
+#[derive(Default)]
+pub(super) struct Lineage {
+    /// Locus path (as the script names it) → the task that made it.
+    made_by: Mutex<HashMap<String, Arc<Task>>>,
+    /// Producer task id → its latest run to make its files again.
+    remaking: Mutex<HashMap<u64, Remaking>>,
+}
+
+impl Engine {
+    /// Runs `task` until it ends for good: put again when its worker left
+    /// the run, and run again once the inputs it found lost are made again.
+    /// A task that succeeds is noted as the maker of its Locus outputs.
+    /// (Boxed with its type named: making inputs again runs tasks, so this
+    /// future contains itself.)
+    pub(super) fn run_task(
+        self: &Arc<Self>,
+        mut task: Task,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send + '_>> {
+        Box::pin(async move {
+            let mut remakes = 0;
+            loop {
+                let again = task.clone();
+                let outcome = self.opts.dispatch.run(task).await;
+                let retry = if outcome.requeue {
+                    true
+                } else if !outcome.lost.is_empty() && remakes < REMAKES {
+                    remakes += 1;
+                    match self.remake(&outcome.lost).await {
+                        Ok(known) => known,
+                        Err(e) => {
+                            return Outcome {
+                                error: Some(e),
+                                ..outcome
+                            }
+                        }
+                    }
+                } else {
+                    false
+                };
+                if !retry {
+                    if outcome.error.is_none() {
+                        self.made(again);
+                    }
+                    return outcome;
+                }
+                task = Task {
+                    id: self.opts.dispatch.task_id(),
+                    ..again
+                };
+            }
+        })
+    }
+
+    /// Notes `task` as the maker of its Locus output files.
+    fn made(&self, task: Task) {
+        let Work::App { outputs, .. } = &task.work else {
+            return;
+        };
+        let outputs: Vec<String> = outputs
+            .iter()
+            .filter(|p| fs_path(p).is_some())
+            .cloned()
+            .collect();
+        if outputs.is_empty() {
+            return;
+        }
+        let task = Arc::new(task);
+        let mut made_by = self.lineage.made_by.lock().expect("lineage");
+        for p in outputs {
+            made_by.insert(p, task.clone());
+        }
+    }
+
+    /// Makes the lost files `paths` again, through the engines whose tasks
+    /// made them. `Ok(false)`: no task of this run made any of them and
+    /// none is lost (a file that never existed: the task's own error
+    /// stands); an error names every lost file nothing can make again.
+    pub(super) async fn remake(self: &Arc<Self>, paths: &[String]) -> Result<bool, String> {
+        let mut unknown = self.remake_here(paths).await?;
+        let known = unknown.len() < paths.len();
+        for s in (0..self.remote.servers).filter(|s| *s != self.remote.me) {
+            if unknown.is_empty() {
+                break;
+            }
+            let asked = unknown.clone();
+            match self.remote.ask_remake(s, asked).await {
+                Some(Ok(left)) => unknown = left,
+                Some(Err(e)) => return Err(e),
+                None => return Err("the run was stopped".into()),
+            }
+        }
+        let known = known || unknown.len() < paths.len();
+        let mut lost = Vec::new();
+        for p in unknown {
+            if self.opts.storage.lost(&p).await? {
+                lost.push(p);
+            }
+        }
+        if !lost.is_empty() {
+            return Err(format!(
+                "lost with their node, and made by no task of this run: {}",
+                lost.join(", ")
+            ));
+        }
+        Ok(known)
+    }
+
+    /// Makes again those of `paths` that tasks of this engine made and that
+    /// are lost (each producer once, however many of its files and waiting
+    /// tasks); returns the paths no task of this engine made.
+    pub(super) async fn remake_here(
+        self: &Arc<Self>,
+        paths: &[String],
+    ) -> Result<Vec<String>, String> {
+        let mut unknown = Vec::new();
+        let mut producers: Vec<Arc<Task>> = Vec::new();
+        for p in paths {
+            let producer = self
+                .lineage
+                .made_by
+                .lock()
+                .expect("lineage")
+                .get(p)
+                .cloned();
+            let Some(producer) = producer else {
+                unknown.push(p.clone());
+                continue;
+            };
+            if !producers.iter().any(|t| t.id == producer.id) && self.opts.storage.lost(p).await? {
+                producers.push(producer);
+            }
+        }
+        let mut runs = tokio::task::JoinSet::new();
+        for producer in producers {
+            let cell = {
+                let mut remaking = self.lineage.remaking.lock().expect("remaking");
+                let cell = remaking.entry(producer.id).or_default();
+                // Made again before and lost again since: once more.
+                if cell.initialized() {
+                    *cell = Remaking::default();
+                }
+                cell.clone()
+            };
+            let e = self.clone();
+            runs.spawn(async move { cell.get_or_init(|| e.remake_by(&producer)).await.clone() });
+        }
+        while let Some(run) = runs.join_next().await {
+            run.map_err(|e| format!("making a lost file again: {e}"))??;
+        }
+        Ok(unknown)
+    }
+
+    /// Runs `producer` again (a new task, marked as such in the records).
+    async fn remake_by(self: &Arc<Self>, producer: &Task) -> Result<(), String> {
+        let task = Task {
+            id: self.opts.dispatch.task_id(),
+            remade: true,
+            ..producer.clone()
+        };
+        self.tasks_put.fetch_add(1, Ordering::AcqRel);
+        let outcome = self.run_task(task).await;
+        self.tasks_done.fetch_add(1, Ordering::AcqRel);
+        self.step();
+        match outcome.error {
+            Some(e) => Err(format!("making lost files again: {e}")),
+            None => Ok(()),
+        }
+    }
+
+    /// At the end of a run that lost a node: every file this engine's
+    /// tasks made that is lost now is made again; returns how many were.
+    pub(super) async fn repair_here(self: &Arc<Self>) -> Result<usize, String> {
+        let paths: Vec<String> = (self.lineage.made_by.lock().expect("lineage").keys())
+            .cloned()
+            .collect();
+        let mut lost = Vec::new();
+        let mut checks = tokio::task::JoinSet::new();
+        for p in paths {
+            if checks.len() >= CHECKS_IN_FLIGHT {
+                if let Some(Ok(found)) = checks.join_next().await {
+                    lost.extend(found?);
+                }
+            }
+            let e = self.clone();
+            checks.spawn(async move { e.opts.storage.lost(&p).await.map(|l| l.then_some(p)) });
+        }
+        while let Some(Ok(found)) = checks.join_next().await {
+            lost.extend(found?);
+        }
+        self.remake_here(&lost).await?;
+        Ok(lost.len())
+    }
+
+    /// On the leader, once `main` is done in a run that lost nodes: every
+    /// engine makes its lost files again; returns how many were.
+    pub(super) async fn repair(self: &Arc<Self>) -> Result<usize, String> {
+        let mut count = self.repair_here().await?;
+        for s in 1..self.remote.servers {
+            match self.remote.ask_repair(s).await {
+                Some(r) => count += r?,
+                None => return Err("the run was stopped".into()),
+            }
+        }
+        Ok(count)
+    }
+}
