@@ -223,3 +223,27 @@ fn a_run_without_copies_makes_the_lost_files_again_when_a_node_daemon_is_killed(
     );
     assert!(report.contains("(0 failed,"), "{report}");
 }
+
+#[test]
+fn a_run_fails_naming_every_lost_file_that_no_task_of_it_made() {
+    let c = TestCluster::up(3);
+    rt().block_on(async {
+        // Two inputs whose only copy is on node 1, one on node 0.
+        let one = c.client(1);
+        one.put("/in/a.txt", b"a\n").await.unwrap();
+        one.put("/in/b.txt", b"b\n").await.unwrap();
+        c.client(0).put("/in/c.txt", b"c\n").await.unwrap();
+    });
+    c.signal(1, libc::SIGKILL);
+    let script = "app (file o) cat3(file a, file b, file c) { \"sh\" \"-c\" \"cat $1 $2 $3 > $0\" o a b c }\n\
+        file o<\"/locus/out.txt\"> = cat3(input(\"/locus/in/a.txt\"), input(\"/locus/in/b.txt\"), input(\"/locus/in/c.txt\"));\n";
+    let run = Run::new(&["-n", "2", "--retries", "0", "--fs", c.path_str()], script);
+    assert!(!run.out.status.success());
+    let err = String::from_utf8_lossy(&run.out.stderr);
+    assert!(
+        err.contains(
+            "lost with their node, and made by no task of this run: /locus/in/a.txt, /locus/in/b.txt\n"
+        ),
+        "{err}"
+    );
+}

@@ -535,8 +535,14 @@ impl Client {
             })
             .collect();
         for d in drops {
-            if let Ok(Err(e)) = d.await {
-                tracing::warn!("could not delete a stale copy: {e}");
+            match d.await {
+                // A lost node's copies went with it (or are swept as
+                // orphans if it comes back).
+                Ok(Err(e)) if is_unreachable(&e) => {
+                    tracing::debug!("could not delete a stale copy: {e}")
+                }
+                Ok(Err(e)) => tracing::warn!("could not delete a stale copy: {e}"),
+                _ => {}
             }
         }
     }

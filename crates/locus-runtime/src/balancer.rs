@@ -942,4 +942,46 @@ mod tests {
         assert_eq!(water_level(&[1.0, 3.0], 4.0), 4.0);
         assert_eq!(water_level(&[0.5], 2.0), 2.5);
     }
+
+    #[test]
+    fn a_lost_node_fails_its_hard_work_and_lets_its_soft_work_run_anywhere() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        // Node 1 is ranks 2 and 3.
+        b.put(task(1, Some((2, true, false)), 0), now).unwrap();
+        b.put(task(2, Some((3, true, true)), 0), now).unwrap();
+        b.put(task(3, Some((2, false, false)), 0), now).unwrap();
+        b.put(task(4, Some((3, false, true)), 0), now).unwrap();
+        b.put(task(5, Some((0, true, false)), 0), now).unwrap();
+        b.ready(2);
+        assert_eq!(ids(&b.dispatch(now)), vec![(2, 1)]);
+        assert_eq!(b.lost(2), vec![1], "what it was sent and did not finish");
+        let mut stuck: Vec<u64> = b.node_lost(1, now).iter().map(|t| t.id).collect();
+        stuck.sort_unstable();
+        assert_eq!(stuck, vec![2]);
+        // Later HARD work there is refused; SOFT work runs anywhere.
+        assert_eq!(
+            b.put(task(6, Some((3, true, false)), 0), now)
+                .unwrap_err()
+                .id,
+            6
+        );
+        b.put(task(7, Some((3, false, false)), 0), now).unwrap();
+        b.ready(1);
+        b.ready(0);
+        let mut ran = Vec::new();
+        loop {
+            let assigned = b.dispatch(now);
+            if assigned.is_empty() {
+                break;
+            }
+            for (w, t) in assigned {
+                ran.push(t.id);
+                b.finished(w, &outcome(t.id, w, 1, None), now);
+                b.ready(w);
+            }
+        }
+        ran.sort_unstable();
+        assert_eq!(ran, vec![3, 4, 5, 7]);
+    }
 }

@@ -582,7 +582,10 @@ impl State {
         if !self.left.insert(w) {
             return;
         }
-        tracing::warn!("worker rank {w} left the run: {reason}");
+        tracing::warn!(
+            "worker rank {w} left the run: node {} was lost: {reason}",
+            self.layout.node_name(w)
+        );
         for id in self.balancer.lost(w) {
             self.deliver(Outcome {
                 requeue: true,

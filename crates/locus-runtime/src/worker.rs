@@ -114,11 +114,11 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                 left = true;
                 cfg.left.store(true, std::sync::atomic::Ordering::Release);
                 let node = cfg.layout.node_of(me);
-                let reason = format!(
-                    "node {} was lost: its file-system daemon stopped answering ({e})",
+                let reason = format!("its file-system daemon stopped answering ({e})");
+                tracing::warn!(
+                    "worker rank {me} leaves the run: node {} was lost: {reason}",
                     cfg.layout.node_name(me)
                 );
-                tracing::warn!("worker rank {me} leaves the run: {reason}");
                 let _ = out.send(RankMsg::Leave { node, reason });
             }
             msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
