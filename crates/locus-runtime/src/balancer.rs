@@ -127,11 +127,11 @@ impl Balancer {
 
     /// Queues `task`; gives it back if it can never run: a HARD target on
     /// a lost node. A SOFT target there is dropped (the task runs anywhere).
-    pub fn put(&mut self, mut task: Task, now: Instant) -> Result<(), Task> {
+    pub fn put(&mut self, mut task: Task, now: Instant) -> Result<(), Box<Task>> {
         if let Some(t) = task.target {
             if self.lost_nodes.contains(&self.layout.node_of(t.rank)) {
                 if t.hard {
-                    return Err(task);
+                    return Err(Box::new(task));
                 }
                 task.target = None;
             }
@@ -280,7 +280,7 @@ impl Balancer {
         for slot in slots {
             for q in self.queues.remove(&slot).unwrap_or_default() {
                 if let Err(t) = self.put(*q.task, now) {
-                    stuck.push(t);
+                    stuck.push(*t);
                 }
             }
         }

@@ -560,7 +560,7 @@ impl State {
     /// Queues a task here; one that can never run fails.
     fn queue(&mut self, task: Task, now: Instant) {
         if let Err(t) = self.balancer.put(task, now) {
-            self.cannot_run(t);
+            self.cannot_run(*t);
         }
     }
 

@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 /// The longest a finished task's record waits in the buffer.
 const RECORD_FLUSH: std::time::Duration = std::time::Duration::from_millis(50);
 /// How often a worker checks that its node's file-system daemon answers.
-const NODE_WATCH: std::time::Duration = std::time::Duration::from_millis(500);
+const NODE_WATCH: std::time::Duration = std::time::Duration::from_millis(250);
 
 pub struct WorkerConfig {
     pub me: Rank,
