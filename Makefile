@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
 
 setup:
 	./scripts/setup.sh
@@ -31,6 +31,9 @@ bench-outputs: build
 
 bench-replicas: build
 	target/release/locus bench replicas
+
+bench-node-loss: build
+	target/release/locus bench node-loss
 
 bench-io: build
 	target/release/locus bench io

@@ -12,6 +12,7 @@ pub mod mapreduce;
 pub mod meta;
 pub mod meta_cluster;
 pub mod mount;
+pub mod node_loss;
 pub mod outputs;
 pub mod replicas;
 mod report;

@@ -177,6 +177,18 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
+    /// What losing a node mid-run costs: a two-stage workflow on 8 local
+    /// nodes with one copy of every file, undisturbed and with one node's
+    /// daemon killed half way, beside that node's share of the work.
+    NodeLoss {
+        #[command(flatten)]
+        common: Common,
+        /// Iterations of the workflow (a task of each stage).
+        #[arg(long, default_value_t = 320)]
+        tasks: u32,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// Leaf-task throughput of `locus run` (1 server, 2 workers): builtin
     /// tasks beside the engine alone, `/bin/true` apps beside raw posix_spawn.
     Tasks {
@@ -437,6 +449,17 @@ pub fn run(b: BenchCommand) -> Result<()> {
             program: crate::launched::program()?,
             daemons: common.daemons()?,
             files,
+            rounds,
+            dir: common.dir,
+            keep: common.keep,
+        }),
+        BenchCommand::NodeLoss {
+            common,
+            tasks,
+            rounds,
+        } => locus_bench::node_loss::run(locus_bench::node_loss::NodeLossOpts {
+            program: crate::launched::program()?,
+            tasks,
             rounds,
             dir: common.dir,
             keep: common.keep,

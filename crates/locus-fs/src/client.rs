@@ -247,19 +247,20 @@ impl Client {
     }
 
     /// Resolves, with the error, once node `node`'s daemon has stopped
-    /// answering: two pings `every` apart both found it unreachable.
+    /// answering: a ping (one every `every`) found it unreachable, and so
+    /// did another shortly after.
     pub async fn lost_node(&self, node: NodeId, every: std::time::Duration) -> FsError {
-        let mut misses = 0;
+        let confirm = every / 5;
         loop {
             tokio::time::sleep(every).await;
-            match self.ping(node).await {
-                Err(e) if is_unreachable(&e) => {
-                    misses += 1;
-                    if misses == 2 {
-                        return e;
-                    }
+            if !matches!(self.ping(node).await, Err(e) if is_unreachable(&e)) {
+                continue;
+            }
+            tokio::time::sleep(confirm).await;
+            if let Err(e) = self.ping(node).await {
+                if is_unreachable(&e) {
+                    return e;
                 }
-                _ => misses = 0,
             }
         }
     }

@@ -72,8 +72,10 @@ pub struct Dispatch {
     aborted: Notify,
     /// Messages from other servers' engines, until the engine takes them.
     inbox: Mutex<Option<Inbox>>,
-    /// On the leader: nodes lost during the run (name, why).
+    /// On the leader: nodes lost during the run (name, why), and a wake-up
+    /// for each.
     lost: Mutex<Vec<(String, String)>>,
+    node_lost: Notify,
 }
 
 impl Dispatch {
@@ -138,6 +140,12 @@ impl Dispatch {
     pub fn lost_nodes(&self) -> Vec<(String, String)> {
         self.lost.lock().expect("lost").clone()
     }
+
+    /// On the leader: resolves when a node is lost (once per loss, even
+    /// one that came before the call).
+    pub async fn node_lost(&self) {
+        self.node_lost.notified().await
+    }
 }
 
 /// The outcome of a task that did not run or did not finish.
@@ -185,6 +193,7 @@ impl Server {
             aborted: Notify::new(),
             inbox: Mutex::new(Some(inbox)),
             lost: Mutex::default(),
+            node_lost: Notify::new(),
         });
         Ok(Server {
             listener,
@@ -612,6 +621,7 @@ impl State {
             let mut lost = self.dispatch.lost.lock().expect("lost");
             if !lost.iter().any(|(n, _)| *n == name) {
                 lost.push((name, reason.clone()));
+                self.dispatch.node_lost.notify_one();
             }
         }
         if self.left_in_run == self.layout.workers() as usize {

@@ -171,9 +171,11 @@ impl Engine {
 
     /// Runs `producer` again (a new task, marked as such in the records).
     async fn remake_by(self: &Arc<Self>, producer: &Task) -> Result<(), String> {
+        // First in its queue: tasks are waiting for what it makes.
         let task = Task {
             id: self.opts.dispatch.task_id(),
             remade: true,
+            prio: i64::MAX,
             ..producer.clone()
         };
         self.tasks_put.fetch_add(1, Ordering::AcqRel);

@@ -326,17 +326,33 @@ impl Engine {
                 last = now;
             }
         };
+        // Files a lost node took are made again as soon as it is known
+        // lost, beside the run's other work, not when a task needs them.
+        let repairing = {
+            let e = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    e.opts.dispatch.node_lost().await;
+                    if let Err(err) = e.repair().await {
+                        e.fail(err);
+                    }
+                }
+            })
+        };
         tokio::select! {
             _ = rx => {}
             _ = self.failed.notified() => {}
             reason = self.opts.dispatch.aborted() => return Err(reason),
             _ = stalled => return Err(self.stall_report().await),
         }
+        // (A repair in flight goes on: the last one below waits for its
+        // tasks rather than putting them again.)
+        drop(repairing);
         if let Some(e) = self.failure.lock().expect("failure").clone() {
             return Err(e);
         }
-        // A node lost during the run may have taken files no task read
-        // since: they are made again before the run ends.
+        // A node lost during the run may have taken files made since the
+        // last repair: they are made again before the run ends.
         let lost = self.opts.dispatch.lost_nodes();
         if !lost.is_empty() {
             let names: Vec<&str> = lost.iter().map(|(n, _)| n.as_str()).collect();
