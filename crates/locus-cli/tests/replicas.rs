@@ -183,6 +183,16 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
             child.wait_with_output()
         })
         .unwrap();
+    if replicas == "1" {
+        // Without copies, a client outside the run reads node 2's names
+        // once it is back: it takes what was made in its place meanwhile.
+        let out = locus(&["fs", "up", "--dir", fs_dir.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     let client = locus_fs::Client::open(
         &fs_dir,
         locus_fs::ClientOptions {
@@ -246,4 +256,45 @@ fn a_run_fails_naming_every_lost_file_that_no_task_of_it_made() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn a_name_lost_with_its_daemon_is_given_back_from_a_copy_that_survived() {
+    let c = TestCluster::up(3);
+    let rt = rt();
+    let writer = c.client(0);
+    let owned_by_1 = |prefix: &str| {
+        (0..100)
+            .map(|i| format!("/{prefix}{i}"))
+            .find(|p| writer.owner(p) == 1)
+            .unwrap()
+    };
+    // Named on node 1: one held on node 0, one held on node 1 itself.
+    let (kept, gone) = (owned_by_1("kept"), owned_by_1("gone"));
+    let (kept_rec, gone_rec) = rt.block_on(async {
+        let a = writer.put(&kept, b"bytes on node 0").await.unwrap();
+        let b = c.client(1).put(&gone, b"bytes on node 1").await.unwrap();
+        (a, b)
+    });
+    c.signal(1, libc::SIGKILL);
+    let plain = c.client(2);
+    let taking_over = c.client_with(locus_fs::ClientOptions {
+        node: 2,
+        take_over: true,
+        ..Default::default()
+    });
+    rt.block_on(async {
+        // A client that does not take over names its owner, as before.
+        let e = plain.stat(&kept).await.unwrap_err();
+        assert_eq!(e.code, Errno::EIO, "{e}");
+        let e = taking_over.stat(&kept).await.unwrap_err();
+        assert!(locus_fs::Client::owner_lost(&e), "{e}");
+        assert!(taking_over.lost(&kept).await.unwrap());
+        assert!(taking_over.reinstate(&kept, &kept_rec).await.unwrap());
+        assert_eq!(taking_over.get(&kept).await.unwrap(), b"bytes on node 0");
+        assert!(!taking_over.lost(&kept).await.unwrap());
+        // Its bytes went with node 1: nothing to give back.
+        assert!(!taking_over.reinstate(&gone, &gone_rec).await.unwrap());
+        assert!(taking_over.lost(&gone).await.unwrap());
+    });
 }

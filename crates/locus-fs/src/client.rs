@@ -52,6 +52,13 @@ pub struct ClientOptions {
     /// Copy the data of a holder on this host (its daemon on loopback) in
     /// the kernel instead of over TCP; off measures the network path.
     pub same_host_copy: bool,
+    /// Without replicas, send a request whose owner cannot be reached to
+    /// the next daemon that answers, which takes the owner's keys over (its
+    /// names lost; new ones made there). Off (the default), such a request
+    /// fails naming the owner, so a daemon that is only stalled keeps its
+    /// names; a run whose node's daemon is lost turns it on (lineage makes
+    /// the lost files again).
+    pub take_over: bool,
 }
 
 impl Default for ClientOptions {
@@ -63,6 +70,7 @@ impl Default for ClientOptions {
             scratch: None,
             lease: Duration::from_secs(30),
             same_host_copy: true,
+            take_over: false,
         }
     }
 }
@@ -82,6 +90,7 @@ struct Inner {
     placement: Placement,
     lease_ms: u32,
     same_host_copy: bool,
+    take_over: bool,
     /// Copies the cluster keeps of data and metadata.
     replicas: u32,
     new_files: AtomicU64,
@@ -169,6 +178,7 @@ impl Client {
                 placement: opts.placement.unwrap_or(spec.placement),
                 lease_ms: opts.lease.as_millis().clamp(30, u32::MAX as u128) as u32,
                 same_host_copy: opts.same_host_copy,
+                take_over: opts.take_over,
                 replicas: spec.replicas.max(1),
                 new_files: AtomicU64::new(0),
                 transfers: spec.nodes.iter().map(|_| Mutex::default()).collect(),
@@ -218,14 +228,21 @@ impl Client {
 
     /// A metadata request to the owner of `path`; while the owner cannot be
     /// reached, to the next daemons in node order, the first that answers
-    /// acting for it: with replicas it holds the owner's keys; without, the
-    /// names the owner kept are lost (a miss names the owner) and new ones
-    /// are made there.
+    /// acting for it: with replicas it holds the owner's keys; without
+    /// (`take_over` only), the names the owner kept are lost (a miss names
+    /// the owner) and new ones are made there.
     async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
         let owner = self.owner(path);
+        if self.inner.replicas == 1 && !self.inner.take_over {
+            return self.call(owner, req).await;
+        }
         let nodes = self.inner.peers.len();
+        let candidates = match self.inner.take_over {
+            true => nodes as u32,
+            false => self.inner.replicas,
+        };
         let mut tried = Vec::new();
-        for node in replica_set(owner, nodes, nodes as u32) {
+        for node in replica_set(owner, nodes, candidates) {
             match self.call(node, req.clone()).await {
                 Err(e) if is_unreachable(&e) => tried.push(e),
                 Err(e) if e.code == Errno::ENOENT && !tried.is_empty() => {
@@ -263,6 +280,56 @@ impl Client {
                 }
             }
         }
+    }
+
+    /// Names `path` again as `rec` (a version this client saw made) says,
+    /// when its name was lost with the daemon that kept it and a node `rec`
+    /// names still holds those bytes: the file comes back as it was,
+    /// without being made again. `false` if its name is not lost or no node
+    /// holds the bytes.
+    pub async fn reinstate(&self, path: &str, rec: &Record) -> FsResult<bool> {
+        let path = normalise(path)?;
+        match self.stat(&path).await {
+            Err(e) if Client::owner_lost(&e) => {}
+            Err(e) if e.code != Errno::ENOENT => return Err(e),
+            _ => return Ok(false),
+        }
+        let mut holders = Vec::new();
+        for &h in &rec.holders {
+            let (client, p, stamp) = (self.clone(), path.clone(), rec.stamp);
+            let located =
+                blocking(move || client.with_transfer(h, |s| transfer::locate(s, (&p, stamp))))
+                    .await;
+            if matches!(located, Ok(Some(_))) {
+                holders.push(h);
+            }
+        }
+        if holders.is_empty() {
+            return Ok(false);
+        }
+        let (parent, name) = split(&path)?;
+        self.mkdir_all(parent).await?;
+        let entry = Request::AddEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Kind::File,
+        };
+        match self.meta(parent, entry).await {
+            Err(e) if e.code != Errno::EEXIST => return Err(e),
+            _ => {}
+        }
+        let record = Record {
+            holders,
+            lock: None,
+            ..rec.clone()
+        };
+        let create = Request::CreateRecord {
+            path: path.clone(),
+            record,
+            lease: None,
+        };
+        self.meta(&path, create).await?;
+        Ok(true)
     }
 
     /// Whether the current version of file `path` is lost: its name is

@@ -308,15 +308,21 @@ impl MetaStore {
     /// Replaces every key `mine` selects (by the path its owner is chosen
     /// by) with those of `theirs` that it selects, in one transaction: a
     /// restarted daemon taking back its keys from a replica that saw the
-    /// writes it missed.
-    pub fn take_back(&self, theirs: &[Change], mine: impl Fn(&str) -> bool) -> FsResult<usize> {
+    /// writes it missed. Without `replace`, theirs are added to (and win
+    /// over) its own: the keys a daemon that took over this one's made.
+    pub fn take_back(
+        &self,
+        theirs: &[Change],
+        mine: impl Fn(&str) -> bool,
+        replace: bool,
+    ) -> FsResult<usize> {
         let db = self.db.reopen()?;
         let txn = db.begin_write().map_err(storage_error)?;
         let mut taken = 0;
         {
             let mut shard = Shard::open(&txn)?;
             let mut after = None;
-            loop {
+            while replace {
                 let (page, more) = self.dump(after.as_ref(), 10_000)?;
                 for mut c in page.iter().filter(|c| mine(c.key_path())).cloned() {
                     match &mut c {
@@ -1107,12 +1113,19 @@ mod tests {
             back.write(op).await;
         }
         let mine = |p: &str| !p.starts_with("/keep");
-        assert_eq!(back.take_back(&shard, mine).unwrap(), 6);
+        let merged = MetaStore::open(&dir.path().join("d.redb"), Durability::Group).unwrap();
+        merged.write(add("/", "own")).await;
+        assert_eq!(back.take_back(&shard, mine, true).unwrap(), 6);
         let mut expected = shard.clone();
         expected.push(Change::Hint {
             path: "/keep/h".into(),
             node: Some(1),
         });
         assert_eq!(all(&back), expected);
+        // Taken over (no replicas): theirs are added to its own.
+        assert_eq!(merged.take_back(&shard, mine, false).unwrap(), 6);
+        let merged = all(&merged);
+        assert_eq!(merged.len(), 7, "{merged:?}");
+        assert!(shard.iter().all(|c| merged.contains(c)));
     }
 }

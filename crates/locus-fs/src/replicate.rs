@@ -128,8 +128,10 @@ async fn send_in_order(peer: Peer, mut rx: mpsc::UnboundedReceiver<Batch>) {
 }
 
 /// Takes the keys daemon `me` owns back from the first of its replicas that
-/// answers (they saw every write acknowledged while `me` was down); returns
-/// that replica and how many keys it gave, or `None` if none answered.
+/// answers (they saw every write acknowledged while `me` was down), in
+/// place of its own; without replicas, from the next node (which took them
+/// over for a run while `me` was lost), added to its own. Returns the node
+/// and how many keys it gave, or `None` if none answered.
 pub async fn take_back(
     spec: &ClusterSpec,
     me: NodeId,
@@ -137,7 +139,8 @@ pub async fn take_back(
     meta: &MetaStore,
 ) -> FsResult<Option<(NodeId, usize)>> {
     let ring = spec.ring();
-    let set = replica_set(me, spec.nodes.len(), spec.replicas);
+    let set = replica_set(me, spec.nodes.len(), spec.replicas.max(2));
+    let replace = spec.replicas > 1;
     'replicas: for &node in &set[1..] {
         let peer = peer(spec, node, secret);
         let mut theirs = Vec::new();
@@ -160,7 +163,7 @@ pub async fn take_back(
                 Ok(_) | Err(_) => continue 'replicas,
             }
         }
-        let taken = meta.take_back(&theirs, |path| ring.owner(path) == me)?;
+        let taken = meta.take_back(&theirs, |path| ring.owner(path) == me, replace)?;
         return Ok(Some((node, taken)));
     }
     Ok(None)

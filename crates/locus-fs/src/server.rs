@@ -75,7 +75,7 @@ impl Daemon {
             tracing::info!("removed {swept} file(s) left by writers that died");
         }
         let replicator = Replicator::new(&cfg.cluster, cfg.node, &cfg.secret);
-        if replicator.is_some() && cfg.rejoined {
+        if cfg.rejoined && cfg.cluster.nodes.len() > 1 {
             let taken = replicate::take_back(&cfg.cluster, cfg.node, &cfg.secret, &meta)
                 .await
                 .map_err(|e| io::Error::other(e.to_string()))?;
@@ -83,7 +83,10 @@ impl Daemon {
                 Some((from, keys)) => {
                     tracing::info!("took {keys} metadata key(s) back from node {from}")
                 }
-                None => tracing::warn!("no replica answered: serving the keys kept here"),
+                None if replicator.is_some() => {
+                    tracing::warn!("no replica answered: serving the keys kept here")
+                }
+                None => tracing::info!("the next node did not answer: serving the keys kept here"),
             }
         }
         Ok(Daemon {

@@ -143,15 +143,10 @@ pub fn copy_local(
     (path, stamp): (&str, u64),
     dest: &File,
 ) -> io::Result<FsResult<Option<u64>>> {
-    let req = TransferRequest::Locate {
-        path: path.to_string(),
-        stamp,
-    };
-    stream.write_all(&frame::encode(&req)?)?;
-    let (file, dev, ino) = match read_reply(stream)? {
-        TransferReply::Located { file, dev, ino } => (file, dev, ino),
-        TransferReply::Err(e) => return Ok(Err(e)),
-        TransferReply::Ready { .. } => return Err(unexpected()),
+    let (file, dev, ino) = match locate(stream, (path, stamp))? {
+        Ok(Some(located)) => located,
+        Ok(None) => return Ok(Err(FsError::new(Errno::ENOENT, path))),
+        Err(e) => return Ok(Err(e)),
     };
     let Ok(mut src) = File::open(&file) else {
         return Ok(Ok(None));
@@ -162,6 +157,25 @@ pub fn copy_local(
     }
     let mut to = dest;
     Ok(Ok(Some(io::copy(&mut src, &mut to)?)))
+}
+
+/// Client side: where the peer keeps copy `stamp` of `path` (its file,
+/// device and inode there), or `None` if it has no such copy.
+pub fn locate(
+    stream: &mut TcpStream,
+    (path, stamp): (&str, u64),
+) -> io::Result<FsResult<Option<(String, u64, u64)>>> {
+    let req = TransferRequest::Locate {
+        path: path.to_string(),
+        stamp,
+    };
+    stream.write_all(&frame::encode(&req)?)?;
+    match read_reply(stream)? {
+        TransferReply::Located { file, dev, ino } => Ok(Ok(Some((file, dev, ino)))),
+        TransferReply::Err(e) if e.code == Errno::ENOENT => Ok(Ok(None)),
+        TransferReply::Err(e) => Ok(Err(e)),
+        TransferReply::Ready { .. } => Err(unexpected()),
+    }
 }
 
 /// Client side: pushes local file `src` to the peer, stored there as copy

@@ -150,6 +150,10 @@ pub struct Outcome {
     /// lost). The task is put again, elsewhere.
     #[serde(default)]
     pub requeue: bool,
+    /// The Locus files it wrote (as the script names them) and their
+    /// records: what names them again if their names are lost.
+    #[serde(default)]
+    pub made: Vec<(String, crate::fs::Record)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

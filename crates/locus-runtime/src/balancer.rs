@@ -633,6 +633,7 @@ mod tests {
             fetched,
             lost: Vec::new(),
             requeue: false,
+            made: Vec::new(),
         }
     }
 

@@ -378,11 +378,13 @@ fn open_fs(
         Some(id) => ClientOptions {
             node: id as u32,
             placement,
+            take_over: true,
             ..ClientOptions::default()
         },
         None => ClientOptions {
             scratch: Some(run_dir.join("scratch").join(node)),
             placement,
+            take_over: true,
             ..ClientOptions::default()
         },
     };

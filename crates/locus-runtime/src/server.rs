@@ -160,6 +160,7 @@ fn failed(id: u64, rank: Rank, error: String) -> Outcome {
         fetched: None,
         lost: Vec::new(),
         requeue: false,
+        made: Vec::new(),
     }
 }
 

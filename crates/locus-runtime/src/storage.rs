@@ -356,6 +356,21 @@ impl Storage {
         }
     }
 
+    /// Names Locus file `path` again from `rec` if only its name was lost
+    /// (`Client::reinstate`).
+    pub async fn reinstate(
+        &self,
+        path: &str,
+        rec: &locus_proto::fs::Record,
+    ) -> Result<bool, String> {
+        match (fs_path(path), &self.fs) {
+            (Some(fp), Some((client, _))) => {
+                client.reinstate(fp, rec).await.map_err(|e| e.to_string())
+            }
+            _ => Ok(false),
+        }
+    }
+
     /// Where the Locus files among `paths` are, as the run's node indices
     /// (stat'ed concurrently); host files and files no node of the run
     /// holds are left out.

@@ -178,6 +178,8 @@ struct Io {
     outputs: Vec<Seen>,
     /// Locus inputs found lost.
     lost: Vec<String>,
+    /// Locus outputs published, with their records.
+    made: Vec<(String, locus_proto::fs::Record)>,
 }
 
 async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
@@ -285,6 +287,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         }),
         lost: io.lost,
         requeue: false,
+        made: io.made,
     };
     (outcome, record)
 }
@@ -566,10 +569,9 @@ impl App<'_> {
                 )
             })?;
             io.written += record.size;
-            io.outputs.push(Seen::locus(
-                &format!("{LOCUS_PREFIX}{}", out.path),
-                record.stamp,
-            ));
+            let path = format!("{LOCUS_PREFIX}{}", out.path);
+            io.outputs.push(Seen::locus(&path, record.stamp));
+            io.made.push((path, record));
         }
         io.commit_us = committing.elapsed().as_micros() as u64;
         // The host files it wrote, as they are now.

@@ -6,7 +6,7 @@
 //! again, elsewhere.
 
 use super::*;
-use crate::files::fs_path;
+use locus_proto::fs::Record;
 
 /// Rounds of making lost inputs again one task may go through.
 const REMAKES: u32 = 3;
@@ -17,10 +17,19 @@ const CHECKS_IN_FLIGHT: usize = 64;
 /// tasks that wait for them.
 type Remaking = Arc<tokio::sync::OnceCell<Result<(), String>>>;
 
+/// A Locus file of the run: the task that made it, and its record then.
+#[derive(Clone)]
+struct Made {
+    task: Arc<Task>,
+    record: Record,
+}
+
 #[derive(Default)]
 pub(super) struct Lineage {
-    /// Locus path (as the script names it) → the task that made it.
-    made_by: Mutex<HashMap<String, Arc<Task>>>,
+    /// Locus path (as the script names it) → what made it.
+    made_by: Mutex<HashMap<String, Made>>,
+    /// Lost names given back from copies that survived (`reinstate`).
+    reinstated: AtomicU64,
     /// Producer task id → its latest run to make its files again.
     remaking: Mutex<HashMap<u64, Remaking>>,
 }
@@ -39,7 +48,7 @@ impl Engine {
             let mut remakes = 0;
             loop {
                 let again = task.clone();
-                let outcome = self.opts.dispatch.run(task).await;
+                let mut outcome = self.opts.dispatch.run(task).await;
                 let retry = if outcome.requeue {
                     true
                 } else if !outcome.lost.is_empty() && remakes < REMAKES {
@@ -58,7 +67,7 @@ impl Engine {
                 };
                 if !retry {
                     if outcome.error.is_none() {
-                        self.made(again);
+                        self.made(again, std::mem::take(&mut outcome.made));
                     }
                     return outcome;
                 }
@@ -70,23 +79,16 @@ impl Engine {
         })
     }
 
-    /// Notes `task` as the maker of its Locus output files.
-    fn made(&self, task: Task) {
-        let Work::App { outputs, .. } = &task.work else {
-            return;
-        };
-        let outputs: Vec<String> = outputs
-            .iter()
-            .filter(|p| fs_path(p).is_some())
-            .cloned()
-            .collect();
-        if outputs.is_empty() {
+    /// Notes `task` as the maker of the Locus files `made`.
+    fn made(&self, task: Task, made: Vec<(String, Record)>) {
+        if made.is_empty() {
             return;
         }
         let task = Arc::new(task);
         let mut made_by = self.lineage.made_by.lock().expect("lineage");
-        for p in outputs {
-            made_by.insert(p, task.clone());
+        for (path, record) in made {
+            let task = task.clone();
+            made_by.insert(path, Made { task, record });
         }
     }
 
@@ -126,7 +128,9 @@ impl Engine {
 
     /// Makes again those of `paths` that tasks of this engine made and that
     /// are lost (each producer once, however many of its files and waiting
-    /// tasks); returns the paths no task of this engine made.
+    /// tasks) — unless only the name was lost and a copy of the bytes
+    /// survives: the name is given back; returns the paths no task of this
+    /// engine made.
     pub(super) async fn remake_here(
         self: &Arc<Self>,
         paths: &[String],
@@ -134,20 +138,25 @@ impl Engine {
         let mut unknown = Vec::new();
         let mut producers: Vec<Arc<Task>> = Vec::new();
         for p in paths {
-            let producer = self
+            let made = self
                 .lineage
                 .made_by
                 .lock()
                 .expect("lineage")
                 .get(p)
                 .cloned();
-            let Some(producer) = producer else {
+            let Some(Made { task, record }) = made else {
                 unknown.push(p.clone());
                 continue;
             };
-            if !producers.iter().any(|t| t.id == producer.id) && self.opts.storage.lost(p).await? {
-                producers.push(producer);
+            if producers.iter().any(|t| t.id == task.id) || !self.opts.storage.lost(p).await? {
+                continue;
             }
+            if self.opts.storage.reinstate(p, &record).await? {
+                self.lineage.reinstated.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            producers.push(task);
         }
         let mut runs = tokio::task::JoinSet::new();
         for producer in producers {
@@ -188,8 +197,8 @@ impl Engine {
         }
     }
 
-    /// At the end of a run that lost a node: every file this engine's
-    /// tasks made that is lost now is made again; returns how many were.
+    /// In a run that lost a node: every file this engine's tasks made that
+    /// is lost now is made again (or named again); returns how many were.
     pub(super) async fn repair_here(self: &Arc<Self>) -> Result<usize, String> {
         let paths: Vec<String> = (self.lineage.made_by.lock().expect("lineage").keys())
             .cloned()
@@ -212,8 +221,8 @@ impl Engine {
         Ok(lost.len())
     }
 
-    /// On the leader, once `main` is done in a run that lost nodes: every
-    /// engine makes its lost files again; returns how many were.
+    /// On the leader, in a run that lost nodes: every engine makes its lost
+    /// files again; returns how many were.
     pub(super) async fn repair(self: &Arc<Self>) -> Result<usize, String> {
         let mut count = self.repair_here().await?;
         for s in 1..self.remote.servers {
@@ -223,5 +232,10 @@ impl Engine {
             }
         }
         Ok(count)
+    }
+
+    /// Lost names this engine gave back from surviving copies.
+    pub(super) fn reinstated(&self) -> u64 {
+        self.lineage.reinstated.load(Ordering::Relaxed)
     }
 }

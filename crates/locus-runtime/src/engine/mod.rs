@@ -356,10 +356,12 @@ impl Engine {
         let lost = self.opts.dispatch.lost_nodes();
         if !lost.is_empty() {
             let names: Vec<&str> = lost.iter().map(|(n, _)| n.as_str()).collect();
-            let remade = self.repair().await?;
+            let found = self.repair().await?;
             tracing::warn!(
-                "lost during the run: {}; {remade} files lost with them made again at its end",
-                names.join(", ")
+                "lost during the run: {}; {found} files found lost at its end, made again; \
+                 {} lost names given back here from copies that survived",
+                names.join(", "),
+                self.reinstated()
             );
         }
         Ok(())
