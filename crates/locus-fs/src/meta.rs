@@ -322,8 +322,10 @@ impl MetaStore {
         {
             let mut shard = Shard::open(&txn)?;
             let mut after = None;
-            while replace {
-                let (page, more) = self.dump(after.as_ref(), 10_000)?;
+            let mut more = replace;
+            while more {
+                let page;
+                (page, more) = self.dump(after.as_ref(), 10_000)?;
                 for mut c in page.iter().filter(|c| mine(c.key_path())).cloned() {
                     match &mut c {
                         Change::Record { record, .. } => *record = None,
@@ -331,9 +333,6 @@ impl MetaStore {
                         Change::Hint { node, .. } => *node = None,
                     }
                     shard.change(c)?;
-                }
-                if !more {
-                    break;
                 }
                 after = page.last().cloned();
             }
