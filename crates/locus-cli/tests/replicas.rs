@@ -116,7 +116,6 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
     let dir = tempfile::tempdir().unwrap();
     let run_dir = dir.path().join("run");
     let fs_dir = run_dir.join("fs");
-    let _down = FsDown(fs_dir.clone());
     let killer = {
         let (run_dir, fs_dir) = (run_dir.clone(), fs_dir.clone());
         std::thread::spawn(move || {
@@ -151,8 +150,10 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
             "--keep-fs",
         ],
         script,
-    )
-    .ok();
+    );
+    // Dropped before the run (and its directory) if anything below fails.
+    let _down = FsDown(fs_dir.clone());
+    let run = run.ok();
     let done_before = killer.join().unwrap();
     assert!(done_before < 41, "the daemon was killed after the run");
     let made: Vec<_> = run
