@@ -254,7 +254,7 @@ impl Client {
         }
         let first = tried.remove(0);
         let others: Vec<String> = tried.iter().map(|e| e.subject.clone()).collect();
-        Err(first.with_detail(format!("and every other daemon: {}", others.join(", "))))
+        Err(first.with_detail(format!("and the daemons after it: {}", others.join(", "))))
     }
 
     /// Whether `e` is a miss whose owner could not be reached: the name

@@ -146,10 +146,6 @@ pub struct Outcome {
     /// only by nodes that cannot be reached. The run may make them again.
     #[serde(default)]
     pub lost: Vec<String>,
-    /// It did not run to its end: its worker left the run (its node was
-    /// lost). The task is put again, elsewhere.
-    #[serde(default)]
-    pub requeue: bool,
     /// The Locus files it wrote (as the script names them) and their
     /// records: what names them again if their names are lost.
     #[serde(default)]
@@ -182,7 +178,8 @@ pub enum RankMsg {
     Engine(Vec<u8>),
     /// Worker → its server: this worker's node was lost (its file-system
     /// daemon cannot be reached); it takes no more work and reports no more
-    /// outcomes. Server → leader: a worker of node `node` left.
+    /// outcomes (its server queues what it had again). Server → leader: a
+    /// worker of node `node` left.
     Leave { node: u32, reason: String },
     /// The run is over.
     Shutdown,

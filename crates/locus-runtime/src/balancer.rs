@@ -72,10 +72,10 @@ enum Slot {
     Any,
 }
 
-/// A task sent to one of this server's workers and not done.
+/// A task sent to one of this server's workers and not done (kept, to be
+/// queued again if its worker leaves the run).
 struct Sent {
-    id: u64,
-    func: String,
+    task: Task,
     /// When it started (when it was sent, or when the task before it on
     /// its worker ended).
     since: Instant,
@@ -219,7 +219,7 @@ impl Balancer {
         let Some(tasks) = self.sent.get_mut(&worker) else {
             return;
         };
-        let Some(pos) = tasks.iter().position(|s| s.id == o.id) else {
+        let Some(pos) = tasks.iter().position(|s| s.task.id == o.id) else {
             return;
         };
         let done = tasks.remove(pos).expect("a listed task");
@@ -228,7 +228,8 @@ impl Balancer {
                 next.since = now;
             }
         }
-        self.costs.ran(&done.func, Duration::from_micros(o.micros));
+        self.costs
+            .ran(&done.task.func, Duration::from_micros(o.micros));
         if let (Some(f), Some(from)) = (o.fetched, done.source) {
             let to = self.layout.node_of(worker);
             self.costs
@@ -247,16 +248,16 @@ impl Balancer {
 
     /// The task `worker` is running (the first it was sent and not done).
     pub fn running(&self, worker: Rank) -> Option<u64> {
-        self.sent.get(&worker)?.front().map(|s| s.id)
+        self.sent.get(&worker)?.front().map(|s| s.task.id)
     }
 
     /// Forgets a worker that went away; returns the tasks it was sent and
     /// had not finished.
-    pub fn lost(&mut self, worker: Rank) -> Vec<u64> {
+    pub fn lost(&mut self, worker: Rank) -> Vec<Task> {
         self.idle.retain(|w| *w != worker);
         self.ahead.retain(|w| *w != worker);
         let sent = self.sent.remove(&worker).unwrap_or_default();
-        sent.into_iter().map(|s| s.id).collect()
+        sent.into_iter().map(|s| s.task).collect()
     }
 
     /// Node `node` is lost (a worker of it left: its file-system daemon is
@@ -347,8 +348,7 @@ impl Balancer {
         let source = cost::source(&task.inputs, self.layout.node_of(w));
         let short = self.costs.is_short(&task.func);
         self.sent.entry(w).or_default().push_back(Sent {
-            id: task.id,
-            func: task.func.clone(),
+            task: task.clone(),
             since: now,
             source,
             short,
@@ -495,7 +495,7 @@ impl Balancer {
                 } else {
                     Duration::ZERO
                 };
-                self.costs.left(&s.func, ran)
+                self.costs.left(&s.task.func, ran)
             })
             .sum()
     }
@@ -632,7 +632,6 @@ mod tests {
             exit: None,
             fetched,
             lost: Vec::new(),
-            requeue: false,
             made: Vec::new(),
         }
     }
@@ -956,7 +955,8 @@ mod tests {
         b.put(task(5, Some((0, true, false)), 0), now).unwrap();
         b.ready(2);
         assert_eq!(ids(&b.dispatch(now)), vec![(2, 1)]);
-        assert_eq!(b.lost(2), vec![1], "what it was sent and did not finish");
+        let unfinished: Vec<u64> = b.lost(2).iter().map(|t| t.id).collect();
+        assert_eq!(unfinished, vec![1], "what it was sent and did not finish");
         let mut stuck: Vec<u64> = b.node_lost(1, now).iter().map(|t| t.id).collect();
         stuck.sort_unstable();
         assert_eq!(stuck, vec![2]);

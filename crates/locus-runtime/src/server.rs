@@ -159,7 +159,6 @@ fn failed(id: u64, rank: Rank, error: String) -> Outcome {
         exit: None,
         fetched: None,
         lost: Vec::new(),
-        requeue: false,
         made: Vec::new(),
     }
 }
@@ -585,9 +584,9 @@ impl State {
         self.deliver(failed(t.id, rank, error));
     }
 
-    /// Worker `w` left the run because its node `node` was lost: what it
-    /// was sent and did not finish is put again elsewhere (by the engines
-    /// that put it), and the node takes no more work.
+    /// Worker `w` left the run because its node `node` was lost: the node
+    /// takes no more work, and what the worker was sent and did not finish
+    /// is queued again (to run elsewhere).
     fn worker_left(&mut self, w: Rank, node: u32, reason: String, now: Instant) {
         if !self.left.insert(w) {
             return;
@@ -596,14 +595,11 @@ impl State {
             "worker rank {w} left the run: node {} was lost: {reason}",
             self.layout.node_name(w)
         );
-        for id in self.balancer.lost(w) {
-            self.deliver(Outcome {
-                requeue: true,
-                ..failed(id, w, reason.clone())
-            });
-        }
         for t in self.balancer.node_lost(node, now) {
             self.cannot_run(t);
+        }
+        for t in self.balancer.lost(w) {
+            self.queue(t, now);
         }
         if self.me == self.layout.leader() {
             self.node_lost(node, reason);

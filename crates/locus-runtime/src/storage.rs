@@ -335,24 +335,28 @@ impl Storage {
         Ok(())
     }
 
+    /// The client and file-system path of a Locus file, if the run has a
+    /// file system.
+    fn on_fs<'p>(&self, path: &'p str) -> Option<(&Client, &'p str)> {
+        Some((&self.fs.as_ref()?.0, fs_path(path)?))
+    }
+
     /// A Locus or host file as it is now, if it exists.
     pub async fn seen(&self, path: &str) -> Option<Seen> {
-        match fs_path(path) {
-            Some(fp) => {
-                let (client, _) = self.fs.as_ref()?;
-                let rec = client.stat(fp).await.ok()?;
-                Some(Seen::locus(path, rec.stamp))
-            }
-            None => Seen::host(path),
+        if fs_path(path).is_none() {
+            return Seen::host(path);
         }
+        let (client, fp) = self.on_fs(path)?;
+        let rec = client.stat(fp).await.ok()?;
+        Some(Seen::locus(path, rec.stamp))
     }
 
     /// Whether Locus file `path` is lost with a node (`Client::lost`); a
     /// host file never is.
     pub async fn lost(&self, path: &str) -> Result<bool, String> {
-        match (fs_path(path), &self.fs) {
-            (Some(fp), Some((client, _))) => client.lost(fp).await.map_err(|e| e.to_string()),
-            _ => Ok(false),
+        match self.on_fs(path) {
+            Some((client, fp)) => client.lost(fp).await.map_err(|e| e.to_string()),
+            None => Ok(false),
         }
     }
 
@@ -363,11 +367,9 @@ impl Storage {
         path: &str,
         rec: &locus_proto::fs::Record,
     ) -> Result<bool, String> {
-        match (fs_path(path), &self.fs) {
-            (Some(fp), Some((client, _))) => {
-                client.reinstate(fp, rec).await.map_err(|e| e.to_string())
-            }
-            _ => Ok(false),
+        match self.on_fs(path) {
+            Some((client, fp)) => client.reinstate(fp, rec).await.map_err(|e| e.to_string()),
+            None => Ok(false),
         }
     }
 

@@ -286,7 +286,6 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             micros: record.stage_us,
         }),
         lost: io.lost,
-        requeue: false,
         made: io.made,
     };
     (outcome, record)

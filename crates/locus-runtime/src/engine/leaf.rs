@@ -183,7 +183,11 @@ impl Engine {
     pub(super) async fn leaf_outcome(self: &Arc<Self>, task: Task) -> Result<Outcome, String> {
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
-        let outcome = self.run_task(task).await;
+        // Only an app reads and writes Locus files (lineage).
+        let outcome = match task.work {
+            Work::App { .. } => self.run_app_task(task).await,
+            _ => self.opts.dispatch.run(task).await,
+        };
         if outcome.error.is_some() {
             self.tasks_failed.fetch_add(1, Ordering::AcqRel);
         }

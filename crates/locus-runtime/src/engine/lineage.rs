@@ -1,9 +1,9 @@
 //! Files lost with a node, made again (lineage, as Ray does for its
-//! objects): each engine keeps the task that made every Locus file of the
-//! run it put; a task that finds an input lost has its producer run again
-//! first, and a run that lost a node checks every file its tasks made
-//! before it ends. A task whose worker left (its node was lost) is put
-//! again, elsewhere.
+//! objects): each engine keeps the app task that made every Locus file of
+//! the run it put; a task that finds an input lost has its producer run
+//! again first, and a run that lost a node checks every file its tasks made
+//! as soon as it is known lost and before it ends. (A task whose worker
+//! left is queued again by its server.)
 
 use super::*;
 use locus_proto::fs::Record;
@@ -35,12 +35,11 @@ pub(super) struct Lineage {
 }
 
 impl Engine {
-    /// Runs `task` until it ends for good: put again when its worker left
-    /// the run, and run again once the inputs it found lost are made again.
-    /// A task that succeeds is noted as the maker of its Locus outputs.
-    /// (Boxed with its type named: making inputs again runs tasks, so this
-    /// future contains itself.)
-    pub(super) fn run_task(
+    /// Runs app task `task` until it ends for good: once the inputs it
+    /// found lost are made again, it runs again. A task that succeeds is
+    /// noted as the maker of its Locus outputs. (Boxed with its type named:
+    /// making inputs again runs tasks, so this future contains itself.)
+    pub(super) fn run_app_task(
         self: &Arc<Self>,
         mut task: Task,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Outcome> + Send + '_>> {
@@ -49,12 +48,17 @@ impl Engine {
             loop {
                 let again = task.clone();
                 let mut outcome = self.opts.dispatch.run(task).await;
-                let retry = if outcome.requeue {
-                    true
-                } else if !outcome.lost.is_empty() && remakes < REMAKES {
+                if !outcome.lost.is_empty() && remakes < REMAKES {
                     remakes += 1;
                     match self.remake(&outcome.lost).await {
-                        Ok(known) => known,
+                        Ok(true) => {
+                            task = Task {
+                                id: self.opts.dispatch.task_id(),
+                                ..again
+                            };
+                            continue;
+                        }
+                        Ok(false) => {}
                         Err(e) => {
                             return Outcome {
                                 error: Some(e),
@@ -62,19 +66,11 @@ impl Engine {
                             }
                         }
                     }
-                } else {
-                    false
-                };
-                if !retry {
-                    if outcome.error.is_none() {
-                        self.made(again, std::mem::take(&mut outcome.made));
-                    }
-                    return outcome;
                 }
-                task = Task {
-                    id: self.opts.dispatch.task_id(),
-                    ..again
-                };
+                if outcome.error.is_none() {
+                    self.made(again, std::mem::take(&mut outcome.made));
+                }
+                return outcome;
             }
         })
     }
@@ -98,7 +94,6 @@ impl Engine {
     /// stands); an error names every lost file nothing can make again.
     pub(super) async fn remake(self: &Arc<Self>, paths: &[String]) -> Result<bool, String> {
         let mut unknown = self.remake_here(paths).await?;
-        let known = unknown.len() < paths.len();
         for s in (0..self.remote.servers).filter(|s| *s != self.remote.me) {
             if unknown.is_empty() {
                 break;
@@ -110,7 +105,7 @@ impl Engine {
                 None => return Err("the run was stopped".into()),
             }
         }
-        let known = known || unknown.len() < paths.len();
+        let known = unknown.len() < paths.len();
         let mut lost = Vec::new();
         for p in unknown {
             if self.opts.storage.lost(&p).await? {
@@ -136,7 +131,9 @@ impl Engine {
         paths: &[String],
     ) -> Result<Vec<String>, String> {
         let mut unknown = Vec::new();
-        let mut producers: Vec<Arc<Task>> = Vec::new();
+        // Each producer with the run that made its files last as it was
+        // before they were found lost.
+        let mut producers: Vec<(Arc<Task>, Option<Remaking>)> = Vec::new();
         for p in paths {
             let made = self
                 .lineage
@@ -149,23 +146,32 @@ impl Engine {
                 unknown.push(p.clone());
                 continue;
             };
-            if producers.iter().any(|t| t.id == task.id) || !self.opts.storage.lost(p).await? {
+            if producers.iter().any(|(t, _)| t.id == task.id) {
+                continue;
+            }
+            let before = self.last_remake(task.id);
+            if !self.opts.storage.lost(p).await? {
                 continue;
             }
             if self.opts.storage.reinstate(p, &record).await? {
                 self.lineage.reinstated.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            producers.push(task);
+            producers.push((task, before));
         }
         let mut runs = tokio::task::JoinSet::new();
-        for producer in producers {
+        for (producer, before) in producers {
             let cell = {
                 let mut remaking = self.lineage.remaking.lock().expect("remaking");
                 let cell = remaking.entry(producer.id).or_default();
-                // Made again before and lost again since: once more.
                 if cell.initialized() {
-                    *cell = Remaking::default();
+                    // Lost again after that run had made it: once more. A
+                    // run that ended while this looked is what it found
+                    // lost, made already: nothing to do.
+                    match &before {
+                        Some(b) if Arc::ptr_eq(b, cell) => *cell = Remaking::default(),
+                        _ => continue,
+                    }
                 }
                 cell.clone()
             };
@@ -178,6 +184,12 @@ impl Engine {
         Ok(unknown)
     }
 
+    /// The last run making `producer`'s files again, if it has ended.
+    fn last_remake(&self, producer: u64) -> Option<Remaking> {
+        let remaking = self.lineage.remaking.lock().expect("remaking");
+        remaking.get(&producer).filter(|c| c.initialized()).cloned()
+    }
+
     /// Runs `producer` again (a new task, marked as such in the records).
     async fn remake_by(self: &Arc<Self>, producer: &Task) -> Result<(), String> {
         // First in its queue: tasks are waiting for what it makes.
@@ -188,7 +200,7 @@ impl Engine {
             ..producer.clone()
         };
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
-        let outcome = self.run_task(task).await;
+        let outcome = self.run_app_task(task).await;
         self.tasks_done.fetch_add(1, Ordering::AcqRel);
         self.step();
         match outcome.error {
