@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 use locus_fs::stage::Via;
 use locus_fs::{Client, ClientOptions, Placement};
 use locus_proto::fs::{Kind, NodeId, Record};
-use locus_proto::FsError;
+use locus_proto::{Errno, FsError};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -211,7 +211,9 @@ pub enum FsOp {
         #[arg(value_parser = locus_path)]
         path: String,
     },
-    /// Print the nodes holding a file: id, name, address (primary first).
+    /// Print the nodes holding a file: id, name, address (primary first),
+    /// `unreachable` after those that do not answer; a file no holder of
+    /// which answers is lost (an error).
     Locate {
         #[command(flatten)]
         c: ClientArgs,
@@ -397,9 +399,20 @@ async fn run_op(op: FsOp) -> Result<()> {
         }
         FsOp::Locate { c, path } => {
             let client = c.client()?;
-            for id in client.locate(&path).await? {
+            let holders = client.locate(&path).await?;
+            let mut reachable = 0;
+            for &id in &holders {
                 let ep = client.endpoint(id)?;
-                writeln!(out, "{id} {} {}", ep.name, ep.addr.ip())?;
+                let up = client.ping(id).await.is_ok();
+                reachable += usize::from(up);
+                let mark = if up { "" } else { " unreachable" };
+                writeln!(out, "{id} {} {}{mark}", ep.name, ep.addr.ip())?;
+            }
+            if reachable == 0 && !holders.is_empty() {
+                out.flush()?;
+                return Err(FsError::new(Errno::EIO, &path)
+                    .with_detail("lost: every node holding it is unreachable")
+                    .into());
             }
         }
         FsOp::Place { c, path, target } => c.client()?.place(&path, target).await?,

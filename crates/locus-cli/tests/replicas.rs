@@ -298,4 +298,26 @@ fn a_name_lost_with_its_daemon_is_given_back_from_a_copy_that_survived() {
         assert!(!taking_over.reinstate(&gone, &gone_rec).await.unwrap());
         assert!(taking_over.lost(&gone).await.unwrap());
     });
+    // Named on node 0, held only on node 1: `locate` says it is lost.
+    let held_by_1 = (0..100)
+        .map(|i| format!("/held{i}"))
+        .find(|p| writer.owner(p) == 0)
+        .unwrap();
+    c.restart();
+    rt.block_on(c.client(1).put(&held_by_1, b"x")).unwrap();
+    c.signal(1, libc::SIGKILL);
+    let out = c.fs(&["locate", &held_by_1]);
+    assert!(!out.status.success());
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        stdout.starts_with("1 node1 ") && stdout.trim_end().ends_with(" unreachable"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("lost: every node holding it is unreachable"),
+        "{stderr}"
+    );
 }
