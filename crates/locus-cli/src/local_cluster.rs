@@ -215,8 +215,8 @@ pub fn status(a: ClusterArgs) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:>4} {:<8} {:<21} {:>8} {:<5} {:>9} {:>9} {:>12}",
-        "node", "name", "address", "pid", "state", "records", "files", "bytes"
+        "{:>4} {:<8} {:<21} {:>8} {:<5} {:>9} {:>9} {:>12} {:>9}",
+        "node", "name", "address", "pid", "state", "records", "files", "bytes", "stats"
     )?;
     let mut down = 0;
     for n in &spec.nodes {
@@ -241,8 +241,8 @@ pub fn status(a: ClusterArgs) -> Result<()> {
                 }
                 None => writeln!(
                     out,
-                    "{head} {:<5} {:>9} {:>9} {:>12}",
-                    "up", s.records, s.stored_files, s.stored_bytes
+                    "{head} {:<5} {:>9} {:>9} {:>12} {:>9}",
+                    "up", s.records, s.stored_files, s.stored_bytes, s.stats_answered
                 )?,
             },
             Err(e) => {

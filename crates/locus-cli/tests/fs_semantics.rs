@@ -636,3 +636,24 @@ fn a_version_is_fetched_once_per_node_however_many_clients_want_it() {
     let holders = rt.block_on(c.client(0).locate("/shared.bin")).unwrap();
     assert_eq!(holders, vec![0, 1]);
 }
+
+#[test]
+fn a_copy_made_from_a_record_read_earlier_follows_what_changed_since() {
+    let c = TestCluster::up(3);
+    let (zero, one, two) = (c.client(0), c.client(1), c.client(2));
+    rt().block_on(async {
+        let old = one.put("/moved.txt", b"first").await.unwrap();
+        // Rewritten from another node: the first version's copies are gone.
+        zero.put("/moved.txt", b"second").await.unwrap();
+        eventually("the old copy is dropped", || {
+            !c.stored(1, "/moved.txt", old.stamp).exists()
+        });
+        let copy = two.local_copy_from("/moved.txt", Some(&old)).await.unwrap();
+        assert_ne!(copy.stamp, old.stamp);
+        assert_eq!(std::fs::read(&copy.path).unwrap(), b"second");
+        // A record that still leads to the bytes is used as it is.
+        let now = two.stat("/moved.txt").await.unwrap();
+        let again = two.local_copy_from("/moved.txt", Some(&now)).await.unwrap();
+        assert_eq!((again.stamp, again.fetched), (now.stamp, false));
+    });
+}

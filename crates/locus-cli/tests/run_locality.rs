@@ -340,3 +340,37 @@ wait (inputs) {
         "{text}"
     );
 }
+
+#[test]
+fn each_input_is_stat_once_per_task() {
+    // Placement reads the inputs' records; the worker stages from them
+    // rather than asking the daemons again.
+    let c = common::TestCluster::up(2);
+    let stats = |rt: &tokio::runtime::Runtime, client: &locus_fs::Client| -> u64 {
+        (0..2)
+            .map(|n| rt.block_on(client.status(n)).unwrap().stats_answered)
+            .sum()
+    };
+    let rt = common::rt();
+    let client = c.client(1);
+    for i in 0..16 {
+        rt.block_on(client.put(&format!("/in/f{i}"), format!("{i}\n").as_bytes()))
+            .unwrap();
+    }
+    let before = stats(&rt, &client);
+    let script = r#"
+import string;
+app (file o) count(file i) { "wc" "-c" i @stdout=o; }
+foreach i in [0:15] {
+  file c<sprintf("/locus/out/c%i", i)> = count(input(sprintf("/locus/in/f%i", i)));
+}
+"#;
+    let run = Run::new(&["-n", "3", "--fs", c.path_str()], script).ok();
+    let counts = run.records("count");
+    assert_eq!(counts.len(), 16);
+    assert!(counts
+        .iter()
+        .all(|r| r.placed == locus_proto::run::Placed::Auto));
+    let stats = stats(&rt, &client) - before;
+    assert!(stats <= 16, "{stats} stats for 16 tasks of one input each");
+}

@@ -1114,15 +1114,31 @@ impl Client {
     /// `local_path`, also saying how big the file is and whether it was
     /// fetched from another node.
     pub async fn local_copy(&self, path: &str) -> FsResult<LocalCopy> {
+        self.local_copy_from(path, None).await
+    }
+
+    /// `local_copy` starting from `known`, a record of `path` read shortly
+    /// before (by whoever placed the task that reads it): the owner is
+    /// asked only if it no longer leads to the bytes.
+    pub async fn local_copy_from(&self, path: &str, known: Option<&Record>) -> FsResult<LocalCopy> {
         let path = normalise(path)?;
+        let mut rec = match known {
+            Some(rec) => rec.clone(),
+            None => self.stat(&path).await?,
+        };
         let mut attempts = 0;
         loop {
-            let rec = self.stat(&path).await?;
             match self.make_local(&path, &rec).await {
                 // Rewritten while we fetched it (the old copies are dropped
-                // once the new version is published): fetch the new version.
-                Err(e) if attempts < 3 && self.stat(&path).await?.stamp != rec.stamp => {
+                // once the new version is published), or its copies moved
+                // since `known` was read: fetch what is there now.
+                Err(e) if attempts < 3 => {
+                    let now = self.stat(&path).await?;
+                    if now == rec {
+                        return Err(e);
+                    }
                     tracing::debug!("{path} changed while fetched ({e}); again");
+                    rec = now;
                     attempts += 1;
                 }
                 other => return other,

@@ -20,6 +20,6 @@ pub mod transfer;
 
 pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
 pub use cluster::{ClusterSpec, NodeInfo};
-pub use meta::Durability;
+pub use meta::{now_ns, Durability};
 pub use placement::Placement;
 pub use serve::{serve, JoinConfig, ServeConfig};

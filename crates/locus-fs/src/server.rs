@@ -14,6 +14,7 @@ use locus_proto::{frame, Errno, FsError, FsResult};
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::BufReader;
@@ -53,6 +54,7 @@ struct State {
     replicator: Option<Arc<Replicator>>,
     /// Raised by an authenticated `Shutdown` (with its `purge`).
     stop: tokio::sync::watch::Sender<Option<bool>>,
+    stats_answered: AtomicU64,
 }
 
 /// How a daemon's service ended.
@@ -97,6 +99,7 @@ impl Daemon {
                 store,
                 replicator,
                 stop: tokio::sync::watch::channel(None).0,
+                stats_answered: AtomicU64::new(0),
             }),
             secret: cfg.secret,
         })
@@ -220,7 +223,10 @@ impl State {
                 send(Response::Ok);
                 let _ = self.stop.send(Some(purge));
             }
-            Request::GetRecord { path } => send(answer(self.meta.get(&path).map(Response::Record))),
+            Request::GetRecord { path } => {
+                self.stats_answered.fetch_add(1, Ordering::Relaxed);
+                send(answer(self.meta.get(&path).map(Response::Record)))
+            }
             Request::GetHint { path } => send(answer(self.meta.hint(&path).map(Response::Hint))),
             Request::ListEntries { dir, after, limit } => send(answer(
                 self.meta
@@ -329,6 +335,7 @@ impl State {
             free_bytes: capacity.0,
             total_bytes: capacity.1,
             meta_error: self.meta.failure().map(|e| e.to_string()),
+            stats_answered: self.stats_answered.load(Ordering::Relaxed),
         }))
     }
 }

@@ -85,6 +85,9 @@ pub struct NodeStatus {
     /// Why the metadata store is failing, while it is (the daemon answers
     /// `EIO`/`ENOSPC` and reopens the store until it works again).
     pub meta_error: Option<String>,
+    /// Records read (`stat`s answered) since the daemon started.
+    #[serde(default)]
+    pub stats_answered: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -35,6 +35,15 @@ pub struct Held {
     pub nodes: Vec<u32>,
 }
 
+/// A task's Locus inputs' records (by file-system path) as its placement
+/// read them, and when (Unix time, ns): its worker reads them from these
+/// while they are fresh instead of asking again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub at_ns: i64,
+    pub records: Vec<(String, crate::fs::Record)>,
+}
+
 /// Why a SOFT task left its preferred node: the estimated time to fetch its
 /// missing input bytes to where it ran, against its expected wait there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -116,6 +125,8 @@ pub struct Task {
     /// placed tasks): what leaving its node would cost.
     #[serde(default)]
     pub inputs: Vec<Held>,
+    #[serde(default)]
+    pub stats: Option<Stats>,
     /// Set by the server that moved it off its preferred node.
     #[serde(default)]
     pub spill: Option<Spill>,

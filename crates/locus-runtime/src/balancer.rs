@@ -601,6 +601,7 @@ mod tests {
             at: String::new(),
             key: String::new(),
             inputs: Vec::new(),
+            stats: None,
             spill: None,
             remade: false,
         }

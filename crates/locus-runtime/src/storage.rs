@@ -12,7 +12,7 @@ use crate::value::{Location, Value};
 use locus_fs::Client;
 use locus_lang::builtins::Run;
 use locus_proto::fs::{Kind, NodeId};
-use locus_proto::run::{Held, Rank};
+use locus_proto::run::{Held, Rank, Stats};
 use std::sync::Arc;
 
 pub struct Storage {
@@ -373,35 +373,52 @@ impl Storage {
         }
     }
 
-    /// Where the Locus files among `paths` are, as the run's node indices
-    /// (stat'ed concurrently); host files and files no node of the run
-    /// holds are left out.
-    pub async fn held(&self, paths: &[&str]) -> Vec<Held> {
-        let Some((client, names)) = &self.fs else {
-            return Vec::new();
+    /// The records of the Locus files among `paths`, stat'ed concurrently
+    /// (host files and files that cannot be stat'ed are left out).
+    pub async fn stat_all(&self, paths: &[&str]) -> Stats {
+        let at_ns = locus_fs::now_ns();
+        let Some((client, _)) = &self.fs else {
+            return Stats {
+                at_ns,
+                records: Vec::new(),
+            };
         };
         let mut stats = tokio::task::JoinSet::new();
         for p in paths {
             if let Some(fp) = fs_path(p) {
                 let (client, fp) = (client.clone(), fp.to_string());
-                stats.spawn(async move { client.stat(&fp).await });
+                stats.spawn(async move { client.stat(&fp).await.map(|rec| (fp, rec)) });
             }
         }
-        let mut held = Vec::new();
+        let mut records = Vec::new();
         while let Some(stat) = stats.join_next().await {
-            let Ok(Ok(rec)) = stat else { continue };
-            let nodes: Vec<u32> = rec
-                .holders
-                .iter()
-                .filter_map(|h| self.layout.node_index(names.get(*h as usize)?))
-                .collect();
-            if !nodes.is_empty() {
-                held.push(Held {
+            if let Ok(Ok(found)) = stat {
+                records.push(found);
+            }
+        }
+        Stats { at_ns, records }
+    }
+
+    /// Where the files of `stats` are, as the run's node indices; files no
+    /// node of the run holds are left out.
+    pub fn held(&self, stats: &Stats) -> Vec<Held> {
+        let Some((_, names)) = &self.fs else {
+            return Vec::new();
+        };
+        stats
+            .records
+            .iter()
+            .filter_map(|(_, rec)| {
+                let nodes: Vec<u32> = rec
+                    .holders
+                    .iter()
+                    .filter_map(|h| self.layout.node_index(names.get(*h as usize)?))
+                    .collect();
+                (!nodes.is_empty()).then_some(Held {
                     bytes: rec.size,
                     nodes,
-                });
-            }
-        }
-        held
+                })
+            })
+            .collect()
     }
 }

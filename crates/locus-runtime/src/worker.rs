@@ -14,7 +14,8 @@ use locus_fs::peer::is_unreachable;
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::frame;
-use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, Task, Work};
+use locus_proto::fs::Record;
+use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, Stats, Task, Work};
 use locus_proto::Errno;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -219,6 +220,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
                 cfg,
                 func: &task.func,
                 id: task.id,
+                known: fresh(task.stats.as_ref()),
                 timeout: timeout
                     .map(std::time::Duration::from_secs_f64)
                     .or(cfg.task_timeout),
@@ -353,6 +355,22 @@ struct App<'a> {
     id: u64,
     /// `@timeout`, else the run's `--task-timeout`.
     timeout: Option<std::time::Duration>,
+    /// Its inputs' records as its placement read them, while fresh.
+    known: &'a [(String, Record)],
+}
+
+/// How long the records a task's placement read of its inputs are used for
+/// staging them (as long as the mount caches attributes): a version
+/// published within it may be missed, as by any client's cache, and copies
+/// moved meanwhile are found by asking again.
+const STATS_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn fresh(stats: Option<&Stats>) -> &[(String, Record)] {
+    let age_ns = |s: &Stats| locus_fs::now_ns().saturating_sub(s.at_ns);
+    match stats {
+        Some(s) if (0..STATS_FRESH.as_nanos() as i64).contains(&age_ns(s)) => &s.records,
+        _ => &[],
+    }
 }
 
 impl App<'_> {
@@ -382,7 +400,8 @@ impl App<'_> {
                     Ok(p.clone())
                 }
                 Some(fp) => {
-                    let copy = match self.fs(p)?.local_copy(fp).await {
+                    let known = self.known.iter().find(|(k, _)| k == fp).map(|(_, r)| r);
+                    let copy = match self.fs(p)?.local_copy_from(fp, known).await {
                         Ok(copy) => copy,
                         Err(e) => {
                             if e.code == Errno::ENOENT || is_unreachable(&e) {

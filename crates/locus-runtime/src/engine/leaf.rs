@@ -79,6 +79,7 @@ impl Engine {
             at: String::new(),
             key: String::new(),
             inputs: Vec::new(),
+            stats: None,
             spill: None,
             remade: false,
         }
@@ -305,9 +306,12 @@ impl Engine {
             self.void_outputs(app, frame, done);
             return Ok(());
         }
-        let held = self
+        let stats = self
             .inputs_of(target, &argv.iter().chain(&stdin).collect::<Vec<_>>())
             .await;
+        let held = stats
+            .as_ref()
+            .map_or_else(Vec::new, |s| self.opts.storage.held(s));
         let (target, placed) = match target {
             Some(t) => (Some(t), Placed::Explicit),
             None if self.opts.locality == Locality::Auto => self.auto_target(&held),
@@ -326,6 +330,7 @@ impl Engine {
             at: at.to_string(),
             key: key.clone(),
             inputs: held,
+            stats,
             ..self.task(&app.name, target, placed, prio, work)
         };
         self.leaf(task).await?;
@@ -346,16 +351,16 @@ impl Engine {
         }
     }
 
-    /// Where a task's Locus inputs are, when its placement may use it: a
-    /// SOFT target (to weigh leaving it) or none under `--locality auto`
-    /// (to choose one). HARD tasks go where they are told.
-    pub(super) async fn inputs_of(&self, target: Option<Target>, words: &[&Arg]) -> Vec<Held> {
+    /// The records of a task's Locus inputs, when its placement may use
+    /// where they are: a SOFT target (to weigh leaving it) or none under
+    /// `--locality auto` (to choose one). HARD tasks go where they are told.
+    pub(super) async fn inputs_of(&self, target: Option<Target>, words: &[&Arg]) -> Option<Stats> {
         let weighed = match target {
             Some(t) => !t.hard,
             None => self.opts.locality == Locality::Auto,
         };
         if !weighed {
-            return Vec::new();
+            return None;
         }
         let paths: Vec<&str> = words
             .iter()
@@ -364,7 +369,7 @@ impl Engine {
                 _ => None,
             })
             .collect();
-        self.opts.storage.held(&paths).await
+        Some(self.opts.storage.stat_all(&paths).await)
     }
 
     /// `--locality auto`: SOFT NODE at the node holding most input bytes

@@ -23,7 +23,7 @@ use crate::value::{Key, Value};
 use locus_lang::builtins::{Builtin, Run, Task as TaskFn};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
-use locus_proto::run::{Arg, Held, Outcome, Placed, Target, Task, Work};
+use locus_proto::run::{Arg, Held, Outcome, Placed, Stats, Target, Task, Work};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
