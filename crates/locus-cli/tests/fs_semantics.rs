@@ -657,3 +657,37 @@ fn a_copy_made_from_a_record_read_earlier_follows_what_changed_since() {
         assert_eq!((again.stamp, again.fetched), (now.stamp, false));
     });
 }
+
+#[test]
+fn a_programs_outputs_are_registered_together_each_with_its_own_answer() {
+    let c = TestCluster::up(3);
+    let client = c.client(0);
+    rt().block_on(async {
+        client.put("/batch/old.txt", b"old").await.unwrap();
+        // New files in new directories (kept by any daemon), a rewrite, and
+        // a directory where a file was expected.
+        let mut paths: Vec<String> = (0..12).map(|i| format!("/batch/d{}/f{i}", i % 3)).collect();
+        paths.push("/batch/old.txt".into());
+        paths.push("/batch/dir".into());
+        let outs: Vec<_> = paths.iter().map(|p| client.output(p).unwrap()).collect();
+        for (o, p) in outs.iter().zip(&paths) {
+            match p.ends_with("dir") {
+                true => std::fs::create_dir(&o.local).unwrap(),
+                false => std::fs::write(&o.local, p.as_bytes()).unwrap(),
+            }
+        }
+        let results = client.commit_all(&outs).await;
+        assert_eq!(results.len(), paths.len());
+        for (r, p) in results.iter().zip(&paths) {
+            if p.ends_with("dir") {
+                assert_eq!(r.as_ref().unwrap_err().code, Errno::EISDIR);
+                continue;
+            }
+            let rec = r.as_ref().unwrap();
+            let want = if p.ends_with("old.txt") { 2 } else { 1 };
+            assert_eq!((rec.version, rec.size), (want, p.len() as u64), "{p}");
+            assert_eq!(c.client(2).get(p).await.unwrap(), p.as_bytes());
+        }
+        assert_eq!(names(&client, "/batch/d1").await, ["f1", "f10", "f4", "f7"]);
+    });
+}

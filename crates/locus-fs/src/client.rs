@@ -14,9 +14,11 @@ use crate::placement::Placement;
 use crate::ring::Ring;
 use crate::store::Store;
 use crate::transfer;
+use futures_util::future::join_all;
 use locus_proto::auth::{Channel, Secret};
 use locus_proto::fs::{Entry, Kind, Lease, NodeId, NodeStatus, Record, Request, Response};
 use locus_proto::{Errno, FsError, FsResult};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Seek, Write};
 use std::net::TcpStream;
@@ -1264,14 +1266,83 @@ impl Client {
     /// there); a rewritten file, like `open_write`, stays on this node. If
     /// this fails, the previous version is kept, readable and unlocked.
     pub async fn commit(&self, out: &Output) -> FsResult<Record> {
+        let size = output_size(out)?;
+        if let Some(new) = self.prepare_new(out, size).await? {
+            let answer = self.meta(&out.path, new.req.clone()).await;
+            if let Some(record) = self.finish_new(out, new, answer).await? {
+                return Ok(record);
+            }
+        }
+        self.commit_claimed(out, size).await
+    }
+
+    /// `commit` of many outputs (one program's) as one batch: the new files
+    /// one daemon keeps entirely go to it as one `Batch` (one transaction,
+    /// one commit to disk), the rest as `commit` does, all at once. One
+    /// result per output, in order.
+    pub async fn commit_all(&self, outs: &[Output]) -> Vec<FsResult<Record>> {
+        let prepared = join_all(outs.iter().map(|out| async move {
+            let size = output_size(out)?;
+            Ok((size, self.prepare_new(out, size).await?))
+        }))
+        .await;
+        let mut batches: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
+        for (i, p) in prepared.iter().enumerate() {
+            if let Ok((_, Some(_))) = p {
+                batches
+                    .entry(self.owner(&outs[i].path))
+                    .or_default()
+                    .push(i);
+            }
+        }
+        let mut answers: Vec<Option<FsResult<Response>>> = outs.iter().map(|_| None).collect();
+        let sent = join_all(batches.into_values().map(|batch| {
+            let ops = batch
+                .iter()
+                .filter_map(|&i| match &prepared[i] {
+                    Ok((_, Some(new))) => Some(new.req.clone()),
+                    _ => None,
+                })
+                .collect();
+            let first = outs[batch[0]].path.as_str();
+            async move { (self.meta(first, Request::Batch { ops }).await, batch) }
+        }))
+        .await;
+        for (answer, batch) in sent {
+            let n = batch.len();
+            let each: Vec<FsResult<Response>> = match answer {
+                Ok(Response::Batch(rs)) if rs.len() == n => rs
+                    .into_iter()
+                    .map(|r| match r {
+                        Response::Err(e) => Err(e),
+                        r => Ok(r),
+                    })
+                    .collect(),
+                Ok(r) => vec![Err(unexpected(r)); n],
+                Err(e) => vec![Err(e); n],
+            };
+            for (i, a) in batch.into_iter().zip(each) {
+                answers[i] = Some(a);
+            }
+        }
+        join_all(outs.iter().zip(prepared).zip(answers).map(
+            |((out, prepared), answer)| async move {
+                let (size, new) = prepared?;
+                if let (Some(new), Some(answer)) = (new, answer) {
+                    if let Some(record) = self.finish_new(out, new, answer).await? {
+                        return Ok(record);
+                    }
+                }
+                self.commit_claimed(out, size).await
+            },
+        ))
+        .await
+    }
+
+    /// `commit` the usual way: claim the name (making missing parents),
+    /// then store and publish the bytes.
+    async fn commit_claimed(&self, out: &Output, size: u64) -> FsResult<Record> {
         let path = out.path.as_str();
-        let meta = std::fs::metadata(&out.local).map_err(|e| FsError::io(path, &e))?;
-        if meta.is_dir() {
-            return Err(FsError::new(Errno::EISDIR, path));
-        }
-        if let Some(record) = self.commit_new(out, meta.len()).await? {
-            return Ok(record);
-        }
         let lease = out.lease;
         let claimed = match self.claim(path, lease).await {
             Err(e) => {
@@ -1285,7 +1356,6 @@ impl Client {
             (_, replacing) => (self.inner.me, replacing),
         };
         let _renewal = self.keep_lease(path, lease);
-        let size = meta.len();
         self.finish_write(
             &out.local,
             path,
@@ -1297,14 +1367,13 @@ impl Client {
         .await
     }
 
-    /// `commit` of a new file in one round trip, where it can be: the
-    /// client places new files on its own node and one daemon keeps both
-    /// the parent's entries and the file's record. The bytes are stored
-    /// first, then `CreateFile` makes name and record at once, committed.
-    /// `None` (the bytes back in the output's place) when the usual way
-    /// must be taken: the name exists, its parent does not, or a placement
-    /// hint puts the data elsewhere.
-    async fn commit_new(&self, out: &Output, size: u64) -> FsResult<Option<Record>> {
+    /// The first half of `commit` of a new file in one round trip, where it
+    /// can be: the client places new files on its own node and one daemon
+    /// keeps both the parent's entries and the file's record. The bytes are
+    /// stored, and the `CreateFile` that makes name and record at once,
+    /// committed, is returned to be sent. `None` when the usual way must be
+    /// taken.
+    async fn prepare_new(&self, out: &Output, size: u64) -> FsResult<Option<NewFile>> {
         let (path, token) = (out.path.as_str(), out.lease.token);
         let (parent, name) = split(path)?;
         let me = self.inner.me;
@@ -1337,7 +1406,24 @@ impl Client {
             record,
             parents: self.kept_with(path),
         };
-        let mut answer = self.meta(path, req.clone()).await;
+        Ok(Some(NewFile { replicas, req }))
+    }
+
+    /// The second half, given the daemon's `answer`: the record, or `None`
+    /// (the bytes back in the output's place) when the usual way must be
+    /// taken: the name exists, or a placement hint puts the data elsewhere.
+    /// Missing parents the daemon does not keep are made, and the request
+    /// sent again.
+    async fn finish_new(
+        &self,
+        out: &Output,
+        new: NewFile,
+        mut answer: FsResult<Response>,
+    ) -> FsResult<Option<Record>> {
+        let (path, token) = (out.path.as_str(), out.lease.token);
+        let (parent, _) = split(path)?;
+        let NewFile { replicas, req } = new;
+        let store = &self.inner.store;
         if matches!(&answer, Err(e) if e.code == Errno::ENOENT)
             && self.mkdir_all(parent).await.is_ok()
         {
@@ -1884,4 +1970,21 @@ impl Drop for Writer {
             rt.spawn(async move { client.give_up(&path, token, created).await });
         }
     }
+}
+
+/// A new file stored and ready to be named by one `CreateFile` (`req`),
+/// and the nodes its bytes were also copied to.
+struct NewFile {
+    replicas: Vec<NodeId>,
+    req: Request,
+}
+
+/// The size of the file a program wrote for `out` (`EISDIR` for a directory).
+fn output_size(out: &Output) -> FsResult<u64> {
+    let path = out.path.as_str();
+    let meta = std::fs::metadata(&out.local).map_err(|e| FsError::io(path, &e))?;
+    if meta.is_dir() {
+        return Err(FsError::new(Errno::EISDIR, path));
+    }
+    Ok(meta.len())
 }

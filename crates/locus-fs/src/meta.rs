@@ -504,12 +504,7 @@ fn apply_batch(db: &Database, batch: &[Job], durability: Durability) -> FsResult
     {
         let mut shard = Shard::open(&txn)?;
         for job in batch {
-            // A failed operation changes nothing: every check precedes its writes.
-            let reply = match shard.apply(&job.op) {
-                Ok(r) => r,
-                Err(e) if matches!(e.code, Errno::EIO | Errno::ENOSPC) => return Err(e),
-                Err(e) => Response::Err(e),
-            };
+            let reply = shard.answer(&job.op)?;
             replies.push((reply, std::mem::take(&mut shard.changes)));
         }
     }
@@ -644,8 +639,24 @@ impl<'t> Shard<'t> {
         }
     }
 
+    /// The answer to `op`, applied; `Err` only when the store itself fails
+    /// (the transaction is then abandoned). A failed operation changes
+    /// nothing: every check precedes its writes.
+    fn answer(&mut self, op: &Request) -> FsResult<Response> {
+        match self.apply(op) {
+            Ok(r) => Ok(r),
+            Err(e) if matches!(e.code, Errno::EIO | Errno::ENOSPC) => Err(e),
+            Err(e) => Ok(Response::Err(e)),
+        }
+    }
+
     fn apply(&mut self, op: &Request) -> FsResult<Response> {
         match op {
+            Request::Batch { ops } => ops
+                .iter()
+                .map(|op| self.answer(op))
+                .collect::<FsResult<_>>()
+                .map(Response::Batch),
             Request::CreateRecord {
                 path,
                 record,
@@ -910,6 +921,25 @@ mod tests {
             ["f480", "f481"]
         );
         assert!(more);
+    }
+
+    #[tokio::test]
+    async fn a_batch_answers_each_operation_and_a_failed_one_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = MetaStore::open(&dir.path().join("m.redb"), Durability::Group).unwrap();
+        let ops = vec![add("/", "a"), add("/", "a"), add("/", "b")];
+        match meta.write(Request::Batch { ops }).await {
+            Response::Batch(answers) => match answers.as_slice() {
+                [Response::Ok, Response::Err(e), Response::Ok] => assert_eq!(e.code, Errno::EEXIST),
+                other => panic!("{other:?}"),
+            },
+            other => panic!("{other:?}"),
+        }
+        let names: Vec<_> = meta.list("/", None, 10).unwrap().0;
+        assert_eq!(
+            names.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
     }
 
     #[tokio::test]

@@ -374,5 +374,21 @@ fn check_paths(req: &Request) -> FsResult<()> {
             Ok(())
         }
         Request::LinkData { from, to, .. } => checked(from).and(checked(to)).map(drop),
+        // Metadata writes only: a batch is applied by the writer.
+        Request::Batch { ops } => ops.iter().try_for_each(|op| match op {
+            Request::CreateRecord { .. }
+            | Request::Lock { .. }
+            | Request::Renew { .. }
+            | Request::Unlock { .. }
+            | Request::CommitWrite { .. }
+            | Request::AddHolder { .. }
+            | Request::SetAttr { .. }
+            | Request::RemoveRecord { .. }
+            | Request::SetHint { .. }
+            | Request::AddEntry { .. }
+            | Request::RemoveEntry { .. }
+            | Request::CreateFile { .. } => check_paths(op),
+            _ => Err(FsError::new(Errno::EINVAL, "batch").with_detail("not a metadata write")),
+        }),
     }
 }

@@ -151,6 +151,12 @@ pub enum Request {
         #[serde(default)]
         parents: Vec<String>,
     },
+    /// Metadata writes applied in order in one transaction (one commit to
+    /// disk); answered by `Response::Batch`, one answer per operation. A
+    /// failed operation changes nothing and does not stop the others.
+    Batch {
+        ops: Vec<Request>,
+    },
     CommitWrite {
         path: String,
         token: u64,
@@ -315,6 +321,8 @@ pub enum Response {
         changes: Vec<Change>,
         more: bool,
     },
+    /// One answer per operation of a `Request::Batch`.
+    Batch(Vec<Response>),
     Err(FsError),
 }
 

@@ -578,9 +578,12 @@ impl App<'_> {
             ));
         }
         let committing = Instant::now();
-        for out in &outputs.pending {
-            let fs = self.fs(&out.path)?;
-            let record = fs.commit(out).await.map_err(|e| {
+        let records = match (self.cfg.fs.as_ref(), outputs.pending.is_empty()) {
+            (Some(fs), false) => fs.commit_all(&outputs.pending).await,
+            _ => Vec::new(),
+        };
+        for (out, record) in outputs.pending.iter().zip(records) {
+            let record = record.map_err(|e| {
                 format!(
                     "app '{}': registering {LOCUS_PREFIX}{}: {e}",
                     self.func, out.path
