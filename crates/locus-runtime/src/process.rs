@@ -1,13 +1,15 @@
-//! One app process: started with std's `Command` so that this module, not
-//! tokio, reaps it (`wait4` gives its CPU time and peak memory), its stdout
-//! and stderr kept in bounded files of the run directory, its run bounded
-//! by the task timeout.
+//! One app process: started by `posix_spawn` (the environment built once
+//! per worker, `/dev/null` opened once) and reaped by this module, not
+//! tokio (`wait4` gives its CPU time and peak memory), its stdout and
+//! stderr kept in bounded files of the run directory, its run bounded by
+//! the task timeout.
 
+use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use tokio::io::unix::AsyncFd;
@@ -30,6 +32,142 @@ pub struct Capture {
     pub echo: bool,
 }
 
+/// A process's standard stream.
+pub enum Stream {
+    /// `/dev/null`.
+    Null,
+    /// A file opened for it.
+    File(File),
+    /// An output kept as `Capture` says.
+    Capture(Capture),
+}
+
+/// What every process a worker starts has in common, made once: its
+/// environment and `/dev/null`.
+pub struct Launcher {
+    env: Vec<CString>,
+    null: OwnedFd,
+}
+
+impl Launcher {
+    /// This process's environment with `set` set and `unset` removed.
+    pub fn new(set: &[(&str, String)], unset: &[&str]) -> io::Result<Launcher> {
+        let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !unset.iter().any(|u| k == u) && !set.iter().any(|(s, _)| k == s))
+            .collect();
+        vars.extend(set.iter().map(|(k, v)| (k.into(), v.into())));
+        let env = vars
+            .iter()
+            .map(|(k, v)| c_string([k.as_bytes(), b"=", v.as_bytes()].concat()))
+            .collect::<io::Result<_>>()?;
+        let null = File::open("/dev/null")?.into();
+        Ok(Launcher { env, null })
+    }
+
+    /// Starts `argv` (its program looked up in `PATH` unless it names a
+    /// path) with `fds` as its stdin, stdout and stderr, signals as a new
+    /// process has them (none blocked, `SIGPIPE` not ignored).
+    fn spawn(&self, argv: &[String], fds: [RawFd; 3]) -> io::Result<libc::pid_t> {
+        let args = argv
+            .iter()
+            .map(|a| c_string(a.as_bytes().to_vec()))
+            .collect::<io::Result<Vec<_>>>()?;
+        let Some(program) = args.first() else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no program"));
+        };
+        let pointers = |v: &[CString]| -> Vec<*mut libc::c_char> {
+            v.iter()
+                .map(|c| c.as_ptr().cast_mut())
+                .chain(std::iter::once(std::ptr::null_mut()))
+                .collect()
+        };
+        let (argp, envp) = (pointers(&args), pointers(&self.env));
+        let search = !argv[0].contains('/');
+        let mut pid = 0;
+        // SAFETY: the attributes and file actions are initialised before use
+        // and destroyed after; every pointer handed over (program, argv,
+        // envp, both NULL-terminated) outlives the call; the descriptors are
+        // open for its whole duration.
+        let rc = unsafe {
+            let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
+            let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
+            let mut rc = libc::posix_spawn_file_actions_init(&mut actions);
+            if rc == 0 {
+                rc = libc::posix_spawnattr_init(&mut attr);
+                if rc == 0 {
+                    for (target, &fd) in fds.iter().enumerate() {
+                        if rc == 0 {
+                            rc = libc::posix_spawn_file_actions_adddup2(
+                                &mut actions,
+                                fd,
+                                target as i32,
+                            );
+                        }
+                    }
+                    let (mut none, mut pipe) = (std::mem::zeroed(), std::mem::zeroed());
+                    libc::sigemptyset(&mut none);
+                    libc::sigemptyset(&mut pipe);
+                    libc::sigaddset(&mut pipe, libc::SIGPIPE);
+                    if rc == 0 {
+                        rc = libc::posix_spawnattr_setsigmask(&mut attr, &none);
+                    }
+                    if rc == 0 {
+                        rc = libc::posix_spawnattr_setsigdefault(&mut attr, &pipe);
+                    }
+                    if rc == 0 {
+                        let flags = libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
+                        rc = libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short);
+                    }
+                    if rc == 0 {
+                        let start = if search {
+                            libc::posix_spawnp
+                        } else {
+                            libc::posix_spawn
+                        };
+                        rc = start(
+                            &mut pid,
+                            program.as_ptr(),
+                            &actions,
+                            &attr,
+                            argp.as_ptr(),
+                            envp.as_ptr(),
+                        );
+                    }
+                    libc::posix_spawnattr_destroy(&mut attr);
+                }
+                libc::posix_spawn_file_actions_destroy(&mut actions);
+            }
+            rc
+        };
+        match rc {
+            0 => Ok(pid),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+}
+
+fn c_string(bytes: Vec<u8>) -> io::Result<CString> {
+    CString::new(bytes).map_err(|e| {
+        let text = String::from_utf8_lossy(&e.into_vec()).into_owned();
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{text:?} contains a NUL byte"),
+        )
+    })
+}
+
+/// A pipe whose read end this process keeps (non-blocking) and whose
+/// write end the process started gets.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2(2) fills both descriptors on success.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: two new descriptors this function owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
 /// What the process used, as `wait4` reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
@@ -48,33 +186,50 @@ pub struct Ended {
     pub kept: [Option<PathBuf>; 2],
 }
 
-/// Runs `cmd` (stdin already set) with its stdout and stderr captured as
-/// `captures` say (`None`: as `cmd` has them), for at most `timeout`.
-/// Waiting and reading are readiness events on this task's runtime (a
-/// pidfd and the pipes), not threads: a thread hand-off per app costs more
-/// than spawning `/bin/true`.
+/// Runs `argv` with `streams` as its stdin, stdout and stderr, for at
+/// most `timeout`. Waiting and reading are readiness events on this task's
+/// runtime (a pidfd and the pipes), not threads: a thread hand-off per app
+/// costs more than spawning `/bin/true`.
 pub async fn run(
-    mut cmd: Command,
-    captures: [Option<Capture>; 2],
+    launcher: &Launcher,
+    argv: &[String],
+    streams: [Stream; 3],
     timeout: Option<Duration>,
 ) -> io::Result<Ended> {
-    if captures[0].is_some() {
-        cmd.stdout(Stdio::piped());
+    // The descriptors the process gets are closed here once it started;
+    // the read ends of captured streams are kept.
+    let mut given: Vec<OwnedFd> = Vec::new();
+    let mut fds = [launcher.null.as_raw_fd(); 3];
+    let mut captures = [None, None];
+    let mut read_ends = [None, None];
+    for (i, stream) in streams.into_iter().enumerate() {
+        let fd = match stream {
+            Stream::Null => continue,
+            Stream::File(f) => OwnedFd::from(f),
+            Stream::Capture(c) if i > 0 => {
+                let (read, write) = pipe()?;
+                (captures[i - 1], read_ends[i - 1]) = (Some(c), Some(read));
+                write
+            }
+            Stream::Capture(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "stdin is not captured",
+                ))
+            }
+        };
+        fds[i] = fd.as_raw_fd();
+        given.push(fd);
     }
-    if captures[1].is_some() {
-        cmd.stderr(Stdio::piped());
-    }
-    let mut child = cmd.spawn()?;
-    let pid = child.id() as libc::pid_t;
-    // Dropping a std `Child` neither waits for nor kills the process: it
-    // stays unreaped, so `pid` is ours, until `reap` below.
+    let pid = launcher.spawn(argv, fds)?;
+    drop(given);
+    // `pid` stays unreaped, so ours, until `reap` below.
     let [out, err] = captures;
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    drop(child);
+    let [stdout, stderr] = read_ends;
     let watched = pidfd(pid).and_then(|exit| {
         let readers = [
-            reader(out, stdout.map(OwnedFd::from), Echo::Stdout)?,
-            reader(err, stderr.map(OwnedFd::from), Echo::Stderr)?,
+            reader(out, stdout, Echo::Stdout)?,
+            reader(err, stderr, Echo::Stderr)?,
         ];
         Ok((exit, readers))
     });
@@ -245,7 +400,8 @@ enum Echo {
 /// `KEPT_BYTES`, then a line saying how much more there was) and, when
 /// asked, to this process's own stream. Returns the file, if made.
 async fn keep(mut from: pipe::Receiver, c: Capture, echo: Echo) -> io::Result<Option<PathBuf>> {
-    let mut buf = vec![0u8; 64 << 10];
+    // Most apps write little or nothing: the buffer grows when filled.
+    let mut buf = vec![0u8; 4 << 10];
     let mut file: Option<File> = None;
     let (mut kept, mut more) = (0u64, 0u64);
     loop {
@@ -253,6 +409,9 @@ async fn keep(mut from: pipe::Receiver, c: Capture, echo: Echo) -> io::Result<Op
             0 => break,
             n => n,
         };
+        if n == buf.len() && n < 64 << 10 {
+            buf.resize(64 << 10, 0);
+        }
         let chunk = &buf[..n];
         if c.echo {
             // The terminal going away must not fail the task.
@@ -289,14 +448,16 @@ async fn keep(mut from: pipe::Receiver, c: Capture, echo: Echo) -> io::Result<Op
 mod tests {
     use super::*;
 
-    fn sh(script: &str) -> Command {
-        let mut c = Command::new("sh");
-        c.arg("-c").arg(script).stdin(Stdio::null());
-        c
+    async fn sh(script: &str, out: Stream, err: Stream, timeout: Option<Duration>) -> Ended {
+        let launcher = Launcher::new(&[("LOCUS_TEST", "set".into())], &["HOME"]).unwrap();
+        let argv = ["sh", "-c", script].map(String::from);
+        run(&launcher, &argv, [Stream::Null, out, err], timeout)
+            .await
+            .unwrap()
     }
 
-    fn capture(dir: &std::path::Path, name: &str) -> Option<Capture> {
-        Some(Capture {
+    fn capture(dir: &std::path::Path, name: &str) -> Stream {
+        Stream::Capture(Capture {
             path: dir.join(name),
             echo: false,
         })
@@ -306,10 +467,10 @@ mod tests {
     async fn streams_are_kept_bounded_and_usage_is_read() {
         let dir = tempfile::tempdir().unwrap();
         // 3 MiB to stdout, a line to stderr, some CPU, exit 3.
-        let cmd = sh("head -c 3145728 /dev/zero; echo oops >&2; \
-             i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3");
-        let caps = [capture(dir.path(), "t.out"), capture(dir.path(), "t.err")];
-        let e = run(cmd, caps, None).await.unwrap();
+        let script = "head -c 3145728 /dev/zero; echo oops >&2; \
+             i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 3";
+        let (out, err) = (capture(dir.path(), "t.out"), capture(dir.path(), "t.err"));
+        let e = sh(script, out, err, None).await;
         assert_eq!(e.code, Some(3));
         assert!(
             e.usage.cpu_us > 0 && e.usage.max_rss_kib > 0,
@@ -337,43 +498,60 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_environment_signals_and_files_are_a_new_processs() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::create(dir.path().join("f.out")).unwrap();
+        // The variable set and the one removed; no signal blocked, and
+        // `SIGPIPE` (ignored by Rust programs) not ignored.
+        let script = "echo \"$LOCUS_TEST ${HOME-unset}\"; \
+             grep -E '^Sig(Blk|Ign)' /proc/self/status; read x || echo eof";
+        let e = sh(script, Stream::File(file), Stream::Null, None).await;
+        assert_eq!(e.code, Some(0));
+        let out = std::fs::read_to_string(dir.path().join("f.out")).unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            (lines[0], lines[1], lines[3]),
+            ("set unset", "SigBlk:\t0000000000000000", "eof"),
+            "{out}"
+        );
+        let ignored = u64::from_str_radix(lines[2].trim_start_matches("SigIgn:\t"), 16).unwrap();
+        assert_eq!(ignored & (1 << (libc::SIGPIPE - 1)), 0, "{out}");
+        let launcher = Launcher::new(&[], &[]).unwrap();
+        let missing = ["no-such-program-here".to_string()];
+        let e = run(
+            &launcher,
+            &missing,
+            [Stream::Null, Stream::Null, Stream::Null],
+            None,
+        )
+        .await;
+        assert_eq!(e.err().map(|e| e.kind()), Some(io::ErrorKind::NotFound));
+    }
+
+    #[tokio::test]
     async fn silent_streams_make_no_file_and_a_hung_app_is_killed() {
         let dir = tempfile::tempdir().unwrap();
-        let caps = [capture(dir.path(), "a.out"), capture(dir.path(), "a.err")];
-        let e = run(sh("true"), caps, None).await.unwrap();
+        let (out, err) = (capture(dir.path(), "a.out"), capture(dir.path(), "a.err"));
+        let e = sh("true", out, err, None).await;
         assert_eq!((e.code, &e.kept), (Some(0), &[None, None]));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         // A background child holding the stream open does not hold the
         // task; the one past the timeout is killed.
         let started = std::time::Instant::now();
-        let caps = [capture(dir.path(), "b.out"), None];
-        let e = run(
-            sh("sleep 2 & echo started; exec sleep 30"),
-            caps,
-            Some(Duration::from_millis(300)),
-        )
-        .await
-        .unwrap();
+        let script = "sleep 2 & echo started; exec sleep 30";
+        let limit = Some(Duration::from_millis(300));
+        let e = sh(script, capture(dir.path(), "b.out"), Stream::Null, limit).await;
         assert_eq!(e.code, None);
         assert!(started.elapsed() < Duration::from_secs(10));
         // What a timed-out app started is killed with it.
         let marker = dir.path().join("grandchild");
-        let e = run(
-            sh(&format!(
-                "(sleep 1; touch {}) & exec sleep 30",
-                marker.display()
-            )),
-            [None, None],
-            Some(Duration::from_millis(300)),
-        )
-        .await
-        .unwrap();
+        let script = format!("(sleep 1; touch {}) & exec sleep 30", marker.display());
+        let e = sh(&script, Stream::Null, Stream::Null, limit).await;
         assert_eq!(e.code, None);
         tokio::time::sleep(Duration::from_millis(1500)).await;
         assert!(!marker.exists(), "the app's child outlived it");
-        let code = run(sh("kill -9 $$"), [None, None], None)
+        let code = sh("kill -9 $$", Stream::Null, Stream::Null, None)
             .await
-            .unwrap()
             .code;
         assert_eq!(code, Some(128 + 9));
     }

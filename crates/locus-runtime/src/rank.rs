@@ -247,8 +247,11 @@ async fn rank_main(
             (Some(c), true) => Some(crate::mount::at_locus(c.clone(), &opts.run_dir)?),
             _ => None,
         };
+        let launcher = crate::worker::launcher(me, &layout)
+            .map_err(|e| format!("worker rank {me} cannot prepare to start apps: {e}"))?;
         let cfg = WorkerConfig {
             me,
+            launcher,
             server: entries[server_rank as usize]
                 .addr
                 .ok_or_else(|| format!("server rank {server_rank} published no address"))?,

@@ -7,7 +7,7 @@
 use crate::files::{fs_path, LOCUS_PREFIX};
 use crate::interp::{Interpreter, Lang};
 use crate::layout::Layout;
-use crate::process::{self, Capture, Ended, Usage};
+use crate::process::{self, Capture, Ended, Stream, Usage};
 use crate::record::{now_us, task_stream, Recorder, Seen, TaskRecord};
 use crate::wire;
 use locus_fs::peer::is_unreachable;
@@ -59,6 +59,25 @@ pub struct WorkerConfig {
     /// what it writes from then on would be lost with it, so nothing more
     /// is published.
     pub left: std::sync::atomic::AtomicBool,
+    /// Starts apps with the rank's environment (`launcher`).
+    pub launcher: process::Launcher,
+}
+
+/// What starts this worker's apps: this process's environment, with the
+/// rank's variables set (Swift/T's and Locus's), and without the ones that
+/// make a process one of the run's ranks (a process that runs `locus`
+/// itself is not, and the launcher's PMI session is the rank's).
+pub fn launcher(me: Rank, layout: &Layout) -> std::io::Result<process::Launcher> {
+    process::Launcher::new(
+        &[
+            ("ADLB_RANK_SELF", me.to_string()),
+            ("ADLB_RANK_OFFSET", layout.offset(me).to_string()),
+            ("ADLB_RANK_LEADER", layout.node_leader(me).to_string()),
+            ("LOCUS_RANK", me.to_string()),
+            ("LOCUS_NODE", layout.node_name(me).to_string()),
+        ],
+        &["LOCUS_SIZE", "PMI_FD"],
+    )
 }
 
 /// Serves tasks until the server says the run is over.
@@ -664,40 +683,19 @@ async fn spawn(
     files: &[Option<String>],
     timeout: Option<std::time::Duration>,
 ) -> std::io::Result<Ended> {
-    let mut cmd = std::process::Command::new(&words[0]);
-    cmd.args(&words[1..])
-        .env("ADLB_RANK_SELF", cfg.me.to_string())
-        .env("ADLB_RANK_OFFSET", cfg.layout.offset(cfg.me).to_string())
-        .env(
-            "ADLB_RANK_LEADER",
-            cfg.layout.node_leader(cfg.me).to_string(),
-        )
-        .env("LOCUS_RANK", cfg.me.to_string())
-        .env("LOCUS_NODE", cfg.layout.node_name(cfg.me))
-        // A process that runs `locus` itself is not one of this run's ranks,
-        // and the launcher's PMI session is the rank's (closed in apps).
-        .env_remove("LOCUS_SIZE")
-        .env_remove("PMI_FD");
-    cmd.stdin(match &files[0] {
-        Some(p) => Stdio::from(std::fs::File::open(p)?),
-        None => Stdio::null(),
-    });
-    let capture = |ext: &str| Capture {
-        path: cfg.run_dir.join(task_stream(id, ext)),
-        echo: cfg.echo_apps,
+    let stdin = match &files[0] {
+        Some(p) => Stream::File(std::fs::File::open(p)?),
+        None => Stream::Null,
     };
-    let mut captures = [None, None];
-    match &files[1] {
-        Some(p) => {
-            cmd.stdout(std::fs::File::create(p)?);
-        }
-        None => captures[0] = Some(capture("out")),
-    }
-    match &files[2] {
-        Some(p) => {
-            cmd.stderr(std::fs::File::create(p)?);
-        }
-        None => captures[1] = Some(capture("err")),
-    }
-    process::run(cmd, captures, timeout).await
+    let output = |file: &Option<String>, ext: &str| -> std::io::Result<Stream> {
+        Ok(match file {
+            Some(p) => Stream::File(std::fs::File::create(p)?),
+            None => Stream::Capture(Capture {
+                path: cfg.run_dir.join(task_stream(id, ext)),
+                echo: cfg.echo_apps,
+            }),
+        })
+    };
+    let streams = [stdin, output(&files[1], "out")?, output(&files[2], "err")?];
+    process::run(&cfg.launcher, words, streams, timeout).await
 }
