@@ -166,6 +166,8 @@ fn failed(id: u64, rank: Rank, error: String) -> Outcome {
 /// A bound server rank, ready to be published and run.
 pub struct Server {
     listener: TcpListener,
+    /// The same, for ranks of this host (`wire::listen_local`).
+    local: Option<tokio::net::UnixListener>,
     events: mpsc::UnboundedSender<Event>,
     rx: mpsc::UnboundedReceiver<Event>,
     dispatch: Arc<Dispatch>,
@@ -183,6 +185,9 @@ impl Server {
         };
         socket.bind(addr)?;
         let listener = socket.listen(LISTEN_BACKLOG)?;
+        let local = wire::listen_local(listener.local_addr()?)
+            .inspect_err(|e| tracing::warn!("ranks of this host will use TCP: {e}"))
+            .ok();
         let (events, rx) = mpsc::unbounded_channel();
         let (engine, inbox) = mpsc::unbounded_channel();
         let dispatch = Arc::new(Dispatch {
@@ -197,6 +202,7 @@ impl Server {
         });
         Ok(Server {
             listener,
+            local,
             events,
             rx,
             dispatch,
@@ -221,6 +227,7 @@ impl Server {
     ) -> Result<impl std::future::Future<Output = Result<(), String>>, String> {
         let Server {
             listener,
+            local,
             events,
             mut rx,
             dispatch,
@@ -240,24 +247,35 @@ impl Server {
             // Each expected rank connects once; a connection claiming another
             // rank, or one already connected, is refused and changes nothing.
             let callers = Arc::new(std::sync::Mutex::new(expected.clone()));
+            let admit = move |stream: wire::Stream, from: String| {
+                let (events, secret) = (events.clone(), secret.clone());
+                let callers = callers.clone();
+                tokio::spawn(async move {
+                    match wire::accept(stream, &secret).await {
+                        Ok((rank, reader, wr)) => {
+                            if callers.lock().expect("callers").remove(&rank) {
+                                attach(rank, reader, wr, events);
+                            } else {
+                                tracing::warn!(
+                                    "refused a connection from {from} claiming rank {rank}"
+                                );
+                            }
+                        }
+                        Err(e) => tracing::warn!("refused a connection from {from}: {e}"),
+                    }
+                });
+            };
+            if let Some(local) = local {
+                let admit = admit.clone();
+                tokio::spawn(async move {
+                    while let Ok((stream, _)) = local.accept().await {
+                        admit(wire::Stream::Local(stream), "this host".into());
+                    }
+                });
+            }
             tokio::spawn(async move {
                 while let Ok((stream, from)) = listener.accept().await {
-                    let (events, secret) = (events.clone(), secret.clone());
-                    let callers = callers.clone();
-                    tokio::spawn(async move {
-                        match wire::accept(stream, &secret).await {
-                            Ok((rank, reader, wr)) => {
-                                if callers.lock().expect("callers").remove(&rank) {
-                                    attach(rank, reader, wr, events);
-                                } else {
-                                    tracing::warn!(
-                                        "refused a connection from {from} claiming rank {rank}"
-                                    );
-                                }
-                            }
-                            Err(e) => tracing::warn!("refused a connection from {from}: {e}"),
-                        }
-                    });
+                    admit(wire::Stream::Tcp(stream), from.to_string());
                 }
             });
         }
@@ -361,12 +379,7 @@ impl State {
 }
 
 /// Feeds one connection's messages to the server loop.
-fn attach(
-    rank: Rank,
-    mut reader: Reader,
-    wr: tokio::net::tcp::OwnedWriteHalf,
-    events: mpsc::UnboundedSender<Event>,
-) {
+fn attach(rank: Rank, mut reader: Reader, wr: wire::Writer, events: mpsc::UnboundedSender<Event>) {
     let (tx, out) = mpsc::unbounded_channel();
     let writer = tokio::spawn(locus_proto::frame::write_batched(wr, out));
     let _ = events.send(Event::Joined(rank, tx, writer));
