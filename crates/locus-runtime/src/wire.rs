@@ -168,3 +168,46 @@ pub async fn accept(mut stream: Stream, secret: &Secret) -> io::Result<(Rank, Re
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn serve(stream: Stream, secret: Secret) -> Rank {
+        let (rank, mut reader, _wr) = accept(stream, &secret).await.unwrap();
+        assert!(matches!(
+            reader.next().await,
+            Ok(Some(RankMsg::Hello { rank: 8 }))
+        ));
+        rank
+    }
+
+    async fn call(addr: SocketAddr, secret: &Secret) {
+        let (_reader, mut wr) = connect(addr, secret, 7).await.unwrap();
+        send(&mut wr, &RankMsg::Hello { rank: 8 }).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_rank_of_this_host_is_reached_by_its_unix_socket_and_others_by_tcp() {
+        let secret = Secret::generate();
+        // Its TCP listener is never served: only the Unix one can answer.
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let local = listen_local(addr).unwrap();
+        let served = tokio::spawn({
+            let secret = secret.clone();
+            async move { serve(Stream::Local(local.accept().await.unwrap().0), secret).await }
+        });
+        call(addr, &secret).await;
+        assert_eq!(served.await.unwrap(), 7);
+        // Without a Unix socket: TCP.
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let served = tokio::spawn({
+            let secret = secret.clone();
+            async move { serve(Stream::Tcp(tcp.accept().await.unwrap().0), secret).await }
+        });
+        call(addr, &secret).await;
+        assert_eq!(served.await.unwrap(), 7);
+    }
+}
