@@ -481,3 +481,61 @@ fn a_joined_daemon_mounts_its_cluster_until_it_stops() {
     assert!(daemon.wait().unwrap().success());
     assert!(!m.mounted(), "unmounted when the daemon stopped");
 }
+
+fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let (from, to) = (c(from), c(to));
+    // SAFETY: two NUL-terminated paths that outlive the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    match rc {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+#[test]
+fn o_excl_fsync_and_rename_noreplace_behave_as_listed() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(2);
+    let (m0, m1) = (Mount::of(&c, 0), Mount::of(&c, 1));
+    let excl = |m: &Mount, p: &str| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(m.at(p))
+    };
+    // O_EXCL: a new name is made; an existing one is EEXIST on any node.
+    let mut w = excl(&m0, "/x").unwrap();
+    w.write_all(b"synced").unwrap();
+    // fsync flushes the private file being written; it is published only
+    // at close: until then other nodes read the last closed version (none).
+    w.sync_all().unwrap();
+    assert_eq!(std::fs::read(m1.at("/x")).unwrap(), b"");
+    drop(w);
+    assert_eq!(std::fs::read(m1.at("/x")).unwrap(), b"synced");
+    for m in [&m0, &m1] {
+        let e = excl(m, "/x").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+    }
+    // RENAME_NOREPLACE: refused onto an existing name, both left as they
+    // were; onto a free name, a rename.
+    std::fs::write(m1.at("/y"), "y").unwrap();
+    let e = rename_noreplace(&m0.at("/x"), &m0.at("/y")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EEXIST), "{e}");
+    assert_eq!(std::fs::read(m0.at("/x")).unwrap(), b"synced");
+    assert_eq!(std::fs::read(m0.at("/y")).unwrap(), b"y");
+    rename_noreplace(&m0.at("/x"), &m0.at("/z")).unwrap();
+    assert_eq!(std::fs::read(m1.at("/z")).unwrap(), b"synced");
+    assert!(!m0.at("/x").exists());
+}
