@@ -539,3 +539,29 @@ fn o_excl_fsync_and_rename_noreplace_behave_as_listed() {
     assert_eq!(std::fs::read(m1.at("/z")).unwrap(), b"synced");
     assert!(!m0.at("/x").exists());
 }
+
+#[test]
+fn bytes_an_app_fetches_by_undeclared_opens_are_in_its_record() {
+    if !can_mount() {
+        return;
+    }
+    // The data is made on node 1; the app on node 0 opens it by the paths
+    // a list gives, without declaring it.
+    let script = r#"import files;
+app (file o) make(int n) { "head" "-c" n "/dev/zero" @stdout=o; }
+app (file o) gather(file list) { "sh" "-c" "cat $(cat $1) | wc -c" "gather" list @stdout=o; }
+file a<"/locus/data/a.bin"> = @location=location(2, HARD, NODE) make(3000);
+file b<"/locus/data/b.bin"> = @location=location(2, HARD, NODE) make(5000);
+file list<"/locus/cfg/list.txt"> = write("/locus/data/a.bin /locus/data/b.bin\n");
+wait (a, b) {
+  file o<"/locus/out/n.txt"> = @location=location(0, HARD, NODE) gather(list);
+  trace(read(o));
+}
+"#;
+    let opts = ["-n", "5", "--nodes", "2", "--mount"];
+    let run = common::Run::new(&opts, script).ok();
+    assert!(run.stdout().contains("trace: 8000"), "{}", run.stdout());
+    let gather = run.records("gather");
+    assert_eq!(gather[0].node, "node0");
+    assert!(gather[0].remote_bytes >= 8000, "{:?}", gather[0]);
+}

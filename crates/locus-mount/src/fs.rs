@@ -189,6 +189,9 @@ impl LocusFs {
             Ok(c) => c,
             Err(e) => return reply.error(failed("open", &e)),
         };
+        if copy.fetched {
+            self.hold.fetched(copy.size);
+        }
         if !self.is_version(ino, copy.stamp) {
             // The kernel asks again by name and gets the current version.
             return reply.error(Errno::ESTALE);

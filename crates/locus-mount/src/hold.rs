@@ -4,7 +4,7 @@
 //! failed task changes nothing, through the mount too.
 
 use locus_fs::{Client, Writer};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A file written during the task, waiting for its end.
@@ -25,6 +25,8 @@ struct Inner {
     client: Client,
     active: AtomicBool,
     held: Mutex<Vec<Held>>,
+    /// Bytes fetched from other nodes by opens while the task runs.
+    fetched: AtomicU64,
 }
 
 impl Hold {
@@ -33,6 +35,7 @@ impl Hold {
             client,
             active: AtomicBool::new(false),
             held: Mutex::default(),
+            fetched: AtomicU64::new(0),
         }))
     }
 
@@ -43,6 +46,19 @@ impl Hold {
 
     pub(crate) fn active(&self) -> bool {
         self.0.active.load(Ordering::SeqCst)
+    }
+
+    /// Counts `bytes` an open fetched from another node, if a task runs.
+    pub(crate) fn fetched(&self, bytes: u64) {
+        if self.active() {
+            self.0.fetched.fetch_add(bytes, Ordering::SeqCst);
+        }
+    }
+
+    /// The bytes opens fetched from other nodes since the last call, while
+    /// a task ran: what its program read that it had not declared.
+    pub fn take_fetched(&self) -> u64 {
+        self.0.fetched.swap(0, Ordering::SeqCst)
     }
 
     pub(crate) fn keep(&self, writer: Writer, unwritten: bool, mtime_ns: Option<i64>) {

@@ -464,13 +464,16 @@ impl App<'_> {
         }
     }
 
-    /// Ends the mount's hold on what this attempt wrote through it.
-    async fn end_hold(&self, succeeded: bool) -> Result<(), String> {
+    /// Ends the mount's hold on what this attempt wrote through it, and
+    /// counts what it fetched through it.
+    async fn end_hold(&self, succeeded: bool, io: &mut Io) -> Result<(), String> {
         match &self.cfg.mounted {
-            Some(hold) => hold
-                .end(succeeded)
-                .await
-                .map_err(|e| format!("app '{}': publishing {LOCUS_PREFIX}{e}", self.func)),
+            Some(hold) => {
+                io.remote += hold.take_fetched();
+                hold.end(succeeded)
+                    .await
+                    .map_err(|e| format!("app '{}': publishing {LOCUS_PREFIX}{e}", self.func))
+            }
             None => Ok(()),
         }
     }
@@ -530,7 +533,7 @@ impl App<'_> {
             let ended = match spawned {
                 Ok(e) => e,
                 Err(e) => {
-                    self.end_hold(false).await?;
+                    self.end_hold(false, io).await?;
                     return Err(format!(
                         "app '{}': cannot run `{command}` on {node} (rank {}): {e}",
                         self.func, cfg.me
@@ -567,7 +570,7 @@ impl App<'_> {
                 )),
             };
             // What it wrote through the mount: published only if it succeeded.
-            self.end_hold(failure.is_none()).await?;
+            self.end_hold(failure.is_none(), io).await?;
             let Some(failure) = failure else { break };
             if *attempts > cfg.retries {
                 return Err(format!(
