@@ -12,6 +12,7 @@ use locus_lang::{compile, ir::Program};
 use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch};
 use locus_runtime::rank::{run_rank, RankOptions};
 use locus_runtime::rendezvous::RankEnv;
+use locus_runtime::resume::ResumeBy;
 use locus_runtime::{Counts, Locality, Progress};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -59,9 +60,23 @@ pub struct RunArgs {
     /// Pick up where an earlier run of this --run-dir stopped (same script,
     /// same file system): an app task it finished whose command is the same
     /// and whose input and output files are the versions it saw is not run
-    /// again. The run's own file system (RUN_DIR/fs) is started again.
-    #[arg(long, requires = "run_dir")]
-    pub resume: bool,
+    /// again. `--resume=content`: files of other versions with the same
+    /// bytes count as unchanged too, where the earlier run recorded their
+    /// hashes (--record-hashes; a run resumed by content records them). The
+    /// run's own file system (RUN_DIR/fs) is started again.
+    #[arg(
+        long,
+        requires = "run_dir",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "versions",
+        value_name = "versions|content"
+    )]
+    pub resume: Option<ResumeBy>,
+    /// Records hold the BLAKE3 hashes of the files each app task read and
+    /// wrote, for a later `--resume=content` (each file is read once more).
+    #[arg(long)]
+    pub record_hashes: bool,
     /// The longest (milliseconds) a SOFT task waits for its busy target
     /// before another worker may take it (same node first). Without it, a
     /// SOFT task leaves when fetching its inputs is expected to be quicker
@@ -175,6 +190,7 @@ impl RunArgs {
             quiet_apps: self.quiet_apps,
             mount: self.mount,
             resume: self.resume,
+            record_hashes: self.record_hashes || self.resume == Some(ResumeBy::Content),
             soft_wait: self.soft_wait.map(Duration::from_millis),
             args: self.args.clone(),
             include: self.modules.search(),

@@ -106,9 +106,9 @@ foreach k in [0:9] {
 file all<"/locus/all.txt"> = join(parts);
 "#;
 
-/// Runs the pipeline in `work/run` (resuming if asked): whether it
-/// succeeded, and its records.
-fn pipeline(work: &Path, resume: bool) -> (bool, Vec<TaskRecord>) {
+/// Runs the pipeline in `work/run` with `extra` options (`--resume`):
+/// whether it succeeded, and its records.
+fn pipeline(work: &Path, extra: &[&str]) -> (bool, Vec<TaskRecord>) {
     let script = work.join("p.swift");
     std::fs::write(&script, PIPELINE).unwrap();
     let run_dir = work.join("run");
@@ -116,9 +116,7 @@ fn pipeline(work: &Path, resume: bool) -> (bool, Vec<TaskRecord>) {
     let flag = format!("--flag={}", work.join("flag").display());
     let mut args = vec!["run", "-n", "3", "--quiet-apps"];
     args.extend(["--run-dir", run_dir.to_str().unwrap()]);
-    if resume {
-        args.push("--resume");
-    }
+    args.extend(extra);
     args.extend([script.to_str().unwrap(), dir.as_str(), flag.as_str()]);
     let out = locus(&args);
     (
@@ -146,12 +144,12 @@ fn a_resumed_run_does_only_what_is_not_done() {
         std::fs::write(w.join(format!("in{k}.txt")), format!("part {k}\n")).unwrap();
     }
     std::fs::write(w.join("flag"), "").unwrap();
-    let (succeeded, first) = pipeline(w, false);
+    let (succeeded, first) = pipeline(w, &[]);
     assert!(!succeeded);
     let done_first = first.iter().filter(|r| r.error.is_none()).count();
     // Step 5 runs again, and whatever the failed run did not finish.
     std::fs::remove_file(w.join("flag")).unwrap();
-    let (succeeded, second) = pipeline(w, true);
+    let (succeeded, second) = pipeline(w, &["--resume"]);
     assert!(succeeded, "{second:?}");
     let (ran, resumed) = ran_and_resumed(&second);
     assert_eq!(resumed, done_first, "{second:?}");
@@ -161,12 +159,12 @@ fn a_resumed_run_does_only_what_is_not_done() {
         .iter()
         .any(|r| r.func == "step" && !r.resumed && r.argv[4] == "5"));
     // Nothing changed: nothing runs.
-    let (succeeded, third) = pipeline(w, true);
+    let (succeeded, third) = pipeline(w, &["--resume"]);
     assert!(succeeded);
     assert_eq!(ran_and_resumed(&third), (vec![], 11));
     // One input changed: its step and the join run again, nothing else.
     std::fs::write(w.join("in3.txt"), "part three\n").unwrap();
-    let (succeeded, fourth) = pipeline(w, true);
+    let (succeeded, fourth) = pipeline(w, &["--resume"]);
     assert!(succeeded);
     let again = vec!["join".to_string(), "step".to_string()];
     assert_eq!(ran_and_resumed(&fourth), (again, 9));
@@ -196,5 +194,38 @@ fn a_resumed_run_does_only_what_is_not_done() {
     ok(&locus(&["fs", "down", "--dir", fs]));
     // Nothing to resume is an error.
     let empty = tempfile::tempdir().unwrap();
-    assert!(!pipeline(empty.path(), true).0);
+    assert!(!pipeline(empty.path(), &["--resume"]).0);
+}
+
+#[test]
+fn a_run_resumed_by_content_keeps_tasks_whose_files_have_the_same_bytes() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let write = |k: u32, text: &str| std::fs::write(w.join(format!("in{k}.txt")), text).unwrap();
+    for k in 0..10 {
+        write(k, &format!("part {k}\n"));
+    }
+    let (succeeded, first) = pipeline(w, &["--record-hashes"]);
+    assert!(succeeded, "{first:?}");
+    assert!(first
+        .iter()
+        .all(|r| r.inputs.iter().all(|i| i.hash.is_some())));
+    // Rewritten with the same bytes: a new version, the same content.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(3, "part 3\n");
+    let (succeeded, second) = pipeline(w, &["--resume=content"]);
+    assert!(succeeded, "{second:?}");
+    assert_eq!(ran_and_resumed(&second), (vec![], 11));
+    // By versions, the same rewrite runs its step and the join again.
+    write(3, "part 3\n");
+    let (_, third) = pipeline(w, &["--resume"]);
+    let again = vec!["join".to_string(), "step".to_string()];
+    assert_eq!(ran_and_resumed(&third), (again.clone(), 9));
+    // Other bytes: by content too.
+    write(3, "part three\n");
+    let (_, fourth) = pipeline(w, &["--resume=content"]);
+    assert_eq!(ran_and_resumed(&fourth), (again, 9));
+    let bad = locus(&["run", "--resume=bytes", "--run-dir", "x", "p.swift"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("expected versions or content"), "{err}");
 }

@@ -75,7 +75,7 @@ pub fn launch_ranks(
     let run_dir = &r.rank.run_dir;
     let dir_err = |e: std::io::Error| format!("run directory {}: {e}", run_dir.display());
     claim_run_dir(run_dir).map_err(dir_err)?;
-    if r.rank.resume {
+    if r.rank.resume.is_some() {
         if !records_dir(run_dir).exists() && !resume_dir(run_dir).exists() {
             return Err(format!(
                 "--resume: {} holds no earlier run's records",
@@ -99,7 +99,7 @@ pub fn launch_ranks(
     let own_fs = r.rank.fs_dir.is_none();
     let fs_dir = r.rank.fs_dir.clone().unwrap_or_else(|| run_dir.join("fs"));
     // A resumed run goes on with the files of the file system it made.
-    let reuse_fs = own_fs && r.rank.resume && fs_dir.join(CLUSTER_FILE).exists();
+    let reuse_fs = own_fs && r.rank.resume.is_some() && fs_dir.join(CLUSTER_FILE).exists();
     if own_fs && !reuse_fs && fs_dir.exists() {
         // An earlier run's, possibly kept running (--keep-fs).
         let _ = daemons::stop(&fs_dir, false);

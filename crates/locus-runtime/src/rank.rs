@@ -8,7 +8,7 @@ use crate::pmi::Pmi;
 use crate::record::now_us;
 use crate::remote::ControlStats;
 use crate::rendezvous::{self, Entry, RankEnv, RanksDir, Wireup};
-use crate::resume::Resume;
+use crate::resume::{Resume, ResumeBy};
 use crate::server::{Server, ServerConfig};
 use crate::storage::Storage;
 use crate::worker::{run_worker, WorkerConfig};
@@ -58,9 +58,13 @@ pub struct RankOptions {
     #[serde(default)]
     pub mount: bool,
     /// Pick up where the run directory's earlier runs stopped: an app task
-    /// they did whose files are unchanged is not run again.
+    /// they did whose files are unchanged (by version, or by content) is
+    /// not run again.
     #[serde(default)]
-    pub resume: bool,
+    pub resume: Option<ResumeBy>,
+    /// Records hold the hashes of the files tasks read and write.
+    #[serde(default)]
+    pub record_hashes: bool,
     /// `--soft-wait`: the longest a SOFT task waits for its busy target.
     pub soft_wait: Option<Duration>,
     pub args: Vec<String>,
@@ -85,7 +89,8 @@ impl RankOptions {
             task_timeout: None,
             quiet_apps: false,
             mount: false,
-            resume: false,
+            resume: None,
+            record_hashes: false,
             soft_wait: None,
             args: Vec::new(),
             stall: Duration::from_millis(500),
@@ -252,6 +257,7 @@ async fn rank_main(
         let cfg = WorkerConfig {
             me,
             launcher,
+            record_hashes: opts.record_hashes,
             server: entries[server_rank as usize]
                 .addr
                 .ok_or_else(|| format!("server rank {server_rank} published no address"))?,

@@ -107,6 +107,9 @@ impl TaskRecord {
 pub struct Seen {
     pub path: String,
     pub version: String,
+    /// The BLAKE3 hash of its bytes, in runs resumed by content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
 }
 
 impl Seen {
@@ -114,7 +117,17 @@ impl Seen {
         Seen {
             path: path.to_string(),
             version: format!("s{stamp}"),
+            hash: None,
         }
+    }
+
+    /// With the hash of its bytes, found at `local` on this host, when
+    /// `content` (a file that cannot be read has none).
+    pub fn hashed(mut self, local: &Path, content: bool) -> Seen {
+        if content {
+            self.hash = hash_file(local).ok();
+        }
+        self
     }
 
     /// Host file `path` as it is now, if it exists.
@@ -128,8 +141,16 @@ impl Seen {
                 m.len(),
                 m.mtime() * 1_000_000_000 + m.mtime_nsec()
             ),
+            hash: None,
         })
     }
+}
+
+/// The BLAKE3 hash of the bytes of host file `path`, in hex.
+pub fn hash_file(path: &Path) -> io::Result<String> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_reader(std::fs::File::open(path)?)?;
+    Ok(hasher.finalize().to_hex().to_string())
 }
 
 pub fn records_dir(run_dir: &Path) -> PathBuf {

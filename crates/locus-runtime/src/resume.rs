@@ -6,18 +6,44 @@
 //! succeeded is not run again when every file it read is the version it
 //! read then and every file it wrote is still the version it wrote; its
 //! outputs are taken as they are (unmapped ones at their earlier paths).
+//! By content (`--resume=content`), a file that is another version with
+//! the bytes an earlier run recorded the hash of counts as unchanged.
 
 use crate::files::LOCUS_PREFIX;
 use crate::record::{self, Recorder, Seen, TaskRecord};
 use crate::storage::Storage;
 use locus_proto::run::{Arg, Placed, Rank};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
+/// What `--resume` compares of the files a task read and wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResumeBy {
+    /// Their versions (Locus stamps; host files' size and mtime).
+    Versions,
+    /// Their versions, else the hashes of their bytes (which runs resumed
+    /// by content record).
+    Content,
+}
+
+impl std::str::FromStr for ResumeBy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ResumeBy, String> {
+        match s {
+            "versions" => Ok(ResumeBy::Versions),
+            "content" => Ok(ResumeBy::Content),
+            _ => Err(format!("'{s}': expected versions or content")),
+        }
+    }
+}
+
 pub struct Resume {
     /// Earlier runs' successful records, by key (empty without `--resume`).
     done: HashMap<String, TaskRecord>,
+    by: ResumeBy,
     /// Unmapped files → the key of the task that wrote them and which of
     /// its outputs each is.
     made_by: Mutex<HashMap<String, String>>,
@@ -30,15 +56,15 @@ pub struct Resume {
 impl Resume {
     /// For the server `rank` of the run in `run_dir`; reads the earlier
     /// runs' records when `resume`.
-    pub fn new(run_dir: &Path, rank: Rank, resume: bool) -> Result<Resume, String> {
-        let done = if resume {
-            record::load_resume(run_dir)
-                .map_err(|e| format!("{}: {e}", record::resume_dir(run_dir).display()))?
-        } else {
-            HashMap::new()
+    pub fn new(run_dir: &Path, rank: Rank, resume: Option<ResumeBy>) -> Result<Resume, String> {
+        let done = match resume {
+            Some(_) => record::load_resume(run_dir)
+                .map_err(|e| format!("{}: {e}", record::resume_dir(run_dir).display()))?,
+            None => HashMap::new(),
         };
         Ok(Resume {
             done,
+            by: resume.unwrap_or(ResumeBy::Versions),
             made_by: Mutex::default(),
             host_temp: format!("{}/", run_dir.join("tmp").display()),
             recorder: Mutex::new(Recorder::new(run_dir, rank)),
@@ -94,16 +120,30 @@ impl Resume {
             // A host input that is not there was not recorded either.
             now.extend(storage.seen(p).await);
         }
-        let versions = |v: &[Seen]| v.iter().map(|s| s.version.clone()).collect::<Vec<_>>();
-        if versions(&now) != versions(&done.inputs) {
+        if now.len() != done.inputs.len() {
             return None;
         }
+        for (now, then) in now.iter().zip(&done.inputs) {
+            if !self.same(storage, now, then).await {
+                return None;
+            }
+        }
         for out in &done.outputs {
-            if storage.seen(&out.path).await.as_ref() != Some(out) {
+            let now = storage.seen(&out.path).await?;
+            if !self.same(storage, &now, out).await {
                 return None;
             }
         }
         Some(done)
+    }
+
+    /// Whether a file seen `now` is as a task saw it `then`: the same
+    /// version, or by content the bytes it recorded the hash of.
+    async fn same(&self, storage: &Storage, now: &Seen, then: &Seen) -> bool {
+        now.version == then.version
+            || (self.by == ResumeBy::Content
+                && then.hash.is_some()
+                && storage.content_hash(&then.path).await == then.hash)
     }
 
     /// Records that task `id` (a call of `func` at `at`, seen by server

@@ -351,6 +351,21 @@ impl Storage {
         Some(Seen::locus(path, rec.stamp))
     }
 
+    /// The hash of the bytes of `path` now (a Locus file is made local to
+    /// this node first); `None` if it cannot be read.
+    pub async fn content_hash(&self, path: &str) -> Option<String> {
+        let local = match fs_path(path) {
+            None => std::path::PathBuf::from(path),
+            Some(_) => {
+                let (client, fp) = self.on_fs(path)?;
+                client.local_copy(fp).await.ok()?.path
+            }
+        };
+        tokio::task::spawn_blocking(move || crate::record::hash_file(&local).ok())
+            .await
+            .ok()?
+    }
+
     /// Whether Locus file `path` is lost with a node (`Client::lost`); a
     /// host file never is.
     pub async fn lost(&self, path: &str) -> Result<bool, String> {

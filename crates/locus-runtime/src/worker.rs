@@ -8,7 +8,7 @@ use crate::files::{fs_path, LOCUS_PREFIX};
 use crate::interp::{Interpreter, Lang};
 use crate::layout::Layout;
 use crate::process::{self, Capture, Ended, Stream, Usage};
-use crate::record::{now_us, task_stream, Recorder, Seen, TaskRecord};
+use crate::record::{hash_file, now_us, task_stream, Recorder, Seen, TaskRecord};
 use crate::wire;
 use locus_fs::peer::is_unreachable;
 use locus_fs::{Client, Output};
@@ -61,6 +61,9 @@ pub struct WorkerConfig {
     pub left: std::sync::atomic::AtomicBool,
     /// Starts apps with the rank's environment (`launcher`).
     pub launcher: process::Launcher,
+    /// Records hold the hashes of the files tasks read and write
+    /// (`--resume=content`).
+    pub record_hashes: bool,
 }
 
 /// What starts this worker's apps: this process's environment, with the
@@ -415,7 +418,9 @@ impl App<'_> {
             Arg::Lit(s) => Ok(s.clone()),
             Arg::In(p) => match fs_path(p) {
                 None => {
-                    io.inputs.extend(Seen::host(p));
+                    let hashed =
+                        |s: Seen| s.hashed(std::path::Path::new(p), self.cfg.record_hashes);
+                    io.inputs.extend(Seen::host(p).map(hashed));
                     Ok(p.clone())
                 }
                 Some(fp) => {
@@ -429,7 +434,9 @@ impl App<'_> {
                             return Err(fail(p, &e));
                         }
                     };
-                    io.inputs.push(Seen::locus(p, copy.stamp));
+                    io.inputs.push(
+                        Seen::locus(p, copy.stamp).hashed(&copy.path, self.cfg.record_hashes),
+                    );
                     if copy.fetched {
                         io.remote += copy.size;
                     } else {
@@ -600,11 +607,21 @@ impl App<'_> {
             ));
         }
         let committing = Instant::now();
+        // Hashed where the program wrote them, before they move.
+        let hashes: Vec<Option<String>> = outputs
+            .pending
+            .iter()
+            .map(|o| {
+                cfg.record_hashes
+                    .then(|| hash_file(&o.local).ok())
+                    .flatten()
+            })
+            .collect();
         let records = match (self.cfg.fs.as_ref(), outputs.pending.is_empty()) {
             (Some(fs), false) => fs.commit_all(&outputs.pending).await,
             _ => Vec::new(),
         };
-        for (out, record) in outputs.pending.iter().zip(records) {
+        for ((out, record), hash) in outputs.pending.iter().zip(records).zip(hashes) {
             let record = record.map_err(|e| {
                 format!(
                     "app '{}': registering {LOCUS_PREFIX}{}: {e}",
@@ -613,7 +630,10 @@ impl App<'_> {
             })?;
             io.written += record.size;
             let path = format!("{LOCUS_PREFIX}{}", out.path);
-            io.outputs.push(Seen::locus(&path, record.stamp));
+            io.outputs.push(Seen {
+                hash,
+                ..Seen::locus(&path, record.stamp)
+            });
             io.made.push((path, record));
         }
         io.commit_us = committing.elapsed().as_micros() as u64;
@@ -627,7 +647,8 @@ impl App<'_> {
             .filter(|p| fs_path(p).is_none());
         for p in host_outputs {
             if !io.outputs.iter().any(|s| &s.path == p) {
-                io.outputs.extend(Seen::host(p));
+                let hashed = |s: Seen| s.hashed(std::path::Path::new(p), cfg.record_hashes);
+                io.outputs.extend(Seen::host(p).map(hashed));
             }
         }
         Ok(())
