@@ -62,7 +62,7 @@ pub struct WorkerConfig {
     /// Starts apps with the rank's environment (`launcher`).
     pub launcher: process::Launcher,
     /// Records hold the hashes of the files tasks read and write
-    /// (`--resume=content`).
+    /// (`--record-hashes`, for `--resume=content`).
     pub record_hashes: bool,
 }
 
