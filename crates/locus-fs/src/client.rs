@@ -1223,20 +1223,19 @@ impl Client {
     }
 
     /// Writes a whole file, creating it (and its missing parent
-    /// directories) or replacing its contents.
+    /// directories) or replacing its contents: written in a private place,
+    /// then published as `commit` does (a new file in one request where one
+    /// daemon keeps its name and record).
     pub async fn put(&self, path: &str, data: &[u8]) -> FsResult<Record> {
-        let mut w = match self.create_or_truncate(path).await {
-            Err(e) => {
-                self.make_parents(path, e).await?;
-                self.create_or_truncate(path).await?
-            }
-            Ok(w) => w,
+        let out = self.output(path)?;
+        let published = match std::fs::write(&out.local, data) {
+            Ok(()) => self.commit(&out).await,
+            Err(e) => Err(FsError::io(&out.path, &e)),
         };
-        if let Err(e) = w.write_all(data) {
-            w.abort().await;
-            return Err(FsError::io(path, &e));
+        if published.is_err() {
+            self.discard(&out);
         }
-        w.close().await
+        published
     }
 
     /// A private place in this node's store for a program to write `path`
