@@ -321,3 +321,53 @@ fn a_name_lost_with_its_daemon_is_given_back_from_a_copy_that_survived() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_file_written_in_pieces_reaches_its_replica_as_it_is_written() {
+    use std::io::{Seek, SeekFrom, Write};
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let rt = rt();
+    let piece = |k: u8| vec![b'a' + k; 1 << 20];
+    let whole: Vec<u8> = (0..12).flat_map(piece).collect();
+    rt.block_on(async {
+        let writer = c.client(0);
+        let mut w = writer.create("/big").await.unwrap();
+        for k in 0..12 {
+            w.write_all(&piece(k)).unwrap();
+        }
+        let rec = w.close().await.unwrap();
+        assert_eq!((rec.size, rec.holders.clone()), (12 << 20, vec![0, 1]));
+        assert_eq!(
+            std::fs::read(c.stored(1, "/big", rec.stamp)).unwrap(),
+            whole
+        );
+        // A writer that also writes at an offset: the copy is made at close.
+        let mut w = writer.create("/patched").await.unwrap();
+        w.write_all(&whole).unwrap();
+        w.file().seek(SeekFrom::Start(5)).unwrap();
+        w.file().write_all(b"PATCH").unwrap();
+        let rec = w.close().await.unwrap();
+        let mut want = whole.clone();
+        want[5..10].copy_from_slice(b"PATCH");
+        assert_eq!(rec.holders, vec![0, 1]);
+        assert_eq!(
+            std::fs::read(c.stored(1, "/patched", rec.stamp)).unwrap(),
+            want
+        );
+    });
+    // With node 1's daemon gone, the copy goes to node 2.
+    c.signal(1, libc::SIGKILL);
+    rt.block_on(async {
+        let mut w = c.client(0).create("/later").await.unwrap();
+        w.write_all(&whole).unwrap();
+        let rec = w.close().await.unwrap();
+        assert_eq!(rec.holders, vec![0, 2]);
+        assert_eq!(c.client(2).get("/later").await.unwrap(), whole);
+        assert_eq!(
+            std::fs::read_dir(c.node_dir(1).join("tmp"))
+                .unwrap()
+                .count(),
+            0
+        );
+    });
+}

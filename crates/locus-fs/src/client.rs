@@ -7,6 +7,7 @@
 //! first and decides which of two racing creators wins.
 
 use crate::cluster::{replica_set, ClusterSpec, SECRET_FILE};
+use crate::follow::Follower;
 use crate::meta::now_ns;
 use crate::path::{join, normalise, split};
 use crate::peer::{is_unreachable, Endpoint, Peer};
@@ -88,6 +89,8 @@ struct Inner {
     store: Store,
     diskless: bool,
     peers: Vec<Peer>,
+    /// Each node's directory (its store, for nodes on this host).
+    dirs: Vec<PathBuf>,
     ring: Ring,
     placement: Placement,
     lease_ms: u32,
@@ -176,6 +179,7 @@ impl Client {
                 store,
                 diskless: opts.scratch.is_some(),
                 peers,
+                dirs: spec.nodes.iter().map(|n| n.dir.clone()).collect(),
                 ring: spec.ring(),
                 placement: opts.placement.unwrap_or(spec.placement),
                 lease_ms: opts.lease.as_millis().clamp(30, u32::MAX as u128) as u32,
@@ -964,6 +968,7 @@ impl Client {
                 return Err(e);
             }
         };
+        let follower = self.follower(&tmp, target);
         Ok(Writer {
             client: self.clone(),
             path,
@@ -972,9 +977,28 @@ impl Client {
             replacing,
             tmp,
             file: Some(file),
+            follower,
             closed: false,
             _renewal: renewal,
         })
+    }
+
+    /// The copy of a file written here to its first replica, made while it
+    /// is written, where that node is on this host.
+    fn follower(&self, tmp: &Path, target: NodeId) -> Option<Follower> {
+        let me = self.inner.me;
+        if self.inner.replicas == 1 || target != me || self.inner.diskless {
+            return None;
+        }
+        let first = replica_set(me, self.inner.peers.len(), 2)
+            .into_iter()
+            .nth(1)?;
+        if !self.same_host(first) {
+            return None;
+        }
+        Follower::start(first, &self.inner.dirs[first as usize], tmp)
+            .inspect_err(|e| tracing::debug!("no replica copy while writing: {e}"))
+            .ok()
     }
 
     /// Copies the current contents of `path` into `tmp`, from this node's
@@ -1358,9 +1382,8 @@ impl Client {
         self.finish_write(
             &out.local,
             path,
-            lease.token,
-            size,
-            target,
+            (lease.token, size),
+            (target, &[]),
             replacing.as_ref(),
         )
         .await
@@ -1614,18 +1637,18 @@ impl Client {
     }
 
     /// Stores `src` (`size` bytes) as the version `token` of `path` on node
-    /// `target` and commits it, as the write holding lock `token`; a write
+    /// `target` (and its replicas, besides nodes `made` that hold it
+    /// already) and commits it, as the write holding lock `token`; a write
     /// whose bytes cannot be stored is given up.
     async fn finish_write(
         &self,
         src: &Path,
         path: &str,
-        token: u64,
-        size: u64,
-        target: NodeId,
+        (token, size): (u64, u64),
+        (target, made): (NodeId, &[NodeId]),
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
-        let copies = match self.place_bytes(src, path, token, target).await {
+        let copies = match self.place_bytes(src, path, token, (target, made)).await {
             Ok(c) => c,
             Err(e) => {
                 self.give_up(path, token, replacing.is_none()).await;
@@ -1638,23 +1661,26 @@ impl Client {
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
     /// pushed there; `src` is gone either way), and its first replica on
     /// the next node that takes it (all of them when `target` is another
-    /// node: `src` is not kept). No other copy is touched. Returns the
-    /// nodes holding the copy, `target` first.
+    /// node: `src` is not kept), unless the nodes `made` hold it already.
+    /// No other copy is touched. Returns the nodes holding the copy,
+    /// `target` first.
     async fn place_bytes(
         &self,
         src: &Path,
         path: &str,
         stamp: u64,
-        target: NodeId,
+        (target, made): (NodeId, &[NodeId]),
     ) -> FsResult<Vec<NodeId>> {
         let here = target == self.inner.me && !self.inner.diskless;
         let wanted = match here {
             true => 1,
             false => self.inner.replicas - 1,
         };
-        let replicas = self
-            .push_replicas(src, path, stamp, target, &[], wanted)
+        let wanted = wanted.saturating_sub(made.len() as u32);
+        let pushed = self
+            .push_replicas(src, path, stamp, target, made, wanted)
             .await;
+        let replicas: Vec<NodeId> = made.iter().copied().chain(pushed).collect();
         let placed = if here {
             let installed = self.inner.store.install(src, path, stamp);
             if installed.is_err() {
@@ -1877,6 +1903,9 @@ pub struct Writer {
     replacing: Option<Record>,
     tmp: PathBuf,
     file: Option<File>,
+    /// The first replica, copied as the file is written (while it is only
+    /// appended to).
+    follower: Option<Follower>,
     closed: bool,
     _renewal: LeaseGuard,
 }
@@ -1886,8 +1915,10 @@ impl Writer {
         &self.path
     }
 
-    /// The underlying local file, for seeking or positioned writes.
+    /// The underlying local file, for seeking or positioned writes (the
+    /// first replica is then copied at `close`).
     pub fn file(&mut self) -> &mut File {
+        self.follower = None;
         self.file.as_mut().expect("open until closed")
     }
 
@@ -1903,14 +1934,32 @@ impl Writer {
             .map_err(|e| FsError::io(&self.path, &e))?
             .len();
         drop(file);
+        // A copy on a node that does not answer would not count: the
+        // replica goes to the next node that does.
+        let follower = match self.follower.take() {
+            Some(f) if self.client.ping(f.node).await.is_ok() => Some(f),
+            _ => None,
+        };
+        let made = match follower {
+            Some(f) => {
+                let (node, path, token) = (f.node, self.path.clone(), self.lease.token);
+                match blocking(move || f.finish(&path, token, size)).await {
+                    Ok(()) => vec![node],
+                    Err(e) => {
+                        tracing::debug!("{}: replica copy while writing: {e}", self.path);
+                        Vec::new()
+                    }
+                }
+            }
+            None => Vec::new(),
+        };
         let replacing = self.replacing.as_ref();
         self.client
             .finish_write(
                 &self.tmp,
                 &self.path,
-                self.lease.token,
-                size,
-                self.target,
+                (self.lease.token, size),
+                (self.target, &made),
                 replacing,
             )
             .await
@@ -1947,11 +1996,11 @@ impl Writer {
 
 impl Write for Writer {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file().write(buf)
+        self.file.as_mut().expect("open until closed").write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.file().flush()
+        self.file.as_mut().expect("open until closed").flush()
     }
 }
 

@@ -1,0 +1,173 @@
+//! The first replica of a file being written, made while it is written.
+//! FusionFS copies a new file to a replica before `close` returns; where
+//! the replica's node is on this host, a thread copies what the writer
+//! appends (in the kernel) into a temporary file of that node's store, so
+//! the copy overlaps the write and `close` waits only for its tail.
+
+use crate::store::Store;
+use locus_proto::fs::NodeId;
+use locus_proto::{Errno, FsError, FsResult};
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How long the copy waits for more bytes once it has caught up.
+const CAUGHT_UP_PAUSE: Duration = Duration::from_micros(500);
+
+pub struct Follower {
+    /// The node the copy is for.
+    pub node: NodeId,
+    store: Store,
+    tmp: PathBuf,
+    state: Arc<State>,
+    thread: Option<JoinHandle<io::Result<u64>>>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The writer wrote its last byte.
+    done: AtomicBool,
+    /// The copy is not wanted any more.
+    cancelled: AtomicBool,
+}
+
+impl Follower {
+    /// Starts copying `source` (a writer's temporary file, only ever
+    /// appended to while followed) into the store of node `node`, whose
+    /// directory on this host is `node_dir`.
+    pub fn start(node: NodeId, node_dir: &Path, source: &Path) -> FsResult<Follower> {
+        let io_err = |p: &Path, e: &io::Error| FsError::io(p.display().to_string(), e);
+        let store = Store::open(node_dir).map_err(|e| io_err(node_dir, &e))?;
+        let from = File::open(source).map_err(|e| io_err(source, &e))?;
+        let (tmp, to) = store.temp_file()?;
+        let state = Arc::new(State::default());
+        let spawned = std::thread::Builder::new()
+            .name("locus-follow".into())
+            .spawn({
+                let state = state.clone();
+                move || follow(&from, &to, &state)
+            });
+        match spawned {
+            Ok(thread) => Ok(Follower {
+                node,
+                store,
+                tmp,
+                state,
+                thread: Some(thread),
+            }),
+            Err(e) => {
+                store.discard(&tmp);
+                Err(io_err(source, &e))
+            }
+        }
+    }
+
+    /// Once the writer wrote its last byte: waits for the copy of all
+    /// `size` bytes and stores it as copy `stamp` of `path` on its node.
+    pub fn finish(mut self, path: &str, stamp: u64, size: u64) -> FsResult<()> {
+        self.state.done.store(true, Ordering::Release);
+        let thread = self.thread.take().expect("finished once");
+        let copied = match thread.join() {
+            Ok(Ok(n)) if n == size => self.store.install(&self.tmp, path, stamp),
+            Ok(Ok(n)) => Err(FsError::new(Errno::EIO, path)
+                .with_detail(format!("replica copy has {n} of {size} bytes"))),
+            Ok(Err(e)) => Err(FsError::io(path, &e)),
+            Err(_) => Err(FsError::new(Errno::EIO, path).with_detail("replica copy panicked")),
+        };
+        if copied.is_err() {
+            self.store.discard(&self.tmp);
+        }
+        copied
+    }
+}
+
+impl Drop for Follower {
+    /// A copy not finished is stopped and removed.
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            self.state.cancelled.store(true, Ordering::Release);
+            let _ = thread.join();
+            self.store.discard(&self.tmp);
+        }
+    }
+}
+
+/// Copies `from` into `to` as it grows, until the writer is done (then to
+/// its end) or the copy is cancelled; returns the bytes copied.
+fn follow(from: &File, to: &File, state: &State) -> io::Result<u64> {
+    let mut at: i64 = 0;
+    loop {
+        // Read before copying: everything written before `done` was set is
+        // in the file by the time this pass reaches its end.
+        let done = state.done.load(Ordering::Acquire);
+        loop {
+            let mut out_at = at;
+            // SAFETY: both descriptors are open for the call; the offsets
+            // are this function's own.
+            let n = unsafe {
+                libc::copy_file_range(
+                    from.as_raw_fd(),
+                    &mut at,
+                    to.as_raw_fd(),
+                    &mut out_at,
+                    1 << 20,
+                    0,
+                )
+            };
+            match n {
+                0 => break,
+                n if n > 0 => {}
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(e);
+                    }
+                }
+            }
+            if state.cancelled.load(Ordering::Acquire) {
+                return Ok(at as u64);
+            }
+        }
+        if done || state.cancelled.load(Ordering::Acquire) {
+            return Ok(at as u64);
+        }
+        std::thread::sleep(CAUGHT_UP_PAUSE);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_followed_file_is_copied_whole_and_a_cancelled_copy_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mine, theirs) = (dir.path().join("a"), dir.path().join("b"));
+        let store = Store::open(&mine).unwrap();
+        let (tmp, mut file) = store.temp_file().unwrap();
+        let follower = Follower::start(1, &theirs, &tmp).unwrap();
+        let chunk = vec![7u8; 300_000];
+        for _ in 0..20 {
+            file.write_all(&chunk).unwrap();
+        }
+        follower.finish("/d/f", 9, 6_000_000).unwrap();
+        let copy = Store::open(&theirs).unwrap().data_path("/d/f", 9);
+        assert_eq!(std::fs::read(copy).unwrap().len(), 6_000_000);
+        // Cancelled (dropped) while the writer writes: no file is left.
+        let follower = Follower::start(1, &theirs, &tmp).unwrap();
+        file.write_all(&chunk).unwrap();
+        drop(follower);
+        assert_eq!(std::fs::read_dir(theirs.join("tmp")).unwrap().count(), 0);
+        // A size that does not match what was written: not stored.
+        let follower = Follower::start(1, &theirs, &tmp).unwrap();
+        let e = follower.finish("/d/g", 9, 1).unwrap_err();
+        assert_eq!(e.code, Errno::EIO);
+        assert!(!Store::open(&theirs).unwrap().data_path("/d/g", 9).exists());
+    }
+}
