@@ -335,7 +335,15 @@ fn a_file_written_in_pieces_reaches_its_replica_as_it_is_written() {
         for k in 0..12 {
             w.write_all(&piece(k)).unwrap();
         }
+        // The copy is being made in node 1's store before `close`.
+        let copying = || {
+            std::fs::read_dir(c.node_dir(1).join("tmp"))
+                .unwrap()
+                .count()
+        };
+        assert_eq!(copying(), 1);
         let rec = w.close().await.unwrap();
+        assert_eq!(copying(), 0);
         assert_eq!((rec.size, rec.holders.clone()), (12 << 20, vec![0, 1]));
         assert_eq!(
             std::fs::read(c.stored(1, "/big", rec.stamp)).unwrap(),

@@ -968,7 +968,6 @@ impl Client {
                 return Err(e);
             }
         };
-        let follower = self.follower(&tmp, target);
         Ok(Writer {
             client: self.clone(),
             path,
@@ -977,7 +976,8 @@ impl Client {
             replacing,
             tmp,
             file: Some(file),
-            follower,
+            may_follow: true,
+            follower: None,
             closed: false,
             _renewal: renewal,
         })
@@ -1903,8 +1903,10 @@ pub struct Writer {
     replacing: Option<Record>,
     tmp: PathBuf,
     file: Option<File>,
-    /// The first replica, copied as the file is written (while it is only
-    /// appended to).
+    /// Whether the first replica may still be copied as the file is
+    /// written: until something but `Write` touches the file.
+    may_follow: bool,
+    /// That copy, from the first `write` on.
     follower: Option<Follower>,
     closed: bool,
     _renewal: LeaseGuard,
@@ -1918,6 +1920,7 @@ impl Writer {
     /// The underlying local file, for seeking or positioned writes (the
     /// first replica is then copied at `close`).
     pub fn file(&mut self) -> &mut File {
+        self.may_follow = false;
         self.follower = None;
         self.file.as_mut().expect("open until closed")
     }
@@ -1996,6 +1999,9 @@ impl Writer {
 
 impl Write for Writer {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if std::mem::take(&mut self.may_follow) {
+            self.follower = self.client.follower(&self.tmp, self.target);
+        }
         self.file.as_mut().expect("open until closed").write(buf)
     }
 
