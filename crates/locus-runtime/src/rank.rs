@@ -185,7 +185,7 @@ async fn rank_main(
     let server = if is_server {
         let addr = listen_addr()?;
         Some(
-            Server::bind(addr)
+            Server::bind(addr, me)
                 .await
                 .map_err(|e| format!("server rank {me} cannot listen on {addr}: {e}"))?,
         )

@@ -175,7 +175,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub async fn bind(addr: std::net::SocketAddr) -> std::io::Result<Server> {
+    pub async fn bind(addr: std::net::SocketAddr, me: Rank) -> std::io::Result<Server> {
         // Every worker of a large run connects at once: a queue long enough
         // for all of them (the kernel caps it at somaxconn), so none waits
         // for TCP's SYN retransmission (1 s, 3 s, 7 s…).
@@ -185,7 +185,7 @@ impl Server {
         };
         socket.bind(addr)?;
         let listener = socket.listen(LISTEN_BACKLOG)?;
-        let local = wire::listen_local(listener.local_addr()?)
+        let local = wire::listen_local(listener.local_addr()?, me)
             .inspect_err(|e| tracing::warn!("ranks of this host will use TCP: {e}"))
             .ok();
         let (events, rx) = mpsc::unbounded_channel();
@@ -283,7 +283,7 @@ impl Server {
             let addr = cfg.entries[s as usize]
                 .addr
                 .ok_or_else(|| format!("server rank {s} published no address"))?;
-            let (reader, wr) = wire::connect(addr, &cfg.secret, me)
+            let (reader, wr) = wire::connect((addr, s), &cfg.secret, me)
                 .await
                 .map_err(|e| format!("rank {me} cannot reach server rank {s} at {addr}: {e}"))?;
             attach(s, reader, wr, events.clone());

@@ -45,14 +45,16 @@ impl Stream {
     }
 }
 
-/// The abstract Unix socket name of the server listening on `addr`.
-fn local_name(addr: SocketAddr) -> io::Result<std::os::unix::net::SocketAddr> {
-    std::os::unix::net::SocketAddr::from_abstract_name(format!("locus-ranks-{addr}"))
+/// The abstract Unix socket name of server rank `rank` listening on
+/// `addr` (unique on a host while it listens; the rank tells apart servers
+/// of other hosts a site may bind to the same address, such as 0.0.0.0:P).
+fn local_name(addr: SocketAddr, rank: Rank) -> io::Result<std::os::unix::net::SocketAddr> {
+    std::os::unix::net::SocketAddr::from_abstract_name(format!("locus-ranks-{addr}-{rank}"))
 }
 
-/// Listens for the ranks of this host of the server listening on `addr`.
-pub fn listen_local(addr: SocketAddr) -> io::Result<UnixListener> {
-    let listener = std::os::unix::net::UnixListener::bind_addr(&local_name(addr)?)?;
+/// Listens for the ranks of this host of server `rank` listening on `addr`.
+pub fn listen_local(addr: SocketAddr, rank: Rank) -> io::Result<UnixListener> {
+    let listener = std::os::unix::net::UnixListener::bind_addr(&local_name(addr, rank)?)?;
     listener.set_nonblocking(true)?;
     UnixListener::from_std(listener)
 }
@@ -86,11 +88,15 @@ const CONNECT_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Connects to the server rank at `addr` as rank `me`, trying again (with
 /// back-off) while the server is too busy to answer, for a bounded time.
-pub async fn connect(addr: SocketAddr, secret: &Secret, me: Rank) -> io::Result<(Reader, Writer)> {
+pub async fn connect(
+    (addr, to): (SocketAddr, Rank),
+    secret: &Secret,
+    me: Rank,
+) -> io::Result<(Reader, Writer)> {
     let deadline = tokio::time::Instant::now() + CONNECT_PATIENCE;
     let mut pause = Duration::from_millis(10);
     loop {
-        match connect_once(addr, secret, me).await {
+        match connect_once((addr, to), secret, me).await {
             Err(e) if busy(&e) && tokio::time::Instant::now() + pause < deadline => {
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(1));
@@ -110,11 +116,15 @@ fn busy(e: &io::Error) -> bool {
     )
 }
 
-async fn connect_once(addr: SocketAddr, secret: &Secret, me: Rank) -> io::Result<(Reader, Writer)> {
+async fn connect_once(
+    (addr, to): (SocketAddr, Rank),
+    secret: &Secret,
+    me: Rank,
+) -> io::Result<(Reader, Writer)> {
     let secret = secret.clone();
     let stream = tokio::task::spawn_blocking(move || {
         // A server of this host is reached by its Unix socket.
-        if let Ok(mut s) = std::os::unix::net::UnixStream::connect_addr(&local_name(addr)?) {
+        if let Ok(mut s) = std::os::unix::net::UnixStream::connect_addr(&local_name(addr, to)?) {
             handshake(&mut s, &secret, |s, t| s.set_read_timeout(t))?;
             s.set_nonblocking(true)?;
             return Ok(Stream::Local(UnixStream::from_std(s)?));
@@ -182,8 +192,8 @@ mod tests {
         rank
     }
 
-    async fn call(addr: SocketAddr, secret: &Secret) {
-        let (_reader, mut wr) = connect(addr, secret, 7).await.unwrap();
+    async fn call(to: (SocketAddr, Rank), secret: &Secret) {
+        let (_reader, mut wr) = connect(to, secret, 7).await.unwrap();
         send(&mut wr, &RankMsg::Hello { rank: 8 }).await.unwrap();
     }
 
@@ -193,12 +203,12 @@ mod tests {
         // Its TCP listener is never served: only the Unix one can answer.
         let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = tcp.local_addr().unwrap();
-        let local = listen_local(addr).unwrap();
+        let local = listen_local(addr, 3).unwrap();
         let served = tokio::spawn({
             let secret = secret.clone();
             async move { serve(Stream::Local(local.accept().await.unwrap().0), secret).await }
         });
-        call(addr, &secret).await;
+        call((addr, 3), &secret).await;
         assert_eq!(served.await.unwrap(), 7);
         // Without a Unix socket: TCP.
         let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -207,7 +217,7 @@ mod tests {
             let secret = secret.clone();
             async move { serve(Stream::Tcp(tcp.accept().await.unwrap().0), secret).await }
         });
-        call(addr, &secret).await;
+        call((addr, 3), &secret).await;
         assert_eq!(served.await.unwrap(), 7);
     }
 }

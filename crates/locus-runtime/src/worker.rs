@@ -86,14 +86,13 @@ pub fn launcher(me: Rank, layout: &Layout) -> std::io::Result<process::Launcher>
 /// Serves tasks until the server says the run is over.
 pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     let me = cfg.me;
-    let (mut reader, wr) = wire::connect(cfg.server, &cfg.secret, me)
-        .await
-        .map_err(|e| {
-            format!(
-                "worker rank {me} cannot reach its server {}: {e}",
-                cfg.server
-            )
-        })?;
+    let server = (cfg.server, cfg.layout.server_of(me));
+    let (mut reader, wr) = wire::connect(server, &cfg.secret, me).await.map_err(|e| {
+        format!(
+            "worker rank {me} cannot reach its server {}: {e}",
+            cfg.server
+        )
+    })?;
     let records_err = |e: std::io::Error| format!("worker rank {me}: records: {e}");
     let mut records = Recorder::new(&cfg.run_dir, me);
     let lost = |e: std::io::Error| format!("worker rank {me}: connection to its server: {e}");
