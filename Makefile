@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
 
 setup:
 	./scripts/setup.sh
@@ -34,6 +34,9 @@ bench-replicas: build
 
 bench-node-loss: build
 	target/release/locus bench node-loss
+
+bench-resume: build
+	target/release/locus bench resume
 
 bench-io: build
 	target/release/locus bench io

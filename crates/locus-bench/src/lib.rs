@@ -16,5 +16,6 @@ pub mod node_loss;
 pub mod outputs;
 pub mod replicas;
 mod report;
+pub mod resume;
 pub mod tasks;
 mod workspace;

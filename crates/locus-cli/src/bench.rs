@@ -189,6 +189,17 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// What resuming a finished run costs beside the run: app tasks each
+    /// writing one Locus file, run, then resumed (no task done again).
+    Resume {
+        #[command(flatten)]
+        common: Common,
+        /// App tasks per run.
+        #[arg(long, default_value_t = 10_000)]
+        tasks: u32,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// Leaf-task throughput of `locus run` (1 server, 2 workers): builtin
     /// tasks beside the engine alone, `/bin/true` apps beside raw posix_spawn.
     Tasks {
@@ -458,6 +469,17 @@ pub fn run(b: BenchCommand) -> Result<()> {
             tasks,
             rounds,
         } => locus_bench::node_loss::run(locus_bench::node_loss::NodeLossOpts {
+            program: crate::launched::program()?,
+            tasks,
+            rounds,
+            dir: common.dir,
+            keep: common.keep,
+        }),
+        BenchCommand::Resume {
+            common,
+            tasks,
+            rounds,
+        } => locus_bench::resume::run(locus_bench::resume::ResumeOpts {
             program: crate::launched::program()?,
             tasks,
             rounds,
