@@ -156,8 +156,7 @@ fn c_string(bytes: Vec<u8>) -> io::Result<CString> {
     })
 }
 
-/// A pipe whose read end this process keeps (non-blocking) and whose
-/// write end the process started gets.
+/// A pipe: its read end stays here, its write end goes to the process.
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2(2) fills both descriptors on success.

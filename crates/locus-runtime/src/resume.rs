@@ -24,8 +24,8 @@ use std::sync::Mutex;
 pub enum ResumeBy {
     /// Their versions (Locus stamps; host files' size and mtime).
     Versions,
-    /// Their versions, else the hashes of their bytes (which runs resumed
-    /// by content record).
+    /// Their versions, else the hashes of their bytes (where the earlier
+    /// run recorded them: `--record-hashes`).
     Content,
 }
 
