@@ -8,7 +8,7 @@
 //! undisturbed run's time over the node count), alternating, medians.
 
 use crate::report::{median, target};
-use crate::workspace::default_root;
+use crate::workspace::in_scratch;
 use anyhow::{bail, Result};
 use locus_launch::{launch_ranks, On, Program, RankLaunch};
 use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
@@ -106,16 +106,7 @@ fn kill_when_half_done(run_dir: &Path, tasks: u32) -> Result<()> {
 }
 
 pub fn run(o: NodeLossOpts) -> Result<()> {
-    let root = o.dir.clone().unwrap_or_else(|| default_root("node-loss"));
-    if root.exists() {
-        bail!("{} exists; give a new directory", root.display());
-    }
-    std::fs::create_dir_all(&root)?;
-    let measured = measure(&o, &root);
-    if !o.keep {
-        let _ = std::fs::remove_dir_all(&root);
-    }
-    measured
+    in_scratch(o.dir.clone(), "node-loss", o.keep, |root| measure(&o, root))
 }
 
 fn measure(o: &NodeLossOpts, root: &Path) -> Result<()> {

@@ -5,7 +5,7 @@
 //! system started and stopped), alternating fresh runs and resumes.
 
 use crate::report::{header, median, row_precise, target};
-use crate::workspace::default_root;
+use crate::workspace::in_scratch;
 use anyhow::{bail, Result};
 use locus_launch::{launch_ranks, On, Program, RankLaunch};
 use locus_runtime::rank::RankOptions;
@@ -67,22 +67,17 @@ fn timed(
 }
 
 pub fn run(o: ResumeOpts) -> Result<()> {
-    let root = o.dir.clone().unwrap_or_else(|| default_root("resume"));
-    if root.exists() {
-        bail!("{} exists; give a new directory", root.display());
-    }
-    std::fs::create_dir_all(&root)?;
-    let measured = measure(&o, &root);
-    for round in 0..o.rounds.max(1) {
-        let fs = root.join(format!("r{round}/fs"));
-        if fs.exists() {
-            let _ = locus_launch::stop(&fs, false);
+    in_scratch(o.dir.clone(), "resume", o.keep, |root| {
+        let measured = measure(&o, root);
+        // The file systems the runs kept.
+        for round in 0..o.rounds.max(1) {
+            let fs = root.join(format!("r{round}/fs"));
+            if fs.exists() {
+                let _ = locus_launch::stop(&fs, false);
+            }
         }
-    }
-    if !o.keep {
-        let _ = std::fs::remove_dir_all(&root);
-    }
-    measured
+        measured
+    })
 }
 
 fn measure(o: &ResumeOpts, root: &Path) -> Result<()> {

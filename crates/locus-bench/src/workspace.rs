@@ -79,3 +79,23 @@ impl Drop for Workspace {
 pub fn default_root(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("locus-bench-{name}-{}", std::process::id()))
 }
+
+/// Runs `measure` in a new scratch directory (`dir`, else one named for the
+/// benchmark `name`), removed afterwards unless `keep`.
+pub fn in_scratch(
+    dir: Option<PathBuf>,
+    name: &str,
+    keep: bool,
+    measure: impl FnOnce(&Path) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let root = dir.unwrap_or_else(|| default_root(name));
+    if root.exists() {
+        anyhow::bail!("{} exists; give a new directory", root.display());
+    }
+    std::fs::create_dir_all(&root)?;
+    let measured = measure(&root);
+    if !keep {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    measured
+}
