@@ -151,12 +151,6 @@ pub enum Request {
         #[serde(default)]
         parents: Vec<String>,
     },
-    /// Metadata writes applied in order in one transaction (one commit to
-    /// disk); answered by `Response::Batch`, one answer per operation. A
-    /// failed operation changes nothing and does not stop the others.
-    Batch {
-        ops: Vec<Request>,
-    },
     CommitWrite {
         path: String,
         token: u64,
@@ -250,6 +244,12 @@ pub enum Request {
         after: Option<Change>,
         limit: u32,
     },
+    /// Metadata writes applied in order in one transaction (one commit to
+    /// disk); answered by `Response::Batch`, one answer per operation. A
+    /// failed operation changes nothing and does not stop the others.
+    Batch {
+        ops: Vec<Request>,
+    },
 }
 
 /// One write to a metadata shard (`None`: the key is removed).
@@ -321,9 +321,9 @@ pub enum Response {
         changes: Vec<Change>,
         more: bool,
     },
+    Err(FsError),
     /// One answer per operation of a `Request::Batch`.
     Batch(Vec<Response>),
-    Err(FsError),
 }
 
 /// Opening frame on a transfer channel.
