@@ -121,15 +121,6 @@ impl Seen {
         }
     }
 
-    /// With the hash of its bytes, found at `local` on this host, when
-    /// `content` (a file that cannot be read has none).
-    pub fn hashed(mut self, local: &Path, content: bool) -> Seen {
-        if content {
-            self.hash = hash_file(local).ok();
-        }
-        self
-    }
-
     /// Host file `path` as it is now, if it exists.
     pub fn host(path: &str) -> Option<Seen> {
         use std::os::unix::fs::MetadataExt;
@@ -146,11 +137,15 @@ impl Seen {
     }
 }
 
-/// The BLAKE3 hash of the bytes of host file `path`, in hex.
-pub fn hash_file(path: &Path) -> io::Result<String> {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(std::fs::File::open(path)?)?;
-    Ok(hasher.finalize().to_hex().to_string())
+/// The BLAKE3 hash of the bytes of host file `path`, in hex, read off the
+/// async threads; `None` if it cannot be read.
+pub async fn hash_of(path: PathBuf) -> Option<String> {
+    let hash = move || -> io::Result<String> {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update_reader(std::fs::File::open(&path)?)?;
+        Ok(hasher.finalize().to_hex().to_string())
+    };
+    tokio::task::spawn_blocking(hash).await.ok()?.ok()
 }
 
 pub fn records_dir(run_dir: &Path) -> PathBuf {

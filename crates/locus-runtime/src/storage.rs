@@ -361,9 +361,7 @@ impl Storage {
                 client.local_copy(fp).await.ok()?.path
             }
         };
-        tokio::task::spawn_blocking(move || crate::record::hash_file(&local).ok())
-            .await
-            .ok()?
+        crate::record::hash_of(local).await
     }
 
     /// Whether Locus file `path` is lost with a node (`Client::lost`); a

@@ -8,7 +8,7 @@ use crate::files::{fs_path, LOCUS_PREFIX};
 use crate::interp::{Interpreter, Lang};
 use crate::layout::Layout;
 use crate::process::{self, Capture, Ended, Stream, Usage};
-use crate::record::{hash_file, now_us, task_stream, Recorder, Seen, TaskRecord};
+use crate::record::{hash_of, now_us, task_stream, Recorder, Seen, TaskRecord};
 use crate::wire;
 use locus_fs::peer::is_unreachable;
 use locus_fs::{Client, Output};
@@ -417,9 +417,10 @@ impl App<'_> {
             Arg::Lit(s) => Ok(s.clone()),
             Arg::In(p) => match fs_path(p) {
                 None => {
-                    let hashed =
-                        |s: Seen| s.hashed(std::path::Path::new(p), self.cfg.record_hashes);
-                    io.inputs.extend(Seen::host(p).map(hashed));
+                    if let Some(seen) = Seen::host(p) {
+                        let hash = self.hash(std::path::Path::new(p)).await;
+                        io.inputs.push(Seen { hash, ..seen });
+                    }
                     Ok(p.clone())
                 }
                 Some(fp) => {
@@ -433,9 +434,10 @@ impl App<'_> {
                             return Err(fail(p, &e));
                         }
                     };
-                    io.inputs.push(
-                        Seen::locus(p, copy.stamp).hashed(&copy.path, self.cfg.record_hashes),
-                    );
+                    io.inputs.push(Seen {
+                        hash: self.hash(&copy.path).await,
+                        ..Seen::locus(p, copy.stamp)
+                    });
                     if copy.fetched {
                         io.remote += copy.size;
                     } else {
@@ -467,6 +469,14 @@ impl App<'_> {
                     Ok(local)
                 }
             },
+        }
+    }
+
+    /// The hash of the bytes at `local`, when the run records hashes.
+    async fn hash(&self, local: &std::path::Path) -> Option<String> {
+        match self.cfg.record_hashes {
+            true => hash_of(local.to_path_buf()).await,
+            false => None,
         }
     }
 
@@ -607,15 +617,10 @@ impl App<'_> {
         }
         let committing = Instant::now();
         // Hashed where the program wrote them, before they move.
-        let hashes: Vec<Option<String>> = outputs
-            .pending
-            .iter()
-            .map(|o| {
-                cfg.record_hashes
-                    .then(|| hash_file(&o.local).ok())
-                    .flatten()
-            })
-            .collect();
+        let mut hashes = Vec::with_capacity(outputs.pending.len());
+        for o in &outputs.pending {
+            hashes.push(self.hash(&o.local).await);
+        }
         let records = match (self.cfg.fs.as_ref(), outputs.pending.is_empty()) {
             (Some(fs), false) => fs.commit_all(&outputs.pending).await,
             _ => Vec::new(),
@@ -646,8 +651,10 @@ impl App<'_> {
             .filter(|p| fs_path(p).is_none());
         for p in host_outputs {
             if !io.outputs.iter().any(|s| &s.path == p) {
-                let hashed = |s: Seen| s.hashed(std::path::Path::new(p), cfg.record_hashes);
-                io.outputs.extend(Seen::host(p).map(hashed));
+                if let Some(seen) = Seen::host(p) {
+                    let hash = self.hash(std::path::Path::new(p)).await;
+                    io.outputs.push(Seen { hash, ..seen });
+                }
             }
         }
         Ok(())

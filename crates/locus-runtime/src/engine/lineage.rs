@@ -52,8 +52,10 @@ impl Engine {
                     remakes += 1;
                     match self.remake(&outcome.lost).await {
                         Ok(true) => {
+                            // Its inputs' records are stale: they moved.
                             task = Task {
                                 id: self.opts.dispatch.task_id(),
+                                stats: None,
                                 ..again
                             };
                             continue;
@@ -197,6 +199,7 @@ impl Engine {
             id: self.opts.dispatch.task_id(),
             remade: true,
             prio: i64::MAX,
+            stats: None,
             ..producer.clone()
         };
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
