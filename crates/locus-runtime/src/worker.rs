@@ -66,6 +66,13 @@ pub struct WorkerConfig {
     pub record_hashes: bool,
 }
 
+impl WorkerConfig {
+    /// Whether this worker left the run (its node was lost).
+    fn has_left(&self) -> bool {
+        self.left.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
 /// What starts this worker's apps: this process's environment, with the
 /// rank's variables set (Swift/T's and Locus's), and without the ones that
 /// make a process one of the run's ranks (a process that runs `locus`
@@ -129,11 +136,10 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     // than a `sleep(0)` does).
     let cfg = Arc::new(cfg);
     let (ended, mut outcomes) = mpsc::unbounded_channel();
-    let (mut open, mut in_flight, mut left) = (true, 0usize, false);
+    let (mut open, mut in_flight) = (true, 0usize);
     while open || in_flight > 0 {
         tokio::select! {
-            e = &mut node_lost, if !left => {
-                left = true;
+            e = &mut node_lost, if !cfg.has_left() => {
                 cfg.left.store(true, std::sync::atomic::Ordering::Release);
                 let node = cfg.layout.node_of(me);
                 let reason = format!("its file-system daemon stopped answering ({e})");
@@ -144,7 +150,7 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                 let _ = out.send(RankMsg::Leave { node, reason });
             }
             msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
-                Some(Some(RankMsg::Run(_))) if left => {}
+                Some(Some(RankMsg::Run(_))) if cfg.has_left() => {}
                 Some(Some(RankMsg::Run(task)))
                     if in_flight > 0 || matches!(task.work, Work::App { .. }) =>
                 {
@@ -157,7 +163,7 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                 Some(Some(RankMsg::Run(task))) => {
                     let (outcome, record) = execute(&cfg, task).await;
                     records.write(&record).map_err(records_err)?;
-                    if !left {
+                    if !cfg.has_left() {
                         let _ = out.send(RankMsg::Done(outcome));
                     }
                 }
@@ -167,7 +173,7 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                 in_flight -= 1;
                 records.write(&record).map_err(records_err)?;
                 // After leaving, the server has put it again elsewhere.
-                if !left {
+                if !cfg.has_left() {
                     let _ = out.send(RankMsg::Done(outcome));
                 }
             }
@@ -258,7 +264,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         }
     };
     let error = result.err();
-    let abandoned = error.is_some() && cfg.left.load(std::sync::atomic::Ordering::Acquire);
+    let abandoned = error.is_some() && cfg.has_left();
     let [stdout, stderr] = io.kept;
     let record = TaskRecord {
         id: task.id,
@@ -609,7 +615,7 @@ impl App<'_> {
         // Publish the Locus outputs the process wrote; the next task may
         // work meanwhile. Not on a lost node: they would be lost with it.
         drop(running);
-        if cfg.left.load(std::sync::atomic::Ordering::Acquire) {
+        if cfg.has_left() {
             return Err(format!(
                 "app '{}' on {node} (rank {}) was not published: its node was lost",
                 self.func, cfg.me
