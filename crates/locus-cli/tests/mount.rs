@@ -565,3 +565,45 @@ wait (a, b) {
     assert_eq!(gather[0].node, "node0");
     assert!(gather[0].remote_bytes >= 8000, "{:?}", gather[0]);
 }
+
+#[test]
+fn calls_it_does_not_serve_answer_as_listed_and_log_nothing() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(2);
+    let (m0, m1) = (Mount::of(&c, 0), Mount::of(&c, 1));
+    // Python asks `isatty` (an ioctl) on every open; the rest as listed in
+    // docs/semantics.md. Each prints what it got.
+    let script = r#"
+import errno, os
+def err(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return errno.errorcode[e.errno]
+fd = os.open("f", os.O_WRONLY | os.O_CREAT, 0o644)
+print(os.isatty(fd))
+os.posix_fallocate(fd, 0, 1 << 20)
+os.close(fd)
+print(err(lambda: os.mkfifo("fifo")))
+print(err(lambda: os.mknod("dev", 0o600 | 0o020000, os.makedev(1, 3))))
+print(err(lambda: os.setxattr("f", "user.k", b"v")))
+print(err(lambda: os.removexattr("f", "user.k")))
+d = os.open(".", os.O_RDONLY)
+print(err(lambda: os.fsync(d)))
+"#;
+    let out = sh(&m0.point, &format!("python3 -c '{script}'"));
+    let want = ["False", "EPERM", "EPERM", "ENOTSUP", "ENODATA", "ok"];
+    assert_eq!(out.lines().collect::<Vec<_>>(), want);
+    // The space fallocate took is the published version's size.
+    assert_eq!(std::fs::metadata(m1.at("/f")).unwrap().len(), 1 << 20);
+    for e in std::fs::read_dir(c.path()).unwrap() {
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with(".log") {
+            let log = std::fs::read_to_string(&p).unwrap();
+            assert!(!log.contains("Not Implemented"), "{}:\n{log}", p.display());
+        }
+    }
+}

@@ -21,6 +21,7 @@ use locus_proto::fs::{Kind, Record};
 use locus_proto::FsError;
 use std::ffi::OsStr;
 use std::future::Future;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -463,6 +464,53 @@ impl Filesystem for LocusFs {
         }
     }
 
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(Errno::ENOTSUP);
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::NO_XATTR);
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        // Files are made by `create`; records hold no special files.
+        reply.error(Errno::EPERM);
+    }
+
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: fuser::IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: fuser::ReplyIoctl,
+    ) {
+        // As a disk file answers: not a terminal (`isatty` asks on every
+        // open by Python), no reflinks (`cp` falls back to copying).
+        reply.error(Errno::ENOTTY);
+    }
+
     fn link(
         &self,
         _req: &Request,
@@ -724,6 +772,50 @@ impl Filesystem for LocusFs {
                 }
                 .map_err(|e| io_errno(&e))?;
             }
+            Ok(())
+        })();
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        // Names are kept by the daemons, which answer each change once it
+        // is committed as the cluster's durability says.
+        reply.ok();
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let result = (|| {
+            let h = self.handle(fh)?;
+            let mut open = h.lock().expect("handle");
+            let Open::Write(w) = &mut *open else {
+                return Err(Errno::EBADF);
+            };
+            let file = self.writer(w)?.file();
+            let (offset, length) = (offset as libc::off_t, length as libc::off_t);
+            // SAFETY: a valid descriptor (the writer's file) and plain integers.
+            if unsafe { libc::fallocate(file.as_raw_fd(), mode, offset, length) } != 0 {
+                return Err(io_errno(&std::io::Error::last_os_error()));
+            }
+            w.written = true;
             Ok(())
         })();
         match result {
