@@ -42,7 +42,8 @@ bench-io: build
 	target/release/locus bench io
 
 bench-mount: build
-	target/release/locus bench mount
+	./scripts/fuse-passthrough.sh
+	target/release/locus bench mount --passthrough target/baselines/fuse-passthrough
 
 bench-filecopy: build
 	target/release/locus bench filecopy

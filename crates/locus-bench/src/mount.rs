@@ -22,12 +22,69 @@ pub struct MountOpts {
     pub dir: Option<PathBuf>,
     pub keep: bool,
     pub daemons: Daemons,
+    /// libfuse's `passthrough` example, a baseline for creates and stats.
+    pub passthrough: Option<PathBuf>,
+}
+
+/// libfuse's `passthrough` example mounted at `point`, mirroring `/`
+/// (a host path `p` is `point/p` through it); unmounted when dropped.
+struct Passthrough {
+    point: PathBuf,
+    child: std::process::Child,
+}
+
+impl Passthrough {
+    fn mount(program: &Path, point: &Path) -> anyhow::Result<Passthrough> {
+        std::fs::create_dir(point)?;
+        let child = Command::new(program)
+            .args(["-f", "-o", "max_threads=10"])
+            .arg(point)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .with_context(|| {
+                format!(
+                    "{} (scripts/fuse-passthrough.sh builds it)",
+                    program.display()
+                )
+            })?;
+        let pt = Passthrough {
+            point: point.to_path_buf(),
+            child,
+        };
+        let start = Instant::now();
+        // Mounted once the point is on another device than its parent.
+        let dev = |p: &Path| std::fs::metadata(p).map(|m| std::os::unix::fs::MetadataExt::dev(&m));
+        let parent = point.parent().unwrap_or(Path::new("/"));
+        while dev(point)? == dev(parent)? {
+            if start.elapsed() > Duration::from_secs(10) {
+                bail!("{} did not mount {}", program.display(), point.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(pt)
+    }
+
+    /// Host path `p` through the mount.
+    fn at(&self, p: &Path) -> PathBuf {
+        self.point.join(p.strip_prefix("/").unwrap_or(p))
+    }
+}
+
+impl Drop for Passthrough {
+    fn drop(&mut self) {
+        let _ = locus_mount::unmount(&self.point, true);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Runs one sequential fio job on `file`: the bandwidth fio measured.
 /// Writes start on warm memory (see `io::warm`); reads start with no page
 /// cached, so both sides read the disk (this VM's reclaim otherwise evicts
-/// one side's pages and not the other's).
+/// one side's pages and not the other's). No preallocation on either side:
+/// fio preallocates a new file, closes it and opens it again, and on the
+/// mount that open starts the next version as a copy of the preallocated
+/// one (a cost of versions, not of writing).
 fn fio(file: &Path, rw: &str, size: u64, scratch: &Path) -> anyhow::Result<f64> {
     if rw == "write" {
         warm(scratch, size)?;
@@ -40,6 +97,7 @@ fn fio(file: &Path, rw: &str, size: u64, scratch: &Path) -> anyhow::Result<f64> 
             "--name=seq",
             "--bs=1M",
             "--ioengine=psync",
+            "--fallocate=none",
             "--output-format=json",
         ])
         .arg(format!("--rw={rw}"))
@@ -97,6 +155,8 @@ struct Round {
     remote: (f64, f64),
     create: (f64, f64),
     stat: (f64, f64),
+    /// Creates and stats through libfuse's passthrough, if it was given.
+    passthrough: Option<(f64, f64)>,
 }
 
 pub fn run(opts: MountOpts) -> anyhow::Result<()> {
@@ -115,6 +175,10 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
     let (writer, reader) = (ws.client(0)?, ws.client(1)?);
     let m0 = locus_mount::spawn(ws.client(0)?, &p0, "locus:bench")?;
     let m1 = locus_mount::spawn(ws.client(1)?, &p1, "locus:bench")?;
+    let passthrough = match &opts.passthrough {
+        Some(program) => Some(Passthrough::mount(program, &root.join("pt"))?),
+        None => None,
+    };
     println!("{}", crate::machine::describe());
     println!(
         "mount: fio 1 MiB sequential on {} MiB files, {} empty files created then \
@@ -177,13 +241,17 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         let (c, s) = create_stat(&dir.join("many"), opts.files)?;
         let (rc, rs) = create_stat(&raw.join("many"), opts.files)?;
         (r.create, r.stat) = ((per_s(c), per_s(rc)), (per_s(s), per_s(rs)));
+        if let Some(pt) = &passthrough {
+            let (pc, ps) = create_stat(&pt.at(&raw.join("through")), opts.files)?;
+            r.passthrough = Some((per_s(pc), per_s(ps)));
+        }
         std::fs::remove_dir_all(&raw)?;
         rt.block_on(writer.remove_all(&format!("/r{n}")))?;
         if n > 0 {
             rounds.push(r);
         }
     }
-    drop((m0, m1));
+    drop((m0, m1, passthrough));
     let rate = |f: fn(&Round) -> (f64, f64)| {
         let l = median(rounds.iter().map(|r| f(r).0).collect());
         let b = median(rounds.iter().map(|r| f(r).1).collect());
@@ -201,6 +269,21 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
     header("ops/s", "direct");
     row("create empty files (vs store fs)", c, raw_c);
     row("stat them (vs store fs)", s, raw_s);
+    let through: Vec<(f64, f64)> = rounds.iter().filter_map(|r| r.passthrough).collect();
+    let libfuse = (!through.is_empty()).then(|| {
+        let c = median(through.iter().map(|t| t.0).collect());
+        let s = median(through.iter().map(|t| t.1).collect());
+        (c, s)
+    });
+    match libfuse {
+        Some((pc, ps)) => {
+            row("create empty files (vs libfuse passthrough)", c, pc);
+            row("stat them (vs libfuse passthrough)", s, ps);
+        }
+        None => println!(
+            "(no libfuse passthrough baseline: give --passthrough, as make bench-mount does)"
+        ),
+    }
     let pct = |a: f64, b: f64| 100.0 * a / b;
     target(
         &format!("local write >= 80% of the store fs ({:.0}%)", pct(w, raw_w)),
@@ -217,5 +300,11 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         ),
         rem >= 0.7 * lib,
     );
+    if let Some((pc, _)) = libfuse {
+        target(
+            &format!("creates >= 2x libfuse passthrough's ({:.2}x)", c / pc),
+            c >= 2.0 * pc,
+        );
+    }
     Ok(())
 }

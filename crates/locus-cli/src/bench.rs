@@ -317,6 +317,11 @@ pub enum BenchCommand {
         files: u32,
         #[arg(long, default_value_t = 3)]
         rounds: u32,
+        /// libfuse's `passthrough` example (`scripts/fuse-passthrough.sh`
+        /// builds it): creates and stats through it over the store's file
+        /// system are the mount's baseline too.
+        #[arg(long)]
+        passthrough: Option<std::path::PathBuf>,
     },
     /// What a second copy of every file costs: large-file writes and
     /// small-file creates with `--replicas 2` beside a cluster keeping one.
@@ -503,10 +508,12 @@ pub fn run(b: BenchCommand) -> Result<()> {
             size_mib,
             files,
             rounds,
+            passthrough,
         } => locus_bench::mount::run(locus_bench::mount::MountOpts {
             size: size_mib << 20,
             files,
             rounds,
+            passthrough,
             daemons: common.daemons()?,
             dir: common.dir,
             keep: common.keep,
