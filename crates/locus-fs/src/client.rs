@@ -444,6 +444,21 @@ impl Client {
         lease: Option<Lease>,
     ) -> FsResult<Option<NodeId>> {
         let (parent, name) = split(path)?;
+        if self.owner(parent) == self.owner(path) {
+            // One daemon keeps the entry and the record: one request.
+            let req = Request::CreateFile {
+                parent: parent.to_string(),
+                name: name.to_string(),
+                path: path.to_string(),
+                record,
+                parents: Vec::new(),
+                lease,
+            };
+            return match self.meta(path, req).await? {
+                Response::Created { hint, .. } => Ok(hint),
+                other => Err(unexpected(other)),
+            };
+        }
         let kind = record.kind;
         let entry = Request::AddEntry {
             parent: parent.to_string(),
@@ -481,22 +496,7 @@ impl Client {
     pub async fn mkdir(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
         let record = Record::new(Kind::Dir, 0o755, now_ns());
-        let (parent, name) = split(&path)?;
-        if self.owner(parent) != self.owner(&path) {
-            return self.create_name(&path, record, None).await.map(drop);
-        }
-        // One daemon keeps the entry and the record: one request.
-        let req = Request::CreateFile {
-            parent: parent.to_string(),
-            name: name.to_string(),
-            path: path.clone(),
-            record,
-            parents: Vec::new(),
-        };
-        match self.meta(&path, req).await? {
-            Response::Created { .. } => Ok(()),
-            other => Err(unexpected(other)),
-        }
+        self.create_name(&path, record, None).await.map(drop)
     }
 
     /// The record of a name that exists: a concurrent creator may have added
@@ -1427,6 +1427,7 @@ impl Client {
             path: path.to_string(),
             record,
             parents: self.kept_with(path),
+            lease: None,
         };
         Ok(Some(NewFile { replicas, req }))
     }

@@ -807,6 +807,7 @@ impl<'t> Shard<'t> {
                 path,
                 record,
                 parents,
+                lease,
             } => {
                 if *path != join(parent, name) {
                     return Err(FsError::new(Errno::EINVAL, path.as_str())
@@ -823,15 +824,16 @@ impl<'t> Shard<'t> {
                     .map(|v| v.value());
                 let elsewhere = hint.filter(|n| !record.holders.contains(n));
                 if let Some(node) = elsewhere.filter(|_| record.kind == Kind::File) {
-                    return Ok(Response::Hint(Some(node)));
+                    if lease.is_none() {
+                        return Ok(Response::Hint(Some(node)));
+                    }
                 }
                 self.take_hint(path)?;
                 self.insert_entry(parent, name, record.kind)?;
-                self.put(path, record)?;
-                Ok(Response::Created {
-                    record: record.clone(),
-                    hint,
-                })
+                let mut record = record.clone();
+                record.lock = lease.as_ref().map(lock_for);
+                self.put(path, &record)?;
+                Ok(Response::Created { record, hint })
             }
             Request::AddEntry { parent, name, kind } => {
                 self.free_name(parent, name)?;
@@ -956,6 +958,7 @@ mod tests {
                 path: path.into(),
                 record: record.clone(),
                 parents: parents.iter().map(|p| p.to_string()).collect(),
+                lease: None,
             }
         };
         // A missing parent not listed: nothing made.
@@ -986,6 +989,23 @@ mod tests {
             Response::Hint(Some(3))
         ));
         assert_eq!(meta.list("/a", None, 10).unwrap().0.len(), 1);
+        // A writer's create: made, locked by its lease, the hint answered.
+        let lease = Lease { token: 9, ms: 1000 };
+        let mut writer = create("/a/g", &[]);
+        if let Request::CreateFile {
+            lease: l, record, ..
+        } = &mut writer
+        {
+            (*l, *record) = (Some(lease), Record::new(Kind::File, 0o644, 0));
+        }
+        match meta.write(writer).await {
+            Response::Created { record, hint } => {
+                assert_eq!((record.lock.map(|l| l.token), hint), (Some(9), Some(3)));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(meta.get("/a/g").unwrap().lock.unwrap().token, 9);
+        assert_eq!(meta.list("/a", None, 10).unwrap().0.len(), 2);
     }
 
     #[tokio::test]
@@ -1109,6 +1129,7 @@ mod tests {
                 path: join(parent, name),
                 record: Record::new(if name == "d" { Kind::Dir } else { Kind::File }, 0o644, 1),
                 parents: Vec::new(),
+                lease: None,
             });
         }
         ops.push(Request::RemoveEntry {

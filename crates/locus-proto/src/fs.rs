@@ -142,14 +142,16 @@ pub enum Request {
     /// directories this daemon also keeps that are made first where
     /// missing (`ENOENT` if the first one's parent is). `EEXIST` if the
     /// name is taken; `Hint(Some(node))`, with nothing created, if a
-    /// placement hint puts a file's data on another node.
+    /// placement hint puts a file's data on another node. With a writer's
+    /// `lease`, the record is created locked by it, and a hint is only
+    /// answered in `Created` (the writer places the bytes when it closes).
     CreateFile {
         parent: String,
         name: String,
         path: String,
         record: Record,
-        #[serde(default)]
         parents: Vec<String>,
+        lease: Option<Lease>,
     },
     CommitWrite {
         path: String,
