@@ -237,6 +237,17 @@ pub enum FsOp {
         #[arg(value_name = "NODE")]
         target: NodeId,
     },
+    /// Show, or with R set, how many nodes keep the bytes of files written
+    /// under a directory (in it and its subdirectories; files already there
+    /// keep theirs). Names and records keep the cluster's `--replicas`.
+    Replicas {
+        #[command(flatten)]
+        c: ClientArgs,
+        #[arg(value_parser = locus_path)]
+        path: String,
+        #[arg(value_name = "R")]
+        copies: Option<u32>,
+    },
     /// Show each node's stored data and free space.
     Df {
         #[command(flatten)]
@@ -307,7 +318,8 @@ async fn run_op(op: FsOp) -> Result<()> {
             }
         }
         FsOp::Stat { c, path } => {
-            let r = c.client()?.stat(&path).await?;
+            let client = c.client()?;
+            let r = client.stat(&path).await?;
             writeln!(out, "path: {path}")?;
             writeln!(out, "kind: {}", kind_name(r.kind))?;
             writeln!(out, "size: {}", r.size)?;
@@ -315,6 +327,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             writeln!(out, "mtime_ns: {}", r.mtime_ns)?;
             writeln!(out, "version: {}", r.version)?;
             writeln!(out, "holders: {}", holders(&r))?;
+            writeln!(out, "copies: {}", client.copies(&r))?;
             writeln!(out, "locked: {}", r.lock.is_some())?;
             writeln!(out, "stamp: {:016x}", r.stamp)?;
         }
@@ -353,6 +366,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             if recursive {
                 let via = via.resolve(&c, &local)?;
                 let moved = locus_fs::stage::put_tree(&client, &local, &path, via).await?;
+                client.settled().await;
                 writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
                 return Ok(());
             }
@@ -372,6 +386,7 @@ async fn run_op(op: FsOp) -> Result<()> {
                 return Err(FsError::io(&path, &e).into());
             }
             w.close().await?;
+            client.settled().await;
         }
         FsOp::Get {
             c,
@@ -417,6 +432,13 @@ async fn run_op(op: FsOp) -> Result<()> {
         }
         FsOp::Place { c, path, target } => c.client()?.place(&path, target).await?,
         FsOp::Unlock { c, path } => c.client()?.break_lock(&path).await?,
+        FsOp::Replicas { c, path, copies } => {
+            let client = c.client()?;
+            if let Some(r) = copies {
+                client.set_copies(&path, r).await?;
+            }
+            writeln!(out, "{}", client.copies(&client.stat(&path).await?))?;
+        }
         FsOp::Df { c } => {
             let client = c.client()?;
             writeln!(

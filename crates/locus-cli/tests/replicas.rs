@@ -379,3 +379,77 @@ fn a_file_written_in_pieces_reaches_its_replica_as_it_is_written() {
         );
     });
 }
+
+#[test]
+fn a_directory_sets_how_many_nodes_keep_the_files_written_under_it() {
+    use std::io::Write;
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    ok(&c.fs(&["mkdir", "-p", "/scratch/old"]));
+    ok(&c.fs(&["mkdir", "/keep"]));
+    let shown = |path: &str, set: &[&str]| {
+        let mut args = vec!["replicas", path];
+        args.extend(set);
+        ok(&c.fs(&args)).trim().parse::<u32>().unwrap()
+    };
+    assert_eq!(shown("/scratch", &["1"]), 1);
+    assert_eq!(shown("/keep", &["3"]), 3);
+    // Subdirectories take it: those there before and those made after.
+    ok(&c.fs(&["mkdir", "/scratch/new"]));
+    assert_eq!(shown("/scratch/old", &[]), 1);
+    assert_eq!(shown("/scratch/new", &[]), 1);
+    assert_eq!(shown("/", &[]), 2);
+    let host = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(host.path(), b"host bytes\n").unwrap();
+    let rt = rt();
+    for (dir, want) in [("/scratch/new", 1), ("/keep", 3), ("/", 2)] {
+        // Every way a file is written: `locus fs put`, the library's
+        // writer, a program's outputs (several, so both ways of
+        // registering one are taken), and a copy in from a host file.
+        let put = format!("{}/put", dir.trim_end_matches('/'));
+        ok(&c.fs(&["put", host.path().to_str().unwrap(), &put]));
+        let mut written = vec![put];
+        rt.block_on(async {
+            let client = c.client(0);
+            let path = format!("{}/writer", dir.trim_end_matches('/'));
+            let mut w = client.create(&path).await.unwrap();
+            w.write_all(b"written\n").unwrap();
+            w.close().await.unwrap();
+            written.push(path);
+            for i in 0..4 {
+                let path = format!("{}/out{i}", dir.trim_end_matches('/'));
+                let out = client.output(&path).unwrap();
+                std::fs::write(&out.local, b"output\n").unwrap();
+                client.commit(&out).await.unwrap();
+                written.push(path);
+            }
+            let path = format!("{}/imported", dir.trim_end_matches('/'));
+            client.import(&path, host.path()).await.unwrap();
+            written.push(path);
+            client.settled().await;
+            for path in &written {
+                let rec = client.stat(path).await.unwrap();
+                assert_eq!(rec.holders.len(), want, "{path}: {:?}", rec.holders);
+                assert_eq!(client.copies(&rec), want as u32, "{path}");
+            }
+        });
+    }
+    // A file keeps the copies it was made with.
+    assert_eq!(shown("/keep", &["1"]), 1);
+    let rec = rt.block_on(async {
+        let client = c.client(1);
+        client.put("/keep/put", b"again\n").await.unwrap();
+        client.settled().await;
+        client.stat("/keep/put").await.unwrap()
+    });
+    assert_eq!((rec.version, rec.holders.len()), (2, 3));
+    for (args, error) in [
+        (["replicas", "/keep/put", "2"], "ENOTDIR"),
+        (["replicas", "/keep", "4"], "copies must be 1 to 3"),
+        (["replicas", "/keep", "0"], "copies must be 1 to 3"),
+        (["replicas", "/", "1"], "the root keeps the cluster's count"),
+    ] {
+        let out = c.fs(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(error), "{stderr}");
+    }
+}

@@ -7,6 +7,7 @@
 //! first and decides which of two racing creators wins.
 
 use crate::cluster::{replica_set, ClusterSpec, SECRET_FILE};
+use crate::copies::Copies;
 use crate::follow::Follower;
 use crate::meta::now_ns;
 use crate::path::{join, normalise, split};
@@ -26,7 +27,7 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Entries asked for per `readdir` round trip.
 const PAGE: u32 = 10_000;
@@ -98,6 +99,10 @@ struct Inner {
     take_over: bool,
     /// Copies the cluster keeps of data and metadata.
     replicas: u32,
+    /// Copies of data asked for by directories.
+    copies: Copies,
+    /// Replicas being made after their version was published.
+    background: Mutex<tokio::task::JoinSet<()>>,
     new_files: AtomicU64,
     /// Idle authenticated transfer streams, per node.
     transfers: Vec<Mutex<Vec<TcpStream>>>,
@@ -110,6 +115,13 @@ fn unexpected(r: Response) -> FsError {
 fn expect_ok(r: Response) -> FsResult<()> {
     match r {
         Response::Ok => Ok(()),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn expect_added(r: Response) -> FsResult<u32> {
+    match r {
+        Response::Added { copies } => Ok(copies),
         other => Err(unexpected(other)),
     }
 }
@@ -186,6 +198,8 @@ impl Client {
                 same_host_copy: opts.same_host_copy,
                 take_over: opts.take_over,
                 replicas: spec.replicas.max(1),
+                copies: Copies::new(spec.replicas, spec.nodes.len() as u32),
+                background: Mutex::default(),
                 new_files: AtomicU64::new(0),
                 transfers: spec.nodes.iter().map(|_| Mutex::default()).collect(),
             }),
@@ -398,6 +412,48 @@ impl Client {
         expect_record(self.meta(&path, req).await?)
     }
 
+    /// Makes files written from now on under directory `dir` (in it and in
+    /// its subdirectories, existing or made later) keep their bytes on
+    /// `copies` nodes; files already there keep theirs. Returns the number
+    /// of directories set.
+    pub async fn set_copies(&self, dir: &str, copies: u32) -> FsResult<u64> {
+        let dir = normalise(dir)?;
+        let nodes = self.inner.peers.len() as u32;
+        if copies == 0 || copies > nodes {
+            return Err(FsError::new(Errno::EINVAL, dir)
+                .with_detail(format!("copies must be 1 to {nodes}, the cluster's nodes")));
+        }
+        if dir == "/" {
+            return Err(FsError::new(Errno::EINVAL, dir)
+                .with_detail("the root keeps the cluster's count (its --replicas)"));
+        }
+        if self.stat(&dir).await?.kind != Kind::Dir {
+            return Err(FsError::new(Errno::ENOTDIR, dir));
+        }
+        let mut todo = vec![dir];
+        let mut set = 0;
+        while let Some(d) = todo.pop() {
+            let req = Request::SetCopies {
+                path: d.clone(),
+                copies,
+            };
+            expect_record(self.meta(&d, req).await?)?;
+            set += 1;
+            for e in self.readdir(&d).await? {
+                if e.kind == Kind::Dir {
+                    todo.push(join(&d, &e.name));
+                }
+            }
+        }
+        Ok(set)
+    }
+
+    /// The nodes that keep the bytes of the versions of `rec`'s file (of a
+    /// directory: of new files in it).
+    pub fn copies(&self, rec: &Record) -> u32 {
+        self.inner.copies.of(rec.copies)
+    }
+
     /// The nodes holding the current data of `path` (primary first).
     pub async fn locate(&self, path: &str) -> FsResult<Vec<NodeId>> {
         let rec = self.stat(path).await?;
@@ -436,13 +492,14 @@ impl Client {
     }
 
     /// Adds `path` as a name in its parent and creates its record (locked by
-    /// `lease` if given); returns the placement hint left for it, if any.
+    /// `lease` if given, its `copies` its parent's); returns the placement
+    /// hint left for it, if any, and the record.
     async fn create_name(
         &self,
         path: &str,
-        record: Record,
+        mut record: Record,
         lease: Option<Lease>,
-    ) -> FsResult<Option<NodeId>> {
+    ) -> FsResult<(Option<NodeId>, Record)> {
         let (parent, name) = split(path)?;
         if self.owner(parent) == self.owner(path) {
             // One daemon keeps the entry and the record: one request.
@@ -455,7 +512,12 @@ impl Client {
                 lease,
             };
             return match self.meta(path, req).await? {
-                Response::Created { hint, .. } => Ok(hint),
+                Response::Created { hint, record } => {
+                    self.inner
+                        .copies
+                        .learn(parent, record.copies, Instant::now());
+                    Ok((hint, record))
+                }
                 other => Err(unexpected(other)),
             };
         }
@@ -465,7 +527,9 @@ impl Client {
             name: name.to_string(),
             kind,
         };
-        expect_ok(self.meta(parent, entry).await?)?;
+        let copies = expect_added(self.meta(parent, entry).await?)?;
+        self.inner.copies.learn(parent, copies, Instant::now());
+        record.copies = copies;
         let created = self
             .meta(
                 path,
@@ -477,7 +541,7 @@ impl Client {
             )
             .await;
         match created {
-            Ok(Response::Created { hint, .. }) => Ok(hint),
+            Ok(Response::Created { hint, record }) => Ok((hint, record)),
             other => {
                 let undo = Request::RemoveEntry {
                     parent: parent.to_string(),
@@ -730,7 +794,11 @@ impl Client {
             name: to_name.to_string(),
             kind: Kind::File,
         };
-        if let Err(e) = self.meta(to_parent, add.clone()).await.and_then(expect_ok) {
+        if let Err(e) = self
+            .meta(to_parent, add.clone())
+            .await
+            .and_then(expect_added)
+        {
             if e.code != Errno::EEXIST {
                 return Err(e);
             }
@@ -738,7 +806,7 @@ impl Client {
                 return Err(FsError::new(Errno::EISDIR, to));
             }
             self.unlink(to).await?;
-            expect_ok(self.meta(to_parent, add).await?)?;
+            expect_added(self.meta(to_parent, add).await?)?;
         }
         let moved = async {
             for &h in &rec.holders {
@@ -826,8 +894,7 @@ impl Client {
     pub async fn create_empty(&self, path: &str) -> FsResult<Record> {
         let path = normalise(path)?;
         let record = Record::new(Kind::File, 0o644, now_ns());
-        self.create_name(&path, record.clone(), None).await?;
-        Ok(record)
+        Ok(self.create_name(&path, record, None).await?.1)
     }
 
     /// A new lease: a fresh token (which also stamps the version it writes).
@@ -870,9 +937,10 @@ impl Client {
         let path = normalise(path)?;
         let lease = self.new_lease();
         let record = Record::new(Kind::File, 0o644, now_ns());
-        let hint = self.create_name(&path, record, Some(lease)).await?;
+        let (hint, rec) = self.create_name(&path, record, Some(lease)).await?;
         let target = self.new_file_target(&path, hint);
-        self.writer(path, lease, target, None).await
+        let copies = self.inner.copies.of(rec.copies);
+        self.writer(path, lease, (target, copies), None).await
     }
 
     /// Opens an existing file for writing, taking its write lock (`EBUSY` if
@@ -894,7 +962,10 @@ impl Client {
         truncate: bool,
     ) -> FsResult<Writer> {
         let me = self.inner.me;
-        let mut w = self.writer(path, lease, me, Some(rec.clone())).await?;
+        let copies = self.inner.copies.of(rec.copies);
+        let mut w = self
+            .writer(path, lease, (me, copies), Some(rec.clone()))
+            .await?;
         if !truncate && rec.size > 0 {
             if let Err(e) = self.copy_current(&w.path, &rec, &w.tmp).await {
                 w.abort().await;
@@ -957,7 +1028,7 @@ impl Client {
         &self,
         path: String,
         lease: Lease,
-        target: NodeId,
+        (target, copies): (NodeId, u32),
         replacing: Option<Record>,
     ) -> FsResult<Writer> {
         let renewal = self.keep_lease(&path, lease);
@@ -973,6 +1044,7 @@ impl Client {
             path,
             lease,
             target,
+            copies,
             replacing,
             tmp,
             file: Some(file),
@@ -985,9 +1057,9 @@ impl Client {
 
     /// The copy of a file written here to its first replica, made while it
     /// is written, where that node is on this host.
-    fn follower(&self, tmp: &Path, target: NodeId) -> Option<Follower> {
+    fn follower(&self, tmp: &Path, target: NodeId, copies: u32) -> Option<Follower> {
         let me = self.inner.me;
-        if self.inner.replicas == 1 || target != me || self.inner.diskless {
+        if copies == 1 || target != me || self.inner.diskless {
             return None;
         }
         let first = replica_set(me, self.inner.peers.len(), 2)
@@ -1374,16 +1446,14 @@ impl Client {
             }
             Ok(c) => c,
         };
-        let (target, replacing) = match claimed {
-            (Some(target), None) => (target, None),
-            (_, replacing) => (self.inner.me, replacing),
-        };
+        let target = claimed.target.unwrap_or(self.inner.me);
+        let replacing = claimed.replacing;
         let _renewal = self.keep_lease(path, lease);
         self.finish_write(
             &out.local,
             path,
             (lease.token, size),
-            (target, &[]),
+            (target, claimed.copies, &[]),
             replacing.as_ref(),
         )
         .await
@@ -1406,8 +1476,9 @@ impl Client {
             return Ok(None);
         }
         let store = &self.inner.store;
+        let copies = self.inner.copies.in_dir(parent, Instant::now());
         let replicas = self
-            .push_replicas(&out.local, path, token, me, &[], 1)
+            .push_replicas(&out.local, path, token, me, &[], copies.min(2) - 1)
             .await;
         if let Err(e) = store.install(&out.local, path, token) {
             store.discard(&out.local);
@@ -1454,6 +1525,9 @@ impl Client {
         }
         match answer {
             Ok(Response::Created { record, .. }) => {
+                self.inner
+                    .copies
+                    .learn(parent, record.copies, Instant::now());
                 self.replicate_rest(path, &record);
                 Ok(Some(record))
             }
@@ -1519,16 +1593,19 @@ impl Client {
 
     /// Takes the name `path` for a write holding `lease`: creates it (and
     /// says where its data goes), or locks the existing file (and returns
-    /// its record).
-    async fn claim(&self, path: &str, lease: Lease) -> FsResult<(Option<NodeId>, Option<Record>)> {
+    /// its record); with the copies its versions get.
+    async fn claim(&self, path: &str, lease: Lease) -> FsResult<Claim> {
         let record = Record::new(Kind::File, 0o644, now_ns());
-        match self.create_name(path, record, Some(lease)).await {
-            Ok(hint) => Ok((Some(self.new_file_target(path, hint)), None)),
-            Err(e) if e.code == Errno::EEXIST => {
-                Ok((None, Some(self.lock_created(path, lease).await?)))
-            }
-            Err(e) => Err(e),
-        }
+        let (target, replacing) = match self.create_name(path, record, Some(lease)).await {
+            Ok((hint, rec)) => (Some(self.new_file_target(path, hint)), rec),
+            Err(e) if e.code == Errno::EEXIST => (None, self.lock_created(path, lease).await?),
+            Err(e) => return Err(e),
+        };
+        Ok(Claim {
+            target,
+            copies: self.inner.copies.of(replacing.copies),
+            replacing: target.is_none().then_some(replacing),
+        })
     }
 
     /// Copies host file `source` in as the next version of `path`, creating
@@ -1540,11 +1617,14 @@ impl Client {
     pub async fn import(&self, path: &str, source: &Path) -> FsResult<Record> {
         let path = normalise(path)?;
         let lease = self.new_lease();
-        let (hint, replacing) = self.claim(&path, lease).await?;
-        let target = hint.unwrap_or_else(|| self.new_file_target(&path, None));
+        let claimed = self.claim(&path, lease).await?;
+        let replacing = claimed.replacing;
+        let target = claimed
+            .target
+            .unwrap_or_else(|| self.new_file_target(&path, None));
         let _renewal = self.keep_lease(&path, lease);
         // The replicas' nodes read the source too, at the same time.
-        let copies = replica_set(target, self.inner.peers.len(), self.inner.replicas);
+        let copies = replica_set(target, self.inner.peers.len(), claimed.copies);
         let imports: Vec<_> = copies
             .iter()
             .map(|&node| {
@@ -1646,10 +1726,10 @@ impl Client {
         src: &Path,
         path: &str,
         (token, size): (u64, u64),
-        (target, made): (NodeId, &[NodeId]),
+        placing: (NodeId, u32, &[NodeId]),
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
-        let copies = match self.place_bytes(src, path, token, (target, made)).await {
+        let copies = match self.place_bytes(src, path, token, placing).await {
             Ok(c) => c,
             Err(e) => {
                 self.give_up(path, token, replacing.is_none()).await;
@@ -1660,22 +1740,22 @@ impl Client {
     }
 
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
-    /// pushed there; `src` is gone either way), and its first replica on
-    /// the next node that takes it (all of them when `target` is another
-    /// node: `src` is not kept), unless the nodes `made` hold it already.
-    /// No other copy is touched. Returns the nodes holding the copy,
-    /// `target` first.
+    /// pushed there; `src` is gone either way), and, of the `copies` - 1
+    /// replicas, the first on the next node that takes it (all of them when
+    /// `target` is another node: `src` is not kept), unless the nodes
+    /// `made` hold it already. No other copy is touched. Returns the nodes
+    /// holding the copy, `target` first.
     async fn place_bytes(
         &self,
         src: &Path,
         path: &str,
         stamp: u64,
-        (target, made): (NodeId, &[NodeId]),
+        (target, copies, made): (NodeId, u32, &[NodeId]),
     ) -> FsResult<Vec<NodeId>> {
         let here = target == self.inner.me && !self.inner.diskless;
         let wanted = match here {
-            true => 1,
-            false => self.inner.replicas - 1,
+            true => copies.min(2) - 1,
+            false => copies - 1,
         };
         let wanted = wanted.saturating_sub(made.len() as u32);
         let pushed = self
@@ -1714,7 +1794,7 @@ impl Client {
         have: &[NodeId],
         wanted: u32,
     ) -> Vec<NodeId> {
-        if self.inner.replicas == 1 || wanted == 0 {
+        if wanted == 0 {
             return Vec::new();
         }
         let mut made = Vec::new();
@@ -1744,15 +1824,28 @@ impl Client {
         self.inner.same_host_copy && addr.ip().is_loopback()
     }
 
+    /// Waits for the replicas being made in the background (a program that
+    /// wrote files calls this before it exits, or they are not made).
+    pub async fn settled(&self) {
+        let mut pending = std::mem::take(&mut *self.inner.background.lock().expect("background"));
+        while pending.join_next().await.is_some() {}
+    }
+
     /// Makes the replicas a committed version still lacks, in the
     /// background, from this node's copy, and registers each.
     fn replicate_rest(&self, path: &str, rec: &Record) {
-        let missing = self.inner.replicas.saturating_sub(rec.holders.len() as u32);
+        let missing = self
+            .inner
+            .copies
+            .of(rec.copies)
+            .saturating_sub(rec.holders.len() as u32);
         if missing == 0 || !self.holds(rec) || self.inner.diskless {
             return;
         }
         let (c, path, rec) = (self.clone(), path.to_string(), rec.clone());
-        tokio::spawn(async move {
+        let mut background = self.inner.background.lock().expect("background");
+        while background.try_join_next().is_some() {}
+        background.spawn(async move {
             let src = c.inner.store.data_path(&path, rec.stamp);
             let made = c
                 .push_replicas(
@@ -1900,6 +1993,8 @@ pub struct Writer {
     path: String,
     lease: Lease,
     target: NodeId,
+    /// Nodes to keep the bytes (`target` and replicas).
+    copies: u32,
     /// The record when the lock was taken (`None` for a new file).
     replacing: Option<Record>,
     tmp: PathBuf,
@@ -1963,7 +2058,7 @@ impl Writer {
                 &self.tmp,
                 &self.path,
                 (self.lease.token, size),
-                (self.target, &made),
+                (self.target, self.copies, &made),
                 replacing,
             )
             .await
@@ -2001,7 +2096,7 @@ impl Writer {
 impl Write for Writer {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if std::mem::take(&mut self.may_follow) {
-            self.follower = self.client.follower(&self.tmp, self.target);
+            self.follower = self.client.follower(&self.tmp, self.target, self.copies);
         }
         self.file.as_mut().expect("open until closed").write(buf)
     }
@@ -2025,6 +2120,14 @@ impl Drop for Writer {
             rt.spawn(async move { client.give_up(&path, token, created).await });
         }
     }
+}
+
+/// A name taken for a write (`claim`): where a new file's bytes go, or the
+/// record of the file it rewrites; and how many nodes keep them.
+struct Claim {
+    target: Option<NodeId>,
+    replacing: Option<Record>,
+    copies: u32,
 }
 
 /// A new file stored and ready to be named by one `CreateFile` (`req`),

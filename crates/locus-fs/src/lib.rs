@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod cluster;
+mod copies;
 mod follow;
 pub mod join;
 pub mod meta;

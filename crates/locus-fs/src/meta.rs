@@ -385,12 +385,14 @@ fn table_of(c: &Change) -> u8 {
 }
 
 /// Fails unless `dir` is an existing directory in `records`.
+/// The record of directory `dir` (`ENOTDIR` if it is a file).
 fn check_dir<T: ReadableTable<&'static str, &'static [u8]>>(
     records: &T,
     dir: &str,
-) -> FsResult<()> {
-    match read_record(records, dir)?.kind {
-        Kind::Dir => Ok(()),
+) -> FsResult<Record> {
+    let rec = read_record(records, dir)?;
+    match rec.kind {
+        Kind::Dir => Ok(rec),
         Kind::File => Err(FsError::new(Errno::ENOTDIR, dir)),
     }
 }
@@ -609,17 +611,20 @@ impl<'t> Shard<'t> {
             .rsplit_once('/')
             .map(|(p, n)| (if p.is_empty() { "/" } else { p }, n))
             .ok_or_else(|| FsError::new(Errno::EINVAL, dir))?;
-        check_dir(&self.records, parent)?;
+        let above = check_dir(&self.records, parent)?;
         self.insert_entry(parent, name, Kind::Dir)?;
-        self.put(dir, &Record::new(Kind::Dir, 0o755, mtime_ns))
+        let mut rec = Record::new(Kind::Dir, 0o755, mtime_ns);
+        rec.copies = above.copies;
+        self.put(dir, &rec)
     }
 
-    /// `EEXIST` unless directory `parent` exists and has no `name`.
-    fn free_name(&self, parent: &str, name: &str) -> FsResult<()> {
-        check_dir(&self.records, parent)?;
+    /// `EEXIST` unless directory `parent` exists and has no `name`; else
+    /// the parent's record.
+    fn free_name(&self, parent: &str, name: &str) -> FsResult<Record> {
+        let rec = check_dir(&self.records, parent)?;
         match self.entries.get((parent, name)).map_err(storage_error)? {
             Some(_) => Err(FsError::new(Errno::EEXIST, join(parent, name))),
-            None => Ok(()),
+            None => Ok(rec),
         }
     }
 
@@ -816,7 +821,7 @@ impl<'t> Shard<'t> {
                 for dir in parents {
                     self.make_dir(dir, record.mtime_ns)?;
                 }
-                self.free_name(parent, name)?;
+                let above = self.free_name(parent, name)?;
                 let hint = self
                     .hints
                     .get(path.as_str())
@@ -832,13 +837,24 @@ impl<'t> Shard<'t> {
                 self.insert_entry(parent, name, record.kind)?;
                 let mut record = record.clone();
                 record.lock = lease.as_ref().map(lock_for);
+                if record.copies == 0 {
+                    record.copies = above.copies;
+                }
                 self.put(path, &record)?;
                 Ok(Response::Created { record, hint })
             }
             Request::AddEntry { parent, name, kind } => {
-                self.free_name(parent, name)?;
+                let above = self.free_name(parent, name)?;
                 self.insert_entry(parent, name, *kind)?;
-                Ok(Response::Ok)
+                Ok(Response::Added {
+                    copies: above.copies,
+                })
+            }
+            Request::SetCopies { path, copies } => {
+                let mut rec = self.get(path)?;
+                rec.copies = *copies;
+                self.put(path, &rec)?;
+                Ok(Response::Record(rec))
             }
             Request::RemoveEntry { parent, name, kind } => {
                 let key = (parent.as_str(), name.as_str());
@@ -894,7 +910,7 @@ mod tests {
                 set.spawn(async move { meta.write(add("/", &format!("f{i}"))).await });
             }
             while let Some(r) = set.join_next().await {
-                assert!(matches!(r.unwrap(), Response::Ok));
+                assert!(matches!(r.unwrap(), Response::Added { copies: 0 }));
             }
             match meta.write(add("/", "f7")).await {
                 Response::Err(e) => assert_eq!(e.code, Errno::EEXIST),
@@ -926,13 +942,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn what_is_made_in_a_directory_inherits_its_copies() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = MetaStore::open(&dir.path().join("m.redb"), Durability::None).unwrap();
+        let mkdir = |path: &str, parents: Vec<String>| {
+            let (parent, name) = path.rsplit_once('/').unwrap();
+            Request::CreateFile {
+                parent: if parent.is_empty() { "/" } else { parent }.into(),
+                name: name.into(),
+                path: path.into(),
+                record: Record::new(Kind::Dir, 0o755, 0),
+                parents,
+                lease: None,
+            }
+        };
+        assert!(matches!(
+            meta.write(mkdir("/d", vec![])).await,
+            Response::Created { .. }
+        ));
+        let set = Request::SetCopies {
+            path: "/d".into(),
+            copies: 3,
+        };
+        let answer = meta.write(set).await;
+        assert!(
+            matches!(&answer, Response::Record(r) if r.copies == 3),
+            "{answer:?}"
+        );
+        assert!(matches!(
+            meta.write(add("/d", "a")).await,
+            Response::Added { copies: 3 }
+        ));
+        // Made in one step with a missing parent: both inherit.
+        match meta.write(mkdir("/d/e/f", vec!["/d/e".into()])).await {
+            Response::Created { record, .. } => assert_eq!(record.copies, 3),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(meta.get("/d/e").unwrap().copies, 3);
+        // The root keeps the cluster's count.
+        let root = Request::SetCopies {
+            path: "/".into(),
+            copies: 1,
+        };
+        assert!(matches!(meta.write(root).await, Response::Err(e) if e.code == Errno::EBUSY));
+    }
+
+    #[tokio::test]
     async fn a_batch_answers_each_operation_and_a_failed_one_changes_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let meta = MetaStore::open(&dir.path().join("m.redb"), Durability::Group).unwrap();
         let ops = vec![add("/", "a"), add("/", "a"), add("/", "b")];
         match meta.write(Request::Batch { ops }).await {
             Response::Batch(answers) => match answers.as_slice() {
-                [Response::Ok, Response::Err(e), Response::Ok] => assert_eq!(e.code, Errno::EEXIST),
+                [Response::Added { .. }, Response::Err(e), Response::Added { .. }] => {
+                    assert_eq!(e.code, Errno::EEXIST)
+                }
                 other => panic!("{other:?}"),
             },
             other => panic!("{other:?}"),

@@ -358,6 +358,7 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::SetAttr { path, .. }
         | Request::RemoveRecord { path, .. }
         | Request::SetHint { path, .. }
+        | Request::SetCopies { path, .. }
         | Request::DropData { path, .. }
         | Request::ImportData { path, .. }
         | Request::ExportData { path, .. } => checked(path).map(drop),
@@ -385,6 +386,7 @@ fn check_paths(req: &Request) -> FsResult<()> {
             | Request::SetAttr { .. }
             | Request::RemoveRecord { .. }
             | Request::SetHint { .. }
+            | Request::SetCopies { .. }
             | Request::AddEntry { .. }
             | Request::RemoveEntry { .. }
             | Request::CreateFile { .. } => check_paths(op),

@@ -30,6 +30,10 @@ pub struct Record {
     pub holders: Vec<NodeId>,
     /// The writer holding the write lock, if any and its lease has not run out.
     pub lock: Option<WriteLock>,
+    /// Nodes that keep the bytes of each version (of a file; of the files
+    /// made in it, for a directory, whose new entries inherit it); 0: as
+    /// many as the cluster keeps.
+    pub copies: u32,
 }
 
 /// A write lock: the writer's token and the end of its lease (the daemon's
@@ -59,6 +63,7 @@ impl Record {
             stamp: 0,
             holders: Vec::new(),
             lock: None,
+            copies: 0,
         }
     }
 }
@@ -188,7 +193,8 @@ pub enum Request {
         path: String,
         node: NodeId,
     },
-    /// Adds `name` to directory `parent`, which must exist on this daemon.
+    /// Adds `name` to directory `parent`, which must exist on this daemon;
+    /// answered by `Response::Added` with the parent's `copies`.
     AddEntry {
         parent: String,
         name: String,
@@ -251,6 +257,11 @@ pub enum Request {
     /// failed operation changes nothing and does not stop the others.
     Batch {
         ops: Vec<Request>,
+    },
+    /// Sets `copies` of a record (`locus fs replicas`); answers with it.
+    SetCopies {
+        path: String,
+        copies: u32,
     },
 }
 
@@ -326,6 +337,11 @@ pub enum Response {
     Err(FsError),
     /// One answer per operation of a `Request::Batch`.
     Batch(Vec<Response>),
+    /// An entry added (`AddEntry`), and its directory's `copies`, which
+    /// the new name's record inherits.
+    Added {
+        copies: u32,
+    },
 }
 
 /// Opening frame on a transfer channel.
