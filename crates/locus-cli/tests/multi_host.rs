@@ -97,8 +97,10 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         return;
     }
     let h = Hosts::up();
-    let (fs, store) = (h.path("fs"), h.path("local"));
-    // One daemon per host, started by the launcher, formed in fs/.
+    let (fs, store, mnt) = (h.path("fs"), h.path("local"), h.path("mnt"));
+    std::fs::create_dir(&mnt).unwrap();
+    // One daemon per host, started by the launcher, formed in fs/, each
+    // mounting the cluster at the same path on its host.
     let up = ok(&h.locus(
         "login",
         &[
@@ -114,6 +116,8 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
             "3",
             "--store",
             &store,
+            "--mount",
+            &mnt,
             "--launcher-arg=-launcher",
             "--launcher-arg=ssh",
             &format!("--launcher-arg=-launcher-exec={}", h.path("ssh")),
@@ -161,6 +165,21 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         cat.push("/locus/note.txt");
         assert_eq!(ok(&h.locus(host, &cat)), "written from the login host\n");
     }
+    // Each node's host has the cluster mounted at the same path (the login
+    // host, with no daemon, has not).
+    let mounted = |host: &str| {
+        let table = h.script("exec", &[host, "cat", "/proc/self/mountinfo"]);
+        String::from_utf8_lossy(&table.stdout)
+            .lines()
+            .any(|l| l.split(' ').nth(4) == Some(mnt.as_str()))
+    };
+    let note_through = format!("{mnt}/note.txt");
+    for host in ["node0", "node1", "node2"] {
+        common::eventually("every host mounted", || mounted(host));
+        let read = h.script("exec", &[host, "cat", &note_through]);
+        assert_eq!(ok(&read), "written from the login host\n", "{host}");
+    }
+    assert!(!mounted("login"));
 
     // A workflow whose ranks mpiexec starts on the hosts: every task runs
     // on the host holding its input.
@@ -276,6 +295,9 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for host in ["node0", "node1", "node2"] {
+        assert!(!mounted(host), "{host}: unmounted with its daemon");
     }
     assert!(
         processes_with(&fs).is_empty(),
