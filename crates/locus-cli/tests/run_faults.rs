@@ -1,5 +1,5 @@
 //! A run under faults: a hostile peer with the run's secret, a dying
-//! leader, a failing task beside long ones, absurd ranges.
+//! leader, a dying worker, a failing task beside long ones, absurd ranges.
 
 mod common;
 
@@ -16,11 +16,16 @@ use std::time::Duration;
 
 /// Starts `locus run -n 3` of `script` in the background.
 fn start(dir: &Path, script: &str) -> (Child, PathBuf) {
+    start_n(dir, script, 3)
+}
+
+/// Starts `locus run -n N` of `script` in the background.
+fn start_n(dir: &Path, script: &str, n: u32) -> (Child, PathBuf) {
     let file = dir.join("t.swift");
     std::fs::write(&file, script).unwrap();
     let run_dir = dir.join("run");
     let child = Command::new(env!("CARGO_BIN_EXE_locus"))
-        .args(["run", "-n", "3", "--run-dir"])
+        .args(["run", "-n", &n.to_string(), "--run-dir"])
         .arg(&run_dir)
         .arg(&file)
         .stdout(Stdio::piped())
@@ -366,4 +371,43 @@ fn generated_deep_and_long_scripts_are_refused_by_check_and_run_alike_or_run() {
         let run = Run::new(&["-n", "3", "--servers", "2"], &script).ok();
         assert_eq!(run.stdout().lines().last(), Some(last.as_str()));
     }
+}
+
+#[test]
+fn a_worker_killed_mid_run_costs_only_its_tasks_which_run_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let script = format!(
+        "app (file o) nap(int i) {{ \"sh\" \"-c\" \"sleep 0.4567; echo $1 > $0\" o i }}\n\
+         foreach i in [0:11] {{ file f<sprintf(\"{}/%i.txt\", i)> = nap(i); }}\n",
+        out.display()
+    );
+    // Three workers (ranks 0-2) and the leading server (rank 3).
+    let (child, run_dir) = start_n(dir.path(), &script, 4);
+    let worker = entry(&run_dir, 0).pid;
+    while processes_with("sleep 0.4567").len() < 3 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: a signal to a rank of the run this test started.
+    unsafe { libc::kill(worker as i32, libc::SIGKILL) };
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("rank 0 (a worker) on node0 was killed by signal 9; the run goes on"),
+        "{stderr}"
+    );
+    for i in 0..12 {
+        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
+        assert_eq!(got.trim(), i.to_string());
+    }
+    let records = locus_runtime::record::load(&run_dir).unwrap();
+    let ran: std::collections::BTreeSet<_> = records
+        .iter()
+        .filter(|r| r.func == "nap" && r.error.is_none())
+        .map(|r| r.rank)
+        .collect();
+    assert!(ran.contains(&1) && ran.contains(&2), "{ran:?}");
+    assert!(processes_with("sleep 0.4567").is_empty());
 }

@@ -270,6 +270,9 @@ fn run_here(
     let mut codes: Vec<Option<i32>> = vec![None; children.len()];
     let mut ended_at: Option<Instant> = None;
     let mut killed = None;
+    // Workers that died while the run went on: their servers run their
+    // tasks elsewhere, so their exit is not the run's.
+    let mut gone = Vec::new();
     let interrupted = on_interrupt();
     loop {
         for (rank, child) in &mut children {
@@ -277,6 +280,21 @@ fn run_here(
                 if let Ok(Some(status)) = child.try_wait() {
                     let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
                     codes[*rank as usize] = Some(code);
+                    if *rank < leader && code != 0 && ended_at.is_none() {
+                        let how = match status.signal() {
+                            Some(sig) => format!("was killed by signal {sig}"),
+                            None => format!("exited with code {code}"),
+                        };
+                        eprintln!(
+                            "locus: rank {rank} (a worker) on {} {how}; the run goes on without it",
+                            nodes[*rank as usize]
+                        );
+                        // SAFETY: a signal to the process group it led: the
+                        // apps it started go with it.
+                        unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+                        gone.push(*rank as usize);
+                        continue;
+                    }
                     if let Some(sig) = status.signal() {
                         // It could not say why itself.
                         let why = format!(
@@ -324,9 +342,9 @@ fn run_here(
     } else {
         codes
             .iter()
-            .flatten()
-            .copied()
-            .find(|c| *c != 0)
+            .enumerate()
+            .filter(|(rank, _)| !gone.contains(rank))
+            .find_map(|(_, c)| c.filter(|c| *c != 0))
             .unwrap_or(0)
     };
     if code != 0 {

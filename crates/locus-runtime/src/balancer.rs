@@ -103,6 +103,8 @@ pub struct Balancer {
     /// Nodes lost during the run (a worker of theirs left): nothing runs
     /// there any more.
     lost_nodes: HashSet<u32>,
+    /// Workers whose process is gone.
+    lost_ranks: HashSet<Rank>,
 }
 
 impl Balancer {
@@ -118,6 +120,7 @@ impl Balancer {
             sent: HashMap::new(),
             costs: Costs::new(),
             lost_nodes: HashSet::new(),
+            lost_ranks: HashSet::new(),
         }
     }
 
@@ -129,7 +132,8 @@ impl Balancer {
     /// a lost node. A SOFT target there is dropped (the task runs anywhere).
     pub fn put(&mut self, mut task: Task, now: Instant) -> Result<(), Box<Task>> {
         if let Some(t) = task.target {
-            if self.lost_nodes.contains(&self.layout.node_of(t.rank)) {
+            let rank_gone = !t.node && self.lost_ranks.contains(&t.rank);
+            if rank_gone || self.lost_nodes.contains(&self.layout.node_of(t.rank)) {
                 if t.hard {
                     return Err(Box::new(task));
                 }
@@ -279,6 +283,32 @@ impl Balancer {
             .collect();
         let mut stuck = Vec::new();
         for slot in slots {
+            for q in self.queues.remove(&slot).unwrap_or_default() {
+                if let Err(t) = self.put(*q.task, now) {
+                    stuck.push(*t);
+                }
+            }
+        }
+        stuck
+    }
+
+    /// Worker `w`'s process is gone: work queued for it runs elsewhere
+    /// (SOFT) or is given back (HARD); its node is lost once no worker of
+    /// it is left. What it was sent is `lost`'s.
+    pub fn rank_lost(&mut self, w: Rank, now: Instant) -> Vec<Task> {
+        if !self.lost_ranks.insert(w) {
+            return Vec::new();
+        }
+        let node = self.layout.node_of(w);
+        if self
+            .layout
+            .workers_on(node)
+            .all(|r| self.lost_ranks.contains(&r))
+        {
+            return self.node_lost(node, now);
+        }
+        let mut stuck = Vec::new();
+        for slot in [Slot::HardRank(w), Slot::SoftRank(w)] {
             for q in self.queues.remove(&slot).unwrap_or_default() {
                 if let Err(t) = self.put(*q.task, now) {
                     stuck.push(*t);
@@ -985,5 +1015,30 @@ mod tests {
         }
         ran.sort_unstable();
         assert_eq!(ran, vec![3, 4, 5, 7]);
+    }
+
+    #[test]
+    fn a_gone_worker_fails_its_hard_work_and_its_node_goes_with_its_last_worker() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        // Node 1 is ranks 2 and 3.
+        b.put(task(1, Some((2, true, false)), 0), now).unwrap();
+        b.put(task(2, Some((2, false, false)), 0), now).unwrap();
+        b.put(task(3, Some((2, true, true)), 0), now).unwrap();
+        let stuck: Vec<u64> = b.rank_lost(2, now).iter().map(|t| t.id).collect();
+        assert_eq!(stuck, vec![1], "HARD on the gone rank");
+        assert!(b.put(task(4, Some((2, true, false)), 0), now).is_err());
+        // HARD on its node waits for the node's other worker.
+        b.put(task(5, Some((3, true, true)), 0), now).unwrap();
+        b.ready(0);
+        assert_eq!(
+            ids(&b.dispatch(now)),
+            vec![(0, 2)],
+            "its SOFT work, anywhere"
+        );
+        // The node's last worker gone: its HARD work is given back.
+        let mut stuck: Vec<u64> = b.rank_lost(3, now).iter().map(|t| t.id).collect();
+        stuck.sort_unstable();
+        assert_eq!(stuck, vec![3, 5]);
     }
 }

@@ -489,6 +489,7 @@ impl State {
                     self.worker_left(from, node, reason, now)
                 }
                 RankMsg::Leave { node, reason } => self.node_lost(node, reason),
+                RankMsg::Gone { reason, .. } => self.count_gone(reason),
                 RankMsg::Engine(bytes) => {
                     let _ = self.engine.send((from, bytes));
                 }
@@ -500,20 +501,11 @@ impl State {
             },
             Event::Closed(r, broken) => {
                 if !self.closing && self.layout.is_worker(r) && !self.left.contains(&r) {
-                    let running = self.balancer.running(r);
-                    self.balancer.lost(r);
-                    let what = match running {
-                        Some(id) => format!(" while running task {id}"),
-                        None => String::new(),
-                    };
                     let how = match broken {
-                        Some(e) => format!("'s connection broke ({e})"),
-                        None => " exited".to_string(),
+                        Some(e) => format!("its connection broke ({e})"),
+                        None => "it exited".to_string(),
                     };
-                    self.report_abort(format!(
-                        "worker rank {r} on {}{how}{what}",
-                        self.layout.node_name(r)
-                    ));
+                    self.worker_gone(r, how, now);
                 }
                 self.peers.remove(&r);
                 // Without the leader the run is over, whatever happened to it.
@@ -621,22 +613,63 @@ impl State {
         }
     }
 
+    /// Worker `w`'s process is gone: what it was sent and did not finish is
+    /// queued again (to run elsewhere), and work only it could run fails.
+    fn worker_gone(&mut self, w: Rank, how: String, now: Instant) {
+        if !self.left.insert(w) {
+            return;
+        }
+        let running = self.balancer.running(w);
+        let what = match running {
+            Some(id) => format!(" while running task {id}"),
+            None => String::new(),
+        };
+        let reason = format!(
+            "worker rank {w} on {} is gone: {how}{what}",
+            self.layout.node_name(w)
+        );
+        tracing::warn!("{reason}; its tasks run elsewhere");
+        for t in self.balancer.rank_lost(w, now) {
+            let rank = t.target.map_or(w, |t| t.rank);
+            let error = format!(
+                "{}: its HARD target, rank {rank} on {}, is gone",
+                t.func,
+                self.layout.node_name(rank)
+            );
+            self.deliver(failed(t.id, rank, error));
+        }
+        for t in self.balancer.lost(w) {
+            self.queue(t, now);
+        }
+        if self.me == self.layout.leader() {
+            self.count_gone(reason);
+        } else {
+            self.send(self.layout.leader(), RankMsg::Gone { rank: w, reason });
+        }
+    }
+
+    /// On the leader: one more worker of the run is gone (its node lost or
+    /// its process dead).
+    fn count_gone(&mut self, reason: String) {
+        self.left_in_run += 1;
+        if self.left_in_run == self.layout.workers() as usize {
+            self.report_abort(format!("every worker is gone (last: {reason})"));
+        }
+    }
+
     /// On the leader: a worker of node `node` left; with none left the run
     /// cannot go on.
     fn node_lost(&mut self, node: u32, reason: String) {
-        self.left_in_run += 1;
         let name = (self.layout.nodes.get(node as usize).cloned())
             .unwrap_or_else(|| format!("node {node}"));
         {
             let mut lost = self.dispatch.lost.lock().expect("lost");
             if !lost.iter().any(|(n, _)| *n == name) {
-                lost.push((name, reason.clone()));
+                lost.push((name.clone(), reason.clone()));
                 self.dispatch.node_lost.notify_one();
             }
         }
-        if self.left_in_run == self.layout.workers() as usize {
-            self.report_abort(format!("every worker's node was lost (last: {reason})"));
-        }
+        self.count_gone(format!("node {name} was lost: {reason}"));
     }
 
     /// Tells the balancer whether `w` may be sent another task: when it has
