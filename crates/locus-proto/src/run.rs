@@ -194,7 +194,8 @@ pub enum RankMsg {
     Leave { node: u32, reason: String },
     /// The run is over.
     Shutdown,
-    /// Server → leader: worker `rank`'s process is gone (killed, or its
-    /// connection broke); its server queued what it had again.
-    Gone { rank: Rank, reason: String },
+    /// Server → leader: a worker's process is gone (killed, or its
+    /// connection broke; `reason` names it); its server queued what it had
+    /// again.
+    Gone { reason: String },
 }

@@ -489,7 +489,7 @@ impl State {
                     self.worker_left(from, node, reason, now)
                 }
                 RankMsg::Leave { node, reason } => self.node_lost(node, reason),
-                RankMsg::Gone { reason, .. } => self.count_gone(reason),
+                RankMsg::Gone { reason } => self.count_gone(reason),
                 RankMsg::Engine(bytes) => {
                     let _ = self.engine.send((from, bytes));
                 }
@@ -644,7 +644,7 @@ impl State {
         if self.me == self.layout.leader() {
             self.count_gone(reason);
         } else {
-            self.send(self.layout.leader(), RankMsg::Gone { rank: w, reason });
+            self.send(self.layout.leader(), RankMsg::Gone { reason });
         }
     }
 
