@@ -7,7 +7,7 @@
 //! first and decides which of two racing creators wins.
 
 use crate::cluster::{replica_set, ClusterSpec, SECRET_FILE};
-use crate::copies::Copies;
+use crate::copies::{before_publishing, Copies};
 use crate::follow::Follower;
 use crate::meta::now_ns;
 use crate::path::{join, normalise, split};
@@ -1478,7 +1478,7 @@ impl Client {
         let store = &self.inner.store;
         let copies = self.inner.copies.in_dir(parent, Instant::now());
         let replicas = self
-            .push_replicas(&out.local, path, token, me, &[], copies.min(2) - 1)
+            .push_replicas(&out.local, path, token, me, &[], before_publishing(copies))
             .await;
         if let Err(e) = store.install(&out.local, path, token) {
             store.discard(&out.local);
@@ -1754,7 +1754,7 @@ impl Client {
     ) -> FsResult<Vec<NodeId>> {
         let here = target == self.inner.me && !self.inner.diskless;
         let wanted = match here {
-            true => copies.min(2) - 1,
+            true => before_publishing(copies),
             false => copies - 1,
         };
         let wanted = wanted.saturating_sub(made.len() as u32);

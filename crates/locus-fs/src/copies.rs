@@ -14,6 +14,12 @@ const FRESH: Duration = Duration::from_secs(1);
 /// Directories remembered at most (forgotten all at once past this).
 const REMEMBERED: usize = 4096;
 
+/// Of a version's `copies`, the replicas made before it is published
+/// (FusionFS's scheme: the first; the others follow in the background).
+pub fn before_publishing(copies: u32) -> u32 {
+    copies.min(2) - 1
+}
+
 pub struct Copies {
     cluster: u32,
     nodes: u32,
@@ -40,6 +46,10 @@ impl Copies {
     /// Notes directory `dir`'s setting, as a daemon answered it `now`.
     pub fn learn(&self, dir: &str, setting: u32, now: Instant) {
         let mut learned = self.learned.lock().expect("copies");
+        if let Some(known) = learned.get_mut(dir) {
+            *known = (setting, now);
+            return;
+        }
         if learned.len() >= REMEMBERED {
             learned.clear();
         }

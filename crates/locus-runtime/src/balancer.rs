@@ -281,15 +281,7 @@ impl Balancer {
                 Slot::Any => false,
             })
             .collect();
-        let mut stuck = Vec::new();
-        for slot in slots {
-            for q in self.queues.remove(&slot).unwrap_or_default() {
-                if let Err(t) = self.put(*q.task, now) {
-                    stuck.push(*t);
-                }
-            }
-        }
-        stuck
+        self.put_again(slots, now)
     }
 
     /// Worker `w`'s process is gone: work queued for it runs elsewhere
@@ -307,8 +299,19 @@ impl Balancer {
         {
             return self.node_lost(node, now);
         }
+        self.put_again([Slot::HardRank(w), Slot::SoftRank(w)], now)
+    }
+
+    /// Whether worker `rank`'s process is gone while its node is not lost.
+    pub fn rank_gone(&self, rank: Rank) -> bool {
+        self.lost_ranks.contains(&rank) && !self.lost_nodes.contains(&self.layout.node_of(rank))
+    }
+
+    /// Queues the work of `slots` again, after a loss changed where it may
+    /// run; returns what can run nowhere now.
+    fn put_again(&mut self, slots: impl IntoIterator<Item = Slot>, now: Instant) -> Vec<Task> {
         let mut stuck = Vec::new();
-        for slot in [Slot::HardRank(w), Slot::SoftRank(w)] {
+        for slot in slots {
             for q in self.queues.remove(&slot).unwrap_or_default() {
                 if let Err(t) = self.put(*q.task, now) {
                     stuck.push(*t);

@@ -578,11 +578,16 @@ impl State {
         }
     }
 
-    /// A HARD task whose target's node was lost fails.
+    /// A HARD task whose target's node was lost, or whose target worker
+    /// is gone, fails.
     fn cannot_run(&self, t: Task) {
         let rank = t.target.map_or(0, |t| t.rank);
+        let what = match self.balancer.rank_gone(rank) {
+            true => "is gone",
+            false => "was lost with its node",
+        };
         let error = format!(
-            "{}: its HARD target, rank {rank} on {}, was lost with its node",
+            "{}: its HARD target, rank {rank} on {}, {what}",
             t.func,
             self.layout.node_name(rank)
         );
@@ -630,13 +635,7 @@ impl State {
         );
         tracing::warn!("{reason}; its tasks run elsewhere");
         for t in self.balancer.rank_lost(w, now) {
-            let rank = t.target.map_or(w, |t| t.rank);
-            let error = format!(
-                "{}: its HARD target, rank {rank} on {}, is gone",
-                t.func,
-                self.layout.node_name(rank)
-            );
-            self.deliver(failed(t.id, rank, error));
+            self.cannot_run(t);
         }
         for t in self.balancer.lost(w) {
             self.queue(t, now);
