@@ -11,7 +11,7 @@ use crate::report::{median, target};
 use crate::workspace::in_scratch;
 use anyhow::{bail, Result};
 use locus_launch::{launch_ranks, On, Program, RankLaunch};
-use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
+use locus_runtime::rank::{RankOptions, RunSummary};
 use locus_runtime::record;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -80,7 +80,7 @@ fn run_once(
             std::fs::read_to_string(&log).unwrap_or_default()
         );
     }
-    let s: RunSummary = serde_json::from_slice(&std::fs::read(summary_path(&run_dir))?)?;
+    let s = RunSummary::load(&run_dir)?;
     if kill && s.lost_nodes.is_empty() {
         bail!("{name}: the run did not see its node lost");
     }

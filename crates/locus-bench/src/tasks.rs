@@ -8,7 +8,7 @@
 use crate::report::{header, median, row, target};
 use anyhow::{bail, Result};
 use locus_launch::{launch_ranks, On, Program, RankLaunch};
-use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
+use locus_runtime::rank::{RankOptions, RunSummary};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -65,7 +65,7 @@ pub(crate) fn timed_run(
             std::fs::read_to_string(&log).unwrap_or_default()
         );
     }
-    let s: RunSummary = serde_json::from_slice(&std::fs::read(summary_path(&run_dir))?)?;
+    let s = RunSummary::load(&run_dir)?;
     let _ = std::fs::remove_dir_all(&run_dir);
     Ok(s.end_us.saturating_sub(s.start_us) as f64 / 1e6)
 }

@@ -32,6 +32,11 @@ pub struct LaunchedArgs {
 }
 
 pub fn run(a: LaunchedArgs) -> Result<()> {
+    // A daemon or rank lives on when another process of its launch dies.
+    locus_launch::ignore_failure_notices();
+    if let Some(code) = locus_launch::supervise()? {
+        std::process::exit(code);
+    }
     let l = Launched::load(&a.file)?;
     match l.role.as_str() {
         locus_fs::ServeConfig::NAME => crate::mount::serve_daemon(l.config()?),

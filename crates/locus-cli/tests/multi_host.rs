@@ -68,6 +68,23 @@ impl Hosts {
         self.script("exec", &all)
     }
 
+    /// Starts `sh -c CMD` on `host`, its output piped.
+    fn spawn(&self, host: &str, cmd: &str) -> std::process::Child {
+        Command::new(workspace().join("scripts/hosts.sh"))
+            .args([
+                "exec",
+                self.dir.path().to_str().unwrap(),
+                host,
+                "sh",
+                "-c",
+                cmd,
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     fn path(&self, p: &str) -> String {
         self.dir.path().join(p).to_str().unwrap().to_string()
     }
@@ -81,6 +98,69 @@ impl Drop for Hosts {
             .status();
         let _ = self.script("down", &[]);
     }
+}
+
+/// A run started from the login host by `run` (`RUN_DIR` and `SCRIPT` in
+/// it replaced), whose worker rank 1 is killed once tasks have ended: the
+/// other workers run its tasks and the run succeeds, though the launcher
+/// reports the loss.
+fn a_worker_killed_under_a_launcher(h: &Hosts, name: &str, run: &str, launcher: &str) {
+    let (run_dir, out) = (
+        h.path(&format!("{name}-run")),
+        h.path(&format!("{name}-out")),
+    );
+    std::fs::create_dir(&out).unwrap();
+    let script = h.path(&format!("{name}.swift"));
+    std::fs::write(
+        &script,
+        format!(
+            "app (file o) nap(int i) {{ \"sh\" \"-c\" \"sleep 0.4; echo $1 > $0\" o i }}\n\
+             foreach i in [0:47] {{ file f<sprintf(\"{out}/%i.txt\", i)> = nap(i); }}\n"
+        ),
+    )
+    .unwrap();
+    let cmd = run.replace("RUN_DIR", &run_dir).replace("SCRIPT", &script);
+    let child = h.spawn("login", &cmd);
+    let count = || std::fs::read_dir(&out).map_or(0, |d| d.count());
+    common::eventually_within(std::time::Duration::from_secs(60), "tasks ended", || {
+        count() >= 6
+    });
+    // The process doing rank 1's work: the one its launcher started stays
+    // between them, to report how it ended.
+    let rank_file = format!("{run_dir}/rank.json");
+    let worker: Vec<u32> = processes_with(&rank_file)
+        .into_iter()
+        .filter(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let env = String::from_utf8_lossy(&env);
+            let vars: Vec<&str> = env.split('\0').collect();
+            vars.contains(&"PMI_RANK=1") && !vars.iter().any(|v| v.starts_with("LOCUS_SUPERVISE"))
+        })
+        .collect();
+    assert_eq!(worker.len(), 1, "{worker:?}");
+    // SAFETY: a signal to a rank of the run this test started.
+    unsafe { libc::kill(worker[0] as i32, libc::SIGKILL) };
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{launcher} ended with code 137 (a rank it started failed); the run finished without it"
+        )),
+        "{stderr}"
+    );
+    for i in 0..48 {
+        let got = std::fs::read_to_string(format!("{out}/{i}.txt")).unwrap();
+        assert_eq!(got.trim(), i.to_string());
+    }
+    let records = record::load(Path::new(&run_dir)).unwrap();
+    let ran: std::collections::BTreeSet<u32> = records
+        .iter()
+        .filter(|r| r.func == "nap" && r.error.is_none())
+        .map(|r| r.rank)
+        .collect();
+    assert!(ran.len() >= 3 && ran.iter().any(|r| *r != 1), "{ran:?}");
+    assert!(processes_with(&run_dir).is_empty(), "left running");
 }
 
 /// How the ranks of the run in `run_dir` met, as its `run.json` says.
@@ -281,6 +361,17 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         "ranks, daemons or launcher left running"
     );
 
+    // A worker killed mid-run under mpiexec, which would end the job.
+    let mpiexec_run = format!(
+        "{} run --launcher mpiexec --launcher-program mpiexec.mpich \
+         --launcher-arg=-launcher --launcher-arg=ssh --launcher-arg=-launcher-exec={} \
+         --launcher-arg=-hosts --launcher-arg=node0,node1,node2 -n 6 --nodes 3 \
+         --run-dir RUN_DIR SCRIPT",
+        env!("CARGO_BIN_EXE_locus"),
+        h.path("ssh")
+    );
+    a_worker_killed_under_a_launcher(&h, "killed", &mpiexec_run, "mpiexec.mpich");
+
     // Stage out from another host, then tear down over the network.
     let results = h.path("results");
     let mut get = vec!["fs", "get", "-r"];
@@ -385,4 +476,14 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
         processes_with(work.to_str().unwrap()).is_empty(),
         "left running after the job"
     );
+
+    // A worker killed mid-run in an allocation: srun reports it, the run
+    // goes on without it.
+    let srun_run = format!(
+        "SLURM_CONF={} salloc --nodes=3 --ntasks-per-node=2 {} run --launcher srun -n 6 \
+         --run-dir RUN_DIR SCRIPT",
+        h.path("slurm.conf"),
+        env!("CARGO_BIN_EXE_locus"),
+    );
+    a_worker_killed_under_a_launcher(&h, "killed", &srun_run, "srun");
 }

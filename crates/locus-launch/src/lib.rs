@@ -12,9 +12,11 @@ pub mod netns;
 pub mod ranks;
 pub mod role;
 pub mod site;
+pub mod supervise;
 
 pub use daemons::{running_pid, stop, Daemons};
 pub use emulate::{Emulation, FsMode, Host, Rate};
 pub use ranks::{launch_ranks, On, RankLaunch};
 pub use role::{Launched, Program, Role};
 pub use site::{deploy, Deploy, Shape, Site, SiteLauncher};
+pub use supervise::{ignore_failure_notices, supervise};

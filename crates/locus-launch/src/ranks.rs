@@ -392,7 +392,19 @@ fn run_site(
     let interrupted = on_interrupt();
     loop {
         if let Some(status) = launcher.try_wait().map_err(|e| e.to_string())? {
-            return Ok(status.code().unwrap_or(128 + status.signal().unwrap_or(9)));
+            let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
+            // The launcher reports the worst of its processes; a worker it
+            // lost does not fail a run whose leader finished it.
+            let finished = RunSummary::load(&r.rank.run_dir).is_ok_and(|s| s.error.is_none());
+            if code != 0 && finished {
+                eprintln!(
+                    "locus: {} ended with code {code} (a rank it started failed); \
+                     the run finished without it",
+                    site.program().display()
+                );
+                return Ok(0);
+            }
+            return Ok(code);
         }
         if interrupted.load(Ordering::Relaxed) {
             eprintln!("locus: the run was interrupted (SIGINT or SIGTERM); stopping it");

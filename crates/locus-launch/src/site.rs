@@ -5,6 +5,7 @@
 //! with them their launcher.
 
 use crate::role::{self, Program};
+use crate::supervise;
 use anyhow::{bail, Context, Result};
 use locus_fs::cluster::CLUSTER_FILE;
 use locus_fs::{ClusterSpec, Durability, JoinConfig, Placement, ServeConfig};
@@ -111,6 +112,7 @@ impl Site {
         };
         let mut cmd = Command::new(self.program());
         cmd.args(shape)
+            .args(self.survive_lost_processes())
             .args(&self.args)
             .arg(inner.get_program())
             .args(inner.get_args());
@@ -120,7 +122,27 @@ impl Site {
                 None => cmd.env_remove(k),
             };
         }
+        supervise::mark(&mut cmd);
         cmd
+    }
+
+    /// The flag that keeps the launcher's other processes running when one
+    /// dies (a lost worker's tasks run elsewhere; a lost daemon's files are
+    /// made again), unless the user's arguments already say: Hydra kills
+    /// them all by default; srun does where the site sets `KillOnBadExit`.
+    /// Without auto-cleanup Hydra tells the others with SIGUSR1
+    /// (`supervise::ignore_failure_notices`); a process dying of a signal
+    /// it takes for the job's failure all the same (`supervise`).
+    fn survive_lost_processes(&self) -> Option<&'static str> {
+        let (flag, given): (_, &[&str]) = match self.launcher {
+            SiteLauncher::Srun => ("--kill-on-bad-exit=0", &["--kill-on-bad-exit", "-K"]),
+            SiteLauncher::Mpiexec => ("-disable-auto-cleanup", &["-disable-auto-cleanup"]),
+        };
+        let chosen = self
+            .args
+            .iter()
+            .any(|a| given.iter().any(|g| a.starts_with(g)));
+        (!chosen).then_some(flag)
     }
 
     /// srun's flag giving the ranks Slurm's PMI (its `pmi2` plugin serves
@@ -272,6 +294,7 @@ mod tests {
                 "--overlap",
                 "--distribution=cyclic",
                 "--nodes=2",
+                "--kill-on-bad-exit=0",
                 "--mpi=none",
                 "/bin/locus",
                 "launched",
@@ -284,12 +307,34 @@ mod tests {
             args: vec!["-hosts".into(), "a,b,c".into()],
         };
         assert_eq!(
-            words(&mpi.command(Shape::PerHost(3), &inner))[..5],
-            ["/usr/bin/mpiexec.mpich", "-ppn", "1", "-n", "3"]
+            words(&mpi.command(Shape::PerHost(3), &inner))[..6],
+            [
+                "/usr/bin/mpiexec.mpich",
+                "-ppn",
+                "1",
+                "-n",
+                "3",
+                "-disable-auto-cleanup"
+            ]
         );
         assert_eq!(
-            words(&mpi.command(Shape::Tasks(7, Some(3)), &inner))[..5],
-            ["/usr/bin/mpiexec.mpich", "-n", "7", "-ppn", "3"]
+            words(&mpi.command(Shape::Tasks(7, Some(3)), &inner))[..6],
+            [
+                "/usr/bin/mpiexec.mpich",
+                "-n",
+                "7",
+                "-ppn",
+                "3",
+                "-disable-auto-cleanup"
+            ]
         );
+        // The user's own choice stands.
+        let kill = Site {
+            args: vec!["-K".into()],
+            ..srun
+        };
+        assert!(!words(&kill.command(Shape::PerHost(2), &inner))
+            .iter()
+            .any(|w| w.starts_with("--kill-on-bad-exit")));
     }
 }

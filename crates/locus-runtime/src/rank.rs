@@ -125,6 +125,15 @@ pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
     run_dir.join("run.json")
 }
 
+impl RunSummary {
+    /// The summary the leader of the run in `run_dir` wrote.
+    pub fn load(run_dir: &std::path::Path) -> std::io::Result<RunSummary> {
+        let bytes = std::fs::read(summary_path(run_dir))?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+}
+
 /// Where a server listens: `LOCUS_LISTEN`, else loopback for ranks of a
 /// local run, else (a site launcher's ranks) this host's address.
 fn listen_addr() -> Result<SocketAddr, String> {

@@ -115,15 +115,16 @@ const STDERR_LINES: usize = 3;
 
 impl Report {
     pub fn load(run_dir: &Path) -> Result<Report, String> {
-        let path = summary_path(run_dir);
-        let text = std::fs::read(&path).map_err(|e| {
-            format!(
-                "{}: {e} (is {} a finished run's directory?)",
-                path.display(),
-                run_dir.display()
-            )
+        let run = RunSummary::load(run_dir).map_err(|e| {
+            let path = summary_path(run_dir).display().to_string();
+            match e.kind() {
+                std::io::ErrorKind::InvalidData => format!("{path}: {e}"),
+                _ => format!(
+                    "{path}: {e} (is {} a finished run's directory?)",
+                    run_dir.display()
+                ),
+            }
         })?;
-        let run = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let tasks = record::load(run_dir).map_err(|e| e.to_string())?;
         Ok(Report {
             run,
