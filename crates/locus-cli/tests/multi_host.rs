@@ -100,11 +100,11 @@ impl Drop for Hosts {
     }
 }
 
-/// A run started from the login host by `run` (`RUN_DIR` and `SCRIPT` in
-/// it replaced), whose worker rank 1 is killed once tasks have ended: the
-/// other workers run its tasks and the run succeeds, though the launcher
-/// reports the loss.
-fn a_worker_killed_under_a_launcher(h: &Hosts, name: &str, run: &str, launcher: &str) {
+/// A run of 48 short tasks, each writing a host file in `NAME-out`,
+/// started from the login host by `run` (`RUN_DIR` and `SCRIPT` in it
+/// replaced), whose rank `victim` is killed once tasks have ended: its
+/// output, run directory and output directory.
+fn kill_a_rank_mid_run(h: &Hosts, name: &str, run: &str, victim: u32) -> (Output, String, String) {
     let (run_dir, out) = (
         h.path(&format!("{name}-run")),
         h.path(&format!("{name}-out")),
@@ -125,22 +125,32 @@ fn a_worker_killed_under_a_launcher(h: &Hosts, name: &str, run: &str, launcher: 
     common::eventually_within(std::time::Duration::from_secs(60), "tasks ended", || {
         count() >= 6
     });
-    // The process doing rank 1's work: the one its launcher started stays
-    // between them, to report how it ended.
+    // The process doing the rank's work: the one its launcher started
+    // stays between them, to report how it ended.
     let rank_file = format!("{run_dir}/rank.json");
-    let worker: Vec<u32> = processes_with(&rank_file)
+    let rank_var = format!("PMI_RANK={victim}");
+    let doing: Vec<u32> = processes_with(&rank_file)
         .into_iter()
         .filter(|pid| {
             let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
             let env = String::from_utf8_lossy(&env);
             let vars: Vec<&str> = env.split('\0').collect();
-            vars.contains(&"PMI_RANK=1") && !vars.iter().any(|v| v.starts_with("LOCUS_SUPERVISE"))
+            vars.contains(&rank_var.as_str())
+                && !vars.iter().any(|v| v.starts_with("LOCUS_SUPERVISE"))
         })
         .collect();
-    assert_eq!(worker.len(), 1, "{worker:?}");
+    assert_eq!(doing.len(), 1, "{doing:?}");
     // SAFETY: a signal to a rank of the run this test started.
-    unsafe { libc::kill(worker[0] as i32, libc::SIGKILL) };
+    unsafe { libc::kill(doing[0] as i32, libc::SIGKILL) };
     let done = child.wait_with_output().unwrap();
+    assert!(processes_with(&run_dir).is_empty(), "left running");
+    (done, run_dir, out)
+}
+
+/// Worker rank 1 killed: the other workers run its tasks and the run
+/// succeeds, though the launcher reports the loss.
+fn a_worker_killed_under_a_launcher(h: &Hosts, name: &str, run: &str, launcher: &str) {
+    let (done, run_dir, out) = kill_a_rank_mid_run(h, name, run, 1);
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert!(done.status.success(), "{stderr}");
     assert!(
@@ -160,7 +170,6 @@ fn a_worker_killed_under_a_launcher(h: &Hosts, name: &str, run: &str, launcher: 
         .map(|r| r.rank)
         .collect();
     assert!(ran.len() >= 3 && ran.iter().any(|r| *r != 1), "{ran:?}");
-    assert!(processes_with(&run_dir).is_empty(), "left running");
 }
 
 /// How the ranks of the run in `run_dir` met, as its `run.json` says.
@@ -371,6 +380,17 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         h.path("ssh")
     );
     a_worker_killed_under_a_launcher(&h, "killed", &mpiexec_run, "mpiexec.mpich");
+    // A second server killed: its values are nowhere else, so the run ends
+    // (and every rank with it), saying why.
+    let two_servers = mpiexec_run.replace("-n 6", "-n 6 --servers 2");
+    let (done, _, _) = kill_a_rank_mid_run(&h, "server", &two_servers, 5);
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!done.status.success());
+    assert!(
+        stderr.contains("server rank 5 on node")
+            && stderr.contains("the run cannot go on without the values and tasks it held"),
+        "{stderr}"
+    );
 
     // Stage out from another host, then tear down over the network.
     let results = h.path("results");

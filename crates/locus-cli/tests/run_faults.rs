@@ -418,3 +418,59 @@ fn kill_a_worker_mid_run(args: &[&str], victim: u32) {
     assert!(others.iter().all(|w| ran.contains(w)), "{ran:?}");
     assert!(processes_with("sleep 0.4567").is_empty());
 }
+
+#[test]
+fn a_server_killed_mid_run_ends_it_clearly_and_resume_finishes_it() {
+    // Workers 0-2, the leader (rank 3) and a second server (rank 4), whose
+    // values and queue are nowhere else.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let script = format!(
+        "app (file o) nap(int i) {{ \"sh\" \"-c\" \"sleep 0.3456; echo $1 > $0\" o i }}\n\
+         foreach i in [0:17] {{ file f<sprintf(\"{}/%i.txt\", i)> = nap(i); }}\n",
+        out.display()
+    );
+    let args = ["-n", "5", "--servers", "2"];
+    let (child, run_dir) = start_with(dir.path(), &script, &args);
+    let server = entry(&run_dir, 4).pid;
+    common::eventually_within(Duration::from_secs(30), "tasks ended", || {
+        std::fs::read_dir(&out).map_or(0, |d| d.count()) >= 3
+    });
+    // SAFETY: a signal to a rank of the run this test started.
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!done.status.success());
+    assert!(
+        stderr.contains("server rank 4 on node0 is gone (it exited): the run cannot go on"),
+        "{stderr}"
+    );
+    assert!(processes_with("sleep 0.3456").is_empty());
+    let finished = locus_runtime::record::load(&run_dir)
+        .unwrap()
+        .iter()
+        .filter(|r| r.func == "nap" && r.error.is_none())
+        .count();
+    assert!(finished >= 3, "{finished}");
+
+    let mut resume = vec!["--resume"];
+    resume.extend_from_slice(&args);
+    let (child, _) = start_with(dir.path(), &script, &resume);
+    let done = child.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    for i in 0..18 {
+        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
+        assert_eq!(got.trim(), i.to_string());
+    }
+    let records = locus_runtime::record::load(&run_dir).unwrap();
+    let ran = records
+        .iter()
+        .filter(|r| r.func == "nap" && !r.resumed)
+        .count();
+    assert_eq!(ran, 18 - finished, "only what the first run did not finish");
+}

@@ -395,14 +395,21 @@ fn run_site(
             let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
             // The launcher reports the worst of its processes; a worker it
             // lost does not fail a run whose leader finished it.
-            let finished = RunSummary::load(&r.rank.run_dir).is_ok_and(|s| s.error.is_none());
-            if code != 0 && finished {
-                eprintln!(
-                    "locus: {} ended with code {code} (a rank it started failed); \
-                     the run finished without it",
-                    site.program().display()
-                );
-                return Ok(0);
+            let launcher = site.program();
+            match RunSummary::load(&r.rank.run_dir) {
+                Ok(s) if code != 0 && s.error.is_none() => {
+                    eprintln!(
+                        "locus: {} ended with code {code} (a rank it started failed); \
+                         the run finished without it",
+                        launcher.display()
+                    );
+                    return Ok(0);
+                }
+                Err(_) if code != 0 => eprintln!(
+                    "locus: {} ended with code {code} before the run's leader wrote its outcome",
+                    launcher.display()
+                ),
+                _ => {}
             }
             return Ok(code);
         }

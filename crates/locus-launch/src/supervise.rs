@@ -6,6 +6,7 @@
 //! with the child's code (128 + the signal that killed it): a worker or a
 //! daemon killed on one host costs what it held, not the job.
 
+use locus_runtime::rendezvous::RankEnv;
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Command;
@@ -92,6 +93,17 @@ pub fn supervise() -> io::Result<Option<i32>> {
     // SAFETY: unblocks what was blocked above; a pending signal is passed on.
     unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &stopping, std::ptr::null_mut()) };
     let status = spawned?.wait()?;
+    if let Some(sig) = status.signal() {
+        // The launcher only learns a code: say what happened.
+        let which = match RankEnv::from_env() {
+            Some(e) => format!("process {} of {}", e.rank, e.size),
+            None => "a process".to_string(),
+        };
+        eprintln!(
+            "locus: {which} the launcher started on {} was killed by signal {sig}",
+            locus_fs::join::hostname()
+        );
+    }
     Ok(Some(status.code().unwrap_or_else(|| {
         128 + status.signal().unwrap_or(libc::SIGKILL)
     })))

@@ -321,7 +321,9 @@ impl Remote {
     pub async fn statuses(&self) -> Vec<Status> {
         let mut out = Vec::new();
         let ask_all = async {
-            for s in (0..self.servers).filter(|s| *s != self.me) {
+            let asked = (0..self.servers)
+                .filter(|s| *s != self.me && !self.dispatch.server_gone(self.rank_of(*s)));
+            for s in asked {
                 if let Some(Answer::Status(st)) = self.ask(s, |req| Msg::Status { req }).await {
                     out.push(st);
                 }

@@ -76,6 +76,8 @@ pub struct Dispatch {
     /// for each.
     lost: Mutex<Vec<(String, String)>>,
     node_lost: Notify,
+    /// Other servers whose process is gone: nothing asked of them comes.
+    servers_gone: Mutex<HashSet<Rank>>,
 }
 
 impl Dispatch {
@@ -141,6 +143,11 @@ impl Dispatch {
         self.lost.lock().expect("lost").clone()
     }
 
+    /// Whether server rank `r`'s process is gone.
+    pub fn server_gone(&self, r: Rank) -> bool {
+        self.servers_gone.lock().expect("servers gone").contains(&r)
+    }
+
     /// On the leader: resolves when a node is lost (once per loss, even
     /// one that came before the call).
     pub async fn node_lost(&self) {
@@ -199,6 +206,7 @@ impl Server {
             inbox: Mutex::new(Some(inbox)),
             lost: Mutex::default(),
             node_lost: Notify::new(),
+            servers_gone: Mutex::default(),
         });
         Ok(Server {
             listener,
@@ -500,12 +508,21 @@ impl State {
                 RankMsg::Hello { .. } | RankMsg::Run(_) => {}
             },
             Event::Closed(r, broken) => {
+                let how = match broken {
+                    Some(e) => format!("its connection broke ({e})"),
+                    None => "it exited".to_string(),
+                };
                 if !self.closing && self.layout.is_worker(r) && !self.left.contains(&r) {
-                    let how = match broken {
-                        Some(e) => format!("its connection broke ({e})"),
-                        None => "it exited".to_string(),
-                    };
                     self.worker_gone(r, how, now);
+                } else if !self.closing && r != self.layout.leader() {
+                    let gone = &self.dispatch.servers_gone;
+                    gone.lock().expect("servers gone").insert(r);
+                    // Its engine's values and queued tasks are nowhere else.
+                    self.report_abort(format!(
+                        "server rank {r} on {} is gone ({how}): the run cannot go on \
+                         without the values and tasks it held (`--resume` picks it up)",
+                        self.layout.node_name(r)
+                    ));
                 }
                 self.peers.remove(&r);
                 // Without the leader the run is over, whatever happened to it.
