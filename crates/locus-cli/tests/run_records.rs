@@ -28,7 +28,8 @@ fn records_hold_the_call_the_command_the_files_and_the_usage() {
     let r = &shout[0];
     assert!(r.at.contains("t.swift:8:"), "{}", r.at);
     assert_eq!(r.argv[..2], ["sh", "-c"]);
-    assert_eq!(r.argv[5], "hi");
+    // Its files by their Locus paths, not the store paths it was given.
+    assert_eq!(r.argv[3..], ["/locus/in.txt", "/locus/out.txt", "hi"]);
     let paths = |v: &[Seen]| v.iter().map(|s| s.path.clone()).collect::<Vec<_>>();
     assert_eq!(paths(&r.inputs), ["/locus/in.txt"]);
     assert_eq!(paths(&r.outputs), ["/locus/out.txt"]);
@@ -89,6 +90,24 @@ main { flaky(); }
             r.id
         )),
         "{text}"
+    );
+}
+
+#[test]
+fn a_failed_app_is_told_with_the_locus_paths_of_its_files() {
+    let script = r#"import files;
+app (file o) fail(file i) { "sh" "-c" "exit 2" i o }
+main {
+  file i<"/locus/in.txt"> = write("x");
+  file o<"/locus/out.txt"> = fail(i);
+}
+"#;
+    let run = Run::new(&[], script);
+    let stderr = String::from_utf8_lossy(&run.out.stderr);
+    assert!(!run.out.status.success());
+    assert!(
+        stderr.contains("`sh -c exit 2 /locus/in.txt /locus/out.txt` exited with code 2"),
+        "{stderr}"
     );
 }
 

@@ -40,7 +40,8 @@ pub struct TaskRecord {
     /// Where the script calls it (`file:line:col`).
     #[serde(default)]
     pub at: String,
-    /// An app's command line as run (Locus files as their host paths).
+    /// An app's command line as run, Locus files named by their Locus
+    /// paths (`/locus/…`) as the script names them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
     /// The files it read and wrote (Locus files as `/locus/…`), each with

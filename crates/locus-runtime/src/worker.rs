@@ -542,8 +542,11 @@ impl App<'_> {
         let files = staged.split_off(argv.len());
         let words: Vec<String> = staged.into_iter().flatten().collect();
         io.stage_us = staging.elapsed().as_micros() as u64;
-        let command = words.join(" ");
-        io.argv = words.clone();
+        // Messages and records name Locus files by their Locus paths, as
+        // the script does: the store paths the program got are private to
+        // this attempt (outputs) or to this node.
+        io.argv = argv.iter().map(|a| a.text().to_string()).collect();
+        let command = io.argv.join(" ");
         let cfg = self.cfg;
         let node = cfg.layout.node_name(cfg.me);
         loop {
