@@ -100,6 +100,26 @@ impl Drop for Hosts {
     }
 }
 
+/// Kills process `rank` of the launch started on `role_file`: the process
+/// doing its work, not the one its launcher started, which stays between
+/// them to report how it ended.
+fn kill_launched(role_file: &str, rank: u32) {
+    let rank_var = format!("PMI_RANK={rank}");
+    let doing: Vec<u32> = processes_with(role_file)
+        .into_iter()
+        .filter(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let env = String::from_utf8_lossy(&env);
+            let vars: Vec<&str> = env.split('\0').collect();
+            vars.contains(&rank_var.as_str())
+                && !vars.iter().any(|v| v.starts_with("LOCUS_SUPERVISE"))
+        })
+        .collect();
+    assert_eq!(doing.len(), 1, "{doing:?}");
+    // SAFETY: a signal to a process this test started.
+    unsafe { libc::kill(doing[0] as i32, libc::SIGKILL) };
+}
+
 /// A run of 48 short tasks, each writing a host file in `NAME-out`,
 /// started from the login host by `run` (`RUN_DIR` and `SCRIPT` in it
 /// replaced), whose rank `victim` is killed once tasks have ended: its
@@ -125,23 +145,7 @@ fn kill_a_rank_mid_run(h: &Hosts, name: &str, run: &str, victim: u32) -> (Output
     common::eventually_within(std::time::Duration::from_secs(60), "tasks ended", || {
         count() >= 6
     });
-    // The process doing the rank's work: the one its launcher started
-    // stays between them, to report how it ended.
-    let rank_file = format!("{run_dir}/rank.json");
-    let rank_var = format!("PMI_RANK={victim}");
-    let doing: Vec<u32> = processes_with(&rank_file)
-        .into_iter()
-        .filter(|pid| {
-            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-            let env = String::from_utf8_lossy(&env);
-            let vars: Vec<&str> = env.split('\0').collect();
-            vars.contains(&rank_var.as_str())
-                && !vars.iter().any(|v| v.starts_with("LOCUS_SUPERVISE"))
-        })
-        .collect();
-    assert_eq!(doing.len(), 1, "{doing:?}");
-    // SAFETY: a signal to a rank of the run this test started.
-    unsafe { libc::kill(doing[0] as i32, libc::SIGKILL) };
+    kill_launched(&format!("{run_dir}/rank.json"), victim);
     let done = child.wait_with_output().unwrap();
     assert!(processes_with(&run_dir).is_empty(), "left running");
     (done, run_dir, out)
@@ -419,6 +423,39 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         0,
         "node-local stores purged"
     );
+
+    // One host's daemon killed: the launcher keeps the others serving.
+    let fs2 = h.path("fs2");
+    let launcher_exec = format!("--launcher-arg=-launcher-exec={}", h.path("ssh"));
+    let mut up = vec!["fs", "up", "--dir", &fs2, "--launcher", "mpiexec"];
+    up.extend_from_slice(&[
+        "--launcher-program",
+        "mpiexec.mpich",
+        "--nodes",
+        "3",
+        "--launcher-arg=-launcher",
+        "--launcher-arg=ssh",
+        &launcher_exec,
+        "--launcher-arg=-hosts",
+        "--launcher-arg=node0,node1,node2",
+    ]);
+    ok(&h.locus("login", &up));
+    kill_launched(&format!("{fs2}/serve.json"), 1);
+    let status = |host: &str| h.locus(host, &["fs", "status", "--dir", &fs2]);
+    common::eventually("node1's daemon seen down", || {
+        String::from_utf8_lossy(&status("node0").stderr).contains("1 of 3 daemons down")
+    });
+    let table = String::from_utf8_lossy(&status("node2").stdout).into_owned();
+    let states: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(4))
+        .collect();
+    assert_eq!(states, ["up", "down", "up"], "{table}");
+    assert!(ok(&h.locus("login", &["fs", "down", "--dir", &fs2])).contains("2 daemon(s) stopped"));
+    common::eventually("the launcher and the other daemons gone", || {
+        processes_with(&fs2).is_empty()
+    });
 }
 
 #[test]
