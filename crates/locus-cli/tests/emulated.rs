@@ -464,3 +464,70 @@ fn meta_cluster_bench_creates_every_file_on_both_file_systems_and_renders() {
     ]));
     assert_renders(&page, 2);
 }
+
+#[test]
+fn a_host_cut_off_mid_run_costs_only_its_tasks() {
+    require_root();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("emu");
+    let d = dir.to_str().unwrap();
+    cluster_up(d, &[]);
+    let _down = Down(&dir);
+    let e: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("emulation.json")).unwrap()).unwrap();
+    let bridge = e["bridge_netns"].as_str().unwrap().to_string();
+    // Workers 0 and 1 and the server on node0, workers 2 and 3 on node1.
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let script = tmp.path().join("t.swift");
+    std::fs::write(
+        &script,
+        format!(
+            "app (file o) nap(int i) {{ \"sh\" \"-c\" \"sleep 0.2; echo $1 > $0\" o i }}\n\
+             foreach i in [0:99] {{ file f<sprintf(\"{}/%i.txt\", i)> = nap(i); }}\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["run", "--cluster", d, "-n", "5", "--run-dir"])
+        .arg(tmp.path().join("run"))
+        .arg(&script)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::eventually_within(std::time::Duration::from_secs(30), "tasks ran", || {
+        std::fs::read_dir(&out).map_or(0, |d| d.count()) >= 8
+    });
+    // node1's link to the bridge goes down: nothing reaches it, nothing
+    // says it is gone.
+    ok(&Command::new("ip")
+        .args(["-n", &bridge, "link", "set", "n1", "down"])
+        .output()
+        .unwrap());
+    // Noticed within the rank connections' 10 s of silence, not never.
+    let ended = (0..600).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        run.try_wait().unwrap().is_some()
+    });
+    if !ended {
+        let _ = run.kill();
+    }
+    let done = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(ended, "still running a minute after the cut: {stderr}");
+    assert!(done.status.success(), "{stderr}");
+    for w in [2, 3] {
+        assert!(
+            stderr.contains(&format!(
+                "worker rank {w} on node1 is gone: its connection broke"
+            )),
+            "{stderr}"
+        );
+    }
+    for i in 0..100 {
+        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
+        assert_eq!(got.trim(), i.to_string());
+    }
+}

@@ -273,6 +273,9 @@ fn run_here(
     // Workers that died while the run went on: their servers run their
     // tasks elsewhere, so their exit is not the run's.
     let mut gone = Vec::new();
+    // Ranks that did not stop on their own once the run ended (a worker
+    // cut off from its server cannot be told to).
+    let mut stragglers = Vec::new();
     let interrupted = on_interrupt();
     loop {
         for (rank, child) in &mut children {
@@ -329,6 +332,7 @@ fn run_here(
             for (rank, child) in &mut children {
                 if codes[*rank as usize].is_none() {
                     codes[*rank as usize] = Some(child.wait().map_or(1, |s| s.code().unwrap_or(1)));
+                    stragglers.push(*rank as usize);
                 }
             }
             break;
@@ -340,10 +344,18 @@ fn run_here(
     let code = if leader_code != 0 {
         leader_code
     } else {
+        for &rank in &stragglers {
+            eprintln!(
+                "locus: rank {rank} ({}) on {} did not stop within {STOP_GRACE:?} of the run's end; \
+                 it was killed",
+                role(rank as u32, leader),
+                nodes[rank]
+            );
+        }
         codes
             .iter()
             .enumerate()
-            .filter(|(rank, _)| !gone.contains(rank))
+            .filter(|(rank, _)| !gone.contains(rank) && !stragglers.contains(rank))
             .find_map(|(_, c)| c.filter(|c| *c != 0))
             .unwrap_or(0)
     };

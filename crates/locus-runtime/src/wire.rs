@@ -131,6 +131,7 @@ async fn connect_once(
         }
         let mut s = std::net::TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
         s.set_nodelay(true)?;
+        watch_peer(&s)?;
         handshake(&mut s, &secret, |s, t| s.set_read_timeout(t))?;
         s.set_nonblocking(true)?;
         Ok::<_, io::Error>(Stream::Tcp(TcpStream::from_std(s)?))
@@ -140,6 +141,25 @@ async fn connect_once(
     let (reader, mut wr) = stream.split();
     send(&mut wr, &RankMsg::Hello { rank: me }).await?;
     Ok((reader, wr))
+}
+
+/// How long a rank connection over TCP may go without a sign of life from
+/// the other end before it counts as broken: a peer host cut off by the
+/// network, or frozen, is then gone as a killed one is (a connection at
+/// rest is probed by the kernel, and what is sent must be acknowledged).
+/// Without it a quiet connection to a lost host would wait for ever.
+const PEER_SILENCE: Duration = Duration::from_secs(10);
+
+/// Has the kernel watch a rank connection for `PEER_SILENCE`: probes after
+/// 4 s at rest, then every 2 s, three unanswered ending it.
+fn watch_peer<S: std::os::fd::AsFd>(s: &S) -> io::Result<()> {
+    let s = socket2::SockRef::from(s);
+    let probes = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(4))
+        .with_interval(Duration::from_secs(2))
+        .with_retries(3);
+    s.set_tcp_keepalive(&probes)?;
+    s.set_tcp_user_timeout(Some(PEER_SILENCE))
 }
 
 /// The caller's side of the handshake, bounded in time (`timeout` sets a
@@ -159,6 +179,7 @@ pub async fn accept(mut stream: Stream, secret: &Secret) -> io::Result<(Rank, Re
     let channel = match &mut stream {
         Stream::Tcp(s) => {
             s.set_nodelay(true)?;
+            watch_peer(&*s)?;
             auth::accept(s, secret).await?
         }
         Stream::Local(s) => auth::accept(s, secret).await?,
