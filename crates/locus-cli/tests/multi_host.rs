@@ -452,7 +452,8 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         .filter_map(|l| l.split_whitespace().nth(4))
         .collect();
     assert_eq!(states, ["up", "down", "up"], "{table}");
-    assert!(ok(&h.locus("login", &["fs", "down", "--dir", &fs2])).contains("2 daemon(s) stopped"));
+    let down = ok(&h.locus("login", &["fs", "down", "--dir", &fs2]));
+    assert!(down.contains("2 daemon(s) stopped"), "{down}");
     common::eventually("the launcher and the other daemons gone", || {
         processes_with(&fs2).is_empty()
     });

@@ -183,6 +183,19 @@ async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
             Ok(env) => env,
             Err(e) => break Err(e),
         };
+        if let Request::Shutdown { purge } = env.body {
+            tracing::info!("asked to stop (purge: {purge})");
+            let _ = tx.send(Envelope {
+                id: env.id,
+                body: Response::Ok,
+            });
+            // The answer is written before the daemon stops (its runtime's
+            // end would drop it unsent), bounded by answers still pending.
+            drop(tx);
+            let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+            let _ = state.stop.send(Some(purge));
+            return Ok(());
+        }
         state.dispatch(env, &tx);
     };
     drop(tx);
@@ -218,11 +231,6 @@ impl State {
         }
         match env.body {
             Request::Ping => send(Response::Ok),
-            Request::Shutdown { purge } => {
-                tracing::info!("asked to stop (purge: {purge})");
-                send(Response::Ok);
-                let _ = self.stop.send(Some(purge));
-            }
             Request::GetRecord { path } => {
                 self.stats_answered.fetch_add(1, Ordering::Relaxed);
                 send(answer(self.meta.get(&path).map(Response::Record)))
