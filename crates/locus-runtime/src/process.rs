@@ -24,6 +24,12 @@ pub const KEPT_BYTES: u64 = 1 << 20;
 /// holding them): after that the task ends without waiting for them.
 const STREAM_GRACE: Duration = Duration::from_millis(200);
 
+/// How long an app runs before its captured streams are read as it writes
+/// them. Most apps end sooner: their streams are then read once, after the
+/// exit, which spares the worker a wake-up for each stream's end (and an
+/// app filling a pipe's 64 KiB waits at most this long).
+const STREAM_PATIENCE: Duration = Duration::from_millis(5);
+
 /// Where a stream the script did not redirect goes: `path`, made at its
 /// first byte, holding at most `KEPT_BYTES`; and this process's own stream
 /// too when `echo`.
@@ -223,39 +229,38 @@ pub async fn run(
     let pid = launcher.spawn(argv, fds)?;
     drop(given);
     // `pid` stays unreaped, so ours, until `reap` below.
-    let [out, err] = captures;
-    let [stdout, stderr] = read_ends;
-    let watched = pidfd(pid).and_then(|exit| {
-        let readers = [
-            reader(out, stdout, Echo::Stdout)?,
-            reader(err, stderr, Echo::Stderr)?,
-        ];
-        Ok((exit, readers))
-    });
-    let (exit, readers) = match watched {
-        Ok(w) => w,
+    let mut streams = Some((captures, read_ends));
+    let mut readers = [None, None];
+    let watched = async {
+        let exit = pidfd(pid)?;
+        let patience = tokio::time::sleep(STREAM_PATIENCE);
+        let limit = tokio::time::sleep(timeout.unwrap_or(Duration::MAX));
+        tokio::pin!(patience, limit);
+        let mut timed_out = false;
+        loop {
+            tokio::select! {
+                r = exit.readable() => return r.map(|_| timed_out),
+                () = &mut patience, if streams.is_some() => {
+                    readers = read_streams(streams.take())?;
+                }
+                () = &mut limit, if timeout.is_some() && !timed_out => {
+                    timed_out = true;
+                    kill_tree(pid);
+                }
+            }
+        }
+    };
+    let timed_out = match watched.await {
+        Ok(t) => t,
         Err(e) => {
             abandon(pid);
             return Err(e);
         }
     };
-    let mut timed_out = false;
-    let exited = match timeout {
-        None => exit.readable().await.map(drop),
-        Some(limit) => match tokio::time::timeout(limit, exit.readable()).await {
-            Ok(r) => r.map(drop),
-            Err(_) => {
-                timed_out = true;
-                kill_tree(pid);
-                exit.readable().await.map(drop)
-            }
-        },
-    };
-    if let Err(e) = exited {
-        abandon(pid);
-        return Err(e);
-    }
     let (status, usage) = reap(pid)?;
+    if streams.is_some() {
+        readers = read_streams(streams.take())?;
+    }
     let mut kept = [None, None];
     for (slot, reader) in kept.iter_mut().zip(readers) {
         if let Some(mut r) = reader {
@@ -305,6 +310,20 @@ fn pidfd(pid: libc::pid_t) -> io::Result<AsyncFd<OwnedFd>> {
     let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
     // SAFETY: an `OwnedFd` keeps its one descriptor open until dropped.
     unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(io::Error::from)
+}
+
+/// Starts keeping the captured streams (`captures` read from `ends`).
+#[allow(clippy::type_complexity)]
+fn read_streams(
+    streams: Option<([Option<Capture>; 2], [Option<OwnedFd>; 2])>,
+) -> io::Result<[Option<JoinHandle<io::Result<Option<PathBuf>>>>; 2]> {
+    let Some(([out, err], [stdout, stderr])) = streams else {
+        return Ok([None, None]);
+    };
+    Ok([
+        reader(out, stdout, Echo::Stdout)?,
+        reader(err, stderr, Echo::Stderr)?,
+    ])
 }
 
 /// Starts keeping one captured stream, when there is one.
@@ -534,6 +553,13 @@ mod tests {
         let e = sh("true", out, err, None).await;
         assert_eq!((e.code, &e.kept), (Some(0), &[None, None]));
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // An app that ends at once is read after its exit; one that runs
+        // on is read as it writes: both keep all.
+        for (script, name) in [("echo quick", "q"), ("sleep 0.1; echo slow", "s")] {
+            let e = sh(script, capture(dir.path(), name), Stream::Null, None).await;
+            let kept = std::fs::read_to_string(e.kept[0].as_ref().unwrap()).unwrap();
+            assert_eq!(kept.trim(), script.rsplit(' ').next().unwrap());
+        }
         // A background child holding the stream open does not hold the
         // task; the one past the timeout is killed.
         let started = std::time::Instant::now();
@@ -542,6 +568,8 @@ mod tests {
         let e = sh(script, capture(dir.path(), "b.out"), Stream::Null, limit).await;
         assert_eq!(e.code, None);
         assert!(started.elapsed() < Duration::from_secs(10));
+        let kept = std::fs::read_to_string(dir.path().join("b.out")).unwrap();
+        assert_eq!(kept, "started\n");
         // What a timed-out app started is killed with it.
         let marker = dir.path().join("grandchild");
         let script = format!("(sleep 1; touch {}) & exec sleep 30", marker.display());
