@@ -312,11 +312,15 @@ fn pidfd(pid: libc::pid_t) -> io::Result<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(io::Error::from)
 }
 
-/// Starts keeping the captured streams (`captures` read from `ends`).
-#[allow(clippy::type_complexity)]
-fn read_streams(
-    streams: Option<([Option<Capture>; 2], [Option<OwnedFd>; 2])>,
-) -> io::Result<[Option<JoinHandle<io::Result<Option<PathBuf>>>>; 2]> {
+/// An app's stdout and stderr as captured: where each is kept, and the
+/// read end of its pipe.
+type Captured = ([Option<Capture>; 2], [Option<OwnedFd>; 2]);
+
+/// The tasks keeping stdout and stderr, each ending with its file if made.
+type Readers = [Option<JoinHandle<io::Result<Option<PathBuf>>>>; 2];
+
+/// Starts keeping the captured streams.
+fn read_streams(streams: Option<Captured>) -> io::Result<Readers> {
     let Some(([out, err], [stdout, stderr])) = streams else {
         return Ok([None, None]);
     };
