@@ -37,10 +37,11 @@ pub fn ignore_failure_notices() {
 }
 
 /// In a process a site launcher started: runs this process's command again
-/// as its child (which dies with it), passes on the signals that stop it
-/// to the child's process group,
-/// and returns the code to exit with once the child ended. `None`
-/// elsewhere: the caller is the process that does the work.
+/// as its child (which dies with it), passes on the signals that stop it to
+/// the child's process group, and once the child ended stops what it left
+/// there (a dead rank's apps must not go on writing) and returns the code
+/// to exit with. `None` elsewhere: the caller is the process that does the
+/// work.
 pub fn supervise() -> io::Result<Option<i32>> {
     if std::env::var_os(ENV).is_none() {
         return Ok(None);
@@ -81,7 +82,8 @@ pub fn supervise() -> io::Result<Option<i32>> {
                 return Err(io::Error::last_os_error());
             }
             if libc::getppid() != parent {
-                return Err(io::Error::other("the supervising process is gone"));
+                // The supervisor is gone already.
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
             Ok(())
         })
@@ -92,7 +94,25 @@ pub fn supervise() -> io::Result<Option<i32>> {
     }
     // SAFETY: unblocks what was blocked above; a pending signal is passed on.
     unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &stopping, std::ptr::null_mut()) };
-    let status = spawned?.wait()?;
+    let mut child = spawned?;
+    let pid = child.id() as libc::pid_t;
+    // Waits for its end without reaping it, so that its group's id is not
+    // another's when what it left there is stopped.
+    loop {
+        // SAFETY: a zeroed siginfo is a valid out-parameter; our own child.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOWAIT;
+        if unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) } == 0 {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    // SAFETY: a signal to the process group our (unreaped) child led.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let status = child.wait()?;
     if let Some(sig) = status.signal() {
         // The launcher only learns a code: say what happened.
         let which = match RankEnv::from_env() {
