@@ -258,10 +258,26 @@ pub async fn run(
         }
     };
     let (status, usage) = reap(pid)?;
-    if streams.is_some() {
-        readers = read_streams(streams.take())?;
-    }
     let mut kept = [None, None];
+    if let Some(([out, err], ends)) = streams.take() {
+        // It ended before its streams were watched: what it wrote is in
+        // the pipes, read now, unless something it started holds them.
+        let keepers = [
+            out.map(|c| Keeper::new(c, Echo::Stdout)),
+            err.map(|c| Keeper::new(c, Echo::Stderr)),
+        ];
+        for (i, (keeper, end)) in keepers.into_iter().zip(ends).enumerate() {
+            let (Some(mut k), Some(end)) = (keeper, end) else {
+                continue;
+            };
+            if drain(&end, &mut k)? {
+                kept[i] = k.finish()?;
+            } else {
+                let pipe = pipe::Receiver::from_owned_fd(end)?;
+                readers[i] = Some(tokio::spawn(keep(pipe, k)));
+            }
+        }
+    }
     for (slot, reader) in kept.iter_mut().zip(readers) {
         if let Some(mut r) = reader {
             match tokio::time::timeout(STREAM_GRACE, &mut r).await {
@@ -340,7 +356,38 @@ fn reader(
         return Ok(None);
     };
     let pipe = pipe::Receiver::from_owned_fd(fd)?;
-    Ok(Some(tokio::spawn(keep(pipe, c, echo))))
+    Ok(Some(tokio::spawn(keep(pipe, Keeper::new(c, echo)))))
+}
+
+/// Reads, without waiting, what an ended app left in its pipe `fd`: `true`
+/// at the stream's end, `false` if something still holds it open (a child
+/// the app left running).
+fn drain(fd: &OwnedFd, k: &mut Keeper) -> io::Result<bool> {
+    let raw = fd.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe {
+        let flags = libc::fcntl(raw, libc::F_GETFL);
+        if flags < 0 || libc::fcntl(raw, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    let mut buf = [0u8; 4 << 10];
+    loop {
+        // SAFETY: reads into a buffer of the length given.
+        let n = unsafe { libc::read(raw, buf.as_mut_ptr().cast(), buf.len()) };
+        match n {
+            0 => return Ok(true),
+            n if n > 0 => k.take(&buf[..n as usize])?,
+            _ => {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::Interrupted => {}
+                    io::ErrorKind::WouldBlock => return Ok(false),
+                    _ => return Err(e),
+                }
+            }
+        }
+    }
 }
 
 /// Parent of each process, from `/proc`.
@@ -418,52 +465,80 @@ enum Echo {
     Stderr,
 }
 
-/// Copies a stream to its capture file (made at the first byte, at most
-/// `KEPT_BYTES`, then a line saying how much more there was) and, when
-/// asked, to this process's own stream. Returns the file, if made.
-async fn keep(mut from: pipe::Receiver, c: Capture, echo: Echo) -> io::Result<Option<PathBuf>> {
+/// Where a captured stream goes: its capture file (made at the first
+/// byte, at most `KEPT_BYTES`, then a line saying how much more there was)
+/// and, when asked, this process's own stream.
+struct Keeper {
+    c: Capture,
+    echo: Echo,
+    file: Option<File>,
+    kept: u64,
+    more: u64,
+}
+
+impl Keeper {
+    fn new(c: Capture, echo: Echo) -> Keeper {
+        Keeper {
+            c,
+            echo,
+            file: None,
+            kept: 0,
+            more: 0,
+        }
+    }
+
+    fn take(&mut self, chunk: &[u8]) -> io::Result<()> {
+        if self.c.echo {
+            // The terminal going away must not fail the task.
+            let _ = match self.echo {
+                Echo::Stdout => io::stdout().lock().write_all(chunk),
+                Echo::Stderr => io::stderr().lock().write_all(chunk),
+            };
+        }
+        let take = (KEPT_BYTES - self.kept).min(chunk.len() as u64) as usize;
+        if take > 0 {
+            let f = match &mut self.file {
+                Some(f) => f,
+                None => {
+                    if let Some(dir) = self.c.path.parent() {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                    self.file.insert(File::create(&self.c.path)?)
+                }
+            };
+            f.write_all(&chunk[..take])?;
+            self.kept += take as u64;
+        }
+        self.more += (chunk.len() - take) as u64;
+        Ok(())
+    }
+
+    /// The file, if one was made.
+    fn finish(mut self) -> io::Result<Option<PathBuf>> {
+        if let Some(f) = &mut self.file {
+            if self.more > 0 {
+                writeln!(f, "\n[locus: {} more bytes were not kept]", self.more)?;
+            }
+        }
+        Ok(self.file.map(|_| self.c.path))
+    }
+}
+
+/// Keeps a stream as it is written, to its end.
+async fn keep(mut from: pipe::Receiver, mut k: Keeper) -> io::Result<Option<PathBuf>> {
     // Most apps write little or nothing: the buffer grows when filled.
     let mut buf = vec![0u8; 4 << 10];
-    let mut file: Option<File> = None;
-    let (mut kept, mut more) = (0u64, 0u64);
     loop {
         let n = match from.read(&mut buf).await? {
             0 => break,
             n => n,
         };
+        k.take(&buf[..n])?;
         if n == buf.len() && n < 64 << 10 {
             buf.resize(64 << 10, 0);
         }
-        let chunk = &buf[..n];
-        if c.echo {
-            // The terminal going away must not fail the task.
-            let _ = match echo {
-                Echo::Stdout => io::stdout().lock().write_all(chunk),
-                Echo::Stderr => io::stderr().lock().write_all(chunk),
-            };
-        }
-        let take = (KEPT_BYTES - kept).min(n as u64) as usize;
-        if take > 0 {
-            let f = match &mut file {
-                Some(f) => f,
-                None => {
-                    if let Some(dir) = c.path.parent() {
-                        std::fs::create_dir_all(dir)?;
-                    }
-                    file.insert(File::create(&c.path)?)
-                }
-            };
-            f.write_all(&chunk[..take])?;
-            kept += take as u64;
-        }
-        more += (n - take) as u64;
     }
-    if let Some(f) = &mut file {
-        if more > 0 {
-            writeln!(f, "\n[locus: {more} more bytes were not kept]")?;
-        }
-    }
-    Ok(file.map(|_| c.path))
+    k.finish()
 }
 
 #[cfg(test)]
