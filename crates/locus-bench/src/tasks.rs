@@ -41,6 +41,19 @@ pub(crate) fn timed_run(
     script: &str,
     servers: u32,
 ) -> Result<f64> {
+    let (secs, run_dir) = kept_run(program, dir, name, script, servers)?;
+    let _ = std::fs::remove_dir_all(&run_dir);
+    Ok(secs)
+}
+
+/// `timed_run`, its run directory (records) kept.
+fn kept_run(
+    program: &Arc<dyn Program>,
+    dir: &Path,
+    name: &str,
+    script: &str,
+    servers: u32,
+) -> Result<(f64, std::path::PathBuf)> {
     let file = dir.join(format!("{name}.swift"));
     std::fs::write(&file, script)?;
     let run_dir = dir.join(name);
@@ -66,8 +79,45 @@ pub(crate) fn timed_run(
         );
     }
     let s = RunSummary::load(&run_dir)?;
+    Ok((s.end_us.saturating_sub(s.start_us) as f64 / 1e6, run_dir))
+}
+
+/// CPU seconds (user + system) of this process, or of its children that
+/// ended (and theirs).
+fn cpu_s(who: libc::c_int) -> f64 {
+    // SAFETY: a zeroed rusage is a valid out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage fills `ru`.
+    unsafe { libc::getrusage(who, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    s(ru.ru_utime) + s(ru.ru_stime)
+}
+
+/// Microseconds of CPU per app task spent beside the app (the run's ranks
+/// and daemons), and in the app itself (its records' CPU time).
+fn app_cpu(program: &Arc<dyn Program>, dir: &Path, script: &str, n: u32) -> Result<(f64, f64)> {
+    let before = cpu_s(libc::RUSAGE_CHILDREN);
+    let (_, run_dir) = kept_run(program, dir, "apps", script, 1)?;
+    let all = cpu_s(libc::RUSAGE_CHILDREN) - before;
+    let apps = locus_runtime::record::load(&run_dir)?
+        .iter()
+        .map(|r| r.cpu_us)
+        .sum::<u64>() as f64
+        / 1e6;
     let _ = std::fs::remove_dir_all(&run_dir);
-    Ok(s.end_us.saturating_sub(s.start_us) as f64 / 1e6)
+    let per = |s: f64| s * 1e6 / n as f64;
+    Ok((per(all - apps), per(apps)))
+}
+
+/// The same for raw spawns: the spawning threads, and `/bin/true`.
+fn raw_cpu(n: u32) -> Result<(f64, f64)> {
+    let (me, children) = (cpu_s(libc::RUSAGE_SELF), cpu_s(libc::RUSAGE_CHILDREN));
+    raw_spawns(n)?;
+    let per = |s: f64| s * 1e6 / n as f64;
+    Ok((
+        per(cpu_s(libc::RUSAGE_SELF) - me),
+        per(cpu_s(libc::RUSAGE_CHILDREN) - children),
+    ))
 }
 
 /// `/bin/true` `n` times from two threads, as two workers would (std's
@@ -140,6 +190,9 @@ pub fn run(o: TasksOpts) -> Result<()> {
         }
         rates[runs.len()].push(o.apps as f64 / raw_spawns(o.apps)?);
     }
+    // Where the CPU goes, one more run each (rates are not taken from it).
+    let (beside, app) = app_cpu(&o.program, &dir, &apps, o.apps)?;
+    let (spawner, raw_app) = raw_cpu(o.apps)?;
     let _ = std::fs::remove_dir_all(&dir);
     let m: Vec<f64> = rates.into_iter().map(median).collect();
     let (b, c, a, c2, f1, f2, r) = (m[0], m[1], m[2], m[3], m[4], m[5], m[6]);
@@ -148,6 +201,10 @@ pub fn run(o: TasksOpts) -> Result<()> {
     row("app /bin/true (vs raw posix_spawn)", a, r);
     row("foreach iterations, 2 servers (vs 1)", c2, c);
     row(&format!("fib({}) calls, 2 servers (vs 1)", o.fib), f2, f1);
+    println!(
+        "CPU per app task: {beside:.0} us beside the app in the run's ranks and daemons, \
+         {spawner:.0} us in the raw spawner; the app itself {app:.0} us (raw: {raw_app:.0} us)"
+    );
     target(
         &format!("≥ 50,000 no-op builtin leaf tasks/s ({b:.0})"),
         b >= 50_000.0,
