@@ -402,14 +402,21 @@ fn mapreduce_bench_places_phases_as_configured_and_the_report_renders() {
     assert_renders(&page, 3 + 7);
 }
 
-#[test]
-fn meta_cluster_bench_creates_every_file_on_both_file_systems_and_renders() {
+/// A 2-node emulated cluster in a new temporary directory: the directory
+/// and the cluster's (take it down with `Down`).
+fn two_hosts() -> (tempfile::TempDir, std::path::PathBuf) {
     require_root();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("emu");
-    let d = dir.to_str().unwrap();
-    cluster_up(d, &[]);
+    cluster_up(dir.to_str().unwrap(), &[]);
+    (tmp, dir)
+}
+
+#[test]
+fn meta_cluster_bench_creates_every_file_on_both_file_systems_and_renders() {
+    let (tmp, dir) = two_hosts();
     let _down = Down(&dir);
+    let d = dir.to_str().unwrap();
     let out_dir = tmp.path().join("out");
     let stdout = ok(&locus(&[
         "bench",
@@ -467,12 +474,9 @@ fn meta_cluster_bench_creates_every_file_on_both_file_systems_and_renders() {
 
 #[test]
 fn a_host_cut_off_mid_run_costs_only_its_tasks() {
-    require_root();
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("emu");
-    let d = dir.to_str().unwrap();
-    cluster_up(d, &[]);
+    let (tmp, dir) = two_hosts();
     let _down = Down(&dir);
+    let d = dir.to_str().unwrap();
     let e: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("emulation.json")).unwrap()).unwrap();
     let bridge = e["bridge_netns"].as_str().unwrap().to_string();

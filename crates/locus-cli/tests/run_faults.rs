@@ -383,15 +383,22 @@ fn a_worker_killed_mid_run_costs_only_its_tasks_which_run_elsewhere() {
     kill_a_worker_mid_run(&["-n", "5", "--servers", "2"], 1);
 }
 
+/// `n` tasks `nap(i)`, each sleeping `secs` (a string `processes_with`
+/// finds) then writing `i` to host file `out/i.txt`.
+fn naps(out: &Path, secs: &str, n: u32) -> String {
+    format!(
+        "app (file o) nap(int i) {{ \"sh\" \"-c\" \"sleep {secs}; echo $1 > $0\" o i }}\n\
+         foreach i in [0:{}] {{ file f<sprintf(\"{}/%i.txt\", i)> = nap(i); }}\n",
+        n - 1,
+        out.display()
+    )
+}
+
 fn kill_a_worker_mid_run(args: &[&str], victim: u32) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    let script = format!(
-        "app (file o) nap(int i) {{ \"sh\" \"-c\" \"sleep 0.4567; echo $1 > $0\" o i }}\n\
-         foreach i in [0:11] {{ file f<sprintf(\"{}/%i.txt\", i)> = nap(i); }}\n",
-        out.display()
-    );
+    let script = naps(&out, "0.4567", 12);
     let (child, run_dir) = start_with(dir.path(), &script, args);
     let worker = entry(&run_dir, victim).pid;
     while processes_with("sleep 0.4567").len() < 3 {
@@ -426,11 +433,7 @@ fn a_server_killed_mid_run_ends_it_clearly_and_resume_finishes_it() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    let script = format!(
-        "app (file o) nap(int i) {{ \"sh\" \"-c\" \"sleep 0.3456; echo $1 > $0\" o i }}\n\
-         foreach i in [0:17] {{ file f<sprintf(\"{}/%i.txt\", i)> = nap(i); }}\n",
-        out.display()
-    );
+    let script = naps(&out, "0.3456", 18);
     let args = ["-n", "5", "--servers", "2"];
     let (child, run_dir) = start_with(dir.path(), &script, &args);
     let server = entry(&run_dir, 4).pid;
