@@ -132,7 +132,8 @@ impl Site {
     /// them all by default; srun does where the site sets `KillOnBadExit`.
     /// Without auto-cleanup Hydra tells the others with SIGUSR1
     /// (`supervise::ignore_failure_notices`); a process dying of a signal
-    /// it takes for the job's failure all the same (`supervise`).
+    /// it takes for the job's failure all the same (`supervise`). Another
+    /// `mpiexec` (Open MPI's) gets nothing: the flag is Hydra's.
     fn survive_lost_processes(&self) -> Option<&'static str> {
         let (flag, given): (_, &[&str]) = match self.launcher {
             SiteLauncher::Srun => ("--kill-on-bad-exit=0", &["--kill-on-bad-exit", "-K"]),
@@ -142,7 +143,17 @@ impl Site {
             .args
             .iter()
             .any(|a| given.iter().any(|g| a.starts_with(g)));
-        (!chosen).then_some(flag)
+        let known = self.launcher == SiteLauncher::Srun || self.is_hydra();
+        (!chosen && known).then_some(flag)
+    }
+
+    /// Whether the launcher is MPICH's Hydra (`mpiexec --version` says).
+    fn is_hydra(&self) -> bool {
+        Command::new(self.program())
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("HYDRA"))
     }
 
     /// srun's flag giving the ranks Slurm's PMI (its `pmi2` plugin serves
@@ -301,15 +312,25 @@ mod tests {
                 "/d/rank.json"
             ]
         );
+        // Launchers that say who they are as MPICH's and Open MPI's do.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = |name: &str, version: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\necho '{version}'\n")).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+            path
+        };
+        let hydra = fake("mpiexec.mpich", "HYDRA build details:");
         let mpi = Site {
             launcher: SiteLauncher::Mpiexec,
-            program: Some("/usr/bin/mpiexec.mpich".into()),
+            program: Some(hydra.clone()),
             args: vec!["-hosts".into(), "a,b,c".into()],
         };
         assert_eq!(
             words(&mpi.command(Shape::PerHost(3), &inner))[..6],
             [
-                "/usr/bin/mpiexec.mpich",
+                hydra.to_str().unwrap(),
                 "-ppn",
                 "1",
                 "-n",
@@ -320,7 +341,7 @@ mod tests {
         assert_eq!(
             words(&mpi.command(Shape::Tasks(7, Some(3)), &inner))[..6],
             [
-                "/usr/bin/mpiexec.mpich",
+                hydra.to_str().unwrap(),
                 "-n",
                 "7",
                 "-ppn",
@@ -328,6 +349,13 @@ mod tests {
                 "-disable-auto-cleanup"
             ]
         );
+        let open_mpi = Site {
+            program: Some(fake("mpiexec.openmpi", "mpiexec (Open MPI) 4.1.4")),
+            ..mpi
+        };
+        assert!(!words(&open_mpi.command(Shape::PerHost(3), &inner))
+            .iter()
+            .any(|w| w.contains("cleanup")));
         // The user's own choice stands.
         let kill = Site {
             args: vec!["-K".into()],
