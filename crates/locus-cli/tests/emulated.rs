@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{locus, ok};
+use common::{locus, ok, processes_with};
 use locus_bench::emulated::Outcome;
 use locus_bench::filecopy::Results;
 use std::path::Path;
@@ -516,6 +516,11 @@ fn a_host_cut_off_mid_run_costs_only_its_tasks() {
         run.try_wait().unwrap().is_some()
     });
     if !ended {
+        // The ranks hold its output open: they go too.
+        for pid in processes_with(tmp.path().join("run").to_str().unwrap()) {
+            // SAFETY: a signal to a rank of the run this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
         let _ = run.kill();
     }
     let done = run.wait_with_output().unwrap();
