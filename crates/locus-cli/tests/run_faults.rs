@@ -424,6 +424,20 @@ fn kill_a_worker_mid_run(args: &[&str], victim: u32) {
     let others: Vec<u32> = (0..3).filter(|w| *w != victim).collect();
     assert!(others.iter().all(|w| ran.contains(w)), "{ran:?}");
     assert!(processes_with("sleep 0.4567").is_empty());
+    // The report tells it.
+    let gone = format!("worker rank {victim} on node0 is gone: ");
+    let summary = locus_runtime::rank::RunSummary::load(&run_dir).unwrap();
+    assert!(
+        summary.workers_gone.len() == 1 && summary.workers_gone[0].starts_with(&gone),
+        "{:?}",
+        summary.workers_gone
+    );
+    let report = locus(&["report", run_dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains(&gone) && text.contains("its tasks ran elsewhere"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -375,6 +375,7 @@ fn run_here(
             diskless_hosts: Vec::new(),
             wireup: None,
             lost_nodes: Vec::new(),
+            workers_gone: Vec::new(),
         });
         if let Ok(s) = written {
             let _ = serde_json::to_vec_pretty(&s).map(|b| std::fs::write(&summary, b));

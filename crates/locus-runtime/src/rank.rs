@@ -119,6 +119,10 @@ pub struct RunSummary {
     /// daemon gone), each with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost_nodes: Vec<(String, String)>,
+    /// Workers whose process died (or was cut off) during the run, each
+    /// with why; their tasks ran elsewhere.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers_gone: Vec<String>,
 }
 
 pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
@@ -337,6 +341,7 @@ async fn rank_main(
         diskless_hosts,
         wireup: Some(wireup),
         lost_nodes: dispatch.lost_nodes(),
+        workers_gone: dispatch.workers_gone(),
     };
     let written = serde_json::to_vec_pretty(&summary)
         .map_err(std::io::Error::other)

@@ -78,6 +78,8 @@ pub struct Dispatch {
     node_lost: Notify,
     /// Other servers whose process is gone: nothing asked of them comes.
     servers_gone: Mutex<HashSet<Rank>>,
+    /// On the leader: workers whose process is gone, each with why.
+    workers_gone: Mutex<Vec<String>>,
 }
 
 impl Dispatch {
@@ -141,6 +143,11 @@ impl Dispatch {
     /// with why.
     pub fn lost_nodes(&self) -> Vec<(String, String)> {
         self.lost.lock().expect("lost").clone()
+    }
+
+    /// On the leader: the workers whose process is gone, each with why.
+    pub fn workers_gone(&self) -> Vec<String> {
+        self.workers_gone.lock().expect("workers gone").clone()
     }
 
     /// Whether server rank `r`'s process is gone.
@@ -207,6 +214,7 @@ impl Server {
             lost: Mutex::default(),
             node_lost: Notify::new(),
             servers_gone: Mutex::default(),
+            workers_gone: Mutex::default(),
         });
         Ok(Server {
             listener,
@@ -497,7 +505,7 @@ impl State {
                     self.worker_left(from, node, reason, now)
                 }
                 RankMsg::Leave { node, reason } => self.node_lost(node, reason),
-                RankMsg::Gone { reason } => self.count_gone(reason),
+                RankMsg::Gone { reason } => self.worker_gone_told(reason),
                 RankMsg::Engine(bytes) => {
                     let _ = self.engine.send((from, bytes));
                 }
@@ -658,10 +666,18 @@ impl State {
             self.queue(t, now);
         }
         if self.me == self.layout.leader() {
-            self.count_gone(reason);
+            self.worker_gone_told(reason);
         } else {
             self.send(self.layout.leader(), RankMsg::Gone { reason });
         }
+    }
+
+    /// On the leader: a worker's process is gone (`reason` says which and
+    /// how), for the run's summary.
+    fn worker_gone_told(&mut self, reason: String) {
+        let gone = &self.dispatch.workers_gone;
+        gone.lock().expect("workers gone").push(reason.clone());
+        self.count_gone(reason);
     }
 
     /// On the leader: one more worker of the run is gone (its node lost or

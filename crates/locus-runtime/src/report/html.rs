@@ -228,6 +228,13 @@ fn timeline_by(
             esc(why)
         );
     }
+    for why in &o.workers_gone {
+        let _ = write!(
+            lg,
+            "<p><b style=\"color:#ff7f0e\">{}</b>; its tasks ran elsewhere</p>",
+            esc(why)
+        );
+    }
     if o.spans.iter().any(|t| t.outcome != Outcome::Done) {
         let _ = write!(
             lg,

@@ -310,6 +310,9 @@ impl Report {
                 "  {remade} tasks made again the files lost with it; {stopped} stopped by the loss and ran again"
             );
         }
+        for why in &self.run.workers_gone {
+            let _ = writeln!(s, "{why}; its tasks ran elsewhere");
+        }
         let mut busy_total = 0.0;
         let _ = writeln!(s, "workers:");
         let (lo, hi) = (self.run.start_us as f64, self.run.end_us as f64);
@@ -455,6 +458,7 @@ mod tests {
                 diskless_hosts: Vec::new(),
                 wireup: None,
                 lost_nodes: Vec::new(),
+                workers_gone: Vec::new(),
             },
             tasks: vec![
                 record(1, 0, (0, 50), (10, 0)),
@@ -509,6 +513,7 @@ mod tests {
                 diskless_hosts: Vec::new(),
                 wireup: None,
                 lost_nodes: Vec::new(),
+                workers_gone: Vec::new(),
             },
             tasks: vec![record(1, 0, (0, 500), (0, 0)), failed],
             dir: dir.path().to_path_buf(),

@@ -82,6 +82,9 @@ pub struct RunView {
     /// Nodes lost during the run, each with why.
     #[serde(default)]
     pub lost_nodes: Vec<(String, String)>,
+    /// Workers whose process was gone during the run, each with why.
+    #[serde(default)]
+    pub workers_gone: Vec<String>,
 }
 
 impl RunView {
@@ -199,6 +202,7 @@ impl RunView {
             spilled: report.spilled(),
             spill_checks: report.spill_checks().into_iter().map(|(_, c)| c).collect(),
             lost_nodes: report.run.lost_nodes.clone(),
+            workers_gone: report.run.workers_gone.clone(),
         })
     }
 }
