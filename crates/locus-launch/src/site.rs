@@ -143,8 +143,8 @@ impl Site {
             .args
             .iter()
             .any(|a| given.iter().any(|g| a.starts_with(g)));
-        let known = self.launcher == SiteLauncher::Srun || self.is_hydra();
-        (!chosen && known).then_some(flag)
+        // No `mpiexec --version` to ask when the user chose.
+        (!chosen && (self.launcher == SiteLauncher::Srun || self.is_hydra())).then_some(flag)
     }
 
     /// Whether the launcher is MPICH's Hydra (`mpiexec --version` says).

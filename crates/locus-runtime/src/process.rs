@@ -205,15 +205,15 @@ pub async fn run(
     // the read ends of captured streams are kept.
     let mut given: Vec<OwnedFd> = Vec::new();
     let mut fds = [launcher.null.as_raw_fd(); 3];
-    let mut captures = [None, None];
-    let mut read_ends = [None, None];
+    let mut captured: [Option<(Keeper, OwnedFd)>; 2] = [None, None];
     for (i, stream) in streams.into_iter().enumerate() {
         let fd = match stream {
             Stream::Null => continue,
             Stream::File(f) => OwnedFd::from(f),
             Stream::Capture(c) if i > 0 => {
                 let (read, write) = pipe()?;
-                (captures[i - 1], read_ends[i - 1]) = (Some(c), Some(read));
+                let echo = [Echo::Stdout, Echo::Stderr][i - 1];
+                captured[i - 1] = Some((Keeper::new(c, echo), read));
                 write
             }
             Stream::Capture(_) => {
@@ -229,8 +229,8 @@ pub async fn run(
     let pid = launcher.spawn(argv, fds)?;
     drop(given);
     // `pid` stays unreaped, so ours, until `reap` below.
-    let mut streams = Some((captures, read_ends));
-    let mut readers = [None, None];
+    let mut streams = Some(captured);
+    let mut readers: [Option<Reader>; 2] = [None, None];
     let watched = async {
         let exit = pidfd(pid)?;
         let patience = tokio::time::sleep(STREAM_PATIENCE);
@@ -241,7 +241,10 @@ pub async fn run(
             tokio::select! {
                 r = exit.readable() => return r.map(|_| timed_out),
                 () = &mut patience, if streams.is_some() => {
-                    readers = read_streams(streams.take())?;
+                    let all = streams.take().into_iter().flatten();
+                    for (slot, c) in readers.iter_mut().zip(all) {
+                        *slot = c.map(|(k, end)| watch(k, end)).transpose()?;
+                    }
                 }
                 () = &mut limit, if timeout.is_some() && !timed_out => {
                     timed_out = true;
@@ -259,23 +262,14 @@ pub async fn run(
     };
     let (status, usage) = reap(pid)?;
     let mut kept = [None, None];
-    if let Some(([out, err], ends)) = streams.take() {
-        // It ended before its streams were watched: what it wrote is in
-        // the pipes, read now, unless something it started holds them.
-        let keepers = [
-            out.map(|c| Keeper::new(c, Echo::Stdout)),
-            err.map(|c| Keeper::new(c, Echo::Stderr)),
-        ];
-        for (i, (keeper, end)) in keepers.into_iter().zip(ends).enumerate() {
-            let (Some(mut k), Some(end)) = (keeper, end) else {
-                continue;
-            };
-            if drain(&end, &mut k)? {
-                kept[i] = k.finish()?;
-            } else {
-                let pipe = pipe::Receiver::from_owned_fd(end)?;
-                readers[i] = Some(tokio::spawn(keep(pipe, k)));
-            }
+    // It ended before its streams were watched: what it wrote is in the
+    // pipes, read now, unless something it started holds them.
+    let unwatched = streams.take().into_iter().flatten().enumerate();
+    for (i, (mut k, end)) in unwatched.filter_map(|(i, c)| Some((i, c?))) {
+        if drain(&end, &mut k)? {
+            kept[i] = k.finish()?;
+        } else {
+            readers[i] = Some(watch(k, end)?);
         }
     }
     for (slot, reader) in kept.iter_mut().zip(readers) {
@@ -328,35 +322,13 @@ fn pidfd(pid: libc::pid_t) -> io::Result<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(io::Error::from)
 }
 
-/// An app's stdout and stderr as captured: where each is kept, and the
-/// read end of its pipe.
-type Captured = ([Option<Capture>; 2], [Option<OwnedFd>; 2]);
+/// The task keeping a stream, ending with its file if one was made.
+type Reader = JoinHandle<io::Result<Option<PathBuf>>>;
 
-/// The tasks keeping stdout and stderr, each ending with its file if made.
-type Readers = [Option<JoinHandle<io::Result<Option<PathBuf>>>>; 2];
-
-/// Starts keeping the captured streams.
-fn read_streams(streams: Option<Captured>) -> io::Result<Readers> {
-    let Some(([out, err], [stdout, stderr])) = streams else {
-        return Ok([None, None]);
-    };
-    Ok([
-        reader(out, stdout, Echo::Stdout)?,
-        reader(err, stderr, Echo::Stderr)?,
-    ])
-}
-
-/// Starts keeping one captured stream, when there is one.
-fn reader(
-    capture: Option<Capture>,
-    pipe: Option<OwnedFd>,
-    echo: Echo,
-) -> io::Result<Option<JoinHandle<io::Result<Option<PathBuf>>>>> {
-    let (Some(c), Some(fd)) = (capture, pipe) else {
-        return Ok(None);
-    };
-    let pipe = pipe::Receiver::from_owned_fd(fd)?;
-    Ok(Some(tokio::spawn(keep(pipe, Keeper::new(c, echo)))))
+/// Starts keeping a stream as it is written to the read end `end`.
+fn watch(k: Keeper, end: OwnedFd) -> io::Result<Reader> {
+    let pipe = pipe::Receiver::from_owned_fd(end)?;
+    Ok(tokio::spawn(keep(pipe, k)))
 }
 
 /// Reads, without waiting, what an ended app left in its pipe `fd`: `true`
