@@ -551,6 +551,7 @@ impl App<'_> {
         let node = cfg.layout.node_name(cfg.me);
         loop {
             let started = std::time::SystemTime::now();
+            let before: Vec<_> = declared.iter().map(|p| outputs.state(p)).collect();
             if let Some(hold) = &cfg.mounted {
                 hold.begin();
             }
@@ -582,10 +583,11 @@ impl App<'_> {
             let failure = match code {
                 Some(0) => declared
                     .iter()
-                    .find(|p| !outputs.written(p, started))
+                    .zip(&before)
+                    .find(|(p, was)| !outputs.written(p, was, started))
                     // Nextflow's rule: a program that says it succeeded but
                     // did not write what it must have written failed.
-                    .map(|path| {
+                    .map(|(path, _)| {
                         format!("exited 0 without writing its output {path} (missing output)")
                     }),
                 Some(code) => Some(format!("exited with code {code}")),
@@ -670,14 +672,40 @@ impl App<'_> {
     }
 }
 
-/// Whether file `path` exists and was written at or after `since` (a
-/// file left from before the program ran is not its output).
-fn written_since(path: impl AsRef<std::path::Path>, since: std::time::SystemTime) -> bool {
-    // File systems store coarser times than the clock reads.
+/// What a file is, to tell whether a program wrote it: which file, its
+/// size and modification time.
+#[derive(PartialEq)]
+struct FileState {
+    id: (u64, u64),
+    len: u64,
+    modified: std::time::SystemTime,
+}
+
+fn file_state(path: impl AsRef<std::path::Path>) -> Option<FileState> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some(FileState {
+        id: (m.dev(), m.ino()),
+        len: m.len(),
+        modified: m.modified().ok()?,
+    })
+}
+
+/// Whether file `path`, which was `before` when a program started at
+/// `since`, is its output: it is there and is new, changed or written
+/// since (a file left from before the program ran is not its output).
+fn written_since(
+    path: impl AsRef<std::path::Path>,
+    before: &Option<FileState>,
+    since: std::time::SystemTime,
+) -> bool {
+    let Some(now) = file_state(path) else {
+        return false;
+    };
+    // File systems store coarser times than the clock reads (and a busy
+    // VM's coarse clock lags more): a time alone cannot tell a new file.
     let since = since - std::time::Duration::from_millis(10);
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .is_ok_and(|t| t >= since)
+    before.as_ref() != Some(&now) || now.modified >= since
 }
 
 /// A task's Locus outputs, in private places until published; whatever was
@@ -688,18 +716,34 @@ struct Outputs<'a> {
 }
 
 impl Outputs<'_> {
-    /// Whether output file `path` (a Locus path or a host path) was written
-    /// since `since`: a Locus output only exists if the program was given
-    /// its place.
-    fn written(&self, path: &str, since: std::time::SystemTime) -> bool {
+    /// Where output file `path` (a Locus path or a host path) is written: a
+    /// Locus output only has a place if the program was given one.
+    fn file(&self, path: &str) -> Option<std::path::PathBuf> {
         match fs_path(path) {
             Some(fp) => self
                 .pending
                 .iter()
                 .find(|o| o.path == fp)
-                .is_some_and(|o| written_since(&o.local, since)),
-            None => written_since(path, since),
+                .map(|o| o.local.clone()),
+            None => Some(path.into()),
         }
+    }
+
+    /// What output file `path` is before a program runs.
+    fn state(&self, path: &str) -> Option<FileState> {
+        file_state(self.file(path)?)
+    }
+
+    /// Whether a program started at `since` wrote output file `path`,
+    /// which was `before` then.
+    fn written(
+        &self,
+        path: &str,
+        before: &Option<FileState>,
+        since: std::time::SystemTime,
+    ) -> bool {
+        self.file(path)
+            .is_some_and(|f| written_since(f, before, since))
     }
 }
 
@@ -737,4 +781,28 @@ async fn spawn(
     };
     let streams = [stdin, output(&files[1], "out")?, output(&files[2], "err")?];
     process::run(&cfg.launcher, words, streams, timeout).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn an_output_is_told_by_what_changed_not_only_by_its_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.txt");
+        // A clock far ahead of the file system's times, as a busy VM's
+        // coarse clock can lag behind the one a program's start reads.
+        let since = SystemTime::now() + Duration::from_secs(3600);
+        assert!(!written_since(&path, &None, since), "not there");
+        std::fs::write(&path, "made").unwrap();
+        assert!(written_since(&path, &None, since), "made by the program");
+        let before = file_state(&path);
+        assert!(!written_since(&path, &before, since), "left from before");
+        std::fs::write(&path, "rewritten").unwrap();
+        assert!(written_since(&path, &before, since), "rewritten");
+        let before = file_state(&path);
+        assert!(written_since(&path, &before, SystemTime::now()), "recent");
+    }
 }
