@@ -157,6 +157,8 @@ struct Round {
     stat: (f64, f64),
     /// Creates and stats through libfuse's passthrough, if it was given.
     passthrough: Option<(f64, f64)>,
+    /// Creates and stats through a FUSE file system that does no work.
+    floor: (f64, f64),
 }
 
 pub fn run(opts: MountOpts) -> anyhow::Result<()> {
@@ -175,6 +177,9 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
     let (writer, reader) = (ws.client(0)?, ws.client(1)?);
     let m0 = locus_mount::spawn(ws.client(0)?, &p0, "locus:bench")?;
     let m1 = locus_mount::spawn(ws.client(1)?, &p1, "locus:bench")?;
+    let floor_point = root.join("floor");
+    std::fs::create_dir(&floor_point)?;
+    let floor = crate::fuse_floor::mount(&floor_point)?;
     let passthrough = match &opts.passthrough {
         Some(program) => Some(Passthrough::mount(program, &root.join("pt"))?),
         None => None,
@@ -245,13 +250,15 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
             let (pc, ps) = create_stat(&pt.at(&raw.join("through")), opts.files)?;
             r.passthrough = Some((per_s(pc), per_s(ps)));
         }
+        let (fc, fs) = create_stat(&floor_point.join(format!("r{n}")), opts.files)?;
+        r.floor = (per_s(fc), per_s(fs));
         std::fs::remove_dir_all(&raw)?;
         rt.block_on(writer.remove_all(&format!("/r{n}")))?;
         if n > 0 {
             rounds.push(r);
         }
     }
-    drop((m0, m1, passthrough));
+    drop((m0, m1, passthrough, floor));
     let rate = |f: fn(&Round) -> (f64, f64)| {
         let l = median(rounds.iter().map(|r| f(r).0).collect());
         let b = median(rounds.iter().map(|r| f(r).1).collect());
@@ -283,6 +290,16 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         None => println!(
             "(no libfuse passthrough baseline: give --passthrough, as make bench-mount does)"
         ),
+    }
+    let floor_c = median(rounds.iter().map(|r| r.floor.0).collect());
+    let floor_s = median(rounds.iter().map(|r| r.floor.1).collect());
+    row("create empty files (vs FUSE doing nothing)", c, floor_c);
+    row("stat them (vs FUSE doing nothing)", s, floor_s);
+    if let Some((pc, _)) = libfuse {
+        println!(
+            "FUSE alone (a file system answering at once) creates {:.2}x as many files/s as libfuse passthrough",
+            floor_c / pc
+        );
     }
     let pct = |a: f64, b: f64| 100.0 * a / b;
     target(

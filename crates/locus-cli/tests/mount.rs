@@ -5,7 +5,7 @@ mod common;
 
 use common::{is_root, ok, rt, TestCluster};
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -333,6 +333,41 @@ fn unmounting_leaves_nothing_even_after_the_daemon_or_the_mount_died() {
     let out = c.fs(&["mount", "/nonexistent/locus"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn creates_ask_the_daemons_for_new_names_only_and_directory_changes_show_within_the_ttl() {
+    if !can_mount() {
+        return;
+    }
+    let c = TestCluster::up(2);
+    let m = Mount::of(&c, 0);
+    let client = c.client(1);
+    let rt = rt();
+    let answered = || -> u64 {
+        (0..2)
+            .map(|n| rt.block_on(client.status(n)).unwrap().stats_answered)
+            .sum()
+    };
+    std::fs::create_dir(m.at("/d")).unwrap();
+    let before = answered();
+    for i in 0..100 {
+        std::fs::File::create(m.at(&format!("/d/f{i}"))).unwrap();
+    }
+    // One look-up per new name; the directory's attributes, which the
+    // kernel asks for again after each create, come from the mount.
+    let asked = answered() - before;
+    assert!((100..=110).contains(&asked), "{asked} records asked for");
+
+    // Another node's change to the directory shows within the TTL.
+    rt.block_on(client.set_attr("/d", Some(0o700), None))
+        .unwrap();
+    let start = Instant::now();
+    let mode = || std::fs::metadata(m.at("/d")).unwrap().permissions().mode() & 0o777;
+    while mode() != 0o700 {
+        assert!(start.elapsed() < Duration::from_secs(3), "{:o}", mode());
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]

@@ -5,6 +5,7 @@
 
 mod writes;
 
+use crate::dir_attrs::DirAttrs;
 use crate::handles::{Backed, Handles, Open, Reading};
 use crate::hold::Hold;
 use crate::inodes::{Inodes, ROOT};
@@ -25,7 +26,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use writes::touched;
 
 /// How long the kernel may trust a name it looked up, and what it knows of
@@ -44,6 +45,7 @@ pub struct LocusFs {
     rt: tokio::runtime::Runtime,
     inodes: Mutex<Inodes>,
     handles: Mutex<Handles>,
+    dir_attrs: Mutex<DirAttrs>,
     /// Directory listings in progress, by handle: taken whole at `opendir`.
     listings: Mutex<std::collections::HashMap<u64, Vec<(String, FileType)>>>,
     next_dir: std::sync::atomic::AtomicU64,
@@ -106,6 +108,7 @@ impl LocusFs {
             rt,
             inodes: Mutex::default(),
             handles: Mutex::default(),
+            dir_attrs: Mutex::new(DirAttrs::new(TTL)),
             listings: Mutex::default(),
             next_dir: Default::default(),
             passthrough: AtomicBool::new(false),
@@ -182,6 +185,10 @@ impl LocusFs {
             .lock()
             .expect("inodes")
             .looked_up(path, rec.stamp);
+        self.dir_attrs
+            .lock()
+            .expect("dir attrs")
+            .learned(ino, rec, Instant::now());
         reply.entry(&TTL, &self.attr(ino, rec), Generation(0));
     }
 
@@ -321,8 +328,20 @@ impl Filesystem for LocusFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let known = self
+            .dir_attrs
+            .lock()
+            .expect("dir attrs")
+            .fresh(ino.0, Instant::now());
+        if let Some((rec, left)) = known {
+            return reply.attr(&left, &self.attr(ino.0, &rec));
+        }
         let attr = self.path(ino).and_then(|p| {
             let mut rec = self.stat(ino.0, &p)?;
+            self.dir_attrs
+                .lock()
+                .expect("dir attrs")
+                .learned(ino.0, &rec, Instant::now());
             // An open file is the version it opened; a name is the current.
             let opened = match fh.and_then(|fh| self.handle(fh).ok()) {
                 Some(h) => match &*h.lock().expect("handle") {
@@ -368,6 +387,7 @@ impl Filesystem for LocusFs {
                 return Err(Errno::EPERM);
             }
             let path = self.path(ino)?;
+            self.dir_attrs.lock().expect("dir attrs").changed(ino.0);
             if let Some(size) = size {
                 self.truncate(ino.0, &path, size)?;
             }

@@ -1,6 +1,7 @@
 //! `locus fs mount`: the Locus file system as a POSIX mount (FUSE), a client
 //! of one node, so unmodified programs open Locus files by path.
 
+mod dir_attrs;
 mod fs;
 mod handles;
 mod hold;
@@ -13,7 +14,8 @@ pub use mountinfo::{is_mounted, unmount};
 
 use std::path::Path;
 
-fn config(name: &str) -> fuser::Config {
+/// The mount options and threads every Locus mount is served with.
+pub fn config(name: &str) -> fuser::Config {
     use fuser::MountOption as O;
     let mut config = fuser::Config::default();
     config.mount_options = vec![
