@@ -60,9 +60,11 @@ impl std::fmt::Display for Durability {
     }
 }
 
-/// Called by the writer thread with an operation's durable result and
-/// what it wrote, in order (for replication; nothing if it failed).
-pub type Reply = Box<dyn FnOnce(Response, Vec<Change>) + Send>;
+/// Called by the writer thread with an operation's durable result, what it
+/// wrote, in order (for replication; nothing if it failed), and whether it
+/// was alone in its commit (a commit's many answers are better sent
+/// together than one at a time).
+pub type Reply = Box<dyn FnOnce(Response, Vec<Change>, bool) + Send>;
 
 struct Job {
     op: Request,
@@ -184,7 +186,7 @@ impl MetaStore {
         let (tx, rx) = oneshot::channel();
         self.submit(
             op,
-            Box::new(move |r, _| {
+            Box::new(move |r, _, _| {
                 let _ = tx.send(r);
             }),
         );
@@ -197,7 +199,11 @@ impl MetaStore {
     /// directly, saving a task and a wake-up per operation.
     pub fn submit(&self, op: Request, reply: Reply) {
         if let Err(mpsc::SendError(job)) = self.jobs.send(Job { op, reply }) {
-            (job.reply)(Response::Err(internal_error("writer stopped")), Vec::new());
+            (job.reply)(
+                Response::Err(internal_error("writer stopped")),
+                Vec::new(),
+                true,
+            );
         }
     }
 
@@ -534,14 +540,16 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
                 flushing.committed(flush, Instant::now());
                 // Failing until a write succeeds again.
                 db.failure.lock().expect("failure lock").take();
+                let alone = batch.len() == 1;
                 for (job, (reply, changes)) in batch.into_iter().zip(replies) {
-                    (job.reply)(reply, changes);
+                    (job.reply)(reply, changes, alone);
                 }
             }
             Err(e) => {
                 db.fail(&e);
+                let alone = batch.len() == 1;
                 for job in batch {
-                    (job.reply)(Response::Err(e.clone()), Vec::new());
+                    (job.reply)(Response::Err(e.clone()), Vec::new(), alone);
                 }
             }
         }
@@ -1281,7 +1289,10 @@ mod tests {
         ops.push(add("/d", "x")); // refused: changes nothing
         for op in ops {
             let (tx, rx) = oneshot::channel();
-            primary.submit(op, Box::new(move |r, changes| drop(tx.send((r, changes)))));
+            primary.submit(
+                op,
+                Box::new(move |r, changes, _| drop(tx.send((r, changes)))),
+            );
             let (_, changes) = rx.await.unwrap();
             let r = replica.write(Request::Replicate { changes }).await;
             assert!(matches!(r, Response::Ok), "{r:?}");

@@ -12,12 +12,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::BufReader;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 type Waiters = Arc<Mutex<HashMap<u64, oneshot::Sender<Response>>>>;
 
 struct Conn {
-    out: mpsc::UnboundedSender<Envelope<Request>>,
+    out: frame::Outbox,
     waiters: Waiters,
     alive: Arc<AtomicBool>,
 }
@@ -112,13 +112,13 @@ impl Peer {
         let stream =
             tokio::net::TcpStream::from_std(std_stream).map_err(|e| self.unreachable(e))?;
         let (rd, wr) = stream.into_split();
-        let (out, rx) = mpsc::unbounded_channel();
+        let (out, flusher) = frame::Outbox::new(wr);
         let waiters: Waiters = Arc::default();
         let alive = Arc::new(AtomicBool::new(true));
         {
             let alive = alive.clone();
             tokio::spawn(async move {
-                let _ = frame::write_batched(wr, rx).await;
+                let _ = flusher.await;
                 alive.store(false, Ordering::Release);
             });
         }
@@ -151,10 +151,26 @@ impl Peer {
         let conn = self.connection().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        conn.waiters.lock().expect("waiters lock").insert(id, tx);
-        if conn.out.send(Envelope { id, body }).is_err() {
+        let lone = {
+            let mut waiters = conn.waiters.lock().expect("waiters lock");
+            waiters.insert(id, tx);
+            waiters.len() == 1
+        };
+        // A request with others in flight joins their burst.
+        let env = Envelope { id, body };
+        let sent = match lone {
+            true => conn.out.send_now(&env),
+            false => conn.out.send_soon(&env),
+        };
+        if let Err(e) = sent {
             conn.waiters.lock().expect("waiters lock").remove(&id);
-            return Err(self.unreachable("connection closed"));
+            // A request too large to frame leaves the connection as it was.
+            if e.kind() == std::io::ErrorKind::InvalidInput {
+                return Err(FsError::new(Errno::EINVAL, self.endpoint.name.clone())
+                    .with_detail(format!("request: {e}")));
+            }
+            conn.alive.store(false, Ordering::Release);
+            return Err(self.unreachable(e));
         }
         Ok(Pending {
             peer: self,

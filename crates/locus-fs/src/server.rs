@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
 
 /// Entries per directory page at most, whatever the client asks for.
 const MAX_PAGE: u32 = 10_000;
@@ -168,8 +167,8 @@ async fn serve_connection(
 /// malformed frame ends this connection only.
 async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
     let (rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::unbounded_channel::<Envelope<Response>>();
-    let writer = tokio::spawn(frame::write_batched(wr, rx));
+    let (out, flusher) = frame::Outbox::new(wr);
+    let writer = tokio::spawn(flusher);
     let mut rd = BufReader::with_capacity(64 << 10, rd);
     let mut buf = Vec::new();
     let result = loop {
@@ -185,26 +184,38 @@ async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
         };
         if let Request::Shutdown { purge } = env.body {
             tracing::info!("asked to stop (purge: {purge})");
-            let _ = tx.send(Envelope {
+            let _ = out.send_now(&Envelope {
                 id: env.id,
                 body: Response::Ok,
             });
             // The answer is written before the daemon stops (its runtime's
             // end would drop it unsent), bounded by answers still pending.
-            drop(tx);
+            drop(out);
             let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
             let _ = state.stop.send(Some(purge));
             return Ok(());
         }
-        state.dispatch(env, &tx);
+        // With more requests already read, answers join a burst.
+        let alone = rd.buffer().is_empty();
+        state.dispatch(env, &out, alone);
     };
-    drop(tx);
+    drop(out);
     if result.is_err() {
         writer.abort();
     } else {
         let _ = writer.await;
     }
     result
+}
+
+/// Sends the answer to request `id`: written at once if it comes alone,
+/// else with the others of its burst.
+fn answer_on(out: &frame::Outbox, id: u64, body: Response, alone: bool) {
+    let env = Envelope { id, body };
+    let _ = match alone {
+        true => out.send_now(&env),
+        false => out.send_soon(&env),
+    };
 }
 
 fn answer(r: FsResult<Response>) -> Response {
@@ -214,17 +225,14 @@ fn answer(r: FsResult<Response>) -> Response {
 impl State {
     /// Answers quick reads inline, hands metadata writes to the group-commit
     /// writer (which queues the answer itself), and runs the rest as tasks.
-    fn dispatch(
-        self: &Arc<Self>,
-        env: Envelope<Request>,
-        tx: &mpsc::UnboundedSender<Envelope<Response>>,
-    ) {
+    fn dispatch(self: &Arc<Self>, env: Envelope<Request>, out: &frame::Outbox, alone: bool) {
         let id = env.id;
-        let send = {
-            let tx = tx.clone();
-            move |body| {
-                let _ = tx.send(Envelope { id, body });
-            }
+        let send = |body| answer_on(out, id, body, alone);
+        // Answers given later: a write's when its commit is done (at once
+        // if it was the commit's only operation), the others' when they end.
+        let later = || {
+            let out = out.clone();
+            move |body, alone| answer_on(&out, id, body, alone)
         };
         if let Err(e) = check_paths(&env.body) {
             return send(Response::Err(e));
@@ -246,8 +254,8 @@ impl State {
             | Request::DropData { .. }
             | Request::ImportData { .. }
             | Request::ExportData { .. }) => {
-                let state = self.clone();
-                tokio::spawn(async move { send(state.handle(req).await) });
+                let (state, send) = (self.clone(), later());
+                tokio::spawn(async move { send(state.handle(req).await, true) });
             }
             Request::Dump { after, limit } => send(answer(
                 self.meta
@@ -256,22 +264,29 @@ impl State {
             )),
             // Applied as the replicated daemon wrote it; not sent on.
             write @ Request::Replicate { .. } => {
-                self.meta.submit(write, Box::new(move |r, _| send(r)))
+                let send = later();
+                self.meta
+                    .submit(write, Box::new(move |r, _, alone| send(r, alone)))
             }
             write => match &self.replicator {
-                None => self.meta.submit(write, Box::new(move |r, _| send(r))),
+                None => {
+                    let send = later();
+                    self.meta
+                        .submit(write, Box::new(move |r, _, alone| send(r, alone)))
+                }
                 Some(replicator) => {
                     // The reply runs on the writer thread: the wait for the
                     // first replica is a task of this runtime.
                     let (replicator, rt) = (replicator.clone(), tokio::runtime::Handle::current());
-                    let reply = move |r, changes: Vec<_>| {
+                    let send = later();
+                    let reply = move |r, changes: Vec<_>, alone| {
                         if changes.is_empty() {
-                            return send(r);
+                            return send(r, alone);
                         }
                         let applied = replicator.forward(changes);
                         rt.spawn(async move {
                             let _ = applied.await;
-                            send(r);
+                            send(r, true);
                         });
                     };
                     self.meta.submit(write, Box::new(reply))

@@ -9,6 +9,7 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 use std::io::{self, Read};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -125,6 +126,146 @@ pub fn read_sync<R: Read>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Frames for a TCP connection. A lone message ([`Outbox::send_now`]) is
+/// written by its sender straight to the socket when it takes it at once,
+/// without waking a writer task (a thread switch per message when the
+/// sender is not on the runtime, as a mount's thread is). Messages of a
+/// burst ([`Outbox::send_soon`]), and what the socket could not take, wait
+/// in order for the flushing task [`Outbox::new`] returns, which lets the
+/// other ready tasks add theirs first: a burst leaves in few writes.
+#[derive(Clone)]
+pub struct Outbox(Arc<Senders>);
+
+/// The senders' share: when the last goes, the flusher ends once it has
+/// written what is pending (and the socket's write side is shut).
+struct Senders(Arc<Shared>);
+
+struct Shared {
+    wr: tokio::net::tcp::OwnedWriteHalf,
+    state: Mutex<Pending>,
+    wake: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// The flusher owns the bytes: senders only append.
+    flushing: bool,
+    closed: bool,
+    broken: Option<io::ErrorKind>,
+}
+
+impl Outbox {
+    /// An outbox for `wr`, and the task that writes what senders could not.
+    pub fn new(
+        wr: tokio::net::tcp::OwnedWriteHalf,
+    ) -> (Outbox, impl std::future::Future<Output = io::Result<()>>) {
+        let shared = Arc::new(Shared {
+            wr,
+            state: Mutex::new(Pending::default()),
+            wake: tokio::sync::Notify::new(),
+        });
+        let flusher = flush_pending(shared.clone());
+        (Outbox(Arc::new(Senders(shared))), flusher)
+    }
+
+    /// Sends `msg` as one frame, written now if the socket takes it; an
+    /// error means the connection is broken (or `msg` too large to frame).
+    pub fn send_now<T: Serialize>(&self, msg: &T) -> io::Result<()> {
+        self.send(msg, true)
+    }
+
+    /// Sends `msg` as one frame with whatever else is sent meanwhile.
+    pub fn send_soon<T: Serialize>(&self, msg: &T) -> io::Result<()> {
+        self.send(msg, false)
+    }
+
+    fn send<T: Serialize>(&self, msg: &T, now: bool) -> io::Result<()> {
+        let shared = &self.0 .0;
+        let mut p = shared.state.lock().expect("outbox lock");
+        if let Some(kind) = p.broken {
+            return Err(kind.into());
+        }
+        encode_into(&mut p.bytes, msg)?;
+        if p.flushing {
+            return Ok(());
+        }
+        if now {
+            match write_ready(&shared.wr, &mut p.bytes) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(e) => {
+                    p.broken = Some(e.kind());
+                    return Err(e);
+                }
+            }
+        }
+        p.flushing = true;
+        drop(p);
+        shared.wake.notify_one();
+        Ok(())
+    }
+}
+
+impl Drop for Senders {
+    fn drop(&mut self) {
+        self.0.state.lock().expect("outbox lock").closed = true;
+        self.0.wake.notify_one();
+    }
+}
+
+/// Writes from the front of `bytes` what the socket takes without waiting:
+/// whether that was all of it.
+fn write_ready(wr: &tokio::net::tcp::OwnedWriteHalf, bytes: &mut Vec<u8>) -> io::Result<bool> {
+    let mut done = 0;
+    let all = loop {
+        if done == bytes.len() {
+            break Ok(true);
+        }
+        match wr.try_write(&bytes[done..]) {
+            Ok(0) => break Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    bytes.drain(..done);
+    if bytes.is_empty() {
+        prepare(bytes);
+    }
+    all
+}
+
+async fn flush_pending(shared: Arc<Shared>) -> io::Result<()> {
+    loop {
+        shared.wake.notified().await;
+        // The other ready tasks add theirs before the write.
+        tokio::task::yield_now().await;
+        loop {
+            {
+                let mut p = shared.state.lock().expect("outbox lock");
+                if p.flushing {
+                    match write_ready(&shared.wr, &mut p.bytes) {
+                        Ok(all) => p.flushing = !all,
+                        Err(e) => {
+                            p.broken = Some(e.kind());
+                            return Err(e);
+                        }
+                    }
+                }
+                if !p.flushing {
+                    if p.closed {
+                        return Ok(());
+                    }
+                    break;
+                }
+            }
+            shared.wr.writable().await?;
+        }
+    }
+}
+
 /// Writes every message sent on `rx` as a frame, coalescing whatever is queued
 /// into one write, until the channel closes or the peer goes away.
 pub async fn write_batched<W, T>(mut w: W, mut rx: mpsc::UnboundedReceiver<T>) -> io::Result<()>
@@ -166,6 +307,55 @@ mod tests {
         assert!(read_sync(&mut r, &mut buf).unwrap());
         assert_eq!(decode::<(u64, String)>(&buf).unwrap(), (2, "bc".into()));
         assert!(!read_sync(&mut r, &mut buf).unwrap());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_outbox_delivers_in_order_what_the_socket_could_not_take_at_once() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (client, server) =
+            tokio::join!(tokio::net::TcpStream::connect(addr), listener.accept());
+        let (_, wr) = client.unwrap().into_split();
+        let (mut rd, _) = server.unwrap().0.into_split();
+        let (out, flusher) = Outbox::new(wr);
+        let flusher = tokio::spawn(flusher);
+        // 16 MiB sent before anything is read: more than the socket
+        // holds, so most of it waits for the flusher; from another thread,
+        // as a metadata writer sends.
+        let big = vec![7u8; 64 << 10];
+        let sender = {
+            let out = out.clone();
+            std::thread::spawn(move || {
+                for i in 0..256u32 {
+                    let sent = match i % 2 {
+                        0 => out.send_now(&(i, &big)),
+                        _ => out.send_soon(&(i, &big)),
+                    };
+                    sent.unwrap();
+                }
+            })
+        };
+        sender.join().unwrap();
+        drop(out);
+        let mut buf = Vec::new();
+        for i in 0..256u32 {
+            assert!(read_async(&mut rd, &mut buf).await.unwrap());
+            let (n, body): (u32, Vec<u8>) = decode(&buf).unwrap();
+            assert_eq!((n, body.len()), (i, 64 << 10));
+        }
+        // With every sender gone, the flusher ends and the stream with it.
+        assert!(!read_async(&mut rd, &mut buf).await.unwrap());
+        flusher.await.unwrap().unwrap();
+        let too_big = vec![0u8; MAX_FRAME + 1];
+        let (other, flusher) = Outbox::new({
+            let (c, s) = tokio::join!(tokio::net::TcpStream::connect(addr), listener.accept());
+            drop(s);
+            c.unwrap().into_split().1
+        });
+        // Refused before anything is written; the outbox stays usable.
+        let err = other.send_now(&too_big).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        drop((other, flusher));
     }
 
     #[test]
