@@ -135,6 +135,39 @@ fn create_stat(dir: &Path, n: u32) -> anyhow::Result<(Duration, Duration)> {
     Ok((created, start.elapsed()))
 }
 
+/// Programs creating at once, each in a directory of its own (mdtest's
+/// unique-directory mode; creates in one directory are one at a time in
+/// the kernel, whatever the file system).
+const CREATORS: u32 = 8;
+
+/// `n` empty files created in `dir` by [`CREATORS`] threads, each in its
+/// own subdirectory: files per second.
+fn create_parallel(dir: &Path, n: u32) -> anyhow::Result<f64> {
+    let dirs: Vec<PathBuf> = (0..CREATORS).map(|k| dir.join(format!("u{k}"))).collect();
+    for d in &dirs {
+        std::fs::create_dir_all(d)?;
+    }
+    settle();
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        let creators: Vec<_> = dirs
+            .iter()
+            .map(|d| {
+                s.spawn(move || -> std::io::Result<()> {
+                    for i in 0..n / CREATORS {
+                        std::fs::File::create(d.join(format!("f{i}")))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        creators
+            .into_iter()
+            .try_for_each(|c| c.join().expect("creator thread"))
+    })?;
+    Ok(f64::from(n / CREATORS * CREATORS) / start.elapsed().as_secs_f64())
+}
+
 /// Opens `open`'s file and reads it whole in 1 MiB pieces: GB/s, the
 /// opening (a remote file's fetch) included.
 fn first_read(
@@ -157,6 +190,9 @@ struct Round {
     stat: (f64, f64),
     /// Creates and stats through libfuse's passthrough, if it was given.
     passthrough: Option<(f64, f64)>,
+    /// Creates by [`CREATORS`] programs at once: through Locus, through
+    /// libfuse's passthrough (if given).
+    parallel: (f64, Option<f64>),
     /// Creates and stats through a FUSE file system that does no work.
     floor: (f64, f64),
 }
@@ -246,9 +282,11 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         let (c, s) = create_stat(&dir.join("many"), opts.files)?;
         let (rc, rs) = create_stat(&raw.join("many"), opts.files)?;
         (r.create, r.stat) = ((per_s(c), per_s(rc)), (per_s(s), per_s(rs)));
+        r.parallel.0 = create_parallel(&dir.join("parallel"), opts.files)?;
         if let Some(pt) = &passthrough {
             let (pc, ps) = create_stat(&pt.at(&raw.join("through")), opts.files)?;
             r.passthrough = Some((per_s(pc), per_s(ps)));
+            r.parallel.1 = Some(create_parallel(&pt.at(&raw.join("parallel")), opts.files)?);
         }
         let (fc, fs) = create_stat(&floor_point.join(format!("r{n}")), opts.files)?;
         r.floor = (per_s(fc), per_s(fs));
@@ -286,6 +324,13 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         Some((pc, ps)) => {
             row("create empty files (vs libfuse passthrough)", c, pc);
             row("stat them (vs libfuse passthrough)", s, ps);
+            let ours = median(rounds.iter().map(|r| r.parallel.0).collect());
+            let theirs = median(rounds.iter().filter_map(|r| r.parallel.1).collect());
+            row(
+                &format!("creates, {CREATORS} programs in {CREATORS} dirs (vs passthrough)"),
+                ours,
+                theirs,
+            );
         }
         None => println!(
             "(no libfuse passthrough baseline: give --passthrough, as make bench-mount does)"

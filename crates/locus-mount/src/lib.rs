@@ -24,7 +24,11 @@ pub fn config(name: &str) -> fuser::Config {
         O::DefaultPermissions,
         O::NoAtime,
     ];
-    config.n_threads = Some(4);
+    // A request's thread waits for its metadata round trips: programs
+    // creating in several directories at once (each directory's creates
+    // are one at a time in the kernel) need as many threads to overlap
+    // (8 creators in 8 directories: 2,308 creates/s with 4, 2,850 with 16).
+    config.n_threads = Some(16);
     config.clone_fd = true;
     config
 }
