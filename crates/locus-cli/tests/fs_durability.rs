@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, is_root, locus, rt, FsDown, Run, TestCluster};
+use common::{eventually, is_root, locus, names, ok, rt, FsDown, Run, TestCluster};
 use locus_fs::{Client, ClientOptions};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::Errno;
@@ -184,6 +184,35 @@ fn a_dead_writers_lock_ends_with_its_lease_and_its_leftovers_are_swept() {
         w.abort().await;
         assert_eq!(cl.stat("/new.txt").await.unwrap_err().code, Errno::ENOENT);
     });
+}
+
+#[test]
+fn without_flushes_a_clean_stop_or_a_quiet_second_keeps_what_was_acknowledged() {
+    let c = TestCluster::up_with(2, &["--durability", "none"]);
+    let rt = rt();
+    let names_now = |c: &TestCluster| {
+        let cl = c.client(0);
+        rt.block_on(names(&cl, "/"))
+    };
+    let cl = c.client(0);
+    for f in ["a", "b", "c"] {
+        rt.block_on(cl.put(&format!("/{f}"), f.as_bytes())).unwrap();
+    }
+    // Stopped cleanly (`fs down`, SIGTERM): everything is kept.
+    ok(&c.fs(&["down"]));
+    c.restart();
+    assert_eq!(names_now(&c), ["a", "b", "c"]);
+    c.signal(1, libc::SIGTERM);
+    c.restart();
+    assert_eq!(names_now(&c), ["a", "b", "c"]);
+    // Killed a second after its last operation: that is on disk too.
+    let cl = c.client(0);
+    rt.block_on(cl.put("/d", b"d")).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    c.signal(0, libc::SIGKILL);
+    c.signal(1, libc::SIGKILL);
+    c.restart();
+    assert_eq!(names_now(&c), ["a", "b", "c", "d"]);
 }
 
 #[test]

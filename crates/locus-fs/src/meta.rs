@@ -67,7 +67,8 @@ impl std::fmt::Display for Durability {
 pub type Reply = Box<dyn FnOnce(Response, Vec<Change>, bool) + Send>;
 
 struct Job {
-    op: Request,
+    /// `None`: no operation, only a commit that reaches the disk.
+    op: Option<Request>,
     reply: Reply,
 }
 
@@ -198,7 +199,30 @@ impl MetaStore {
     /// The daemon passes a closure that queues the answer on the connection
     /// directly, saving a task and a wake-up per operation.
     pub fn submit(&self, op: Request, reply: Reply) {
-        if let Err(mpsc::SendError(job)) = self.jobs.send(Job { op, reply }) {
+        self.queue(Job {
+            op: Some(op),
+            reply,
+        });
+    }
+
+    /// Waits until every operation acknowledged so far is on disk (with
+    /// `--durability none`, those since the last flushed commit): a daemon
+    /// that stops cleanly loses nothing.
+    pub async fn flush(&self) -> FsResult<()> {
+        let (tx, rx) = oneshot::channel();
+        let reply: Reply = Box::new(move |r, _, _| {
+            let _ = tx.send(r);
+        });
+        self.queue(Job { op: None, reply });
+        match rx.await {
+            Ok(Response::Err(e)) => Err(e),
+            Ok(_) => Ok(()),
+            Err(_) => Err(internal_error("writer stopped")),
+        }
+    }
+
+    fn queue(&self, job: Job) {
+        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
             (job.reply)(
                 Response::Err(internal_error("writer stopped")),
                 Vec::new(),
@@ -531,7 +555,8 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
                 Err(_) => break,
             }
         }
-        let flush = flushing.next_is_flushed(Instant::now());
+        let asked = batch.iter().any(|j| j.op.is_none());
+        let flush = asked || flushing.next_is_flushed(Instant::now());
         let applied = db
             .reopen()
             .and_then(|open| apply_batch(&open, &batch, flush));
@@ -569,7 +594,10 @@ fn apply_batch(db: &Database, batch: &[Job], flush: bool) -> FsResult<Vec<Applie
     {
         let mut shard = Shard::open(&txn)?;
         for job in batch {
-            let reply = shard.answer(&job.op)?;
+            let reply = match &job.op {
+                Some(op) => shard.answer(op)?,
+                None => Response::Ok,
+            };
             replies.push((reply, std::mem::take(&mut shard.changes)));
         }
     }

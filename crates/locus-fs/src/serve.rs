@@ -144,11 +144,17 @@ pub fn serve(cfg: ServeConfig) -> io::Result<()> {
         }
         tracing::info!("node {node} serving on {addr}");
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let meta = daemon.metadata();
         let stopped = tokio::select! {
             r = daemon.run() => r?,
             _ = term.recv() => Stopped { purge: false },
             _ = tokio::signal::ctrl_c() => Stopped { purge: false },
         };
+        // What was acknowledged without a flush (`--durability none`) is on
+        // disk before the daemon goes.
+        if let Err(e) = meta.flush().await {
+            tracing::warn!("flushing the metadata as the daemon stops: {e}");
+        }
         if stopped.purge {
             std::fs::remove_dir_all(&node_dir)
                 .map_err(context(format!("purging {}", node_dir.display())))?;

@@ -108,6 +108,11 @@ impl Daemon {
         self.listener.local_addr()
     }
 
+    /// The node's metadata shard, to flush once the daemon has stopped.
+    pub fn metadata(&self) -> MetaStore {
+        self.state.meta.clone()
+    }
+
     /// Accepts connections until a client asks the daemon to stop.
     pub async fn run(self) -> io::Result<Stopped> {
         let mut stop = self.state.stop.subscribe();
