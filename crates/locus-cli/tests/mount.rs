@@ -371,6 +371,46 @@ fn creates_ask_the_daemons_for_new_names_only_and_directory_changes_show_within_
 }
 
 #[test]
+fn a_new_name_gets_the_mode_asked_for_and_an_existing_file_keeps_its_own() {
+    if !can_mount() {
+        return;
+    }
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let c = TestCluster::up(2);
+    let m = Mount::of(&c, 0);
+    let client = c.client(1);
+    let rt = rt();
+    let mode = |p: &str| rt.block_on(client.stat(p)).unwrap().mode & 0o7777;
+    std::fs::DirBuilder::new()
+        .mode(0o750)
+        .create(m.at("/private"))
+        .unwrap();
+    let open = |p: &str, mode: u32| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .mode(mode)
+            .open(m.at(p))
+            .unwrap()
+    };
+    drop(open("/private/key", 0o600));
+    drop(open("/private/script", 0o777));
+    // The process's umask applies, as on any file system.
+    // SAFETY: umask only swaps the mask; the old one is put back at once.
+    let umask = unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old
+    };
+    assert_eq!(mode("/private"), 0o750 & !umask);
+    assert_eq!(mode("/private/key"), 0o600 & !umask);
+    assert_eq!(mode("/private/script"), 0o777 & !umask);
+    // O_CREAT of a name that exists opens it: its mode stays.
+    drop(open("/private/key", 0o666));
+    assert_eq!(mode("/private/key"), 0o600);
+}
+
+#[test]
 fn large_directories_list_whole_and_statfs_reports_the_node() {
     if !can_mount() {
         return;

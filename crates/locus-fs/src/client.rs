@@ -558,8 +558,13 @@ impl Client {
     }
 
     pub async fn mkdir(&self, path: &str) -> FsResult<()> {
+        self.mkdir_with_mode(path, 0o755).await
+    }
+
+    /// `mkdir` of a directory whose permission bits are `mode`.
+    pub async fn mkdir_with_mode(&self, path: &str, mode: u32) -> FsResult<()> {
         let path = normalise(path)?;
-        let record = Record::new(Kind::Dir, 0o755, now_ns());
+        let record = Record::new(Kind::Dir, mode & 0o7777, now_ns());
         self.create_name(&path, record, None).await.map(drop)
     }
 
@@ -934,9 +939,15 @@ impl Client {
     /// writing. Its data lands on this node unless a hint or the placement
     /// policy names another.
     pub async fn create(&self, path: &str) -> FsResult<Writer> {
+        self.create_with_mode(path, 0o644).await
+    }
+
+    /// `create` of a file whose permission bits are `mode`: set by the same
+    /// request that makes the name.
+    pub async fn create_with_mode(&self, path: &str, mode: u32) -> FsResult<Writer> {
         let path = normalise(path)?;
         let lease = self.new_lease();
-        let record = Record::new(Kind::File, 0o644, now_ns());
+        let record = Record::new(Kind::File, mode & 0o7777, now_ns());
         let (hint, rec) = self.create_name(&path, record, Some(lease)).await?;
         let target = self.new_file_target(&path, hint);
         let copies = self.inner.copies.of(rec.copies);

@@ -260,17 +260,6 @@ impl LocusFs {
             .collect())
     }
 
-    /// `rec` of the new `path`, with the permission bits `mode` (less
-    /// `umask`) the creating program asked for.
-    fn with_mode(&self, path: &str, rec: Record, mode: u32, umask: u32) -> Result<Record, Errno> {
-        let mode = mode & !umask & 0o7777;
-        if mode == rec.mode {
-            return Ok(rec);
-        }
-        self.run(self.client.set_attr(path, Some(mode), None))
-            .map_err(|e| failed("setting the mode", &e))
-    }
-
     /// `unlink` (a file) or `rmdir` (a directory) of `name` in `parent`.
     fn remove(&self, parent: INodeNo, name: &OsStr, kind: Kind) -> Result<(), Errno> {
         let path = self.child(parent, name)?;
@@ -427,11 +416,10 @@ impl Filesystem for LocusFs {
     ) {
         let result = (|| {
             let path = self.child(parent, name)?;
-            self.run(self.client.mkdir(&path))
+            let mode = mode & !umask & 0o7777;
+            self.run(self.client.mkdir_with_mode(&path, mode))
                 .map_err(|e| failed("mkdir", &e))?;
-            let rec = Record::new(Kind::Dir, 0o755, now_ns());
-            let rec = self.with_mode(&path, rec, mode, umask)?;
-            Ok((path, rec))
+            Ok((path, Record::new(Kind::Dir, mode, now_ns())))
         })();
         match result {
             Ok((path, rec)) => self.entry(&path, &rec, reply),
@@ -607,8 +595,10 @@ impl Filesystem for LocusFs {
     ) {
         let result = (|| {
             let path = self.child(parent, name)?;
-            let (writer, rec) = match self.run(self.client.create(&path)) {
-                Ok(w) => (w, Record::new(Kind::File, 0o644, now_ns())),
+            // The mode asked for is the new file's; an existing file keeps its own.
+            let mode = mode & !umask & 0o7777;
+            let (writer, rec) = match self.run(self.client.create_with_mode(&path, mode)) {
+                Ok(w) => (w, Record::new(Kind::File, mode, now_ns())),
                 // Made by another node since the kernel looked.
                 Err(e) if e.code == locus_proto::Errno::EEXIST && flags & libc::O_EXCL == 0 => {
                     let truncate = flags & libc::O_TRUNC != 0;
@@ -619,7 +609,6 @@ impl Filesystem for LocusFs {
                 }
                 Err(e) => return Err(failed("create", &e)),
             };
-            let rec = self.with_mode(&path, rec, mode, umask)?;
             let ino = self
                 .inodes
                 .lock()
