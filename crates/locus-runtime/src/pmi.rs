@@ -156,9 +156,13 @@ impl Pmi {
                 return Ok(String::from_utf8_lossy(&line[..end]).into_owned());
             }
             let mut buf = [0u8; 4096];
-            match self.sock.read(&mut buf)? {
-                0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
-                n => self.pending.extend_from_slice(&buf[..n]),
+            match self.sock.read(&mut buf) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+                Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+                // A signal with a handler (a launcher's notice, a child's
+                // end) is no answer: read on.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
     }
@@ -278,6 +282,32 @@ pub mod tests {
         assert!(pmi.put("k", &"x".repeat(max)).is_ok());
         let e = pmi.put("k", &"x".repeat(max + 1)).unwrap_err();
         assert!(e.to_string().contains("longer than"), "{e}");
+    }
+
+    #[test]
+    fn a_signal_while_waiting_for_the_launcher_is_no_error() {
+        extern "C" fn nothing(_: libc::c_int) {}
+        // SAFETY: a handler that does nothing, installed without
+        // SA_RESTART, so that a blocking read it interrupts gives EINTR.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = nothing as usize;
+            assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+        }
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        // SAFETY: no preconditions.
+        let reader = unsafe { libc::pthread_self() };
+        std::thread::spawn(move || {
+            // The first request's read is interrupted, then answered.
+            std::thread::sleep(Duration::from_millis(100));
+            // SAFETY: a signal with a no-op handler to this test's thread,
+            // which waits for the answer sent below.
+            unsafe { libc::pthread_kill(reader, libc::SIGUSR2) };
+            std::thread::sleep(Duration::from_millis(50));
+            answer(theirs, &Mutex::default(), &Barrier::new(1), 1024);
+        });
+        let pmi = Pmi::over(ours, Duration::from_secs(10));
+        assert!(pmi.is_ok(), "{:?}", pmi.err());
     }
 
     #[test]
