@@ -159,8 +159,9 @@ impl Pmi {
             match self.sock.read(&mut buf) {
                 Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
                 Ok(n) => self.pending.extend_from_slice(&buf[..n]),
-                // A signal with a handler (a launcher's notice, a child's
-                // end) is no answer: read on.
+                // A caught signal (a launcher's notice, a child's end)
+                // ends a read with a timeout whatever SA_RESTART says
+                // (signal(7)): no answer yet, read on.
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -287,11 +288,12 @@ pub mod tests {
     #[test]
     fn a_signal_while_waiting_for_the_launcher_is_no_error() {
         extern "C" fn nothing(_: libc::c_int) {}
-        // SAFETY: a handler that does nothing, installed without
-        // SA_RESTART, so that a blocking read it interrupts gives EINTR.
+        // SAFETY: a handler that does nothing. A read with a timeout that a
+        // handler interrupts fails with EINTR even with SA_RESTART
+        // (signal(7)), as under Hydra, whose SIGUSR1 notices ranks catch.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = nothing as usize;
+            sa.sa_sigaction = nothing as extern "C" fn(libc::c_int) as libc::sighandler_t;
             assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
         }
         let (ours, theirs) = UnixStream::pair().unwrap();
