@@ -336,8 +336,7 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
             "(no libfuse passthrough baseline: give --passthrough, as make bench-mount does)"
         ),
     }
-    let floor_c = median(rounds.iter().map(|r| r.floor.0).collect());
-    let floor_s = median(rounds.iter().map(|r| r.floor.1).collect());
+    let (floor_c, floor_s) = rate(|r| r.floor);
     row("create empty files (vs FUSE doing nothing)", c, floor_c);
     row("stat them (vs FUSE doing nothing)", s, floor_s);
     if let Some((pc, _)) = libfuse {

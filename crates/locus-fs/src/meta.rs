@@ -184,15 +184,7 @@ impl MetaStore {
 
     /// Queues a write operation and waits for its durable result.
     pub async fn write(&self, op: Request) -> Response {
-        let (tx, rx) = oneshot::channel();
-        self.submit(
-            op,
-            Box::new(move |r, _, _| {
-                let _ = tx.send(r);
-            }),
-        );
-        rx.await
-            .unwrap_or_else(|_| Response::Err(internal_error("writer stopped")))
+        self.wait_for(Some(op)).await
     }
 
     /// Queues a write operation; `reply` gets its result once it is durable.
@@ -209,16 +201,21 @@ impl MetaStore {
     /// `--durability none`, those since the last flushed commit): a daemon
     /// that stops cleanly loses nothing.
     pub async fn flush(&self) -> FsResult<()> {
+        match self.wait_for(None).await {
+            Response::Err(e) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Queues `op` (`None`: a flushed commit only) and waits for its answer.
+    async fn wait_for(&self, op: Option<Request>) -> Response {
         let (tx, rx) = oneshot::channel();
         let reply: Reply = Box::new(move |r, _, _| {
             let _ = tx.send(r);
         });
-        self.queue(Job { op: None, reply });
-        match rx.await {
-            Ok(Response::Err(e)) => Err(e),
-            Ok(_) => Ok(()),
-            Err(_) => Err(internal_error("writer stopped")),
-        }
+        self.queue(Job { op, reply });
+        rx.await
+            .unwrap_or_else(|_| Response::Err(internal_error("writer stopped")))
     }
 
     fn queue(&self, job: Job) {
@@ -560,19 +557,18 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
         let applied = db
             .reopen()
             .and_then(|open| apply_batch(&open, &batch, flush));
+        let alone = batch.len() == 1;
         match applied {
             Ok(replies) => {
                 flushing.committed(flush, Instant::now());
                 // Failing until a write succeeds again.
                 db.failure.lock().expect("failure lock").take();
-                let alone = batch.len() == 1;
                 for (job, (reply, changes)) in batch.into_iter().zip(replies) {
                     (job.reply)(reply, changes, alone);
                 }
             }
             Err(e) => {
                 db.fail(&e);
-                let alone = batch.len() == 1;
                 for job in batch {
                     (job.reply)(Response::Err(e.clone()), Vec::new(), alone);
                 }

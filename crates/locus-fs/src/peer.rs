@@ -157,12 +157,7 @@ impl Peer {
             waiters.len() == 1
         };
         // A request with others in flight joins their burst.
-        let env = Envelope { id, body };
-        let sent = match lone {
-            true => conn.out.send_now(&env),
-            false => conn.out.send_soon(&env),
-        };
-        if let Err(e) = sent {
+        if let Err(e) = conn.out.send(&Envelope { id, body }, lone) {
             conn.waiters.lock().expect("waiters lock").remove(&id);
             // A request too large to frame leaves the connection as it was.
             if e.kind() == std::io::ErrorKind::InvalidInput {

@@ -3,7 +3,7 @@
 //! transfers. Every connection must first prove the cluster secret.
 
 use crate::cluster::ClusterSpec;
-use crate::meta::{Durability, MetaStore};
+use crate::meta::{Durability, MetaStore, Reply};
 use crate::path::checked;
 use crate::replicate::{self, Replicator};
 use crate::store::Store;
@@ -189,10 +189,13 @@ async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
         };
         if let Request::Shutdown { purge } = env.body {
             tracing::info!("asked to stop (purge: {purge})");
-            let _ = out.send_now(&Envelope {
-                id: env.id,
-                body: Response::Ok,
-            });
+            let _ = out.send(
+                &Envelope {
+                    id: env.id,
+                    body: Response::Ok,
+                },
+                true,
+            );
             // The answer is written before the daemon stops (its runtime's
             // end would drop it unsent), bounded by answers still pending.
             drop(out);
@@ -213,16 +216,6 @@ async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
     result
 }
 
-/// Sends the answer to request `id`: written at once if it comes alone,
-/// else with the others of its burst.
-fn answer_on(out: &frame::Outbox, id: u64, body: Response, alone: bool) {
-    let env = Envelope { id, body };
-    let _ = match alone {
-        true => out.send_now(&env),
-        false => out.send_soon(&env),
-    };
-}
-
 fn answer(r: FsResult<Response>) -> Response {
     r.unwrap_or_else(Response::Err)
 }
@@ -232,12 +225,12 @@ impl State {
     /// writer (which queues the answer itself), and runs the rest as tasks.
     fn dispatch(self: &Arc<Self>, env: Envelope<Request>, out: &frame::Outbox, alone: bool) {
         let id = env.id;
-        let send = |body| answer_on(out, id, body, alone);
+        let send = |body| drop(out.send(&Envelope { id, body }, alone));
         // Answers given later: a write's when its commit is done (at once
         // if it was the commit's only operation), the others' when they end.
         let later = || {
             let out = out.clone();
-            move |body, alone| answer_on(&out, id, body, alone)
+            move |body, alone| drop(out.send(&Envelope { id, body }, alone))
         };
         if let Err(e) = check_paths(&env.body) {
             return send(Response::Err(e));
@@ -267,36 +260,34 @@ impl State {
                     .dump(after.as_ref(), limit.min(MAX_PAGE))
                     .map(|(changes, more)| Response::Changes { changes, more }),
             )),
-            // Applied as the replicated daemon wrote it; not sent on.
-            write @ Request::Replicate { .. } => {
+            write => {
                 let send = later();
-                self.meta
-                    .submit(write, Box::new(move |r, _, alone| send(r, alone)))
+                // A `Replicate` is applied as the replicated daemon wrote
+                // it; not sent on.
+                let forward = match write {
+                    Request::Replicate { .. } => None,
+                    _ => self.replicator.clone(),
+                };
+                let reply: Reply = match forward {
+                    None => Box::new(move |r, _, alone| send(r, alone)),
+                    Some(replicator) => {
+                        // The reply runs on the writer thread: the wait for
+                        // the first replica is a task of this runtime.
+                        let rt = tokio::runtime::Handle::current();
+                        Box::new(move |r, changes: Vec<_>, alone| {
+                            if changes.is_empty() {
+                                return send(r, alone);
+                            }
+                            let applied = replicator.forward(changes);
+                            rt.spawn(async move {
+                                let _ = applied.await;
+                                send(r, true);
+                            });
+                        })
+                    }
+                };
+                self.meta.submit(write, reply)
             }
-            write => match &self.replicator {
-                None => {
-                    let send = later();
-                    self.meta
-                        .submit(write, Box::new(move |r, _, alone| send(r, alone)))
-                }
-                Some(replicator) => {
-                    // The reply runs on the writer thread: the wait for the
-                    // first replica is a task of this runtime.
-                    let (replicator, rt) = (replicator.clone(), tokio::runtime::Handle::current());
-                    let send = later();
-                    let reply = move |r, changes: Vec<_>, alone| {
-                        if changes.is_empty() {
-                            return send(r, alone);
-                        }
-                        let applied = replicator.forward(changes);
-                        rt.spawn(async move {
-                            let _ = applied.await;
-                            send(r, true);
-                        });
-                    };
-                    self.meta.submit(write, Box::new(reply))
-                }
-            },
         }
     }
 

@@ -179,16 +179,19 @@ impl LocusFs {
         Ok(rec)
     }
 
+    /// Notes what the daemon said of `ino` (kept if it is a directory).
+    fn learned(&self, ino: u64, rec: &Record) {
+        let mut dirs = self.dir_attrs.lock().expect("dir attrs");
+        dirs.learned(ino, rec, Instant::now());
+    }
+
     fn entry(&self, path: &str, rec: &Record, reply: ReplyEntry) {
         let ino = self
             .inodes
             .lock()
             .expect("inodes")
             .looked_up(path, rec.stamp);
-        self.dir_attrs
-            .lock()
-            .expect("dir attrs")
-            .learned(ino, rec, Instant::now());
+        self.learned(ino, rec);
         reply.entry(&TTL, &self.attr(ino, rec), Generation(0));
     }
 
@@ -327,10 +330,7 @@ impl Filesystem for LocusFs {
         }
         let attr = self.path(ino).and_then(|p| {
             let mut rec = self.stat(ino.0, &p)?;
-            self.dir_attrs
-                .lock()
-                .expect("dir attrs")
-                .learned(ino.0, &rec, Instant::now());
+            self.learned(ino.0, &rec);
             // An open file is the version it opened; a name is the current.
             let opened = match fh.and_then(|fh| self.handle(fh).ok()) {
                 Some(h) => match &*h.lock().expect("handle") {

@@ -126,13 +126,13 @@ pub fn read_sync<R: Read>(r: &mut R, buf: &mut Vec<u8>) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Frames for a TCP connection. A lone message ([`Outbox::send_now`]) is
-/// written by its sender straight to the socket when it takes it at once,
-/// without waking a writer task (a thread switch per message when the
-/// sender is not on the runtime, as a mount's thread is). Messages of a
-/// burst ([`Outbox::send_soon`]), and what the socket could not take, wait
-/// in order for the flushing task [`Outbox::new`] returns, which lets the
-/// other ready tasks add theirs first: a burst leaves in few writes.
+/// Frames for a TCP connection. A lone message is written by its sender
+/// straight to the socket when it takes it at once, without waking a writer
+/// task (a thread switch per message when the sender is not on the runtime,
+/// as a mount's thread is). Messages of a burst, and what the socket could
+/// not take, wait in order for the flushing task [`Outbox::new`] returns,
+/// which lets the other ready tasks add theirs first: a burst leaves in few
+/// writes.
 #[derive(Clone)]
 pub struct Outbox(Arc<Senders>);
 
@@ -169,18 +169,11 @@ impl Outbox {
         (Outbox(Arc::new(Senders(shared))), flusher)
     }
 
-    /// Sends `msg` as one frame, written now if the socket takes it; an
-    /// error means the connection is broken (or `msg` too large to frame).
-    pub fn send_now<T: Serialize>(&self, msg: &T) -> io::Result<()> {
-        self.send(msg, true)
-    }
-
-    /// Sends `msg` as one frame with whatever else is sent meanwhile.
-    pub fn send_soon<T: Serialize>(&self, msg: &T) -> io::Result<()> {
-        self.send(msg, false)
-    }
-
-    fn send<T: Serialize>(&self, msg: &T, now: bool) -> io::Result<()> {
+    /// Sends `msg` as one frame: if `alone` (nothing else is about to be
+    /// sent), written now when the socket takes it; else with whatever else
+    /// is sent meanwhile. An error means the connection is broken (or `msg`
+    /// too large to frame).
+    pub fn send<T: Serialize>(&self, msg: &T, alone: bool) -> io::Result<()> {
         let shared = &self.0 .0;
         let mut p = shared.state.lock().expect("outbox lock");
         if let Some(kind) = p.broken {
@@ -190,7 +183,7 @@ impl Outbox {
         if p.flushing {
             return Ok(());
         }
-        if now {
+        if alone {
             match write_ready(&shared.wr, &mut p.bytes) {
                 Ok(true) => return Ok(()),
                 Ok(false) => {}
@@ -327,11 +320,7 @@ mod tests {
             let out = out.clone();
             std::thread::spawn(move || {
                 for i in 0..256u32 {
-                    let sent = match i % 2 {
-                        0 => out.send_now(&(i, &big)),
-                        _ => out.send_soon(&(i, &big)),
-                    };
-                    sent.unwrap();
+                    out.send(&(i, &big), i % 2 == 0).unwrap();
                 }
             })
         };
@@ -353,7 +342,7 @@ mod tests {
             c.unwrap().into_split().1
         });
         // Refused before anything is written; the outbox stays usable.
-        let err = other.send_now(&too_big).unwrap_err();
+        let err = other.send(&too_big, true).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
         drop((other, flusher));
     }
