@@ -5,6 +5,7 @@
 pub mod client;
 pub mod cluster;
 mod copies;
+mod delegation;
 mod follow;
 pub mod join;
 pub mod meta;

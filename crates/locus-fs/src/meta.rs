@@ -241,6 +241,14 @@ impl MetaStore {
         Ok(hint.map(|h| h.value()))
     }
 
+    /// The kind of `parent`'s entry `name`, if it has one.
+    pub fn entry(&self, parent: &str, name: &str) -> FsResult<Option<Kind>> {
+        let txn = self.read_txn()?;
+        let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
+        let kind = entries.get((parent, name)).map_err(storage_error)?;
+        Ok(kind.map(|k| byte_kind(k.value())))
+    }
+
     /// One page of `dir`'s entries after `after`, and whether more follow.
     pub fn list(&self, dir: &str, after: Option<&str>, limit: u32) -> FsResult<(Vec<Entry>, bool)> {
         let txn = self.read_txn()?;

@@ -3,6 +3,7 @@
 //! transfers. Every connection must first prove the cluster secret.
 
 use crate::cluster::ClusterSpec;
+use crate::delegation::Delegations;
 use crate::meta::{Durability, MetaStore, Reply};
 use crate::path::checked;
 use crate::replicate::{self, Replicator};
@@ -54,6 +55,9 @@ struct State {
     /// Raised by an authenticated `Shutdown` (with its `purge`).
     stop: tokio::sync::watch::Sender<Option<bool>>,
     stats_answered: AtomicU64,
+    delegations: Delegations,
+    /// Numbers the RPC connections (a delegation's holder is one).
+    connections: AtomicU64,
 }
 
 /// How a daemon's service ended.
@@ -99,6 +103,8 @@ impl Daemon {
                 replicator,
                 stop: tokio::sync::watch::channel(None).0,
                 stats_answered: AtomicU64::new(0),
+                delegations: Delegations::default(),
+                connections: AtomicU64::new(0),
             }),
             secret: cfg.secret,
         })
@@ -171,6 +177,7 @@ async fn serve_connection(
 /// Reads requests and answers each as soon as it is done, in any order; a
 /// malformed frame ends this connection only.
 async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
+    let conn = state.connections.fetch_add(1, Ordering::Relaxed);
     let (rd, wr) = stream.into_split();
     let (out, flusher) = frame::Outbox::new(wr);
     let writer = tokio::spawn(flusher);
@@ -205,8 +212,9 @@ async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
         }
         // With more requests already read, answers join a burst.
         let alone = rd.buffer().is_empty();
-        state.dispatch(env, &out, alone);
+        state.dispatch(env, &out, alone, conn);
     };
+    state.delegations.closed(conn);
     drop(out);
     if result.is_err() {
         writer.abort();
@@ -223,7 +231,15 @@ fn answer(r: FsResult<Response>) -> Response {
 impl State {
     /// Answers quick reads inline, hands metadata writes to the group-commit
     /// writer (which queues the answer itself), and runs the rest as tasks.
-    fn dispatch(self: &Arc<Self>, env: Envelope<Request>, out: &frame::Outbox, alone: bool) {
+    /// A request that reads or changes a name in a directory lent to
+    /// another connection waits until the delegation is given back.
+    fn dispatch(
+        self: &Arc<Self>,
+        env: Envelope<Request>,
+        out: &frame::Outbox,
+        alone: bool,
+        conn: u64,
+    ) {
         let id = env.id;
         let send = |body| drop(out.send(&Envelope { id, body }, alone));
         // Answers given later: a write's when its commit is done (at once
@@ -235,8 +251,48 @@ impl State {
         if let Err(e) = check_paths(&env.body) {
             return send(Response::Err(e));
         }
+        if let Some(recalled) = self.delegations.blocking(&env.body, conn) {
+            let (state, out) = (self.clone(), out.clone());
+            tokio::spawn(async move {
+                recalled.ended(&state.delegations).await;
+                state.dispatch(env, &out, true, conn);
+            });
+            return;
+        }
         match env.body {
             Request::Ping => send(Response::Ok),
+            Request::HasEntry { parent, name } => send(answer(
+                self.meta.entry(&parent, &name).map(Response::Present),
+            )),
+            Request::Delegate { dir } => {
+                let empty = self.meta.list(&dir, None, 1).and_then(|(names, _)| {
+                    if names.is_empty() {
+                        Ok(())
+                    } else {
+                        Err(FsError::new(Errno::ENOTEMPTY, dir.as_str()))
+                    }
+                });
+                let granted = empty.and_then(|()| {
+                    self.delegations.grant(&dir, conn).map_err(|e| {
+                        FsError::new(e, dir.as_str()).with_detail("delegated to another client")
+                    })
+                });
+                send(answer(granted.map(|()| Response::Ok)))
+            }
+            Request::AwaitRecall { dir } => match self.delegations.await_recall(&dir, conn) {
+                Err(()) => send(Response::Ok),
+                Ok(told) => {
+                    let send = later();
+                    tokio::spawn(async move {
+                        let _ = told.await;
+                        send(Response::Ok, true)
+                    });
+                }
+            },
+            Request::GiveBack { dir } => {
+                self.delegations.end(&dir, Some(conn));
+                send(Response::Ok)
+            }
             Request::GetRecord { path } => {
                 self.stats_answered.fetch_add(1, Ordering::Relaxed);
                 send(answer(self.meta.get(&path).map(Response::Record)))
@@ -381,9 +437,13 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::DropData { path, .. }
         | Request::ImportData { path, .. }
         | Request::ExportData { path, .. } => checked(path).map(drop),
-        Request::ListEntries { dir, .. } => checked(dir).map(drop),
+        Request::ListEntries { dir, .. }
+        | Request::Delegate { dir }
+        | Request::AwaitRecall { dir }
+        | Request::GiveBack { dir } => checked(dir).map(drop),
         Request::AddEntry { parent, name, .. }
         | Request::RemoveEntry { parent, name, .. }
+        | Request::HasEntry { parent, name }
         | Request::CreateFile { parent, name, .. } => {
             checked(parent)?;
             if name.is_empty() || name.contains('/') || name == "." || name == ".." {

@@ -263,6 +263,77 @@ pub enum Request {
         path: String,
         copies: u32,
     },
+    /// Whether `parent` has an entry `name`: answered by `Present` with its
+    /// kind. A reader's check of a name its record's owner did not know,
+    /// which a delegation of `parent` is recalled for first.
+    HasEntry {
+        parent: String,
+        name: String,
+    },
+    /// Delegates the names of `dir`, which must be an empty directory, to
+    /// this connection: until it is given back, this daemon recalls it
+    /// before any other connection reads or changes a name in `dir`, so the
+    /// holder may answer for them and publish what it makes later.
+    /// `EBUSY` if another connection holds it, `ENOTEMPTY` if it has names.
+    Delegate {
+        dir: String,
+    },
+    /// Answered (`Ok`) when the delegation of `dir` this connection holds
+    /// is recalled, or at once if it holds none: the holder then publishes
+    /// what it made in `dir` and sends `GiveBack`.
+    AwaitRecall {
+        dir: String,
+    },
+    /// Ends this connection's delegation of `dir`.
+    GiveBack {
+        dir: String,
+    },
+}
+
+impl Request {
+    /// The directories whose names this request reads or changes: the
+    /// parent of a name whose entry or record it touches, and a directory
+    /// it lists or removes (whose names it reads). What a delegation of a
+    /// directory must be recalled for.
+    pub fn dirs_touched(&self) -> [Option<&str>; 2] {
+        fn parent_of(path: &str) -> Option<&str> {
+            Some(parent(path))
+        }
+        let parent = parent_of;
+        match self {
+            Request::AddEntry { parent: p, .. }
+            | Request::RemoveEntry { parent: p, .. }
+            | Request::CreateFile { parent: p, .. }
+            | Request::HasEntry { parent: p, .. } => [Some(p), None],
+            Request::ListEntries { dir, .. } => [Some(dir), None],
+            Request::RemoveRecord {
+                path,
+                kind: Kind::Dir,
+                ..
+            }
+            | Request::SetCopies { path, .. } => [parent(path), Some(path)],
+            Request::GetRecord { path }
+            | Request::CreateRecord { path, .. }
+            | Request::Lock { path, .. }
+            | Request::Renew { path, .. }
+            | Request::Unlock { path, .. }
+            | Request::CommitWrite { path, .. }
+            | Request::SetAttr { path, .. }
+            | Request::AddHolder { path, .. }
+            | Request::RemoveRecord { path, .. }
+            | Request::SetHint { path, .. }
+            | Request::GetHint { path } => [parent(path), None],
+            _ => [None, None],
+        }
+    }
+}
+
+/// The directory `path` (absolute, normalised) is named in; `/` for `/`.
+pub fn parent(path: &str) -> &str {
+    match path.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &path[..i],
+    }
 }
 
 /// One write to a metadata shard (`None`: the key is removed).
@@ -342,6 +413,8 @@ pub enum Response {
     Added {
         copies: u32,
     },
+    /// The kind of an entry asked for by `HasEntry`, if there is one.
+    Present(Option<Kind>),
 }
 
 /// Opening frame on a transfer channel.
