@@ -691,3 +691,106 @@ fn a_programs_outputs_are_registered_together_each_with_its_own_answer() {
         assert_eq!(names(&client, "/batch/d1").await, ["f1", "f10", "f4", "f7"]);
     });
 }
+
+/// Closes `w` as a mount does in a lent directory: at once, published after.
+async fn close_later(w: locus_fs::Writer) -> locus_proto::fs::Record {
+    match w.close_later().await {
+        Ok(rec) => rec,
+        Err(_) => panic!("not a new file of a lent directory"),
+    }
+}
+
+#[test]
+fn a_lent_directory_answers_for_its_names_and_every_closed_file_is_seen_elsewhere() {
+    let c = TestCluster::up(3);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(1));
+    rt.block_on(async {
+        a.mkdir("/d").await.unwrap();
+        assert!(a.delegate("/d").await.unwrap());
+        assert!(!b.delegate("/d").await.unwrap(), "lent to one client");
+        a.mkdir("/full").await.unwrap();
+        a.put("/full/x", b"x").await.unwrap();
+        assert!(!a.delegate("/full").await.unwrap(), "only empty ones");
+        for i in 0..20 {
+            let mut w = a
+                .create_with_mode(&format!("/d/f{i}"), 0o600)
+                .await
+                .unwrap();
+            write!(w, "file {i}").unwrap();
+            let rec = close_later(w).await;
+            assert_eq!((rec.size, rec.mode), (6 + (i >= 10) as u64, 0o600));
+            // The holder answers for its names, published or not.
+            assert_eq!(a.stat(&format!("/d/f{i}")).await.unwrap().stamp, rec.stamp);
+        }
+        assert_eq!(a.stat("/d/none").await.unwrap_err().code, Errno::ENOENT);
+        assert_eq!(a.create("/d/f3").await.err().unwrap().code, Errno::EEXIST);
+        // Another node sees every closed file (close-to-open): looking
+        // recalls the directory, and the holder publishes first.
+        for i in 0..20 {
+            assert_eq!(
+                b.get(&format!("/d/f{i}")).await.unwrap(),
+                format!("file {i}").as_bytes()
+            );
+            assert_eq!(b.stat(&format!("/d/f{i}")).await.unwrap().mode, 0o600);
+        }
+        assert_eq!(names(&b, "/d").await.len(), 20);
+        // Given back: the holder's new names go the usual way again.
+        let w = a.create("/d/late").await.unwrap();
+        assert_eq!(b.stat("/d/late").await.unwrap().size, 0);
+        w.close().await.unwrap();
+        // Lent again once empty; the holder's own listing gives it back.
+        a.mkdir("/e").await.unwrap();
+        assert!(a.delegate("/e").await.unwrap());
+        for i in 0..5 {
+            close_later(a.create(&format!("/e/g{i}")).await.unwrap()).await;
+        }
+        assert_eq!(names(&a, "/e").await.len(), 5);
+        assert!(b.delegate("/e").await.is_ok_and(|lent| !lent));
+    });
+}
+
+#[test]
+fn a_file_open_in_a_lent_directory_is_claimed_when_another_node_looks() {
+    let c = TestCluster::up(3);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(1));
+    rt.block_on(async {
+        a.mkdir("/d").await.unwrap();
+        assert!(a.delegate("/d").await.unwrap());
+        let mut names_open = Vec::new();
+        let mut writers = Vec::new();
+        for i in 0..6 {
+            let path = format!("/d/open{i}");
+            let mut w = a.create(&path).await.unwrap();
+            w.write_all(b"being written").unwrap();
+            writers.push(w);
+            names_open.push(path);
+        }
+        // Looking recalls the directory: the open files are named, locked
+        // by their writers, and empty until closed.
+        for path in &names_open {
+            let rec = b.stat(path).await.unwrap();
+            assert_eq!((rec.size, rec.version), (0, 0));
+            assert_eq!(
+                b.open_write(path, true).await.err().unwrap().code,
+                Errno::EBUSY
+            );
+            assert_eq!(b.create(path).await.err().unwrap().code, Errno::EEXIST);
+        }
+        for w in writers {
+            // A claimed file is closed as any other.
+            let Err(w) = w.close_later().await else {
+                panic!("closed later although claimed");
+            };
+            w.close().await.unwrap();
+        }
+        for path in &names_open {
+            assert_eq!(b.get(path).await.unwrap(), b"being written");
+        }
+        let mut w = a.create("/d/open0x").await.unwrap();
+        w.write_all(b"after").unwrap();
+        w.close().await.unwrap();
+        assert_eq!(b.get("/d/open0x").await.unwrap(), b"after");
+    });
+}

@@ -9,6 +9,7 @@
 use crate::cluster::{replica_set, ClusterSpec, SECRET_FILE};
 use crate::copies::{before_publishing, Copies};
 use crate::follow::Follower;
+use crate::held_dirs::{HeldDirs, Known, Unclaimed};
 use crate::meta::now_ns;
 use crate::path::{join, normalise, split};
 use crate::peer::{is_unreachable, Endpoint, Peer};
@@ -106,7 +107,19 @@ struct Inner {
     new_files: AtomicU64,
     /// Idle authenticated transfer streams, per node.
     transfers: Vec<Mutex<Vec<TcpStream>>>,
+    /// Directories lent to this client.
+    held: HeldDirs,
 }
+
+tokio::task_local! {
+    /// Set while a held directory's files are published or claimed: those
+    /// requests go out without giving the directory back.
+    static PUBLISHING: ();
+}
+
+/// Publications of a new file that fail because a daemon cannot be reached
+/// are tried again this many times, a second apart (a daemon restarting).
+const PUBLISH_TRIES: u32 = 30;
 
 fn unexpected(r: Response) -> FsError {
     FsError::new(Errno::EIO, "protocol").with_detail(format!("unexpected answer {r:?}"))
@@ -202,6 +215,7 @@ impl Client {
                 background: Mutex::default(),
                 new_files: AtomicU64::new(0),
                 transfers: spec.nodes.iter().map(|_| Mutex::default()).collect(),
+                held: HeldDirs::default(),
             }),
         })
     }
@@ -252,6 +266,7 @@ impl Client {
     /// (`take_over` only), the names the owner kept are lost (a miss names
     /// the owner) and new ones are made there.
     async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
+        self.give_back_touched(&req).await;
         let owner = self.owner(path);
         if self.inner.replicas == 1 && !self.inner.take_over {
             return self.call(owner, req).await;
@@ -390,10 +405,148 @@ impl Client {
 
     pub async fn stat(&self, path: &str) -> FsResult<Record> {
         let path = normalise(path)?;
-        expect_record(
-            self.meta(&path, Request::GetRecord { path: path.clone() })
-                .await?,
-        )
+        if let Some((held, name)) = self.held_parent(&path) {
+            match held.known(name) {
+                Some(Known::Missing) => return Err(FsError::new(Errno::ENOENT, path)),
+                Some(Known::Pending(mut rec)) => {
+                    rec.holders = vec![self.inner.me];
+                    return Ok(rec);
+                }
+                Some(Known::Published) | None => {}
+            }
+        }
+        match self.record(&path).await {
+            // The name's entry is kept elsewhere, in a directory another
+            // client may hold: the entry's keeper has the last word (and
+            // recalls the directory first).
+            Err(e)
+                if e.code == Errno::ENOENT && self.owner(split(&path)?.0) != self.owner(&path) =>
+            {
+                let (parent, name) = split(&path)?;
+                let has = Request::HasEntry {
+                    parent: parent.to_string(),
+                    name: name.to_string(),
+                };
+                match self.meta(parent, has).await? {
+                    Response::Present(Some(_)) => self.stat_created(&path).await,
+                    Response::Present(None) => Err(e),
+                    other => Err(unexpected(other)),
+                }
+            }
+            got => got,
+        }
+    }
+
+    /// The record of normalised `path`, as its owner has it.
+    async fn record(&self, path: &str) -> FsResult<Record> {
+        let get = Request::GetRecord {
+            path: path.to_string(),
+        };
+        expect_record(self.meta(path, get).await?)
+    }
+
+    /// The held directory `path` is in, and its name there.
+    fn held_parent<'p>(&self, path: &'p str) -> Option<(Arc<crate::held_dirs::Held>, &'p str)> {
+        let (parent, name) = split(path).ok()?;
+        Some((self.inner.held.get(parent)?, name))
+    }
+
+    /// Asks for `dir`, an empty directory, to be lent to this client: its
+    /// new files are then made here without asking any daemon and
+    /// published in the background after they are closed, until another
+    /// client looks into `dir` or this one does anything else there.
+    /// Whether it was lent.
+    pub async fn delegate(&self, dir: &str) -> FsResult<bool> {
+        let dir = normalise(dir)?;
+        if self.inner.held.get(&dir).is_some() {
+            return Ok(true);
+        }
+        let owner = self.owner(&dir);
+        let asked = self
+            .call(owner, Request::Delegate { dir: dir.clone() })
+            .await;
+        match asked {
+            Ok(r) => expect_ok(r)?,
+            Err(e) if matches!(e.code, Errno::EBUSY | Errno::ENOTEMPTY) => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        self.inner.held.insert(&dir);
+        let client = self.clone();
+        tokio::spawn(async move {
+            let recall = Request::AwaitRecall { dir: dir.clone() };
+            // Recalled, given back or the connection lost: all end it here.
+            let _ = client.call(owner, recall).await;
+            client.give_back(&dir).await;
+        });
+        Ok(true)
+    }
+
+    /// Gives held `dir` back: its open new files are claimed as usual
+    /// (write-locked by their writers), its closed ones published, then
+    /// the daemon is told. Returns once `dir` is no longer held.
+    async fn give_back(&self, dir: &str) {
+        let Some(held) = self.inner.held.get(dir) else {
+            return;
+        };
+        let Some(open) = held.end() else {
+            return self.inner.held.gone(dir, &held).await;
+        };
+        PUBLISHING
+            .scope((), async {
+                join_all(open.into_iter().map(|(name, unclaimed)| {
+                    let path = join(dir, &name);
+                    let held = held.clone();
+                    async move {
+                        let rec = Record::new(Kind::File, unclaimed.mode, now_ns());
+                        let lease = unclaimed.lease;
+                        let claimed = self.create_name(&path, rec, Some(lease)).await.map(drop);
+                        let renewal = match claimed {
+                            Ok(()) => {
+                                let mut guard = self.keep_lease(&path, lease);
+                                guard.0.take()
+                            }
+                            Err(_) => None,
+                        };
+                        held.settled(&name, claimed.is_ok());
+                        unclaimed.claimed(claimed, renewal);
+                    }
+                }))
+                .await;
+                held.emptied().await;
+            })
+            .await;
+        self.inner.held.remove(dir);
+        let owner = self.owner(dir);
+        let given = Request::GiveBack {
+            dir: dir.to_string(),
+        };
+        if let Err(e) = self.call(owner, given).await {
+            tracing::debug!("{dir}: giving the delegation back: {e}");
+        }
+    }
+
+    /// Gives back the held directories `req` reads or changes names in
+    /// (this client does something else there than making new files).
+    async fn give_back_touched(&self, req: &Request) {
+        if !self.inner.held.any()
+            || matches!(req, Request::GetRecord { .. } | Request::GetHint { .. })
+            || PUBLISHING.try_with(|_| ()).is_ok()
+        {
+            return;
+        }
+        for dir in req.dirs_touched() {
+            if self.inner.held.get(dir).is_some() {
+                self.give_back(dir).await;
+            }
+        }
+    }
+
+    /// Waits until the new files closed in held `dir` are published (all
+    /// other directories' are at once): `fsync` of a directory.
+    pub async fn settle_dir(&self, dir: &str) {
+        if let Some(held) = normalise(dir).ok().and_then(|d| self.inner.held.get(&d)) {
+            held.flushed().await;
+        }
     }
 
     /// Sets the permission bits and/or modification time of `path`.
@@ -573,7 +726,7 @@ impl Client {
     async fn stat_created(&self, path: &str) -> FsResult<Record> {
         let mut tries = 0;
         loop {
-            match self.stat(path).await {
+            match self.record(path).await {
                 Err(e) if e.code == Errno::ENOENT && tries < 200 => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(1)).await;
@@ -947,11 +1100,85 @@ impl Client {
     pub async fn create_with_mode(&self, path: &str, mode: u32) -> FsResult<Writer> {
         let path = normalise(path)?;
         let lease = self.new_lease();
+        if let Some(w) = self.unclaimed_writer(&path, mode, lease)? {
+            return Ok(w);
+        }
         let record = Record::new(Kind::File, mode & 0o7777, now_ns());
         let (hint, rec) = self.create_name(&path, record, Some(lease)).await?;
         let target = self.new_file_target(&path, hint);
         let copies = self.inner.copies.of(rec.copies);
         self.writer(path, lease, (target, copies), None).await
+    }
+
+    /// A writer of a new file in a held directory, named to no daemon
+    /// until it is closed (`None` where the directory is not held).
+    fn unclaimed_writer(&self, path: &str, mode: u32, lease: Lease) -> FsResult<Option<Writer>> {
+        let Some((held, name)) = self.held_parent(path) else {
+            return Ok(None);
+        };
+        let unclaimed = match held.make(name, mode & 0o7777, lease) {
+            None => return Err(FsError::new(Errno::EEXIST, path)),
+            Some(None) => return Ok(None),
+            Some(Some(u)) => u,
+        };
+        let store = &self.inner.store;
+        let made = store
+            .private_file(name)
+            .and_then(|tmp| match File::create_new(&tmp) {
+                Ok(f) => Ok((tmp, f)),
+                Err(e) => {
+                    store.discard(&tmp);
+                    Err(FsError::io(path, &e))
+                }
+            });
+        let (tmp, file) = match made {
+            Ok(made) => made,
+            Err(e) => {
+                held.settled(name, false);
+                return Err(e);
+            }
+        };
+        let parent = split(path)?.0;
+        Ok(Some(Writer {
+            client: self.clone(),
+            path: path.to_string(),
+            lease,
+            target: self.inner.me,
+            copies: self.inner.copies.in_dir(parent, Instant::now()),
+            replacing: None,
+            tmp,
+            file: Some(file),
+            may_follow: false,
+            follower: None,
+            closed: false,
+            _renewal: LeaseGuard(None),
+            unclaimed: Some(unclaimed),
+        }))
+    }
+
+    /// Publishes `out` as a new file (or the next version of a file made
+    /// meanwhile), trying again while a daemon cannot be reached.
+    async fn publish_new(&self, out: &Output) -> FsResult<Record> {
+        let mut tries = 0;
+        loop {
+            match PUBLISHING.scope((), self.commit(out)).await {
+                Err(e) if is_unreachable(&e) && tries < PUBLISH_TRIES => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A new file of `held` published (`ok`) or not: its bytes go if not.
+    fn published(&self, out: &Output, held: Option<Arc<crate::held_dirs::Held>>, ok: bool) {
+        if !ok {
+            self.discard(out);
+        }
+        if let (Some(held), Ok((_, name))) = (held, split(&out.path)) {
+            held.settled(name, ok);
+        }
     }
 
     /// Opens an existing file for writing, taking its write lock (`EBUSY` if
@@ -1063,6 +1290,7 @@ impl Client {
             follower: None,
             closed: false,
             _renewal: renewal,
+            unclaimed: None,
         })
     }
 
@@ -1231,6 +1459,12 @@ impl Client {
     /// asked only if it no longer leads to the bytes.
     pub async fn local_copy_from(&self, path: &str, known: Option<&Record>) -> FsResult<LocalCopy> {
         let path = normalise(path)?;
+        // A new file of a held directory is read once it is published.
+        if let Some((held, name)) = self.held_parent(&path) {
+            if matches!(held.known(name), Some(Known::Pending(_))) {
+                held.flushed().await;
+            }
+        }
         let mut rec = match known {
             Some(rec) => rec.clone(),
             None => self.stat(&path).await?,
@@ -1357,6 +1591,7 @@ impl Client {
             lease: self.new_lease(),
             path,
             local,
+            mode: 0o644,
         })
     }
 
@@ -1450,10 +1685,10 @@ impl Client {
     async fn commit_claimed(&self, out: &Output, size: u64) -> FsResult<Record> {
         let path = out.path.as_str();
         let lease = out.lease;
-        let claimed = match self.claim(path, lease).await {
+        let claimed = match self.claim(path, lease, out.mode).await {
             Err(e) => {
                 self.make_parents(path, e).await?;
-                self.claim(path, lease).await?
+                self.claim(path, lease, out.mode).await?
             }
             Ok(c) => c,
         };
@@ -1496,7 +1731,7 @@ impl Client {
             self.drop_copies(path, replicas, token).await;
             return Err(e);
         }
-        let mut record = Record::new(Kind::File, 0o644, now_ns());
+        let mut record = Record::new(Kind::File, out.mode, now_ns());
         record.size = size;
         record.version = 1;
         record.stamp = token;
@@ -1605,8 +1840,8 @@ impl Client {
     /// Takes the name `path` for a write holding `lease`: creates it (and
     /// says where its data goes), or locks the existing file (and returns
     /// its record); with the copies its versions get.
-    async fn claim(&self, path: &str, lease: Lease) -> FsResult<Claim> {
-        let record = Record::new(Kind::File, 0o644, now_ns());
+    async fn claim(&self, path: &str, lease: Lease, mode: u32) -> FsResult<Claim> {
+        let record = Record::new(Kind::File, mode, now_ns());
         let (target, replacing) = match self.create_name(path, record, Some(lease)).await {
             Ok((hint, rec)) => (Some(self.new_file_target(path, hint)), rec),
             Err(e) if e.code == Errno::EEXIST => (None, self.lock_created(path, lease).await?),
@@ -1628,7 +1863,7 @@ impl Client {
     pub async fn import(&self, path: &str, source: &Path) -> FsResult<Record> {
         let path = normalise(path)?;
         let lease = self.new_lease();
-        let claimed = self.claim(&path, lease).await?;
+        let claimed = self.claim(&path, lease, 0o644).await?;
         let replacing = claimed.replacing;
         let target = claimed
             .target
@@ -1973,6 +2208,8 @@ pub struct Output {
     /// Where the program writes it (its file name is the logical one's).
     pub local: PathBuf,
     lease: Lease,
+    /// The permission bits it gets if it is new.
+    mode: u32,
 }
 
 /// Where a file's data is on this node, once `local_copy` made it local.
@@ -2017,6 +2254,8 @@ pub struct Writer {
     follower: Option<Follower>,
     closed: bool,
     _renewal: LeaseGuard,
+    /// A new file of a held directory, not yet named to any daemon.
+    unclaimed: Option<Arc<Unclaimed>>,
 }
 
 impl Writer {
@@ -2037,6 +2276,22 @@ impl Writer {
     /// version and stamp and releases the write lock. If this fails, the
     /// previous version is kept, readable and unlocked.
     pub async fn close(mut self) -> FsResult<Record> {
+        if self.unclaimed.is_some() {
+            match self.claimed().await {
+                Ok(true) => {}
+                Ok(false) => {
+                    let (out, held) = self.into_output();
+                    let published = self.client.publish_new(&out).await;
+                    self.client.published(&out, held, published.is_ok());
+                    return published;
+                }
+                // Taken by another writer while the directory was recalled.
+                Err(e) => {
+                    self.drop_unclaimed();
+                    return Err(e);
+                }
+            }
+        }
         self.closed = true;
         let file = self.file.take().expect("open until closed");
         let size = file
@@ -2079,7 +2334,7 @@ impl Writer {
     /// with no version published (one metadata request); an existing file
     /// it was opened on is published as written (truncated or as it was).
     pub async fn close_unwritten(mut self) -> FsResult<()> {
-        if self.replacing.is_some() {
+        if self.replacing.is_some() || self.unclaimed.is_some() {
             return self.close().await.map(drop);
         }
         self.closed = true;
@@ -2094,6 +2349,9 @@ impl Writer {
     /// Discards the written bytes and releases the lock, leaving the file
     /// as it was (a file this writer created is removed).
     pub async fn abort(mut self) {
+        if self.unclaimed.is_some() && !matches!(self.claimed().await, Ok(true)) {
+            return self.drop_unclaimed();
+        }
         self.closed = true;
         self.file.take();
         self.client.inner.store.discard(&self.tmp);
@@ -2101,6 +2359,83 @@ impl Writer {
         self.client
             .give_up(&self.path, self.lease.token, created)
             .await;
+    }
+}
+
+/// Writers of new files in held directories.
+impl Writer {
+    /// Whether the name was claimed the usual way (the writer then goes on
+    /// as any other); if not, it is this writer's to publish as new.
+    async fn claimed(&mut self) -> FsResult<bool> {
+        let Some(u) = self.unclaimed.clone() else {
+            return Ok(true);
+        };
+        match u.closing().await {
+            None => Ok(false),
+            Some(claimed) => {
+                self.unclaimed = None;
+                self._renewal = LeaseGuard(u.take_renewal());
+                claimed.map(|()| true)
+            }
+        }
+    }
+
+    /// The written file as an output to publish, and its held directory.
+    fn into_output(&mut self) -> (Output, Option<Arc<crate::held_dirs::Held>>) {
+        self.closed = true;
+        self.file.take();
+        let mode = self.unclaimed.take().map_or(0o644, |u| u.mode);
+        let out = Output {
+            path: self.path.clone(),
+            local: self.tmp.clone(),
+            lease: self.lease,
+            mode,
+        };
+        let held = self.client.held_parent(&self.path).map(|(h, _)| h);
+        (out, held)
+    }
+
+    /// Publishes a new file of a held directory in the background: the
+    /// record it will have is returned at once, and the directory answers
+    /// for it until the daemons do. Anything else comes back to be closed
+    /// as usual.
+    pub async fn close_later(mut self) -> Result<Record, Writer> {
+        if !matches!(self.claimed().await, Ok(false)) {
+            return Err(self);
+        }
+        let size = match self.file.as_ref().map(File::metadata) {
+            Some(Ok(m)) => m.len(),
+            _ => return Err(self),
+        };
+        let (out, held) = self.into_output();
+        let mut record = Record::new(Kind::File, out.mode, now_ns());
+        record.size = size;
+        record.version = 1;
+        record.stamp = out.lease.token;
+        record.holders = vec![self.client.inner.me];
+        if let Some(held) = &held {
+            held.closed(split(&out.path).map_or("", |(_, n)| n), record.clone());
+        }
+        let client = self.client.clone();
+        tokio::spawn(async move {
+            let published = client.publish_new(&out).await;
+            if let Err(e) = &published {
+                tracing::warn!("{}: publishing after its close: {e}", out.path);
+            }
+            client.published(&out, held, published.is_ok());
+        });
+        Ok(record)
+    }
+
+    /// Drops a new file of a held directory that was never claimed.
+    fn drop_unclaimed(&mut self) {
+        self.closed = true;
+        self.file.take();
+        self.unclaimed = None;
+        self.client.inner.store.discard(&self.tmp);
+        if let Some((held, name)) = self.client.held_parent(&self.path) {
+            held.settled(name, false);
+        }
     }
 }
 
@@ -2123,6 +2458,9 @@ impl Drop for Writer {
     fn drop(&mut self) {
         if self.closed {
             return;
+        }
+        if self.unclaimed.is_some() {
+            return self.drop_unclaimed();
         }
         self.client.inner.store.discard(&self.tmp);
         let (client, path, token) = (self.client.clone(), self.path.clone(), self.lease.token);

@@ -132,12 +132,7 @@ impl Delegations {
             return None;
         }
         let mut grants = self.grants();
-        let mut dirs = Vec::new();
-        match req {
-            Request::Batch { ops } => ops.iter().for_each(|op| dirs.extend(op.dirs_touched())),
-            req => dirs.extend(req.dirs_touched()),
-        }
-        for dir in dirs.into_iter().flatten() {
+        for dir in req.dirs_touched() {
             if let Some(g) = grants.get_mut(dir).filter(|g| g.conn != conn) {
                 g.recall();
                 return Some(Recalled {

@@ -7,6 +7,7 @@ pub mod cluster;
 mod copies;
 mod delegation;
 mod follow;
+mod held_dirs;
 pub mod join;
 pub mod meta;
 pub mod path;

@@ -291,27 +291,24 @@ pub enum Request {
 }
 
 impl Request {
-    /// The directories whose names this request reads or changes: the
-    /// parent of a name whose entry or record it touches, and a directory
-    /// it lists or removes (whose names it reads). What a delegation of a
-    /// directory must be recalled for.
-    pub fn dirs_touched(&self) -> [Option<&str>; 2] {
-        fn parent_of(path: &str) -> Option<&str> {
-            Some(parent(path))
-        }
-        let parent = parent_of;
+    /// The directories whose names this request (or a batch's operations)
+    /// reads or changes: the parent of a name whose entry or record it
+    /// touches, and a directory it lists or removes (whose names it reads).
+    /// What a delegation of a directory must be recalled for.
+    pub fn dirs_touched(&self) -> Vec<&str> {
         match self {
+            Request::Batch { ops } => ops.iter().flat_map(Request::dirs_touched).collect(),
             Request::AddEntry { parent: p, .. }
             | Request::RemoveEntry { parent: p, .. }
             | Request::CreateFile { parent: p, .. }
-            | Request::HasEntry { parent: p, .. } => [Some(p), None],
-            Request::ListEntries { dir, .. } => [Some(dir), None],
+            | Request::HasEntry { parent: p, .. } => vec![p],
+            Request::ListEntries { dir, .. } => vec![dir],
             Request::RemoveRecord {
                 path,
                 kind: Kind::Dir,
                 ..
             }
-            | Request::SetCopies { path, .. } => [parent(path), Some(path)],
+            | Request::SetCopies { path, .. } => vec![parent(path), path],
             Request::GetRecord { path }
             | Request::CreateRecord { path, .. }
             | Request::Lock { path, .. }
@@ -322,8 +319,8 @@ impl Request {
             | Request::AddHolder { path, .. }
             | Request::RemoveRecord { path, .. }
             | Request::SetHint { path, .. }
-            | Request::GetHint { path } => [parent(path), None],
-            _ => [None, None],
+            | Request::GetHint { path } => vec![parent(path)],
+            _ => Vec::new(),
         }
     }
 }
