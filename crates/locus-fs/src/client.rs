@@ -109,13 +109,27 @@ struct Inner {
     transfers: Vec<Mutex<Vec<TcpStream>>>,
     /// Directories lent to this client.
     held: HeldDirs,
+    /// Background publications in flight at most: closes wait beyond it,
+    /// so programs go no faster than their files are published.
+    publishing: Arc<tokio::sync::Semaphore>,
 }
 
 tokio::task_local! {
     /// Set while a held directory's files are published or claimed: those
-    /// requests go out without giving the directory back.
-    static PUBLISHING: ();
+    /// requests go out without giving the directory back; `Lazy` ones (in
+    /// the background: no program waits for them) are answered before
+    /// their commit is flushed.
+    static PUBLISHING: Publishing;
 }
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Publishing {
+    Lazy,
+    Flushed,
+}
+
+/// Background publications one client has in flight at most.
+const PUBLISHING_AT_ONCE: usize = 128;
 
 /// Publications of a new file that fail because a daemon cannot be reached
 /// are tried again this many times, a second apart (a daemon restarting).
@@ -216,6 +230,7 @@ impl Client {
                 new_files: AtomicU64::new(0),
                 transfers: spec.nodes.iter().map(|_| Mutex::default()).collect(),
                 held: HeldDirs::default(),
+                publishing: Arc::new(tokio::sync::Semaphore::new(PUBLISHING_AT_ONCE)),
             }),
         })
     }
@@ -267,6 +282,13 @@ impl Client {
     /// the owner) and new ones are made there.
     async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
         self.give_back_touched(&req).await;
+        // No program waits for a background publication: its writes go to
+        // disk with the next flushed commit (or at `settle_dir`).
+        let lazy = PUBLISHING.try_with(|p| *p == Publishing::Lazy && req.is_metadata_write());
+        let req = match lazy {
+            Ok(true) => Request::Lazy { op: Box::new(req) },
+            _ => req,
+        };
         let owner = self.owner(path);
         if self.inner.replicas == 1 && !self.inner.take_over {
             return self.call(owner, req).await;
@@ -492,7 +514,7 @@ impl Client {
             return self.inner.held.gone(dir, &held).await;
         };
         PUBLISHING
-            .scope((), async {
+            .scope(Publishing::Lazy, async {
                 join_all(open.into_iter().map(|(name, unclaimed)| {
                     let path = join(dir, &name);
                     let held = held.clone();
@@ -541,12 +563,18 @@ impl Client {
         }
     }
 
-    /// Waits until the new files closed in held `dir` are published (all
-    /// other directories' are at once): `fsync` of a directory.
-    pub async fn settle_dir(&self, dir: &str) {
+    /// `fsync` of a directory: waits until the new files closed in `dir`,
+    /// if it is held, are published, and every daemon's names are on disk
+    /// (publications are flushed lazily, also after a directory is given back).
+    pub async fn settle_dir(&self, dir: &str) -> FsResult<()> {
         if let Some(held) = normalise(dir).ok().and_then(|d| self.inner.held.get(&d)) {
             held.flushed().await;
         }
+        let nodes = 0..self.node_count() as NodeId;
+        for synced in join_all(nodes.map(|n| self.call(n, Request::Sync))).await {
+            expect_ok(synced?)?;
+        }
+        Ok(())
     }
 
     /// Sets the permission bits and/or modification time of `path`.
@@ -1158,10 +1186,10 @@ impl Client {
 
     /// Publishes `out` as a new file (or the next version of a file made
     /// meanwhile), trying again while a daemon cannot be reached.
-    async fn publish_new(&self, out: &Output) -> FsResult<Record> {
+    async fn publish_new(&self, out: &Output, how: Publishing) -> FsResult<Record> {
         let mut tries = 0;
         loop {
-            match PUBLISHING.scope((), self.commit(out)).await {
+            match PUBLISHING.scope(how, self.commit(out)).await {
                 Err(e) if is_unreachable(&e) && tries < PUBLISH_TRIES => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -2281,7 +2309,7 @@ impl Writer {
                 Ok(true) => {}
                 Ok(false) => {
                     let (out, held) = self.into_output();
-                    let published = self.client.publish_new(&out).await;
+                    let published = self.client.publish_new(&out, Publishing::Flushed).await;
                     self.client.published(&out, held, published.is_ok());
                     return published;
                 }
@@ -2407,6 +2435,10 @@ impl Writer {
             Some(Ok(m)) => m.len(),
             _ => return Err(self),
         };
+        let slots = self.client.inner.publishing.clone();
+        let Ok(slot) = slots.acquire_owned().await else {
+            return Err(self);
+        };
         let (out, held) = self.into_output();
         let mut record = Record::new(Kind::File, out.mode, now_ns());
         record.size = size;
@@ -2418,11 +2450,12 @@ impl Writer {
         }
         let client = self.client.clone();
         tokio::spawn(async move {
-            let published = client.publish_new(&out).await;
+            let published = client.publish_new(&out, Publishing::Lazy).await;
             if let Err(e) = &published {
                 tracing::warn!("{}: publishing after its close: {e}", out.path);
             }
             client.published(&out, held, published.is_ok());
+            drop(slot);
         });
         Ok(record)
     }

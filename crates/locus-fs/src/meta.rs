@@ -70,6 +70,8 @@ struct Job {
     /// `None`: no operation, only a commit that reaches the disk.
     op: Option<Request>,
     reply: Reply,
+    /// Its commit need not be flushed before it is answered.
+    lazy: bool,
 }
 
 /// The open database, or why it is not open; shared by readers and the
@@ -194,6 +196,17 @@ impl MetaStore {
         self.queue(Job {
             op: Some(op),
             reply,
+            lazy: false,
+        });
+    }
+
+    /// `submit`, answered once committed, before the commit is flushed
+    /// (which follows within a second or 64 commits, or at `flush`).
+    pub fn submit_lazy(&self, op: Request, reply: Reply) {
+        self.queue(Job {
+            op: Some(op),
+            reply,
+            lazy: true,
         });
     }
 
@@ -213,7 +226,11 @@ impl MetaStore {
         let reply: Reply = Box::new(move |r, _, _| {
             let _ = tx.send(r);
         });
-        self.queue(Job { op, reply });
+        self.queue(Job {
+            op,
+            reply,
+            lazy: false,
+        });
         rx.await
             .unwrap_or_else(|_| Response::Err(internal_error("writer stopped")))
     }
@@ -514,8 +531,9 @@ struct Flushing {
 }
 
 impl Flushing {
-    fn next_is_flushed(&self, now: Instant) -> bool {
-        self.durability == Durability::Group
+    /// Whether the next commit is flushed (`lazy`: all it holds may wait).
+    fn next_is_flushed(&self, now: Instant, lazy: bool) -> bool {
+        (self.durability == Durability::Group && !lazy)
             || self.unflushed + 1 >= UNFLUSHED_COMMITS
             || self
                 .since
@@ -561,7 +579,8 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
             }
         }
         let asked = batch.iter().any(|j| j.op.is_none());
-        let flush = asked || flushing.next_is_flushed(Instant::now());
+        let lazy = batch.iter().all(|j| j.lazy);
+        let flush = asked || flushing.next_is_flushed(Instant::now(), lazy);
         let applied = db
             .reopen()
             .and_then(|open| apply_batch(&open, &batch, flush));

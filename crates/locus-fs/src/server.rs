@@ -304,6 +304,7 @@ impl State {
                     .map(|(entries, more)| Response::Entries { entries, more }),
             )),
             req @ (Request::Status
+            | Request::Sync
             | Request::LinkData { .. }
             | Request::DropData { .. }
             | Request::ImportData { .. }
@@ -342,7 +343,10 @@ impl State {
                         })
                     }
                 };
-                self.meta.submit(write, reply)
+                match write {
+                    Request::Lazy { op } => self.meta.submit_lazy(*op, reply),
+                    write => self.meta.submit(write, reply),
+                }
             }
         }
     }
@@ -351,6 +355,7 @@ impl State {
     async fn handle(self: Arc<Self>, req: Request) -> Response {
         match req {
             Request::Status => answer(self.status().await),
+            Request::Sync => answer(self.meta.flush().await.map(|()| Response::Ok)),
             Request::LinkData { from, to, stamp } => answer(
                 self.blocking(move |s| s.store.link(&from, &to, stamp))
                     .await,
@@ -415,10 +420,22 @@ impl State {
     }
 }
 
+/// Refuses anything but one metadata write with normalised paths.
+fn check_write(op: &Request) -> FsResult<()> {
+    match op.is_metadata_write() {
+        true => check_paths(op),
+        false => Err(FsError::new(Errno::EINVAL, "batch").with_detail("not a metadata write")),
+    }
+}
+
 /// Refuses any request whose paths are not normalised absolute paths.
 fn check_paths(req: &Request) -> FsResult<()> {
     match req {
-        Request::Ping | Request::Status | Request::Shutdown { .. } | Request::Dump { .. } => Ok(()),
+        Request::Ping
+        | Request::Status
+        | Request::Shutdown { .. }
+        | Request::Dump { .. }
+        | Request::Sync => Ok(()),
         Request::Replicate { changes } => changes
             .iter()
             .try_for_each(|c| checked(c.key_path()).map(drop)),
@@ -454,22 +471,8 @@ fn check_paths(req: &Request) -> FsResult<()> {
             Ok(())
         }
         Request::LinkData { from, to, .. } => checked(from).and(checked(to)).map(drop),
-        // Metadata writes only: a batch is applied by the writer.
-        Request::Batch { ops } => ops.iter().try_for_each(|op| match op {
-            Request::CreateRecord { .. }
-            | Request::Lock { .. }
-            | Request::Renew { .. }
-            | Request::Unlock { .. }
-            | Request::CommitWrite { .. }
-            | Request::AddHolder { .. }
-            | Request::SetAttr { .. }
-            | Request::RemoveRecord { .. }
-            | Request::SetHint { .. }
-            | Request::SetCopies { .. }
-            | Request::AddEntry { .. }
-            | Request::RemoveEntry { .. }
-            | Request::CreateFile { .. } => check_paths(op),
-            _ => Err(FsError::new(Errno::EINVAL, "batch").with_detail("not a metadata write")),
-        }),
+        // Metadata writes only: these are applied by the writer.
+        Request::Batch { ops } => ops.iter().try_for_each(check_write),
+        Request::Lazy { op } => check_write(op),
     }
 }

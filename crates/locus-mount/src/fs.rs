@@ -46,6 +46,9 @@ pub struct LocusFs {
     inodes: Mutex<Inodes>,
     handles: Mutex<Handles>,
     dir_attrs: Mutex<DirAttrs>,
+    /// Directories this mount made that have had no name made in them
+    /// since: the first file made in one asks for it to be lent.
+    made_empty: Mutex<std::collections::HashSet<String>>,
     /// Directory listings in progress, by handle: taken whole at `opendir`.
     listings: Mutex<std::collections::HashMap<u64, Vec<(String, FileType)>>>,
     next_dir: std::sync::atomic::AtomicU64,
@@ -109,6 +112,7 @@ impl LocusFs {
             inodes: Mutex::default(),
             handles: Mutex::default(),
             dir_attrs: Mutex::new(DirAttrs::new(TTL)),
+            made_empty: Mutex::default(),
             listings: Mutex::default(),
             next_dir: Default::default(),
             passthrough: AtomicBool::new(false),
@@ -419,6 +423,11 @@ impl Filesystem for LocusFs {
             let mode = mode & !umask & 0o7777;
             self.run(self.client.mkdir_with_mode(&path, mode))
                 .map_err(|e| failed("mkdir", &e))?;
+            let mut made = self.made_empty.lock().expect("made dirs");
+            if let Ok((above, _)) = locus_fs::path::split(&path) {
+                made.remove(above);
+            }
+            made.insert(path.clone());
             Ok((path, Record::new(Kind::Dir, mode, now_ns())))
         })();
         match result {
@@ -595,6 +604,7 @@ impl Filesystem for LocusFs {
     ) {
         let result = (|| {
             let path = self.child(parent, name)?;
+            self.lend_if_made_empty(&path);
             // The mode asked for is the new file's; an existing file keeps its own.
             let mode = mode & !umask & 0o7777;
             let (writer, rec) = match self.run(self.client.create_with_mode(&path, mode)) {
@@ -740,7 +750,8 @@ impl Filesystem for LocusFs {
                 // is published, any other is as it was.
                 match w.writer.take() {
                     Some(writer) if w.fresh => self
-                        .run(writer.close_unwritten())
+                        .close(writer, true)
+                        .map(|rec| self.bind_version(w.ino, rec))
                         .map_err(|e| failed("closing", &e)),
                     Some(writer) => {
                         self.abort(writer);
@@ -792,14 +803,22 @@ impl Filesystem for LocusFs {
     fn fsyncdir(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         _fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
         // Names are kept by the daemons, which answer each change once it
-        // is committed as the cluster's durability says.
-        reply.ok();
+        // is committed as the cluster's durability says; the files closed
+        // in a directory lent to this mount, once they are published.
+        let settled = self.path(ino).and_then(|dir| {
+            let settled = self.run(self.client.settle_dir(&dir));
+            settled.map_err(|e| failed("fsync", &e))
+        });
+        match settled {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn fallocate(

@@ -288,6 +288,14 @@ pub enum Request {
     GiveBack {
         dir: String,
     },
+    /// A metadata write answered once it is committed, before its commit
+    /// is flushed to disk (within a second or 64 commits, or at `Sync`):
+    /// the background publications of a client, which no program waits for.
+    Lazy {
+        op: Box<Request>,
+    },
+    /// Answered once every write this daemon acknowledged is on disk.
+    Sync,
 }
 
 impl Request {
@@ -298,6 +306,7 @@ impl Request {
     pub fn dirs_touched(&self) -> Vec<&str> {
         match self {
             Request::Batch { ops } => ops.iter().flat_map(Request::dirs_touched).collect(),
+            Request::Lazy { op } => op.dirs_touched(),
             Request::AddEntry { parent: p, .. }
             | Request::RemoveEntry { parent: p, .. }
             | Request::CreateFile { parent: p, .. }
@@ -322,6 +331,28 @@ impl Request {
             | Request::GetHint { path } => vec![parent(path)],
             _ => Vec::new(),
         }
+    }
+}
+
+impl Request {
+    /// Whether this is one metadata write (what a `Batch` or `Lazy` holds).
+    pub fn is_metadata_write(&self) -> bool {
+        matches!(
+            self,
+            Request::CreateRecord { .. }
+                | Request::Lock { .. }
+                | Request::Renew { .. }
+                | Request::Unlock { .. }
+                | Request::CommitWrite { .. }
+                | Request::AddHolder { .. }
+                | Request::SetAttr { .. }
+                | Request::RemoveRecord { .. }
+                | Request::SetHint { .. }
+                | Request::SetCopies { .. }
+                | Request::AddEntry { .. }
+                | Request::RemoveEntry { .. }
+                | Request::CreateFile { .. }
+        )
     }
 }
 

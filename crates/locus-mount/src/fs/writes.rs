@@ -6,6 +6,8 @@ use super::{failed, io_errno, LocusFs};
 use crate::handles::{Backed, Handles, Open, Writing};
 use fuser::{Errno, Request};
 use locus_fs::Writer;
+use locus_proto::fs::Record;
+use locus_proto::FsError;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -30,18 +32,9 @@ impl LocusFs {
         self.reopen_late(w)?;
         if let Some(writer) = w.writer.take() {
             let rec = self
-                .run(writer.close())
+                .close(writer, false)
                 .map_err(|e| failed("publishing", &e))?;
-            // This inode's pages (or its backing file) are that version.
-            let ino = w.ino;
-            self.inodes
-                .lock()
-                .expect("inodes")
-                .published(ino, rec.stamp);
-            self.handles
-                .lock()
-                .expect("handles")
-                .published(ino, rec.stamp);
+            self.bind_version(w.ino, rec);
         }
         (w.written, w.fresh, w.seen) = (false, false, seen(&w.file));
         if let Some(t) = w.mtime_ns.take() {
@@ -49,6 +42,41 @@ impl LocusFs {
                 .map_err(|e| failed("setting the time", &e))?;
         }
         Ok(())
+    }
+
+    /// Closes `writer`: a new file of a lent directory at once (published
+    /// in the background), any other as usual (`unwritten`: it wrote
+    /// nothing). The version it published, if any.
+    pub(super) fn close(&self, writer: Writer, unwritten: bool) -> Result<Option<Record>, FsError> {
+        match self.run(writer.close_later()) {
+            Ok(rec) => Ok(Some(rec)),
+            Err(writer) if unwritten => self.run(writer.close_unwritten()).map(|()| None),
+            Err(writer) => self.run(writer.close()).map(Some),
+        }
+    }
+
+    /// `ino`'s pages (or its backing file) are version `rec` now.
+    pub(super) fn bind_version(&self, ino: u64, rec: Option<Record>) {
+        if let Some(rec) = rec {
+            let stamp = rec.stamp;
+            self.inodes.lock().expect("inodes").published(ino, stamp);
+            self.handles.lock().expect("handles").published(ino, stamp);
+        }
+    }
+
+    /// Asks for the directory `path` is made in to be lent to this mount,
+    /// if the mount made it and nothing was made in it since (the first
+    /// file made there): its new files are then made and looked up here.
+    pub(super) fn lend_if_made_empty(&self, path: &str) {
+        let Ok((dir, _)) = locus_fs::path::split(path) else {
+            return;
+        };
+        if !self.made_empty.lock().expect("made dirs").remove(dir) {
+            return;
+        }
+        if let Err(e) = self.run(self.client.delegate(dir)) {
+            tracing::debug!("{dir}: not lent: {e}");
+        }
     }
 
     /// A writer for bytes the kernel wrote into the published file after
