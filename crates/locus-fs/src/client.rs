@@ -492,7 +492,10 @@ impl Client {
             Err(e) if matches!(e.code, Errno::EBUSY | Errno::ENOTEMPTY) => return Ok(false),
             Err(e) => return Err(e),
         }
-        self.inner.held.insert(&dir);
+        let stamp = self.new_lease().token;
+        self.inner
+            .held
+            .insert(&dir, stamp, self.inner.store.shared_dir());
         let client = self.clone();
         tokio::spawn(async move {
             let recall = Request::AwaitRecall { dir: dir.clone() };
@@ -1127,10 +1130,10 @@ impl Client {
     /// request that makes the name.
     pub async fn create_with_mode(&self, path: &str, mode: u32) -> FsResult<Writer> {
         let path = normalise(path)?;
-        let lease = self.new_lease();
-        if let Some(w) = self.unclaimed_writer(&path, mode, lease)? {
+        if let Some(w) = self.unclaimed_writer(&path, mode)? {
             return Ok(w);
         }
+        let lease = self.new_lease();
         let record = Record::new(Kind::File, mode & 0o7777, now_ns());
         let (hint, rec) = self.create_name(&path, record, Some(lease)).await?;
         let target = self.new_file_target(&path, hint);
@@ -1140,26 +1143,20 @@ impl Client {
 
     /// A writer of a new file in a held directory, named to no daemon
     /// until it is closed (`None` where the directory is not held).
-    fn unclaimed_writer(&self, path: &str, mode: u32, lease: Lease) -> FsResult<Option<Writer>> {
+    fn unclaimed_writer(&self, path: &str, mode: u32) -> FsResult<Option<Writer>> {
         let Some((held, name)) = self.held_parent(path) else {
             return Ok(None);
+        };
+        let lease = Lease {
+            token: held.stamp,
+            ms: self.inner.lease_ms,
         };
         let unclaimed = match held.make(name, mode & 0o7777, lease) {
             None => return Err(FsError::new(Errno::EEXIST, path)),
             Some(None) => return Ok(None),
             Some(Some(u)) => u,
         };
-        let store = &self.inner.store;
-        let made = store
-            .private_file(name)
-            .and_then(|tmp| match File::create_new(&tmp) {
-                Ok(f) => Ok((tmp, f)),
-                Err(e) => {
-                    store.discard(&tmp);
-                    Err(FsError::io(path, &e))
-                }
-            });
-        let (tmp, file) = match made {
+        let (tmp, file) = match self.inner.store.shared_file(&held.tmp, name) {
             Ok(made) => made,
             Err(e) => {
                 held.settled(name, false);

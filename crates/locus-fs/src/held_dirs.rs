@@ -9,6 +9,7 @@
 use locus_proto::fs::{Kind, Lease, Record};
 use locus_proto::FsError;
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -120,6 +121,11 @@ struct State {
 
 /// One held directory.
 pub(crate) struct Held {
+    /// Stamps every version made in it: the new files share one store
+    /// directory per node (`data/<dir>/@<stamp>/`), each under its name.
+    pub stamp: u64,
+    /// Where its files are written until published, each under its name.
+    pub tmp: PathBuf,
     state: Mutex<State>,
     /// A pending file was published, claimed or dropped.
     settled: tokio::sync::Notify,
@@ -253,8 +259,10 @@ impl HeldDirs {
     }
 
     /// Starts holding `dir` (empty when lent).
-    pub fn insert(&self, dir: &str) -> Arc<Held> {
+    pub fn insert(&self, dir: &str, stamp: u64, tmp: PathBuf) -> Arc<Held> {
         let held = Arc::new(Held {
+            stamp,
+            tmp,
             state: Mutex::default(),
             settled: tokio::sync::Notify::new(),
             ended: tokio::sync::Notify::new(),
@@ -293,7 +301,7 @@ mod tests {
     #[tokio::test]
     async fn names_are_answered_until_the_directory_is_given_back_and_open_files_are_claimed() {
         let dirs = Arc::new(HeldDirs::default());
-        let held = dirs.insert("/d");
+        let held = dirs.insert("/d", 1, PathBuf::from("/tmp/x.shared"));
         assert!(matches!(held.known("a"), Some(Known::Missing)));
         let lease = Lease { token: 1, ms: 1000 };
         let a = held.make("a", 0o600, lease).unwrap().unwrap();

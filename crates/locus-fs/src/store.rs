@@ -28,6 +28,9 @@ pub struct FetchLock {
 }
 
 static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
+/// Ends the name of a directory in `tmp/` shared by many new files (one
+/// lent directory's), which is never installed as a version's directory.
+const SHARED: &str = ".shared";
 
 impl Store {
     /// The store of the node whose directory is `node_dir` (created, private
@@ -115,6 +118,29 @@ impl Store {
         Ok(dir.join(name))
     }
 
+    /// A place for the new files of one directory lent to a client, each
+    /// under its own name (made again by `shared_file` once emptied).
+    pub fn shared_dir(&self) -> PathBuf {
+        let mut name = self.temp_name().into_os_string();
+        name.push(SHARED);
+        PathBuf::from(name)
+    }
+
+    /// A new file `name` in shared directory `dir` (made if missing).
+    pub fn shared_file(&self, dir: &Path, name: &str) -> FsResult<(PathBuf, File)> {
+        let path = dir.join(name);
+        let io_err = |e: &io::Error| FsError::io(path.display().to_string(), e);
+        match File::create_new(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                std::fs::create_dir(dir).map_err(|e| io_err(&e))?;
+                File::create_new(&path)
+            }
+            made => made,
+        }
+        .map(|f| (path.clone(), f))
+        .map_err(|e| io_err(&e))
+    }
+
     /// Removes a file made by `private_file` (or `temp_file`), with its
     /// private directory; what is already gone is no error.
     pub fn discard(&self, file: &Path) {
@@ -125,6 +151,7 @@ impl Store {
     /// Removes the private directory `file` was made in, if it has one.
     fn remove_private_dir(&self, file: &Path) {
         if let Some(dir) = file.parent().filter(|d| *d != self.tmp) {
+            // A shared one goes once its last file does.
             let _ = std::fs::remove_dir(dir);
         }
     }
@@ -152,8 +179,13 @@ impl Store {
     /// The private directory `tmp` is alone in under `dest`'s name, which
     /// becomes the version's directory as a whole.
     fn private_dir<'t>(&self, tmp: &'t Path, dest: &Path) -> Option<&'t Path> {
+        let shared = |d: &Path| {
+            d.as_os_str()
+                .as_encoded_bytes()
+                .ends_with(SHARED.as_bytes())
+        };
         tmp.parent()
-            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name())
+            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name() && !shared(d))
     }
 
     /// Undoes `install(tmp, path, stamp)`: the copy goes back to `tmp`.
@@ -162,7 +194,13 @@ impl Store {
         let version_dir = dest.parent().expect("store paths have a parent");
         let moved = match self.private_dir(tmp, &dest) {
             Some(private) => std::fs::rename(version_dir, private),
-            None => std::fs::rename(&dest, tmp),
+            // A shared directory may have gone with its last file.
+            None => std::fs::rename(&dest, tmp).or_else(|e| match tmp.parent() {
+                Some(dir) if e.kind() == io::ErrorKind::NotFound => {
+                    std::fs::create_dir(dir).and_then(|()| std::fs::rename(&dest, tmp))
+                }
+                _ => Err(e),
+            }),
         };
         moved.map_err(|e| FsError::io(path, &e))
     }
