@@ -483,6 +483,10 @@ impl Client {
         if self.inner.held.get(&dir).is_some() {
             return Ok(true);
         }
+        // Its files are made here: not where they must go elsewhere.
+        if self.inner.diskless || self.inner.placement != Placement::Local {
+            return Ok(false);
+        }
         let owner = self.owner(&dir);
         let asked = self
             .call(owner, Request::Delegate { dir: dir.clone() })
@@ -541,6 +545,7 @@ impl Client {
             })
             .await;
         self.inner.held.remove(dir);
+        self.inner.store.remove_shared(&held.tmp);
         let owner = self.owner(dir);
         let given = Request::GiveBack {
             dir: dir.to_string(),
@@ -1186,7 +1191,7 @@ impl Client {
     async fn publish_new(&self, out: &Output, how: Publishing) -> FsResult<Record> {
         let mut tries = 0;
         loop {
-            match PUBLISHING.scope(how, self.commit(out)).await {
+            match PUBLISHING.scope(how, self.commit_named(out)).await {
                 Err(e) if is_unreachable(&e) && tries < PUBLISH_TRIES => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -1633,8 +1638,27 @@ impl Client {
     /// this fails, the previous version is kept, readable and unlocked.
     pub async fn commit(&self, out: &Output) -> FsResult<Record> {
         let size = output_size(out)?;
-        if let Some(new) = self.prepare_new(out, size).await? {
+        if let Some(new) = self.prepare_new(out, size, false).await? {
             let answer = self.meta(&out.path, new.req.clone()).await;
+            if let Some(record) = self.finish_new(out, new, answer).await? {
+                return Ok(record);
+            }
+        }
+        self.commit_claimed(out, size).await
+    }
+
+    /// `commit` of a new file whose bytes were written where no one saw
+    /// them (in a held directory): they are stored first, then named with
+    /// their record already committed, so a reader never finds the name
+    /// without its bytes, even where two daemons keep name and record.
+    async fn commit_named(&self, out: &Output) -> FsResult<Record> {
+        let size = output_size(out)?;
+        if let Some(new) = self.prepare_new(out, size, true).await? {
+            let Request::CreateFile { record, .. } = &new.req else {
+                unreachable!("prepare_new makes a CreateFile");
+            };
+            let named = self.create_name(&out.path, record.clone(), None).await;
+            let answer = named.map(|(hint, record)| Response::Created { record, hint });
             if let Some(record) = self.finish_new(out, new, answer).await? {
                 return Ok(record);
             }
@@ -1649,7 +1673,7 @@ impl Client {
     pub async fn commit_all(&self, outs: &[Output]) -> Vec<FsResult<Record>> {
         let prepared = join_all(outs.iter().map(|out| async move {
             let size = output_size(out)?;
-            Ok((size, self.prepare_new(out, size).await?))
+            Ok((size, self.prepare_new(out, size, false).await?))
         }))
         .await;
         let mut batches: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
@@ -1736,13 +1760,20 @@ impl Client {
     /// stored, and the `CreateFile` that makes name and record at once,
     /// committed, is returned to be sent. `None` when the usual way must be
     /// taken.
-    async fn prepare_new(&self, out: &Output, size: u64) -> FsResult<Option<NewFile>> {
+    /// With `two_daemons`, also where two daemons keep name and record
+    /// (the request is then made by `create_name`).
+    async fn prepare_new(
+        &self,
+        out: &Output,
+        size: u64,
+        two_daemons: bool,
+    ) -> FsResult<Option<NewFile>> {
         let (path, token) = (out.path.as_str(), out.lease.token);
         let (parent, name) = split(path)?;
         let me = self.inner.me;
         if self.inner.diskless
             || self.inner.placement != Placement::Local
-            || self.owner(parent) != self.owner(path)
+            || (self.owner(parent) != self.owner(path) && !two_daemons)
         {
             return Ok(None);
         }

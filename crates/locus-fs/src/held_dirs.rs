@@ -13,6 +13,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Names a client keeps of one held directory at most.
+const MAX_NAMES: usize = 100_000;
+
 /// A new file in a held directory, not yet named to any daemon.
 pub(crate) struct Unclaimed {
     pub mode: u32,
@@ -161,10 +164,12 @@ impl Held {
     }
 
     /// Takes `name` for a new file (`None` if the name exists, `Some(None)`
-    /// if the directory is being given back).
+    /// if it is to be made the usual way: the directory is being given
+    /// back, or has grown too large to be held).
     pub fn make(&self, name: &str, mode: u32, lease: Lease) -> Option<Option<Arc<Unclaimed>>> {
         let mut state = self.state();
-        if state.ending {
+        // A directory grown this large goes back to being kept by its daemon.
+        if state.ending || state.names.len() >= MAX_NAMES {
             return Some(None);
         }
         if !state.names.insert(name.to_string()) {

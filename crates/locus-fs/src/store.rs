@@ -32,6 +32,12 @@ static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 /// lent directory's), which is never installed as a version's directory.
 const SHARED: &str = ".shared";
 
+fn is_shared(dir: &Path) -> bool {
+    dir.as_os_str()
+        .as_encoded_bytes()
+        .ends_with(SHARED.as_bytes())
+}
+
 impl Store {
     /// The store of the node whose directory is `node_dir` (created, private
     /// to its owner, if needed).
@@ -119,7 +125,7 @@ impl Store {
     }
 
     /// A place for the new files of one directory lent to a client, each
-    /// under its own name (made again by `shared_file` once emptied).
+    /// under its own name (made by the first `shared_file`).
     pub fn shared_dir(&self) -> PathBuf {
         let mut name = self.temp_name().into_os_string();
         name.push(SHARED);
@@ -131,10 +137,10 @@ impl Store {
         let path = dir.join(name);
         let io_err = |e: &io::Error| FsError::io(path.display().to_string(), e);
         match File::create_new(&path) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                std::fs::create_dir(dir).map_err(|e| io_err(&e))?;
-                File::create_new(&path)
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::create_dir(dir) {
+                Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(io_err(&e)),
+                _ => File::create_new(&path),
+            },
             made => made,
         }
         .map(|f| (path.clone(), f))
@@ -150,10 +156,16 @@ impl Store {
 
     /// Removes the private directory `file` was made in, if it has one.
     fn remove_private_dir(&self, file: &Path) {
-        if let Some(dir) = file.parent().filter(|d| *d != self.tmp) {
-            // A shared one goes once its last file does.
+        // A shared one stays while new files may be made in it.
+        if let Some(dir) = file.parent().filter(|d| *d != self.tmp && !is_shared(d)) {
             let _ = std::fs::remove_dir(dir);
         }
+    }
+
+    /// Removes shared directory `dir` once no new file will be made in it,
+    /// if it is empty (else the daemon's sweep does, after its writer).
+    pub fn remove_shared(&self, dir: &Path) {
+        let _ = std::fs::remove_dir(dir);
     }
 
     /// Atomically makes temporary file `tmp` stored copy `stamp` of `path`.
@@ -179,13 +191,8 @@ impl Store {
     /// The private directory `tmp` is alone in under `dest`'s name, which
     /// becomes the version's directory as a whole.
     fn private_dir<'t>(&self, tmp: &'t Path, dest: &Path) -> Option<&'t Path> {
-        let shared = |d: &Path| {
-            d.as_os_str()
-                .as_encoded_bytes()
-                .ends_with(SHARED.as_bytes())
-        };
         tmp.parent()
-            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name() && !shared(d))
+            .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name() && !is_shared(d))
     }
 
     /// Undoes `install(tmp, path, stamp)`: the copy goes back to `tmp`.
@@ -194,13 +201,7 @@ impl Store {
         let version_dir = dest.parent().expect("store paths have a parent");
         let moved = match self.private_dir(tmp, &dest) {
             Some(private) => std::fs::rename(version_dir, private),
-            // A shared directory may have gone with its last file.
-            None => std::fs::rename(&dest, tmp).or_else(|e| match tmp.parent() {
-                Some(dir) if e.kind() == io::ErrorKind::NotFound => {
-                    std::fs::create_dir(dir).and_then(|()| std::fs::rename(&dest, tmp))
-                }
-                _ => Err(e),
-            }),
+            None => std::fs::rename(&dest, tmp),
         };
         moved.map_err(|e| FsError::io(path, &e))
     }
