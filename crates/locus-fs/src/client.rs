@@ -545,6 +545,9 @@ impl Client {
             })
             .await;
         self.inner.held.remove(dir);
+        for spare in held.left() {
+            self.inner.store.discard(&spare);
+        }
         self.inner.store.remove_shared(&held.tmp);
         let owner = self.owner(dir);
         let given = Request::GiveBack {
@@ -1161,7 +1164,12 @@ impl Client {
             Some(None) => return Ok(None),
             Some(Some(u)) => u,
         };
-        let (tmp, file) = match self.inner.store.shared_file(&held.tmp, name) {
+        let (spare, low) = held.spare();
+        if low {
+            self.make_spares(split(path)?.0, held.clone());
+        }
+        let made = spare.map_or_else(|| self.inner.store.shared_file(&held.next_spare()), Ok);
+        let (tmp, file) = match made {
             Ok(made) => made,
             Err(e) => {
                 held.settled(name, false);
@@ -1184,6 +1192,23 @@ impl Client {
             _renewal: LeaseGuard(None),
             unclaimed: Some(unclaimed),
         }))
+    }
+
+    /// Makes empty files ahead for `held`'s creates, off their path.
+    fn make_spares(&self, dir: &str, held: Arc<crate::held_dirs::Held>) {
+        let (client, dir) = (self.clone(), dir.to_string());
+        tokio::task::spawn_blocking(move || {
+            let store = &client.inner.store;
+            let made = (0..held.wanted())
+                .map_while(|_| store.shared_file(&held.next_spare()).ok())
+                .collect();
+            held.made_ahead(made);
+            // Given back meanwhile: no create will take them.
+            if !client.inner.held.holds(&dir, &held) {
+                held.left().iter().for_each(|f| store.discard(f));
+                store.remove_shared(&held.tmp);
+            }
+        });
     }
 
     /// Publishes `out` as a new file (or the next version of a file made

@@ -9,12 +9,15 @@
 use locus_proto::fs::{Kind, Lease, Record};
 use locus_proto::FsError;
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Names a client keeps of one held directory at most.
 const MAX_NAMES: usize = 100_000;
+/// Empty files made ahead per held directory.
+const SPARES: usize = 64;
 
 /// A new file in a held directory, not yet named to any daemon.
 pub(crate) struct Unclaimed {
@@ -127,8 +130,14 @@ pub(crate) struct Held {
     /// Stamps every version made in it: the new files share one store
     /// directory per node (`data/<dir>/@<stamp>/`), each under its name.
     pub stamp: u64,
-    /// Where its files are written until published, each under its name.
+    /// Where its files are written until published (under any name:
+    /// publishing moves each to its own).
     pub tmp: PathBuf,
+    /// Empty files made there ahead of the creates that take them, so a
+    /// create allocates no inode on the program's path.
+    spares: Mutex<Vec<(PathBuf, File)>>,
+    filling: AtomicBool,
+    made: AtomicU64,
     state: Mutex<State>,
     /// A pending file was published, claimed or dropped.
     settled: tokio::sync::Notify,
@@ -147,6 +156,39 @@ pub(crate) enum Known {
 impl Held {
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().expect("held directory")
+    }
+
+    /// A new empty file to write one of its files in, and whether more
+    /// are to be made ahead (by one caller: `made_ahead` ends it).
+    pub fn spare(&self) -> (Option<(PathBuf, File)>, bool) {
+        let mut spares = self.spares.lock().expect("spares");
+        let taken = spares.pop();
+        let low = spares.len() < SPARES / 2 && !self.filling.swap(true, Ordering::AcqRel);
+        (taken, low)
+    }
+
+    /// The name of the next file made in `tmp`.
+    pub fn next_spare(&self) -> PathBuf {
+        self.tmp
+            .join(format!("{:x}", self.made.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// How many files to make ahead.
+    pub fn wanted(&self) -> usize {
+        SPARES.saturating_sub(self.spares.lock().expect("spares").len())
+    }
+
+    /// Files made ahead (also when the directory is no longer held: those
+    /// are then `left`).
+    pub fn made_ahead(&self, files: Vec<(PathBuf, File)>) {
+        self.spares.lock().expect("spares").extend(files);
+        self.filling.store(false, Ordering::Release);
+    }
+
+    /// The files made ahead that no create took, to remove.
+    pub fn left(&self) -> Vec<PathBuf> {
+        let mut spares = self.spares.lock().expect("spares");
+        spares.drain(..).map(|(p, _)| p).collect()
     }
 
     /// What this client knows of `name`, while it holds the directory.
@@ -268,6 +310,9 @@ impl HeldDirs {
         let held = Arc::new(Held {
             stamp,
             tmp,
+            spares: Mutex::default(),
+            filling: AtomicBool::new(false),
+            made: AtomicU64::new(0),
             state: Mutex::default(),
             settled: tokio::sync::Notify::new(),
             ended: tokio::sync::Notify::new(),
@@ -276,6 +321,11 @@ impl HeldDirs {
         dirs.insert(dir.to_string(), held.clone());
         self.count.store(dirs.len(), Ordering::Release);
         held
+    }
+
+    /// Whether `held` is still held (not given back since).
+    pub fn holds(&self, dir: &str, held: &Arc<Held>) -> bool {
+        self.get(dir).is_some_and(|h| Arc::ptr_eq(&h, held))
     }
 
     /// Stops holding `dir` (given back): whoever waits for it goes on.

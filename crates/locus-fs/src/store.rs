@@ -132,18 +132,20 @@ impl Store {
         PathBuf::from(name)
     }
 
-    /// A new file `name` in shared directory `dir` (made if missing).
-    pub fn shared_file(&self, dir: &Path, name: &str) -> FsResult<(PathBuf, File)> {
-        let path = dir.join(name);
+    /// A new file `path` in a shared directory (made if missing).
+    pub fn shared_file(&self, path: &Path) -> FsResult<(PathBuf, File)> {
         let io_err = |e: &io::Error| FsError::io(path.display().to_string(), e);
-        match File::create_new(&path) {
+        let dir = path
+            .parent()
+            .ok_or_else(|| FsError::new(Errno::EINVAL, "shared file"))?;
+        match File::create_new(path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::create_dir(dir) {
                 Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(io_err(&e)),
-                _ => File::create_new(&path),
+                _ => File::create_new(path),
             },
             made => made,
         }
-        .map(|f| (path.clone(), f))
+        .map(|f| (path.to_path_buf(), f))
         .map_err(|e| io_err(&e))
     }
 
