@@ -112,6 +112,15 @@ struct Inner {
     /// Background publications in flight at most: closes wait beyond it,
     /// so programs go no faster than their files are published.
     publishing: Arc<tokio::sync::Semaphore>,
+    /// Closed files waiting for the publisher task, and whether it runs.
+    to_publish: Mutex<(Vec<Later>, bool)>,
+}
+
+/// A file closed in a held directory, to publish in the background.
+struct Later {
+    out: Output,
+    held: Option<Arc<crate::held_dirs::Held>>,
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
 
 tokio::task_local! {
@@ -231,6 +240,7 @@ impl Client {
                 transfers: spec.nodes.iter().map(|_| Mutex::default()).collect(),
                 held: HeldDirs::default(),
                 publishing: Arc::new(tokio::sync::Semaphore::new(PUBLISHING_AT_ONCE)),
+                to_publish: Mutex::default(),
             }),
         })
     }
@@ -1192,6 +1202,39 @@ impl Client {
             _renewal: LeaseGuard(None),
             unclaimed: Some(unclaimed),
         }))
+    }
+
+    /// Queues `later` for the publisher task (started if it is not running):
+    /// files closed together are published together, their requests
+    /// sharing frames and wake-ups.
+    fn publish_later(&self, later: Later) {
+        let mut queue = self.inner.to_publish.lock().expect("publish queue");
+        queue.0.push(later);
+        if std::mem::replace(&mut queue.1, true) {
+            return;
+        }
+        let client = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let batch = {
+                    let mut queue = client.inner.to_publish.lock().expect("publish queue");
+                    if queue.0.is_empty() {
+                        queue.1 = false;
+                        return;
+                    }
+                    std::mem::take(&mut queue.0)
+                };
+                let client = &client;
+                join_all(batch.into_iter().map(|later| async move {
+                    let published = client.publish_new(&later.out, Publishing::Lazy).await;
+                    if let Err(e) = &published {
+                        tracing::warn!("{}: publishing after its close: {e}", later.out.path);
+                    }
+                    client.published(&later.out, later.held, published.is_ok());
+                }))
+                .await;
+            }
+        });
     }
 
     /// Makes empty files ahead for `held`'s creates, off their path.
@@ -2501,14 +2544,10 @@ impl Writer {
         if let Some(held) = &held {
             held.closed(split(&out.path).map_or("", |(_, n)| n), record.clone());
         }
-        let client = self.client.clone();
-        tokio::spawn(async move {
-            let published = client.publish_new(&out, Publishing::Lazy).await;
-            if let Err(e) = &published {
-                tracing::warn!("{}: publishing after its close: {e}", out.path);
-            }
-            client.published(&out, held, published.is_ok());
-            drop(slot);
+        self.client.publish_later(Later {
+            out,
+            held,
+            _slot: slot,
         });
         Ok(record)
     }
