@@ -2404,7 +2404,7 @@ impl Writer {
             match self.claimed().await {
                 Ok(true) => {}
                 Ok(false) => {
-                    let (out, held) = self.into_output();
+                    let (out, held) = self.take_output();
                     let published = self.client.publish_new(&out, Publishing::Flushed).await;
                     self.client.published(&out, held, published.is_ok());
                     return published;
@@ -2505,7 +2505,7 @@ impl Writer {
     }
 
     /// The written file as an output to publish, and its held directory.
-    fn into_output(&mut self) -> (Output, Option<Arc<crate::held_dirs::Held>>) {
+    fn take_output(&mut self) -> (Output, Option<Arc<crate::held_dirs::Held>>) {
         self.closed = true;
         self.file.take();
         let mode = self.unclaimed.take().map_or(0o644, |u| u.mode);
@@ -2535,7 +2535,7 @@ impl Writer {
         let Ok(slot) = slots.acquire_owned().await else {
             return Err(self);
         };
-        let (out, held) = self.into_output();
+        let (out, held) = self.take_output();
         let mut record = Record::new(Kind::File, out.mode, now_ns());
         record.size = size;
         record.version = 1;

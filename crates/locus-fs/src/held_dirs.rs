@@ -390,7 +390,7 @@ mod tests {
         assert!(!emptied.is_finished(), "b's publication is in flight");
         held.settled("b", true);
         emptied.await.unwrap();
-        assert!(matches!(held.known("b"), None));
+        assert!(held.known("b").is_none());
         let gone = {
             let (dirs, held) = (dirs.clone(), held.clone());
             tokio::spawn(async move { dirs.gone("/d", &held).await })
