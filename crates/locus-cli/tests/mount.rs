@@ -413,6 +413,29 @@ fn in_a_directory_lent_to_a_mount_others_see_each_closed_file_and_a_second_write
     assert_eq!(read, "being written");
     assert_eq!(std::fs::read_dir(m1.at("/lent")).unwrap().count(), 51);
 
+    // A mount that dies holding a directory loses it with its connection:
+    // others go on at once, with what it published.
+    std::fs::create_dir(m1.at("/orphan")).unwrap();
+    std::fs::write(m1.at("/orphan/a"), "a").unwrap();
+    let dir = std::fs::File::open(m1.at("/orphan")).unwrap();
+    dir.sync_all().unwrap();
+    let pids = common::processes_with(m1.point.to_str().unwrap());
+    assert_eq!(pids.len(), 1, "one process serves the mount");
+    // SAFETY: a plain signal to a process this test started.
+    unsafe { libc::kill(pids[0] as i32, libc::SIGKILL) };
+    common::eventually("the mount's process is gone", || {
+        common::processes_with(m1.point.to_str().unwrap()).is_empty()
+    });
+    let start = Instant::now();
+    let rt = rt();
+    let client = c.client(2);
+    assert_eq!(rt.block_on(client.get("/orphan/a")).unwrap(), b"a");
+    rt.block_on(client.put("/orphan/b", b"b")).unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "no recall waited for"
+    );
+
     // `fsync` of the directory puts its new names on disk: daemons killed
     // at once after it keep them all.
     std::fs::create_dir(m0.at("/durable")).unwrap();
@@ -427,8 +450,6 @@ fn in_a_directory_lent_to_a_mount_others_see_each_closed_file_and_a_second_write
         c.signal(n, libc::SIGKILL);
     }
     c.restart();
-    let rt = rt();
-    let client = c.client(2);
     let kept = rt.block_on(client.readdir("/durable")).unwrap();
     assert_eq!(kept.len(), 20);
     for i in 0..20 {
