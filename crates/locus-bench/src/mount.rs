@@ -279,14 +279,25 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
             )?,
         );
         let per_s = |d: Duration| f64::from(opts.files) / d.as_secs_f64();
+        // Creates slow down after many files were removed (the last
+        // round's, here): which side goes first alternates too.
+        let through = |r: &mut Round| -> anyhow::Result<()> {
+            if let Some(pt) = &passthrough {
+                let (pc, ps) = create_stat(&pt.at(&raw.join("through")), opts.files)?;
+                r.passthrough = Some((per_s(pc), per_s(ps)));
+                r.parallel.1 = Some(create_parallel(&pt.at(&raw.join("parallel")), opts.files)?);
+            }
+            Ok(())
+        };
+        if n % 2 == 1 {
+            through(&mut r)?;
+        }
         let (c, s) = create_stat(&dir.join("many"), opts.files)?;
         let (rc, rs) = create_stat(&raw.join("many"), opts.files)?;
         (r.create, r.stat) = ((per_s(c), per_s(rc)), (per_s(s), per_s(rs)));
         r.parallel.0 = create_parallel(&dir.join("parallel"), opts.files)?;
-        if let Some(pt) = &passthrough {
-            let (pc, ps) = create_stat(&pt.at(&raw.join("through")), opts.files)?;
-            r.passthrough = Some((per_s(pc), per_s(ps)));
-            r.parallel.1 = Some(create_parallel(&pt.at(&raw.join("parallel")), opts.files)?);
+        if n % 2 == 0 {
+            through(&mut r)?;
         }
         let (fc, fs) = create_stat(&floor_point.join(format!("r{n}")), opts.files)?;
         r.floor = (per_s(fc), per_s(fs));
