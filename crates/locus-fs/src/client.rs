@@ -440,10 +440,7 @@ impl Client {
         if let Some((held, name)) = self.held_parent(&path) {
             match held.known(name) {
                 Some(Known::Missing) => return Err(FsError::new(Errno::ENOENT, path)),
-                Some(Known::Pending(mut rec)) => {
-                    rec.holders = vec![self.inner.me];
-                    return Ok(rec);
-                }
+                Some(Known::Pending(rec)) => return Ok(rec),
                 Some(Known::Published) | None => {}
             }
         }
