@@ -184,8 +184,15 @@ impl Store {
                 return Ok(());
             }
         }
-        self.make_parent(&dest, path)?;
-        std::fs::rename(tmp, &dest).map_err(|e| FsError::io(path, &e))?;
+        // Where the version's directory is there already (many files of a
+        // lent directory share one), no directory is made.
+        if let Err(e) = std::fs::rename(tmp, &dest) {
+            if e.kind() != io::ErrorKind::NotFound || !tmp.exists() {
+                return Err(FsError::io(path, &e));
+            }
+            self.make_parent(&dest, path)?;
+            std::fs::rename(tmp, &dest).map_err(|e| FsError::io(path, &e))?;
+        }
         self.remove_private_dir(tmp);
         Ok(())
     }
