@@ -444,25 +444,26 @@ impl Client {
                 Some(Known::Published) | None => {}
             }
         }
-        match self.record(&path).await {
-            // The name's entry is kept elsewhere, in a directory another
-            // client may hold: the entry's keeper has the last word (and
-            // recalls the directory first).
-            Err(e)
-                if e.code == Errno::ENOENT && self.owner(split(&path)?.0) != self.owner(&path) =>
+        let got = self.record(&path).await;
+        // A miss whose name's entry is kept elsewhere, in a directory
+        // another client may hold: the entry's keeper has the last word
+        // (and recalls the directory first).
+        let (parent, name) = match (&got, split(&path)) {
+            (Err(e), Ok((parent, name)))
+                if e.code == Errno::ENOENT && self.owner(parent) != self.owner(&path) =>
             {
-                let (parent, name) = split(&path)?;
-                let has = Request::HasEntry {
-                    parent: parent.to_string(),
-                    name: name.to_string(),
-                };
-                match self.meta(parent, has).await? {
-                    Response::Present(Some(_)) => self.stat_created(&path).await,
-                    Response::Present(None) => Err(e),
-                    other => Err(unexpected(other)),
-                }
+                (parent, name)
             }
-            got => got,
+            _ => return got,
+        };
+        let has = Request::HasEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+        };
+        match self.meta(parent, has).await? {
+            Response::Present(Some(_)) => self.stat_created(&path).await,
+            Response::Present(None) => got,
+            other => Err(unexpected(other)),
         }
     }
 
@@ -1704,7 +1705,7 @@ impl Client {
     pub async fn commit(&self, out: &Output) -> FsResult<Record> {
         let size = output_size(out)?;
         if let Some(new) = self.prepare_new(out, size, false).await? {
-            let answer = self.meta(&out.path, new.req.clone()).await;
+            let answer = self.meta(&out.path, new.request(out)).await;
             if let Some(record) = self.finish_new(out, new, answer).await? {
                 return Ok(record);
             }
@@ -1719,10 +1720,7 @@ impl Client {
     async fn commit_named(&self, out: &Output) -> FsResult<Record> {
         let size = output_size(out)?;
         if let Some(new) = self.prepare_new(out, size, true).await? {
-            let Request::CreateFile { record, .. } = &new.req else {
-                unreachable!("prepare_new makes a CreateFile");
-            };
-            let named = self.create_name(&out.path, record.clone(), None).await;
+            let named = self.create_name(&out.path, new.record.clone(), None).await;
             let answer = named.map(|(hint, record)| Response::Created { record, hint });
             if let Some(record) = self.finish_new(out, new, answer).await? {
                 return Ok(record);
@@ -1755,7 +1753,7 @@ impl Client {
             let ops = batch
                 .iter()
                 .filter_map(|&i| match &prepared[i] {
-                    Ok((_, Some(new))) => Some(new.req.clone()),
+                    Ok((_, Some(new))) => Some(new.request(&outs[i])),
                     _ => None,
                 })
                 .collect();
@@ -1834,7 +1832,7 @@ impl Client {
         two_daemons: bool,
     ) -> FsResult<Option<NewFile>> {
         let (path, token) = (out.path.as_str(), out.lease.token);
-        let (parent, name) = split(path)?;
+        let parent = split(path)?.0;
         let me = self.inner.me;
         if self.inner.diskless
             || self.inner.placement != Placement::Local
@@ -1852,22 +1850,12 @@ impl Client {
             self.drop_copies(path, replicas, token).await;
             return Err(e);
         }
-        let mut record = Record::new(Kind::File, out.mode, now_ns());
-        record.size = size;
-        record.version = 1;
-        record.stamp = token;
-        record.holders = std::iter::once(me)
-            .chain(replicas.iter().copied())
-            .collect();
-        let req = Request::CreateFile {
-            parent: parent.to_string(),
-            name: name.to_string(),
-            path: path.to_string(),
-            record,
+        let holders = std::iter::once(me).chain(replicas.iter().copied());
+        Ok(Some(NewFile {
+            record: out.first_version(size, holders.collect()),
             parents: self.kept_with(path),
-            lease: None,
-        };
-        Ok(Some(NewFile { replicas, req }))
+            replicas,
+        }))
     }
 
     /// The second half, given the daemon's `answer`: the record, or `None`
@@ -1883,7 +1871,8 @@ impl Client {
     ) -> FsResult<Option<Record>> {
         let (path, token) = (out.path.as_str(), out.lease.token);
         let (parent, _) = split(path)?;
-        let NewFile { replicas, req } = new;
+        let req = new.request(out);
+        let NewFile { replicas, .. } = new;
         let store = &self.inner.store;
         if matches!(&answer, Err(e) if e.code == Errno::ENOENT)
             && self.mkdir_all(parent).await.is_ok()
@@ -2533,11 +2522,7 @@ impl Writer {
             return Err(self);
         };
         let (out, held) = self.take_output();
-        let mut record = Record::new(Kind::File, out.mode, now_ns());
-        record.size = size;
-        record.version = 1;
-        record.stamp = out.lease.token;
-        record.holders = vec![self.client.inner.me];
+        let record = out.first_version(size, vec![self.client.inner.me]);
         if let Some(held) = &held {
             held.closed(split(&out.path).map_or("", |(_, n)| n), record.clone());
         }
@@ -2601,11 +2586,42 @@ struct Claim {
     copies: u32,
 }
 
-/// A new file stored and ready to be named by one `CreateFile` (`req`),
-/// and the nodes its bytes were also copied to.
+/// A new file stored and ready to be named: its committed record, the
+/// directories above it its daemon keeps too, and the nodes its bytes were
+/// also copied to.
 struct NewFile {
+    record: Record,
+    parents: Vec<String>,
     replicas: Vec<NodeId>,
-    req: Request,
+}
+
+impl NewFile {
+    /// The one request that names `out`'s file where one daemon keeps both
+    /// its entry and its record (and makes the `parents` it lacks).
+    fn request(&self, out: &Output) -> Request {
+        // The path was split when the output was made.
+        let (parent, name) = split(&out.path).unwrap_or(("/", ""));
+        Request::CreateFile {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            path: out.path.clone(),
+            record: self.record.clone(),
+            parents: self.parents.clone(),
+            lease: None,
+        }
+    }
+}
+
+impl Output {
+    /// The record of this file's first version, `size` bytes on `holders`.
+    fn first_version(&self, size: u64, holders: Vec<NodeId>) -> Record {
+        let mut record = Record::new(Kind::File, self.mode, now_ns());
+        record.size = size;
+        record.version = 1;
+        record.stamp = self.lease.token;
+        record.holders = holders;
+        record
+    }
 }
 
 /// The size of the file a program wrote for `out` (`EISDIR` for a directory).

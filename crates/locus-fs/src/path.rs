@@ -42,8 +42,7 @@ pub fn split(path: &str) -> FsResult<(&str, &str)> {
         return Err(FsError::new(Errno::EINVAL, path).with_detail("the root has no parent"));
     }
     let cut = path.rfind('/').expect("normalised paths are absolute");
-    let parent = if cut == 0 { "/" } else { &path[..cut] };
-    Ok((parent, &path[cut + 1..]))
+    Ok((locus_proto::fs::parent(path), &path[cut + 1..]))
 }
 
 /// Joins a name onto a normalised directory path.
