@@ -22,6 +22,8 @@ const SPARES: usize = 64;
 /// A new file in a held directory, not yet named to any daemon.
 pub(crate) struct Unclaimed {
     pub mode: u32,
+    /// When it was made: its modification time until it is published.
+    made_ns: i64,
     /// Its writer's: the name is claimed locked by it.
     pub lease: Lease,
     state: Mutex<Claim>,
@@ -54,6 +56,7 @@ impl Unclaimed {
     pub fn new(mode: u32, lease: Lease) -> Arc<Unclaimed> {
         Arc::new(Unclaimed {
             mode,
+            made_ns: crate::meta::now_ns(),
             lease,
             state: Mutex::new(Claim::Open),
             settled: tokio::sync::Notify::new(),
@@ -198,7 +201,7 @@ impl Held {
             return None;
         }
         Some(match state.pending.get(name) {
-            Some(Pending::Open(u)) => Known::Pending(Record::new(Kind::File, u.mode, 0)),
+            Some(Pending::Open(u)) => Known::Pending(Record::new(Kind::File, u.mode, u.made_ns)),
             Some(Pending::Closed(rec)) => Known::Pending(rec.clone()),
             None if state.names.contains(name) => Known::Published,
             None => Known::Missing,

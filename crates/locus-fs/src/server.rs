@@ -265,19 +265,8 @@ impl State {
                 self.meta.entry(&parent, &name).map(Response::Present),
             )),
             Request::Delegate { dir } => {
-                let empty = self.meta.list(&dir, None, 1).and_then(|(names, _)| {
-                    if names.is_empty() {
-                        Ok(())
-                    } else {
-                        Err(FsError::new(Errno::ENOTEMPTY, dir.as_str()))
-                    }
-                });
-                let granted = empty.and_then(|()| {
-                    self.delegations.grant(&dir, conn).map_err(|e| {
-                        FsError::new(e, dir.as_str()).with_detail("delegated to another client")
-                    })
-                });
-                send(answer(granted.map(|()| Response::Ok)))
+                let (state, send) = (self.clone(), later());
+                tokio::spawn(async move { send(answer(state.lend(dir, conn).await), true) });
             }
             Request::AwaitRecall { dir } => match self.delegations.await_recall(&dir, conn) {
                 Err(()) => send(Response::Ok),
@@ -347,6 +336,30 @@ impl State {
                     Request::Lazy { op } => self.meta.submit_lazy(*op, reply),
                     write => self.meta.submit(write, reply),
                 }
+            }
+        }
+    }
+
+    /// Lends `dir` to `conn` if it is an empty directory. Lent first, then
+    /// checked after every write queued before it is committed: a name
+    /// added meanwhile by another connection either is seen, or waited
+    /// for the loan.
+    async fn lend(&self, dir: String, conn: u64) -> FsResult<Response> {
+        self.delegations.grant(&dir, conn).map_err(|e| {
+            FsError::new(e, dir.as_str()).with_detail("delegated to another client")
+        })?;
+        let empty = match self.meta.flush().await {
+            Ok(()) => self
+                .meta
+                .list(&dir, None, 1)
+                .map(|(names, _)| names.is_empty()),
+            Err(e) => Err(e),
+        };
+        match empty {
+            Ok(true) => Ok(Response::Ok),
+            other => {
+                self.delegations.end(&dir, Some(conn));
+                other.and(Err(FsError::new(Errno::ENOTEMPTY, dir.as_str())))
             }
         }
     }
