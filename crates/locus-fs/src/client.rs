@@ -114,6 +114,9 @@ struct Inner {
     publishing: Arc<tokio::sync::Semaphore>,
     /// Closed files waiting for the publisher task, and whether it runs.
     to_publish: Mutex<(Vec<Later>, bool)>,
+    /// `Lazy` writes sent, and how many of the first were on disk at the
+    /// last `settle_dir`: one with none since asks no daemon.
+    lazy: (AtomicU64, AtomicU64),
 }
 
 /// A file closed in a held directory, to publish in the background.
@@ -241,6 +244,7 @@ impl Client {
                 held: HeldDirs::default(),
                 publishing: Arc::new(tokio::sync::Semaphore::new(PUBLISHING_AT_ONCE)),
                 to_publish: Mutex::default(),
+                lazy: Default::default(),
             }),
         })
     }
@@ -296,7 +300,10 @@ impl Client {
         // disk with the next flushed commit (or at `settle_dir`).
         let lazy = PUBLISHING.try_with(|p| *p == Publishing::Lazy && req.is_metadata_write());
         let req = match lazy {
-            Ok(true) => Request::Lazy { op: Box::new(req) },
+            Ok(true) => {
+                self.inner.lazy.0.fetch_add(1, Ordering::Relaxed);
+                Request::Lazy { op: Box::new(req) }
+            }
             _ => req,
         };
         let owner = self.owner(path);
@@ -589,10 +596,17 @@ impl Client {
         if let Some(held) = normalise(dir).ok().and_then(|d| self.inner.held.get(&d)) {
             held.flushed().await;
         }
-        let nodes = 0..self.node_count() as NodeId;
-        for synced in join_all(nodes.map(|n| self.call(n, Request::Sync))).await {
-            expect_ok(synced?)?;
+        // A `Sync` follows the writes sent before it on each connection.
+        let (sent, synced) = &self.inner.lazy;
+        let upto = sent.load(Ordering::Relaxed);
+        if synced.load(Ordering::Relaxed) >= upto {
+            return Ok(());
         }
+        let nodes = 0..self.node_count() as NodeId;
+        for done in join_all(nodes.map(|n| self.call(n, Request::Sync))).await {
+            expect_ok(done?)?;
+        }
+        synced.fetch_max(upto, Ordering::Relaxed);
         Ok(())
     }
 
