@@ -8,6 +8,7 @@
 pub mod cgroup;
 pub mod daemons;
 pub mod emulate;
+mod exits;
 pub mod netns;
 pub mod ranks;
 pub mod role;

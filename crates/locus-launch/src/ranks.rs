@@ -6,6 +6,7 @@
 
 use crate::daemons::{self, Daemons};
 use crate::emulate::Host;
+use crate::exits::Exits;
 use crate::role::{self, Program};
 use crate::site::{self, Deploy, Shape, Site};
 use locus_fs::cluster::CLUSTER_FILE;
@@ -27,6 +28,9 @@ const ROLE_FILE: &str = "rank.json";
 /// How long the other ranks get to stop on their own once the leader is
 /// done or a rank failed; and a site launcher to stop its ranks.
 const STOP_GRACE: Duration = Duration::from_secs(2);
+/// The longest a wait for ranks lets a SIGINT or SIGTERM go unseen (one
+/// that comes just before the wait does not end it).
+const INTERRUPT_CHECK: Duration = Duration::from_millis(200);
 
 /// Where the ranks run.
 #[derive(Clone)]
@@ -277,12 +281,14 @@ fn run_here(
     // cut off from its server cannot be told to).
     let mut stragglers = Vec::new();
     let interrupted = on_interrupt();
+    let mut exits = Exits::of(children.iter().map(|(_, c)| c));
     loop {
         for (rank, child) in &mut children {
             if codes[*rank as usize].is_none() {
                 if let Ok(Some(status)) = child.try_wait() {
                     let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
                     codes[*rank as usize] = Some(code);
+                    exits.ended(*rank as usize);
                     if *rank < leader && code != 0 && ended_at.is_none() {
                         let how = match status.signal() {
                             Some(sig) => format!("was killed by signal {sig}"),
@@ -337,8 +343,11 @@ fn run_here(
             }
             break;
         }
-        // Each pass asks every rank: keep that under ~5% of a core.
-        std::thread::sleep(Duration::from_micros(2_000.max(20 * children.len() as u64)));
+        let most = match ended_at {
+            Some(t) => STOP_GRACE.saturating_sub(t.elapsed()),
+            None => INTERRUPT_CHECK,
+        };
+        exits.wait(most);
     }
     let leader_code = codes[leader as usize].unwrap_or(1);
     let code = if leader_code != 0 {
@@ -403,6 +412,7 @@ fn run_site(
         .spawn()
         .map_err(|e| format!("starting {}: {e}", site.program().display()))?;
     let interrupted = on_interrupt();
+    let exits = Exits::of([&launcher]);
     loop {
         if let Some(status) = launcher.try_wait().map_err(|e| e.to_string())? {
             let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
@@ -434,7 +444,7 @@ fn run_site(
             reap(launcher);
             return Ok(130);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        exits.wait(INTERRUPT_CHECK);
     }
 }
 

@@ -467,7 +467,7 @@ impl State {
             Event::Msg(from, msg) => match msg {
                 RankMsg::Want => {
                     self.asked.insert(from);
-                    self.offer(from);
+                    self.offer(from, true);
                 }
                 RankMsg::Done(o) => {
                     if self.layout.is_worker(from) {
@@ -708,24 +708,28 @@ impl State {
     /// none; ahead, when it runs one (the next is then there when it
     /// finishes, instead of a round trip later) or only short ones. Nothing
     /// goes ahead before every worker has asked once, or the first to ask
-    /// would take work from those still starting.
-    fn offer(&mut self, w: Rank) {
+    /// would take work from those still starting. Short tasks go in
+    /// batches: a worker sent `PREFETCH` is offered more once it has run
+    /// half of them (`filling` while a batch is made), so that one message
+    /// wakes it for many tasks rather than each.
+    fn offer(&mut self, w: Rank, filling: bool) {
         let (all, long) = self.balancer.outstanding(w);
+        let short_room = if filling { PREFETCH } else { PREFETCH / 2 + 1 };
         if all == 0 {
             self.balancer.ready(w);
-        } else if self.asked.len() == self.workers && (all < 2 || (long == 0 && all < PREFETCH)) {
+        } else if self.asked.len() == self.workers && (all < 2 || (long == 0 && all < short_room)) {
             self.balancer.ready_ahead(w);
         }
     }
 
     fn sent_to(&mut self, w: Rank, task: Task) {
         self.send(w, RankMsg::Run(task));
-        self.offer(w);
+        self.offer(w, true);
     }
 
     fn finished(&mut self, w: Rank, o: &Outcome, now: Instant) {
         self.balancer.finished(w, o, now);
-        self.offer(w);
+        self.offer(w, false);
     }
 
     /// Matches work to idle workers.

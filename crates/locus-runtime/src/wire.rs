@@ -13,7 +13,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::linux::net::SocketAddrExt;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 
 /// The sending half of a rank connection.
@@ -38,7 +38,7 @@ impl Stream {
             }
         };
         let reader = Reader {
-            rd,
+            rd: BufReader::with_capacity(READ_BUFFER, rd),
             buf: Vec::new(),
         };
         (reader, wr)
@@ -61,9 +61,13 @@ pub fn listen_local(addr: SocketAddr, rank: Rank) -> io::Result<UnixListener> {
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Bytes read from a connection at a time: the tasks a server sends
+/// together arrive with one read, not two per frame.
+const READ_BUFFER: usize = 64 << 10;
+
 /// Reads frames off one connection.
 pub struct Reader {
-    rd: Box<dyn AsyncRead + Send + Unpin>,
+    rd: BufReader<Box<dyn AsyncRead + Send + Unpin>>,
     buf: Vec<u8>,
 }
 
