@@ -26,6 +26,7 @@ pub mod rendezvous;
 pub mod report;
 pub mod resume;
 pub mod server;
+pub mod spawn;
 pub mod storage;
 pub mod store;
 pub mod value;

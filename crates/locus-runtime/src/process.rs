@@ -1,5 +1,5 @@
-//! One app process: started by `posix_spawn` (the environment built once
-//! per worker, `/dev/null` opened once) and reaped by this module, not
+//! One app process: started as `posix_spawn` would (`spawn`; the
+//! environment built once per worker, `/dev/null` opened once) and reaped by this module, not
 //! tokio (`wait4` gives its CPU time and peak memory), its stdout and
 //! stderr kept in bounded files of the run directory, its run bounded by
 //! the task timeout.
@@ -8,7 +8,7 @@ use std::ffi::{CString, OsString};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,6 +16,8 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::unix::pipe;
 use tokio::task::JoinHandle;
+
+use crate::spawn::{self, Spawner};
 
 /// Bytes of one stream kept per task; the rest is counted, not kept.
 pub const KEPT_BYTES: u64 = 1 << 20;
@@ -53,6 +55,7 @@ pub enum Stream {
 pub struct Launcher {
     env: Vec<CString>,
     null: OwnedFd,
+    spawner: Spawner,
 }
 
 impl Launcher {
@@ -67,19 +70,28 @@ impl Launcher {
             .map(|(k, v)| c_string([k.as_bytes(), b"=", v.as_bytes()].concat()))
             .collect::<io::Result<_>>()?;
         let null = File::open("/dev/null")?.into();
-        Ok(Launcher { env, null })
+        Ok(Launcher {
+            env,
+            null,
+            spawner: Spawner::new(),
+        })
     }
 
     /// Starts `argv` (its program looked up in `PATH` unless it names a
     /// path) with `fds` as its stdin, stdout and stderr, signals as a new
     /// process has them (none blocked, `SIGPIPE` not ignored).
-    fn spawn(&self, argv: &[String], fds: [RawFd; 3]) -> io::Result<libc::pid_t> {
+    fn spawn(&self, argv: &[String], fds: [RawFd; 3]) -> io::Result<spawn::Child> {
         let args = argv
             .iter()
             .map(|a| c_string(a.as_bytes().to_vec()))
             .collect::<io::Result<Vec<_>>>()?;
-        let Some(program) = args.first() else {
+        let Some(name) = argv.first() else {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "no program"));
+        };
+        let program = if name.contains('/') {
+            args[0].clone()
+        } else {
+            search_path(name)?
         };
         let pointers = |v: &[CString]| -> Vec<*mut libc::c_char> {
             v.iter()
@@ -87,69 +99,31 @@ impl Launcher {
                 .chain(std::iter::once(std::ptr::null_mut()))
                 .collect()
         };
-        let (argp, envp) = (pointers(&args), pointers(&self.env));
-        let search = !argv[0].contains('/');
-        let mut pid = 0;
-        // SAFETY: the attributes and file actions are initialised before use
-        // and destroyed after; every pointer handed over (program, argv,
-        // envp, both NULL-terminated) outlives the call; the descriptors are
-        // open for its whole duration.
-        let rc = unsafe {
-            let mut actions: libc::posix_spawn_file_actions_t = std::mem::zeroed();
-            let mut attr: libc::posix_spawnattr_t = std::mem::zeroed();
-            let mut rc = libc::posix_spawn_file_actions_init(&mut actions);
-            if rc == 0 {
-                rc = libc::posix_spawnattr_init(&mut attr);
-                if rc == 0 {
-                    for (target, &fd) in fds.iter().enumerate() {
-                        if rc == 0 {
-                            rc = libc::posix_spawn_file_actions_adddup2(
-                                &mut actions,
-                                fd,
-                                target as i32,
-                            );
-                        }
-                    }
-                    let (mut none, mut pipe) = (std::mem::zeroed(), std::mem::zeroed());
-                    libc::sigemptyset(&mut none);
-                    libc::sigemptyset(&mut pipe);
-                    libc::sigaddset(&mut pipe, libc::SIGPIPE);
-                    if rc == 0 {
-                        rc = libc::posix_spawnattr_setsigmask(&mut attr, &none);
-                    }
-                    if rc == 0 {
-                        rc = libc::posix_spawnattr_setsigdefault(&mut attr, &pipe);
-                    }
-                    if rc == 0 {
-                        let flags = libc::POSIX_SPAWN_SETSIGMASK | libc::POSIX_SPAWN_SETSIGDEF;
-                        rc = libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short);
-                    }
-                    if rc == 0 {
-                        let start = if search {
-                            libc::posix_spawnp
-                        } else {
-                            libc::posix_spawn
-                        };
-                        rc = start(
-                            &mut pid,
-                            program.as_ptr(),
-                            &actions,
-                            &attr,
-                            argp.as_ptr(),
-                            envp.as_ptr(),
-                        );
-                    }
-                    libc::posix_spawnattr_destroy(&mut attr);
-                }
-                libc::posix_spawn_file_actions_destroy(&mut actions);
-            }
-            rc
+        self.spawner
+            .spawn(&program, &pointers(&args), &pointers(&self.env), fds)
+    }
+}
+
+/// The first executable file named `name` in a directory of this
+/// process's `PATH` (as `posix_spawnp` looks, in the parent's `PATH`).
+fn search_path(name: &str) -> io::Result<CString> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    for dir in std::env::split_paths(&path) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
         };
-        match rc {
-            0 => Ok(pid),
-            e => Err(io::Error::from_raw_os_error(e)),
+        let candidate = c_string(dir.join(name).into_os_string().into_vec())?;
+        // SAFETY: access(2) on a NUL-terminated path.
+        if unsafe { libc::access(candidate.as_ptr(), libc::X_OK) } == 0 {
+            return Ok(candidate);
         }
     }
+    Err(io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{name}: not found in PATH"),
+    ))
 }
 
 fn c_string(bytes: Vec<u8>) -> io::Result<CString> {
@@ -226,13 +200,15 @@ pub async fn run(
         fds[i] = fd.as_raw_fd();
         given.push(fd);
     }
-    let pid = launcher.spawn(argv, fds)?;
+    let child = launcher.spawn(argv, fds)?;
+    let pid = child.pid;
     drop(given);
     // `pid` stays unreaped, so ours, until `reap` below.
     let mut streams = Some(captured);
     let mut readers: [Option<Reader>; 2] = [None, None];
     let watched = async {
-        let exit = pidfd(pid)?;
+        // SAFETY: an `OwnedFd` keeps its one descriptor open until dropped.
+        let exit = unsafe { AsyncFd::register_with_interest(child.pidfd, Interest::READABLE) }?;
         let patience = tokio::time::sleep(STREAM_PATIENCE);
         let limit = tokio::time::sleep(timeout.unwrap_or(Duration::MAX));
         tokio::pin!(patience, limit);
@@ -307,19 +283,6 @@ fn kill_tree(pid: libc::pid_t) {
 fn abandon(pid: libc::pid_t) {
     kill_tree(pid);
     let _ = reap(pid);
-}
-
-/// A pidfd of `pid`, readable once the process has exited.
-fn pidfd(pid: libc::pid_t) -> io::Result<AsyncFd<OwnedFd>> {
-    // SAFETY: pidfd_open(2) with no flags; the result is checked.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a new descriptor this function owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-    // SAFETY: an `OwnedFd` keeps its one descriptor open until dropped.
-    unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }.map_err(io::Error::from)
 }
 
 /// The task keeping a stream, ending with its file if one was made.
@@ -595,6 +558,14 @@ mod tests {
         )
         .await;
         assert_eq!(e.err().map(|e| e.kind()), Some(io::ErrorKind::NotFound));
+        // A program the child cannot `execve` is the spawn's error.
+        let plain = dir.path().join("f.out").display().to_string();
+        let nulls = [Stream::Null, Stream::Null, Stream::Null];
+        let e = run(&launcher, &[plain], nulls, None).await;
+        assert_eq!(
+            e.err().map(|e| e.kind()),
+            Some(io::ErrorKind::PermissionDenied)
+        );
     }
 
     #[tokio::test]
