@@ -136,7 +136,7 @@ pub struct Task {
 }
 
 /// What became of a task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
     pub id: u64,
     pub rank: Rank,

@@ -844,6 +844,36 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     #[test]
+    fn outcomes_are_held_while_tasks_wait_behind_and_never_long() {
+        let done = |id| Outcome {
+            id,
+            ..Outcome::default()
+        };
+        let t0 = Instant::now();
+        let mut held = Held::default();
+        assert!(!held.due(0, t0), "nothing to report");
+        held.push(done(1), t0);
+        assert!(held.due(0, t0), "the last task: the server must send more");
+        assert!(!held.due(3, t0 + Duration::from_millis(1)));
+        assert!(held.due(3, t0 + HOLD_FOR), "held too long");
+        for id in 2..HOLD_MOST as u64 {
+            held.push(done(id), t0 + Duration::from_millis(1));
+            assert!(!held.due(5, t0 + Duration::from_millis(1)));
+        }
+        held.push(done(99), t0 + Duration::from_millis(1));
+        assert!(
+            held.due(5, t0 + Duration::from_millis(1)),
+            "enough for one report"
+        );
+        let ids: Vec<u64> = held.take().iter().map(|o| o.id).collect();
+        assert_eq!(ids.len(), HOLD_MOST);
+        assert_eq!((ids[0], ids[HOLD_MOST - 1]), (1, 99));
+        // The clock starts again with the next outcome held.
+        held.push(done(100), t0 + Duration::from_secs(1));
+        assert!(!held.due(5, t0 + Duration::from_secs(1)));
+    }
+
+    #[test]
     fn an_output_is_told_by_what_changed_not_only_by_its_time() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("o.txt");
