@@ -593,7 +593,7 @@ fn constant(c: &Const) -> Value {
 }
 
 /// Iterations a `foreach` starts before letting the rest of the server run.
-const FOREACH_SLICE: usize = 256;
+const FOREACH_SLICE: usize = 64;
 
 /// A large `foreach` is started in slices: between two, the leader's other
 /// work (routing the tasks already released, taking outcomes) goes on, so
