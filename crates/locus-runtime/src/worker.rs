@@ -214,8 +214,8 @@ struct Held {
     since: Option<Instant>,
 }
 
-const HOLD_MOST: usize = 8;
-const HOLD_FOR: std::time::Duration = std::time::Duration::from_millis(2);
+const HOLD_MOST: usize = 16;
+const HOLD_FOR: std::time::Duration = std::time::Duration::from_millis(5);
 
 impl Held {
     fn push(&mut self, o: Outcome, now: Instant) {
