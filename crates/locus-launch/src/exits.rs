@@ -69,3 +69,31 @@ fn pidfd(pid: u32) -> Option<OwnedFd> {
     // SAFETY: a new descriptor only this value owns.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+    use std::time::Instant;
+
+    #[test]
+    fn a_wait_ends_when_a_child_ends_and_not_for_a_reaped_one() {
+        let mut quick = Command::new("sleep").arg("0.1").spawn().unwrap();
+        let mut slow = Command::new("sleep").arg("30").spawn().unwrap();
+        let mut exits = Exits::of([&quick, &slow]);
+        let started = Instant::now();
+        exits.wait(Duration::from_secs(20));
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "woke for the exit"
+        );
+        assert!(quick.try_wait().unwrap().is_some());
+        // Reaped, it no longer wakes the wait: only the time bound does.
+        exits.ended(0);
+        let started = Instant::now();
+        exits.wait(Duration::from_millis(300));
+        assert!(started.elapsed() >= Duration::from_millis(300));
+        slow.kill().unwrap();
+        slow.wait().unwrap();
+    }
+}
