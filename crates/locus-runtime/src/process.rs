@@ -1,8 +1,8 @@
 //! One app process: started as `posix_spawn` would (`spawn`; the
-//! environment built once per worker, `/dev/null` opened once) and reaped by this module, not
-//! tokio (`wait4` gives its CPU time and peak memory), its stdout and
-//! stderr kept in bounded files of the run directory, its run bounded by
-//! the task timeout.
+//! environment built once per worker, `/dev/null` opened once) and reaped
+//! by this module, not tokio (`wait4` gives its CPU time and peak memory),
+//! its stdout and stderr kept in bounded files of the run directory, its
+//! run bounded by the task timeout.
 
 use std::ffi::{CString, OsString};
 use std::fs::File;
@@ -114,9 +114,12 @@ fn search_path(name: &str) -> io::Result<CString> {
         } else {
             dir
         };
-        let candidate = c_string(dir.join(name).into_os_string().into_vec())?;
+        let path = dir.join(name);
+        let candidate = c_string(path.clone().into_os_string().into_vec())?;
         // SAFETY: access(2) on a NUL-terminated path.
-        if unsafe { libc::access(candidate.as_ptr(), libc::X_OK) } == 0 {
+        let runnable = unsafe { libc::access(candidate.as_ptr(), libc::X_OK) } == 0;
+        // (For root, a directory passes `access`.)
+        if runnable && path.is_file() {
             return Ok(candidate);
         }
     }

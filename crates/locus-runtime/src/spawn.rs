@@ -44,7 +44,7 @@ struct Exec<'a> {
 
 impl Spawner {
     pub fn new() -> Spawner {
-        let reset = (1..libc::SIGRTMAX())
+        let reset = (1..=libc::SIGRTMAX())
             .filter(|&sig| {
                 // SAFETY: a query only (no new action), into a zeroed struct.
                 let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
