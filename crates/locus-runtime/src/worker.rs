@@ -138,6 +138,11 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     let (ended, mut outcomes) = mpsc::unbounded_channel();
     let (mut open, mut in_flight) = (true, 0usize);
     let mut held = Held::default();
+    // One timer for the oldest held outcome, set again only when that
+    // changes (not made anew at every turn of the loop).
+    let expiry = tokio::time::sleep(std::time::Duration::ZERO);
+    tokio::pin!(expiry);
+    let mut armed = None;
     while open || in_flight > 0 {
         tokio::select! {
             e = &mut node_lost, if !cfg.has_left() => {
@@ -181,12 +186,18 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                     held.push(outcome, Instant::now());
                 }
             }
-            () = held.expiry() => {}
+            () = &mut expiry, if armed.is_some() => {}
         }
         let behind = in_flight.saturating_sub(1) + queue.len();
         if !open || held.due(behind, Instant::now()) {
             for o in held.take() {
                 let _ = out.send(RankMsg::Done(o));
+            }
+        }
+        if held.deadline() != armed {
+            armed = held.deadline();
+            if let Some(at) = armed {
+                expiry.as_mut().reset(at.into());
             }
         }
         // Records reach the file before the worker may wait (or be killed
@@ -230,13 +241,9 @@ impl Held {
             .is_some_and(|t| behind == 0 || self.outcomes.len() >= HOLD_MOST || now >= t + HOLD_FOR)
     }
 
-    /// Ready once the oldest outcome has been held `HOLD_FOR`; never when
-    /// none is.
-    async fn expiry(&self) {
-        match self.since {
-            Some(t) => tokio::time::sleep_until((t + HOLD_FOR).into()).await,
-            None => std::future::pending().await,
-        }
+    /// When the oldest outcome will have been held `HOLD_FOR`.
+    fn deadline(&self) -> Option<Instant> {
+        self.since.map(|t| t + HOLD_FOR)
     }
 
     fn take(&mut self) -> Vec<Outcome> {
