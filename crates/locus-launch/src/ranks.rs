@@ -285,7 +285,13 @@ fn run_here(
     loop {
         for (rank, child) in &mut children {
             if codes[*rank as usize].is_none() {
-                if let Ok(Some(status)) = child.try_wait() {
+                let asked = child.try_wait();
+                if asked.is_err() {
+                    // Not ours to reap (any more): its pidfd would wake
+                    // every wait; it is asked again at each one.
+                    exits.ended(*rank as usize);
+                }
+                if let Ok(Some(status)) = asked {
                     let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
                     codes[*rank as usize] = Some(code);
                     exits.ended(*rank as usize);
