@@ -522,8 +522,6 @@ impl Db {
 /// grows with every operation (tens of KiB each).
 const UNFLUSHED_COMMITS: u32 = 64;
 const UNFLUSHED_FOR: Duration = Duration::from_secs(1);
-/// How long lazy work waits for more to share its transaction.
-const LAZY_GATHER: Duration = Duration::from_millis(1);
 
 /// Whether the writer's next commit is flushed to disk.
 struct Flushing {
@@ -574,29 +572,10 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
             Err(mpsc::RecvTimeoutError::Timeout) => Vec::new(),
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         };
-        // Lazy work that may be flushed later waits a moment for more:
-        // one transaction for many creates copies each page it changes
-        // once, not once per create.
-        let gather = match batch.first() {
-            Some(j) if j.lazy => LAZY_GATHER,
-            _ => Duration::ZERO,
-        };
-        let until = Instant::now() + gather;
         while !batch.is_empty() && batch.len() < MAX_BATCH {
-            let next = match until.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => rx.recv_timeout(left).ok(),
-                _ => rx.try_recv().ok(),
-            };
-            match next {
-                Some(job) => {
-                    let eager = !job.lazy;
-                    batch.push(job);
-                    // Someone waits on this one: no more gathering.
-                    if eager {
-                        break;
-                    }
-                }
-                None => break,
+            match rx.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
             }
         }
         let asked = batch.iter().any(|j| j.op.is_none());
