@@ -560,10 +560,7 @@ impl Client {
             })
             .await;
         self.inner.held.remove(dir);
-        for spare in held.left() {
-            self.inner.store.discard(&spare);
-        }
-        self.inner.store.remove_shared(&held.tmp);
+        self.discard_spares(&held);
         let owner = self.owner(dir);
         let given = Request::GiveBack {
             dir: dir.to_string(),
@@ -1174,7 +1171,8 @@ impl Client {
     /// A writer of a new file in a held directory, named to no daemon
     /// until it is closed (`None` where the directory is not held).
     fn unclaimed_writer(&self, path: &str, mode: u32) -> FsResult<Option<Writer>> {
-        let Some((held, name)) = self.held_parent(path) else {
+        let (parent, name) = split(path)?;
+        let Some(held) = self.inner.held.get(parent) else {
             return Ok(None);
         };
         let lease = Lease {
@@ -1188,7 +1186,7 @@ impl Client {
         };
         let (spare, low) = held.spare();
         if low {
-            self.make_spares(split(path)?.0, held.clone());
+            self.make_spares(parent, held.clone());
         }
         let made = spare.map_or_else(|| self.inner.store.shared_file(&held.next_spare()), Ok);
         let (tmp, file) = match made {
@@ -1198,7 +1196,6 @@ impl Client {
                 return Err(e);
             }
         };
-        let parent = split(path)?.0;
         Ok(Some(Writer {
             client: self.clone(),
             path: path.to_string(),
@@ -1238,11 +1235,10 @@ impl Client {
                 };
                 let client = &client;
                 join_all(batch.into_iter().map(|later| async move {
-                    let published = client.publish_new(&later.out, Publishing::Lazy).await;
-                    if let Err(e) = &published {
+                    let published = client.publish_held(&later.out, later.held, Publishing::Lazy);
+                    if let Err(e) = published.await {
                         tracing::warn!("{}: publishing after its close: {e}", later.out.path);
                     }
-                    client.published(&later.out, later.held, published.is_ok());
                 }))
                 .await;
             }
@@ -1260,10 +1256,16 @@ impl Client {
             held.made_ahead(made);
             // Given back meanwhile: no create will take them.
             if !client.inner.held.holds(&dir, &held) {
-                held.left().iter().for_each(|f| store.discard(f));
-                store.remove_shared(&held.tmp);
+                client.discard_spares(&held);
             }
         });
+    }
+
+    /// Removes the empty files `held` no longer needs, and their directory.
+    fn discard_spares(&self, held: &crate::held_dirs::Held) {
+        let store = &self.inner.store;
+        held.left().iter().for_each(|f| store.discard(f));
+        store.remove_shared(&held.tmp);
     }
 
     /// Publishes `out` as a new file (or the next version of a file made
@@ -1281,14 +1283,22 @@ impl Client {
         }
     }
 
-    /// A new file of `held` published (`ok`) or not: its bytes go if not.
-    fn published(&self, out: &Output, held: Option<Arc<crate::held_dirs::Held>>, ok: bool) {
-        if !ok {
+    /// Publishes `out`, a new file of `held`, and settles its name there;
+    /// its bytes go if it could not be published.
+    async fn publish_held(
+        &self,
+        out: &Output,
+        held: Option<Arc<crate::held_dirs::Held>>,
+        how: Publishing,
+    ) -> FsResult<Record> {
+        let published = self.publish_new(out, how).await;
+        if published.is_err() {
             self.discard(out);
         }
         if let (Some(held), Ok((_, name))) = (held, split(&out.path)) {
-            held.settled(name, ok);
+            held.settled(name, published.is_ok());
         }
+        published
     }
 
     /// Opens an existing file for writing, taking its write lock (`EBUSY` if
@@ -1885,14 +1895,13 @@ impl Client {
     ) -> FsResult<Option<Record>> {
         let (path, token) = (out.path.as_str(), out.lease.token);
         let (parent, _) = split(path)?;
-        let req = new.request(out);
-        let NewFile { replicas, .. } = new;
-        let store = &self.inner.store;
         if matches!(&answer, Err(e) if e.code == Errno::ENOENT)
             && self.mkdir_all(parent).await.is_ok()
         {
-            answer = self.meta(path, req).await;
+            answer = self.meta(path, new.request(out)).await;
         }
+        let NewFile { replicas, .. } = new;
+        let store = &self.inner.store;
         match answer {
             Ok(Response::Created { record, .. }) => {
                 self.inner
@@ -2405,9 +2414,10 @@ impl Writer {
                 Ok(true) => {}
                 Ok(false) => {
                     let (out, held) = self.take_output();
-                    let published = self.client.publish_new(&out, Publishing::Flushed).await;
-                    self.client.published(&out, held, published.is_ok());
-                    return published;
+                    return self
+                        .client
+                        .publish_held(&out, held, Publishing::Flushed)
+                        .await;
                 }
                 // Taken by another writer while the directory was recalled.
                 Err(e) => {

@@ -189,24 +189,20 @@ impl MetaStore {
         self.wait_for(Some(op)).await
     }
 
-    /// Queues a write operation; `reply` gets its result once it is durable.
-    /// The daemon passes a closure that queues the answer on the connection
-    /// directly, saving a task and a wake-up per operation.
+    /// Queues a write operation; `reply` gets its result once it is durable
+    /// (a `Lazy` one's once committed, before the commit is flushed, which
+    /// follows within a second or 64 commits, or at `flush`). The daemon
+    /// passes a closure that queues the answer on the connection directly,
+    /// saving a task and a wake-up per operation.
     pub fn submit(&self, op: Request, reply: Reply) {
+        let (op, lazy) = match op {
+            Request::Lazy { op } => (*op, true),
+            op => (op, false),
+        };
         self.queue(Job {
             op: Some(op),
             reply,
-            lazy: false,
-        });
-    }
-
-    /// `submit`, answered once committed, before the commit is flushed
-    /// (which follows within a second or 64 commits, or at `flush`).
-    pub fn submit_lazy(&self, op: Request, reply: Reply) {
-        self.queue(Job {
-            op: Some(op),
-            reply,
-            lazy: true,
+            lazy,
         });
     }
 

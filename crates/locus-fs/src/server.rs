@@ -332,10 +332,7 @@ impl State {
                         })
                     }
                 };
-                match write {
-                    Request::Lazy { op } => self.meta.submit_lazy(*op, reply),
-                    write => self.meta.submit(write, reply),
-                }
+                self.meta.submit(write, reply)
             }
         }
     }
