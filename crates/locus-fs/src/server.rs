@@ -224,6 +224,13 @@ async fn serve_rpc(stream: TcpStream, state: Arc<State>) -> io::Result<()> {
     result
 }
 
+/// The largest file `ImportData` copies on the connection's own task.
+const SMALL_FILE: u64 = 64 << 10;
+
+fn small_file(p: &std::path::Path) -> bool {
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE)
+}
+
 fn answer(r: FsResult<Response>) -> Response {
     r.unwrap_or_else(Response::Err)
 }
@@ -291,6 +298,15 @@ impl State {
                 self.meta
                     .list(&dir, after.as_deref(), limit.min(MAX_PAGE))
                     .map(|(entries, more)| Response::Entries { entries, more }),
+            )),
+            // A small file is copied here at once: a blocking thread's
+            // hand-off and wake-up cost more than its few system calls.
+            Request::ImportData {
+                path,
+                stamp,
+                source,
+            } if small_file(&source) => send(answer(
+                self.store.import(&source, &path, stamp).map(Response::Size),
             )),
             req @ (Request::Status
             | Request::Sync
