@@ -13,7 +13,7 @@ use locus_proto::fs::{Change, NodeId, Request, Response};
 use locus_proto::FsResult;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// Batches sent to a replica and not yet answered, at most.
 const IN_FLIGHT: usize = 4;
@@ -26,7 +26,19 @@ const TIMEOUT: Duration = Duration::from_secs(5);
 
 struct Batch {
     changes: Vec<Change>,
-    applied: Option<oneshot::Sender<()>>,
+    applied: Option<Applied>,
+}
+
+/// What runs once the first replica applied a batch, or could not be
+/// reached, or the daemon stops: run when dropped, so it always runs.
+struct Applied(Option<Box<dyn FnOnce() + Send>>);
+
+impl Drop for Applied {
+    fn drop(&mut self) {
+        if let Some(then) = self.0.take() {
+            then();
+        }
+    }
 }
 
 /// A daemon's senders to its replicas, one ordered queue each.
@@ -62,18 +74,17 @@ impl Replicator {
     }
 
     /// Queues `changes` for every replica (callable from any thread, in
-    /// commit order); the answer comes once the first replica applied them,
-    /// or could not be reached (the write stands on fewer copies then).
-    pub fn forward(&self, changes: Vec<Change>) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        let mut applied = Some(tx);
+    /// commit order); `then` runs once the first replica applied them, or
+    /// could not be reached (the write stands on fewer copies then), on the
+    /// task that sends to it (no task or wake-up of its own).
+    pub fn forward(&self, changes: Vec<Change>, then: impl FnOnce() + Send + 'static) {
+        let mut applied = Some(Applied(Some(Box::new(then))));
         for r in &self.replicas {
             let _ = r.send(Batch {
                 changes: changes.clone(),
                 applied: applied.take(),
             });
         }
-        rx
     }
 }
 
@@ -121,9 +132,7 @@ async fn send_in_order(peer: Peer, mut rx: mpsc::UnboundedReceiver<Batch>) {
             }
             Err(_) => {}
         }
-        for a in applied.into_iter().flatten() {
-            let _ = a.send(());
-        }
+        drop(applied);
     }
 }
 
@@ -167,4 +176,28 @@ pub async fn take_back(
         return Ok(Some((node, taken)));
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A write's answer waits for its first replica, and is given even if
+    /// what was queued for the replica is never sent (the daemon stopped).
+    #[test]
+    fn a_forwarded_write_is_answered_once_whatever_becomes_of_its_batch() {
+        let answered = Arc::new(AtomicUsize::new(0));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let replicator = Replicator { replicas: vec![tx] };
+        let a = answered.clone();
+        replicator.forward(Vec::new(), move || drop(a.fetch_add(1, Ordering::SeqCst)));
+        assert_eq!(answered.load(Ordering::SeqCst), 0, "answered before sent");
+        drop(rx);
+        assert_eq!(answered.load(Ordering::SeqCst), 1);
+        // No sender task at all: answered at once.
+        let a = answered.clone();
+        replicator.forward(Vec::new(), move || drop(a.fetch_add(1, Ordering::SeqCst)));
+        assert_eq!(answered.load(Ordering::SeqCst), 2);
+    }
 }

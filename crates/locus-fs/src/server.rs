@@ -332,21 +332,12 @@ impl State {
                 };
                 let reply: Reply = match forward {
                     None => Box::new(move |r, _, alone| send(r, alone)),
-                    Some(replicator) => {
-                        // The reply runs on the writer thread: the wait for
-                        // the first replica is a task of this runtime.
-                        let rt = tokio::runtime::Handle::current();
-                        Box::new(move |r, changes: Vec<_>, alone| {
-                            if changes.is_empty() {
-                                return send(r, alone);
-                            }
-                            let applied = replicator.forward(changes);
-                            rt.spawn(async move {
-                                let _ = applied.await;
-                                send(r, true);
-                            });
-                        })
-                    }
+                    Some(replicator) => Box::new(move |r, changes: Vec<_>, alone| {
+                        if changes.is_empty() {
+                            return send(r, alone);
+                        }
+                        replicator.forward(changes, move || send(r, true));
+                    }),
                 };
                 self.meta.submit(write, reply)
             }
