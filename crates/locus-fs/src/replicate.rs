@@ -191,13 +191,17 @@ mod tests {
         let (tx, rx) = mpsc::unbounded_channel();
         let replicator = Replicator { replicas: vec![tx] };
         let a = answered.clone();
-        replicator.forward(Vec::new(), move || drop(a.fetch_add(1, Ordering::SeqCst)));
+        replicator.forward(Vec::new(), move || {
+            a.fetch_add(1, Ordering::SeqCst);
+        });
         assert_eq!(answered.load(Ordering::SeqCst), 0, "answered before sent");
         drop(rx);
         assert_eq!(answered.load(Ordering::SeqCst), 1);
         // No sender task at all: answered at once.
         let a = answered.clone();
-        replicator.forward(Vec::new(), move || drop(a.fetch_add(1, Ordering::SeqCst)));
+        replicator.forward(Vec::new(), move || {
+            a.fetch_add(1, Ordering::SeqCst);
+        });
         assert_eq!(answered.load(Ordering::SeqCst), 2);
     }
 }
