@@ -3,14 +3,21 @@
 //! two (`--replicas 2`), side by side in the same run: a writer on node 0
 //! writes large files, then many clients create small files at once, on
 //! each cluster in turn (alternating which goes first, medians of rounds).
+//! Beside them, what this host itself allows a second copy made while a
+//! file is written: the same writes on the store's file system without
+//! Locus, alone and with a thread copying what is written as it is written.
 
 use crate::io::{settle, MIB};
 use crate::report::{header, median, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
-use locus_fs::Client;
+use locus_fs::{copy_as_written, Client};
 use locus_launch::Daemons;
+use std::fs::File;
 use std::io::Write;
+use std::path::Path;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 pub struct ReplicasOpts {
@@ -103,6 +110,72 @@ impl Side {
     }
 }
 
+/// What this host allows a second copy made while a file is written,
+/// without Locus: `files` files of `size` bytes written in 1 MiB pieces in
+/// `dir`, (0) alone, (1) each with a thread copying what it has so far into
+/// another file in the kernel (`copy_as_written`, as the first replica on
+/// this host is made), (2) each piece written to two files at once by two
+/// threads. The three total times.
+fn raw_copies(dir: &Path, files: u32, size: u64) -> anyhow::Result<[Duration; 3]> {
+    let chunk = Arc::new(vec![7u8; MIB as usize]);
+    let pieces = size / MIB;
+    let mut took = [Duration::ZERO; 3];
+    for (k, took) in took.iter_mut().enumerate() {
+        settle();
+        for i in 0..files {
+            let (src, dst) = (dir.join(format!("f{i}")), dir.join(format!("f{i}.copy")));
+            let start = Instant::now();
+            let mut out = File::create(&src)?;
+            match k {
+                0 => (0..pieces).try_for_each(|_| out.write_all(&chunk))?,
+                1 => {
+                    let (from, to) = (File::open(&src)?, File::create(&dst)?);
+                    let done = Arc::new(AtomicBool::new(false));
+                    let copier = std::thread::spawn({
+                        let done = done.clone();
+                        move || copy_as_written(&from, &to, &done, &AtomicBool::new(false))
+                    });
+                    (0..pieces).try_for_each(|_| out.write_all(&chunk))?;
+                    done.store(true, Ordering::Release);
+                    let n = copier
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("copy thread panicked"))??;
+                    anyhow::ensure!(n == size, "copied {n} of {size} bytes");
+                }
+                _ => {
+                    let mut other = File::create(&dst)?;
+                    let (go, back) = (Arc::new(Barrier::new(2)), Arc::new(Barrier::new(2)));
+                    let twin = std::thread::spawn({
+                        let (go, back, chunk) = (go.clone(), back.clone(), chunk.clone());
+                        move || -> std::io::Result<()> {
+                            for _ in 0..pieces {
+                                go.wait();
+                                let written = other.write_all(&chunk);
+                                back.wait();
+                                written?;
+                            }
+                            Ok(())
+                        }
+                    });
+                    for _ in 0..pieces {
+                        go.wait();
+                        let written = out.write_all(&chunk);
+                        back.wait();
+                        written?;
+                    }
+                    twin.join()
+                        .map_err(|_| anyhow::anyhow!("writer thread panicked"))??;
+                }
+            }
+            drop(out);
+            *took += start.elapsed();
+            let _ = std::fs::remove_file(&src);
+            let _ = std::fs::remove_file(&dst);
+        }
+    }
+    Ok(took)
+}
+
 pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
     if opts.size == 0 || !opts.size.is_multiple_of(MIB) || opts.nodes < 2 {
         anyhow::bail!("give at least 2 nodes and a size that is a positive multiple of 1 MiB");
@@ -129,7 +202,9 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let (mut writes, mut creates) = (Vec::new(), Vec::new());
+    let (mut writes, mut creates, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    let scratch = root.join("raw");
+    std::fs::create_dir_all(&scratch)?;
     for n in 0..=opts.rounds.max(1) {
         let mut w = [Duration::ZERO; 2];
         let mut c = [Duration::ZERO; 2];
@@ -141,9 +216,11 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
             c[k] = rt.block_on(side.create(&format!("{dir}/small"), opts.creates))?;
             rt.block_on(side.writer.remove_all(&dir))?;
         }
+        let r = raw_copies(&scratch, opts.files, opts.size)?;
         if n > 0 {
             writes.push(w);
             creates.push(c);
+            raw.push(r);
         }
     }
     let bytes = (opts.files as u64 * opts.size) as f64 / 1e9;
@@ -153,9 +230,20 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
     let (w1, w2) = (rate(&writes, 0, bytes), rate(&writes, 1, bytes));
     let created = opts.creates as f64;
     let (c1, c2) = (rate(&creates, 0, created), rate(&creates, 1, created));
+    let rates = |v: &[[Duration; 3]], k: usize| {
+        median(v.iter().map(|t| bytes / t[k].as_secs_f64()).collect())
+    };
+    let (alone, copied, twice) = (rates(&raw, 0), rates(&raw, 1), rates(&raw, 2));
     header("", "1 copy");
     row_precise("large-file writes, GB/s (2 copies)", w2, w1);
+    row_precise("host: write + copy as written", copied, alone);
+    row_precise("host: each piece to 2 files at once", twice, alone);
     row("small-file creates /s (2 copies)", c2, c1);
+    println!(
+        "host rows: the same files written without Locus (GB/s), beside the writes alone: with \
+         a thread copying each as it is written (in the kernel, as Locus's first copy on this \
+         host), and with each 1 MiB piece written to two files by two threads at once"
+    );
     target("writes with 2 copies ≥ 80% of 1 copy", w2 >= 0.8 * w1);
     target("creates with 2 copies ≥ 60% of 1 copy", c2 >= 0.6 * c1);
     drop((one, two));

@@ -50,7 +50,7 @@ impl Follower {
             .name("locus-follow".into())
             .spawn({
                 let state = state.clone();
-                move || follow(&from, &to, &state)
+                move || copy_as_written(&from, &to, &state.done, &state.cancelled)
             });
         match spawned {
             Ok(thread) => Ok(Follower {
@@ -97,14 +97,20 @@ impl Drop for Follower {
     }
 }
 
-/// Copies `from` into `to` as it grows, until the writer is done (then to
-/// its end) or the copy is cancelled; returns the bytes copied.
-fn follow(from: &File, to: &File, state: &State) -> io::Result<u64> {
+/// Copies `from` (only ever appended to meanwhile) into `to` as it grows,
+/// in the kernel, until `done` is set (then to its end) or `cancelled`;
+/// returns the bytes copied.
+pub fn copy_as_written(
+    from: &File,
+    to: &File,
+    done: &AtomicBool,
+    cancelled: &AtomicBool,
+) -> io::Result<u64> {
     let mut at: i64 = 0;
     loop {
         // Read before copying: everything written before `done` was set is
         // in the file by the time this pass reaches its end.
-        let done = state.done.load(Ordering::Acquire);
+        let last = done.load(Ordering::Acquire);
         loop {
             let mut out_at = at;
             // SAFETY: both descriptors are open for the call; the offsets
@@ -129,11 +135,11 @@ fn follow(from: &File, to: &File, state: &State) -> io::Result<u64> {
                     }
                 }
             }
-            if state.cancelled.load(Ordering::Acquire) {
+            if cancelled.load(Ordering::Acquire) {
                 return Ok(at as u64);
             }
         }
-        if done || state.cancelled.load(Ordering::Acquire) {
+        if last || cancelled.load(Ordering::Acquire) {
             return Ok(at as u64);
         }
         std::thread::sleep(CAUGHT_UP_PAUSE);

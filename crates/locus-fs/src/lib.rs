@@ -24,6 +24,7 @@ pub mod transfer;
 
 pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
 pub use cluster::{ClusterSpec, NodeInfo};
+pub use follow::copy_as_written;
 pub use meta::{now_ns, Durability};
 pub use placement::Placement;
 pub use serve::{serve, JoinConfig, ServeConfig};
