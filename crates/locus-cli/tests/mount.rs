@@ -496,6 +496,23 @@ fn a_new_name_gets_the_mode_asked_for_and_an_existing_file_keeps_its_own() {
     // O_CREAT of a name that exists opens it: its mode stays.
     drop(open("/private/key", 0o666));
     assert_eq!(mode("/private/key"), 0o600 & !umask);
+    // Root's mount answers as the kernel's own checks would for root: any
+    // file may be written, only one with an execute bit run.
+    let checks = sh(
+        &m.point,
+        "printf '#!/bin/sh\necho ran\n' > private/script && chmod 444 private/key
+         echo more >> private/key && test -w private/key && echo writable
+         test -x private/key || echo key-not-runnable
+         ./private/key 2>/dev/null || echo key-refused
+         test -x private/script && ./private/script
+         test -x private && echo dir-searchable
+         python3 -c \"import os; print([os.access(p, m) for p in ('private/key', 'private/script', 'private') for m in (os.W_OK, os.X_OK)])\"",
+    );
+    assert_eq!(
+        checks,
+        "writable\nkey-not-runnable\nkey-refused\nran\ndir-searchable\n\
+         [True, False, True, True, True, True]\n"
+    );
 }
 
 #[test]

@@ -10,10 +10,10 @@ use crate::handles::{Backed, Handles, Open, Reading};
 use crate::hold::Hold;
 use crate::inodes::{Inodes, ROOT};
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
-    KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate,
-    ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request,
-    TimeOrNow, WriteFlags,
+    AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
+    INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
+    ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
+    ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
 use locus_fs::meta::now_ns;
 use locus_fs::path::join;
@@ -321,6 +321,23 @@ impl Filesystem for LocusFs {
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
         self.inodes.lock().expect("inodes").forget(ino.0, nlookup);
+    }
+
+    /// `access(2)`, asked only of root's mounts (see `config`): root may
+    /// read and write anything, and run a directory or a file with an
+    /// execute bit, as the kernel's own check would say.
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        match self.path(ino).and_then(|p| self.stat(ino.0, &p)) {
+            Ok(rec)
+                if mask.contains(AccessFlags::X_OK)
+                    && rec.kind == Kind::File
+                    && rec.mode & 0o111 == 0 =>
+            {
+                reply.error(Errno::EACCES)
+            }
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
