@@ -176,6 +176,11 @@ fn raw_copies(dir: &Path, files: u32, size: u64) -> anyhow::Result<[Duration; 3]
     Ok(took)
 }
 
+/// The median over rounds of `amount` per second of column `k`.
+fn rate<const N: usize>(rounds: &[[Duration; N]], k: usize, amount: f64) -> f64 {
+    median(rounds.iter().map(|t| amount / t[k].as_secs_f64()).collect())
+}
+
 pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
     if opts.size == 0 || !opts.size.is_multiple_of(MIB) || opts.nodes < 2 {
         anyhow::bail!("give at least 2 nodes and a size that is a positive multiple of 1 MiB");
@@ -224,16 +229,14 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
         }
     }
     let bytes = (opts.files as u64 * opts.size) as f64 / 1e9;
-    let rate = |v: &[[Duration; 2]], k: usize, amount: f64| {
-        median(v.iter().map(|t| amount / t[k].as_secs_f64()).collect())
-    };
     let (w1, w2) = (rate(&writes, 0, bytes), rate(&writes, 1, bytes));
     let created = opts.creates as f64;
     let (c1, c2) = (rate(&creates, 0, created), rate(&creates, 1, created));
-    let rates = |v: &[[Duration; 3]], k: usize| {
-        median(v.iter().map(|t| bytes / t[k].as_secs_f64()).collect())
-    };
-    let (alone, copied, twice) = (rates(&raw, 0), rates(&raw, 1), rates(&raw, 2));
+    let (alone, copied, twice) = (
+        rate(&raw, 0, bytes),
+        rate(&raw, 1, bytes),
+        rate(&raw, 2, bytes),
+    );
     header("", "1 copy");
     row_precise("large-file writes, GB/s (2 copies)", w2, w1);
     row_precise("host: write + copy as written", copied, alone);

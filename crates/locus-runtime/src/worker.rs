@@ -153,9 +153,7 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
                     "worker rank {me} leaves the run: node {} was lost: {reason}",
                     cfg.layout.node_name(me)
                 );
-                for o in held.take() {
-                    let _ = out.send(RankMsg::Done(o));
-                }
+                held.report(&out);
                 let _ = out.send(RankMsg::Leave { node, reason });
             }
             msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
@@ -190,9 +188,7 @@ pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
         }
         let behind = in_flight.saturating_sub(1) + queue.len();
         if !open || held.due(behind, Instant::now()) {
-            for o in held.take() {
-                let _ = out.send(RankMsg::Done(o));
-            }
+            held.report(&out);
         }
         if held.deadline() != armed {
             armed = held.deadline();
@@ -249,6 +245,13 @@ impl Held {
     fn take(&mut self) -> Vec<Outcome> {
         self.since = None;
         std::mem::take(&mut self.outcomes)
+    }
+
+    /// Sends every held outcome to the server, in order.
+    fn report(&mut self, out: &mpsc::UnboundedSender<RankMsg>) {
+        for o in self.take() {
+            let _ = out.send(RankMsg::Done(o));
+        }
     }
 }
 
