@@ -225,11 +225,15 @@ pub enum Stmt {
     ArrayAppend {
         array: VarId,
         value: VarId,
+        /// Where the script writes it, for errors at run time (as for the
+        /// other writes below).
+        at: Pos,
     },
     ArrayInsert {
         array: VarId,
         index: VarId,
         value: VarId,
+        at: Pos,
     },
     /// `A[i][j] = v`, `s.a.f = v`, …: the slot at `path` in container
     /// `target`; inner containers on the way are created by their first
@@ -238,6 +242,7 @@ pub enum Stmt {
         target: VarId,
         path: Vec<Member>,
         value: VarId,
+        at: Pos,
     },
     /// Reads fail at run time if the element is never set: `at` says
     /// where the script reads it.
@@ -259,6 +264,7 @@ pub enum Stmt {
         target: VarId,
         field: String,
         value: VarId,
+        at: Pos,
     },
     StructGet {
         dst: VarId,
@@ -457,13 +463,14 @@ impl Function {
                 }
                 let _ = writeln!(out, "{pad}}}");
             }
-            Stmt::ArrayAppend { array, value } => {
+            Stmt::ArrayAppend { array, value, .. } => {
                 let _ = writeln!(out, "{pad}{} += {}", v(*array), v(*value));
             }
             Stmt::ArrayInsert {
                 array,
                 index,
                 value,
+                ..
             } => {
                 let _ = writeln!(out, "{pad}{}[{}] = {}", v(*array), v(*index), v(*value));
             }
@@ -476,6 +483,7 @@ impl Function {
                 target,
                 path,
                 value,
+                ..
             } => {
                 let steps = show_path(path, &v);
                 let _ = writeln!(out, "{pad}{}{steps} = {}", v(*target), v(*value));
@@ -490,6 +498,7 @@ impl Function {
                 target,
                 field,
                 value,
+                ..
             } => {
                 let _ = writeln!(out, "{pad}{}.{field} = {}", v(*target), v(*value));
             }

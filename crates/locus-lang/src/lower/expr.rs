@@ -204,12 +204,14 @@ impl<'a> FnCx<'a> {
                 };
                 let at = Type::array_of(et);
                 let arr = self.temp(at.clone(), out);
+                let pos = self.pos(e.span);
                 for (i, v) in vals.into_iter().enumerate() {
                     let (idx, _) = self.constant(Type::Int, Const::Int(i as i64), out);
                     out.push(Stmt::ArrayInsert {
                         array: arr,
                         index: idx,
                         value: v,
+                        at: pos,
                     });
                 }
                 (arr, at)
@@ -239,7 +241,7 @@ impl<'a> FnCx<'a> {
                         None => vt = Some(t),
                         _ => {}
                     }
-                    entries.push((kid, vid));
+                    entries.push((kid, vid, self.pos(k.span)));
                 }
                 let (Some(kt), Some(vt)) = (kt, vt) else {
                     self.error(e.span, "cannot tell the type of an empty dictionary here");
@@ -250,11 +252,13 @@ impl<'a> FnCx<'a> {
                     elem: Box::new(vt),
                 };
                 let arr = self.temp(at.clone(), out);
-                for (k, v) in entries {
+                for (k, v, at) in entries {
+                    // A key given twice fails here at run time.
                     out.push(Stmt::ArrayInsert {
                         array: arr,
                         index: k,
                         value: v,
+                        at,
                     });
                 }
                 (arr, at)

@@ -205,7 +205,12 @@ impl<'a> FnCx<'a> {
         };
         let v = self.typed_expr(value, out, &elem);
         self.ever_assigned.insert(array);
-        out.push(Stmt::ArrayAppend { array, value: v });
+        let at = self.pos(name.span);
+        out.push(Stmt::ArrayAppend {
+            array,
+            value: v,
+            at,
+        });
     }
 
     pub(super) fn assign(&mut self, targets: &[ast::LValue], value: &Expr, out: &mut Vec<Stmt>) {
@@ -305,23 +310,27 @@ impl<'a> FnCx<'a> {
                 if let Some(id) = self.lookup(&target.root().name).map(|l| l.id) {
                     self.ever_assigned.insert(id);
                 }
+                let at = self.pos(target.root().span);
                 match container {
                     Some((array, mut path)) if path.len() == 1 => match path.remove(0) {
                         ir::Member::Index(index) => out.push(Stmt::ArrayInsert {
                             array,
                             index,
                             value: v,
+                            at,
                         }),
                         ir::Member::Field(field) => out.push(Stmt::StructSet {
                             target: array,
                             field,
                             value: v,
+                            at,
                         }),
                     },
                     Some((target, path)) => out.push(Stmt::InsertPath {
                         target,
                         path,
                         value: v,
+                        at,
                     }),
                     None => {}
                 }

@@ -9,14 +9,14 @@ impl Engine {
         self: &Arc<Self>,
         f: FutureId,
         what: remote::Write,
-        writer: Option<Arc<Function>>,
+        at: Option<ir::Pos>,
         done: &Arc<Done>,
     ) {
         let (e, done) = (self.clone(), done.clone());
         tokio::spawn(async move {
             if let Err(err) = e.remote.write(f, what).await {
-                e.fail(match writer {
-                    Some(func) => format!("{}: {err}", func.name),
+                e.fail(match at {
+                    Some(at) => format!("{}: {err}", e.place(&at)),
                     None => err,
                 });
             }

@@ -257,41 +257,39 @@ impl Engine {
                         .await;
                 }
             }
-            Stmt::ArrayAppend { array, value } => {
+            Stmt::ArrayAppend { array, value, at } => {
                 let v = self.get(func, frame, *value).await;
                 // Keys unique over all servers: this server's, then a count.
                 let n = self.appended.fetch_add(1, Ordering::Relaxed) as i64;
                 let k = Key::Int(((self.remote.me as i64) << 40) | n);
-                self.insert(func, frame.get(*array), vec![k], v, done);
+                self.insert(at, frame.get(*array), vec![k], v, done);
             }
             Stmt::ArrayInsert {
                 array,
                 index,
                 value,
+                at,
             } => {
                 let k = self.get(func, frame, *index).await;
                 let v = self.get(func, frame, *value).await;
                 let Some(k) = self.key(&k) else { return };
-                self.insert(func, frame.get(*array), vec![k], v, done);
+                self.insert(at, frame.get(*array), vec![k], v, done);
             }
             Stmt::StructSet {
                 target,
                 field,
                 value,
+                at,
             } => {
                 let v = self.get(func, frame, *value).await;
-                self.insert(
-                    func,
-                    frame.get(*target),
-                    vec![Key::Str(field.clone())],
-                    v,
-                    done,
-                );
+                let k = vec![Key::Str(field.clone())];
+                self.insert(at, frame.get(*target), k, v, done);
             }
             Stmt::InsertPath {
                 target,
                 path,
                 value,
+                at,
             } => {
                 let mut keys = Vec::with_capacity(path.len());
                 for m in path {
@@ -305,7 +303,7 @@ impl Engine {
                     });
                 }
                 let v = self.get(func, frame, *value).await;
-                self.insert(func, frame.get(*target), keys, v, done);
+                self.insert(at, frame.get(*target), keys, v, done);
             }
             Stmt::ArrayGet {
                 dst,

@@ -475,10 +475,11 @@ impl Engine {
         }
     }
 
-    /// Adds member `k` to container `f` (`func` names the writer in errors).
+    /// Adds the member at `path` to container `f`, as the script does at
+    /// `at` (which errors name).
     fn insert(
         self: &Arc<Self>,
-        func: &Arc<Function>,
+        at: &ir::Pos,
         f: FutureId,
         path: Vec<Key>,
         v: Value,
@@ -486,12 +487,12 @@ impl Engine {
     ) {
         if self.store.is_local(f) {
             if let Err(e) = self.store.insert(f, &path, v) {
-                self.fail(format!("{}: {e}", func.name));
+                self.fail(format!("{}: {e}", self.place(at)));
             }
             self.step();
         } else {
             let what = remote::Write::Insert(path, v);
-            self.write_remote(f, what, Some(func.clone()), done);
+            self.write_remote(f, what, Some(*at), done);
         }
     }
 
