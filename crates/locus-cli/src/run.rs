@@ -209,9 +209,11 @@ pub fn run(a: RunArgs) -> Result<()> {
             .context("a rank started by a launcher needs --run-dir (shared by all ranks)")?;
         return as_rank(a.rank_options(run_dir));
     }
-    // Check the script before starting anything.
-    if let Err(diags) = load(&a.script, a.modules.search()) {
-        eprintln!("{diags}");
+    // Check the script before starting anything (one that cannot be read
+    // is one line, as every other error).
+    let src = crate::check::source(&a.script, a.modules.search()).map_err(anyhow::Error::msg)?;
+    if let Err(diags) = compile(&src) {
+        eprintln!("{}", locus_lang::diag::report(&diags, &src));
         std::process::exit(1);
     }
     let run_dir = match &a.run_dir {

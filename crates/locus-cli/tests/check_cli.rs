@@ -66,14 +66,16 @@ fn bad_script_reports_every_error_with_position_and_caret() {
 
 #[test]
 fn unreadable_script_is_one_line() {
-    let out = locus(&["check", "/nonexistent/wf.swift"]);
-    assert!(!out.status.success());
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.starts_with("locus: cannot read /nonexistent/wf.swift"),
-        "{err}"
-    );
+    for command in ["check", "run"] {
+        let out = locus(&[command, "/nonexistent/wf.swift"]);
+        assert!(!out.status.success());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{command}: {err}");
+        assert!(
+            err.starts_with("locus: cannot read /nonexistent/wf.swift"),
+            "{command}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -41,8 +41,18 @@ impl Diagnostic {
             1
         };
         // Columns count characters; keep up to WINDOW of them around `col`.
+        // Control characters (a binary file's) are shown as one mark each,
+        // never sent to the terminal, which would act on them.
         let skip = (col - 1).saturating_sub(WINDOW / 2);
-        let text: String = full.chars().skip(skip).take(WINDOW).collect();
+        let text: String = (full.chars().skip(skip).take(WINDOW))
+            .map(|c| {
+                if c.is_control() && c != '\t' {
+                    '\u{fffd}'
+                } else {
+                    c
+                }
+            })
+            .collect();
         let col = col - skip;
         let width = width.min(WINDOW + 1 - col).max(1);
         let mut out = self.headline(src);
@@ -113,5 +123,19 @@ mod tests {
         let all = report(&many, &src);
         assert!(all.len() < 40_000, "{}", all.len());
         assert!(all.ends_with("long.swift: 1000 errors (900 not shown)"));
+    }
+
+    #[test]
+    fn control_characters_of_a_line_are_not_printed() {
+        let src = Source::new("bin.swift", "\u{1b}[2J\u{7}\tx @ y\u{8}");
+        let d = Diagnostic::new(Span { start: 8, end: 9 }, "bad");
+        let shown = d.render(&src);
+        assert!(!shown
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'));
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines[1], " 1 | \u{fffd}[2J\u{fffd}\tx @ y\u{fffd}");
+        // The caret still stands under the '@'.
+        assert_eq!(lines[2], "   |      \t  ^");
     }
 }
