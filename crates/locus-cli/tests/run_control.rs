@@ -111,3 +111,24 @@ trace(a, b);
         "g did not run on rank 3: {control:?}"
     );
 }
+
+#[test]
+fn a_long_foreach_keeps_a_bounded_number_of_tasks_released() {
+    // The engine makes iterations faster than two workers run them: it
+    // stops at the bound (a slice of iterations past it at most) and goes
+    // on as tasks end, so a loop's memory does not grow with its length.
+    let most = locus_runtime::server::RELEASED_MOST;
+    let script = format!(
+        "import sys;\nforeach i in [1:{}] {{ sleep(0.0); }}\n",
+        3 * most
+    );
+    let run = Run::new(&["-n", "3"], &script).ok();
+    let control = Report::load(&run.run_dir()).unwrap().run.control;
+    let released = control[0].most_released as usize;
+    assert!(released <= most + 64, "{released} released at once");
+    assert!(
+        released >= most / 2,
+        "the bound was not reached: {released}"
+    );
+    assert_eq!(run.records("sleep").len(), 3 * most);
+}

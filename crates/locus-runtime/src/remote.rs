@@ -136,6 +136,9 @@ pub struct ControlStats {
     pub received: u64,
     /// Calls and `foreach` shares sent to other servers.
     pub sent: u64,
+    /// Leaf tasks released and not yet done at once, at most.
+    #[serde(default)]
+    pub most_released: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]

@@ -80,7 +80,21 @@ pub struct Dispatch {
     servers_gone: Mutex<HashSet<Rank>>,
     /// On the leader: workers whose process is gone, each with why.
     workers_gone: Mutex<Vec<String>>,
+    /// Woken when the tasks released and not done fall to half of
+    /// `RELEASED_MOST`, if a `foreach` waits for that.
+    room: Notify,
+    waiting_for_room: std::sync::atomic::AtomicBool,
+    /// The most tasks released and not done at once.
+    most_released: std::sync::atomic::AtomicUsize,
 }
+
+/// Tasks one engine keeps released and not done (queued for a worker or
+/// running) before its `foreach` loops wait to start more iterations. A
+/// released task costs its engine a few KiB until it ends (the call waiting
+/// for it, the task itself): a loop of millions of tasks would otherwise
+/// hold them all at once, as fast as the engine makes them. Enough to keep
+/// thousands of workers busy and their balancer choosing.
+pub const RELEASED_MOST: usize = 20_000;
 
 impl Dispatch {
     /// Sends `bytes` to the engine of server rank `to`.
@@ -106,15 +120,55 @@ impl Dispatch {
     pub async fn run(&self, task: Task) -> Outcome {
         let id = task.id;
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().expect("pending").insert(id, tx);
+        let released = {
+            let mut pending = self.pending.lock().expect("pending");
+            pending.insert(id, tx);
+            pending.len()
+        };
+        self.most_released.fetch_max(released, Ordering::Relaxed);
         let _ = self.events.send(Event::Put(task));
         rx.await
             .unwrap_or_else(|_| failed(id, 0, "the run was stopped".into()))
     }
 
     fn complete(&self, o: Outcome) {
-        if let Some(tx) = self.pending.lock().expect("pending").remove(&o.id) {
+        let (tx, left) = {
+            let mut pending = self.pending.lock().expect("pending");
+            (pending.remove(&o.id), pending.len())
+        };
+        if let Some(tx) = tx {
             let _ = tx.send(o);
+        }
+        if left <= RELEASED_MOST / 2 && self.waiting_for_room.swap(false, Ordering::SeqCst) {
+            self.room.notify_waiters();
+        }
+    }
+
+    /// Tasks released and not done.
+    pub fn released(&self) -> usize {
+        self.pending.lock().expect("pending").len()
+    }
+
+    /// The most tasks released and not done at once, so far.
+    pub fn most_released(&self) -> usize {
+        self.most_released.load(Ordering::Relaxed)
+    }
+
+    /// Returns at once while fewer than `RELEASED_MOST` tasks are released
+    /// and not done; else once half of them are done.
+    pub async fn room(&self) {
+        if self.released() < RELEASED_MOST {
+            return;
+        }
+        loop {
+            let notified = self.room.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            self.waiting_for_room.store(true, Ordering::SeqCst);
+            if self.released() <= RELEASED_MOST / 2 {
+                return;
+            }
+            notified.await;
         }
     }
 
@@ -215,6 +269,9 @@ impl Server {
             node_lost: Notify::new(),
             servers_gone: Mutex::default(),
             workers_gone: Mutex::default(),
+            room: Notify::new(),
+            waiting_for_room: Default::default(),
+            most_released: Default::default(),
         });
         Ok(Server {
             listener,

@@ -293,7 +293,9 @@ impl Engine {
                 _ => None,
             })
             .collect();
-        let earlier = resume.unchanged(&key, &inputs, &self.opts.storage).await;
+        // The awaits below are boxed: this call's state is kept while its
+        // task waits for a worker, for every task released at once.
+        let earlier = Box::pin(resume.unchanged(&key, &inputs, &self.opts.storage)).await;
         if let Some(earlier) = earlier.filter(|e| e.declared.len() == out_files.len()) {
             let rank = self.opts.first_server + self.opts.server;
             let node = self.opts.storage.layout.node_name(rank);
@@ -306,9 +308,8 @@ impl Engine {
             self.void_outputs(app, frame, done);
             return Ok(());
         }
-        let stats = self
-            .inputs_of(target, &argv.iter().chain(&stdin).collect::<Vec<_>>())
-            .await;
+        let read: Vec<&Arg> = argv.iter().chain(&stdin).collect();
+        let stats = Box::pin(self.inputs_of(target, &read)).await;
         let held = stats
             .as_ref()
             .map_or_else(Vec::new, |s| self.opts.storage.held(s));
@@ -333,7 +334,7 @@ impl Engine {
             stats,
             ..self.task(&app.name, target, placed, prio, work)
         };
-        self.leaf(task).await?;
+        Box::pin(self.leaf(task)).await?;
         resume.made(&key, &declared);
         for (f, p) in out_files {
             self.set(f, Value::File(p), done);

@@ -50,7 +50,9 @@ impl Engine {
                 let mut outcome = self.opts.dispatch.run(task).await;
                 if !outcome.lost.is_empty() && remakes < REMAKES {
                     remakes += 1;
-                    match self.remake(&outcome.lost).await {
+                    // Boxed: rare, and its state would otherwise make every
+                    // waiting task's larger.
+                    match Box::pin(self.remake(&outcome.lost)).await {
                         Ok(true) => {
                             // Its inputs' records are stale: they moved.
                             task = Task {

@@ -34,6 +34,7 @@ impl Engine {
                 statements: self.statements.load(Ordering::Relaxed),
                 received: self.received.load(Ordering::Relaxed),
                 sent: self.sent.load(Ordering::Relaxed),
+                most_released: self.opts.dispatch.most_released() as u64,
             },
         }
     }

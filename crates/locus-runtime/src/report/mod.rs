@@ -409,8 +409,8 @@ impl Report {
         for c in &self.run.control {
             let _ = writeln!(
                 s,
-                "  rank {:>3} {:>9} statements, {} calls or loop shares from other servers, {} sent to them",
-                c.rank, c.statements, c.received, c.sent
+                "  rank {:>3} {:>9} statements, {} calls or loop shares from other servers, {} sent to them, at most {} tasks released at once",
+                c.rank, c.statements, c.received, c.sent, c.most_released
             );
         }
         s
