@@ -61,18 +61,22 @@ impl Slot {
     }
 }
 
+/// Slots per chunk of the store.
+const CHUNK: usize = 1 << 16;
+
 /// One server's futures; below the owner bits, ids are indexes handed out
-/// in order.
+/// in order. Kept in chunks of `CHUNK` made as needed: one vector would
+/// copy them all each time it doubled, and hold up to twice their room.
 pub struct Store {
     owner: u32,
-    slots: Mutex<Vec<Slot>>,
+    chunks: Mutex<Vec<Vec<Slot>>>,
 }
 
 impl Store {
     pub fn new(owner: u32) -> Store {
         Store {
             owner,
-            slots: Mutex::default(),
+            chunks: Mutex::default(),
         }
     }
 
@@ -81,17 +85,23 @@ impl Store {
     }
 
     pub fn create(&self, container: bool) -> FutureId {
-        let mut slots = self.slots.lock().expect("store");
-        slots.push(Slot {
+        let mut chunks = self.chunks.lock().expect("store");
+        if chunks.last().is_none_or(|c| c.len() == CHUNK) {
+            chunks.push(Vec::with_capacity(CHUNK));
+        }
+        let full = (chunks.len() - 1) * CHUNK;
+        let last = chunks.last_mut().expect("a chunk with room");
+        last.push(Slot {
             container,
             ..Slot::default()
         });
-        ids::tagged(self.owner, (slots.len() - 1) as u64)
+        ids::tagged(self.owner, (full + last.len() - 1) as u64)
     }
 
     fn with<T>(&self, id: FutureId, f: impl FnOnce(&mut Slot) -> T) -> T {
-        let mut slots = self.slots.lock().expect("store");
-        f(&mut slots[ids::number(id) as usize])
+        let n = ids::number(id) as usize;
+        let mut chunks = self.chunks.lock().expect("store");
+        f(&mut chunks[n / CHUNK][n % CHUNK])
     }
 
     /// Closes `id` with `v`: a scalar is set, a container gets `v`'s
@@ -280,6 +290,22 @@ pub fn walk(v: &Value, keys: &[Key]) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_name_their_slots_across_chunks() {
+        let store = Store::new(3);
+        let ids: Vec<FutureId> = (0..CHUNK as i64 + 10)
+            .map(|i| {
+                let f = store.create(false);
+                store.set(f, Value::Int(i)).unwrap();
+                f
+            })
+            .collect();
+        for (i, f) in ids.iter().enumerate() {
+            assert_eq!(owner(*f), 3);
+            assert_eq!(store.try_get(*f), Some(Value::Int(i as i64)));
+        }
+    }
 
     #[test]
     fn a_scalar_future_is_small() {
