@@ -102,7 +102,7 @@ trace(a, b);
     assert!(!run.out.status.success());
     let err = String::from_utf8_lossy(&run.out.stderr);
     assert!(
-        err.contains("the run cannot progress") && err.contains("g:never (1 waiting)"),
+        err.contains("the run cannot progress") && err.contains(":3:24: never (1 waiting)"),
         "{err}"
     );
     let control = Report::load(&run.run_dir()).unwrap().run.control;

@@ -64,6 +64,9 @@ pub struct Var {
     pub id: VarId,
     pub name: String,
     pub ty: Type,
+    /// Where the script declares it (`None` for the compiler's own).
+    #[serde(default)]
+    pub at: Option<Pos>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -612,6 +612,7 @@ impl<'a> FnCx<'a> {
             id,
             name: name.to_string(),
             ty,
+            at: None,
         });
         id
     }
@@ -658,6 +659,7 @@ impl<'a> FnCx<'a> {
             );
         }
         let id = self.new_var(&name.name, ty);
+        self.vars[id as usize].at = Some(self.pos(name.span));
         let loop_depth = self.loop_depth;
         self.scopes.last_mut().expect("a scope").insert(
             name.name.clone(),

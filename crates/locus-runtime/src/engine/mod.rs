@@ -433,10 +433,13 @@ impl Engine {
 
     /// Waits for future `f` (variable `var`), noted for the stall report.
     async fn wait_for(&self, func: &Function, var: VarId, f: FutureId) -> Value {
-        let name = func
-            .vars
-            .get(var as usize)
-            .map_or("?".into(), |v| format!("{}:{}", func.name, v.name));
+        let name = match func.vars.get(var as usize) {
+            Some(ir::Var {
+                name, at: Some(at), ..
+            }) => format!("{}: {name}", self.place(at)),
+            Some(v) => format!("{}:{}", func.name, v.name),
+            None => "?".into(),
+        };
         self.waiting
             .lock()
             .expect("waiting")

@@ -44,7 +44,8 @@ impl Engine {
         let waiting = self.waiting.lock().expect("waiting");
         waiting
             .iter()
-            // Compiler temporaries (`t`) say nothing to the user.
+            // Compiler temporaries (`t`, no place in the script) say nothing
+            // to the user.
             .filter(|(f, (name, n))| *n > 0 && !self.is_closed(**f) && !name.ends_with(":t"))
             .map(|(_, w)| w.clone())
             .collect()
