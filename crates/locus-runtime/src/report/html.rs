@@ -5,6 +5,7 @@
 
 use super::view::{Outcome, RunView, Span};
 use super::Placement;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 pub const COLORS: [&str; 8] = [
@@ -161,6 +162,10 @@ pub fn placement_timeline(o: &RunView) -> String {
     })
 }
 
+/// Tasks a worker's row draws one by one; a row with more draws one bar
+/// per pixel column instead (a run of a million tasks made a 318 MB page).
+const SPANS_DRAWN: usize = 2_000;
+
 /// Per-worker timeline of busy spans on an idle (dark red) background,
 /// each span in the colour of its group (`groups`: name and colour).
 fn timeline_by(
@@ -176,6 +181,11 @@ fn timeline_by(
         left + width + 70.0
     );
     let busy = o.busy();
+    let mut by_rank: BTreeMap<u32, Vec<&Span>> = BTreeMap::new();
+    for t in &o.spans {
+        by_rank.entry(t.rank).or_default().push(t);
+    }
+    let group_of = |t: &Span| group_of(t).min(groups.len() - 1);
     for (i, (rank, node)) in o.workers.iter().enumerate() {
         let y = i as f64 * row;
         let busy = busy.get(rank).copied().unwrap_or(0.0);
@@ -186,20 +196,40 @@ fn timeline_by(
             esc(node),
             row - 2.0
         );
-        for t in o.spans.iter().filter(|t| t.rank == *rank) {
-            let x = left + t.start / total * width;
-            let w = ((t.end - t.start) / total * width).max(0.5);
-            let (group, colour) = &groups[group_of(t).min(groups.len() - 1)];
+        let spans = by_rank.remove(rank).unwrap_or_default();
+        let bars = if spans.len() <= SPANS_DRAWN {
+            spans
+                .iter()
+                .map(|t| Bar {
+                    from: t.start / total,
+                    to: t.end / total,
+                    group: group_of(t),
+                    outcome: t.outcome,
+                    title: format!(
+                        "{} ({}, {})",
+                        t.func,
+                        groups[group_of(t)].0,
+                        t.outcome.label()
+                    ),
+                    start: t.start,
+                    end: t.end,
+                })
+                .collect()
+        } else {
+            columns(&spans, total, width as usize, groups, group_of)
+        };
+        for b in bars {
+            let x = left + b.from * width;
+            let w = ((b.to - b.from) * width).max(0.5);
             let _ = write!(
                 s,
-                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{colour}\"{}><title>{} ({}, {}) {:.3}–{:.3} s</title></rect>",
+                "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\"{}><title>{} {:.3}–{:.3} s</title></rect>",
                 row - 2.0,
-                outline(t.outcome),
-                esc(&t.func),
-                esc(group),
-                t.outcome.label(),
-                t.start,
-                t.end
+                groups[b.group].1,
+                outline(b.outcome),
+                esc(&b.title),
+                b.start,
+                b.end
             );
         }
         let idle = 100.0 * (1.0 - busy / total).max(0.0);
@@ -249,6 +279,91 @@ fn timeline_by(
         "{lg}{s}<p>busy {:.1}% of worker time</p>",
         100.0 * (1.0 - o.idle_share())
     )
+}
+
+/// A bar of a worker's row: from and to as shares of the run.
+struct Bar {
+    from: f64,
+    to: f64,
+    group: usize,
+    outcome: Outcome,
+    title: String,
+    start: f64,
+    end: f64,
+}
+
+/// A busy row of many tasks as bars of whole pixel columns: each column
+/// in the colour of the group that kept the worker busiest in it, outlined
+/// by its worst outcome; neighbouring columns alike make one bar.
+fn columns(
+    spans: &[&Span],
+    total: f64,
+    width: usize,
+    groups: &[(String, &str)],
+    group_of: impl Fn(&Span) -> usize,
+) -> Vec<Bar> {
+    struct Column {
+        busy: Vec<f64>,
+        tasks: usize,
+        outcome: Outcome,
+    }
+    let mut cols: Vec<Column> = (0..width)
+        .map(|_| Column {
+            busy: vec![0.0; groups.len()],
+            tasks: 0,
+            outcome: Outcome::Done,
+        })
+        .collect();
+    let per = total / width as f64;
+    let col_of = |t: f64| ((t / per) as usize).min(width - 1);
+    for t in spans {
+        let (first, last) = (col_of(t.start), col_of(t.end));
+        cols[first].tasks += 1;
+        for (c, col) in cols.iter_mut().enumerate().take(last + 1).skip(first) {
+            let (lo, hi) = (c as f64 * per, (c + 1) as f64 * per);
+            // A task too short for the clock still shows where it ran.
+            let took = (t.end.min(hi) - t.start.max(lo)).max(f64::MIN_POSITIVE);
+            col.busy[group_of(t)] += took;
+            if t.outcome.severity() > col.outcome.severity() {
+                col.outcome = t.outcome;
+            }
+        }
+    }
+    let mut bars: Vec<Bar> = Vec::new();
+    let mut tasks = 0;
+    for (c, col) in cols.iter().enumerate() {
+        let most = (0..groups.len()).max_by(|a, b| col.busy[*a].total_cmp(&col.busy[*b]));
+        let Some(group) = most.filter(|g| col.busy[*g] > 0.0) else {
+            continue;
+        };
+        let (start, end) = (c as f64 * per, (c + 1) as f64 * per);
+        match bars.last_mut() {
+            Some(b) if b.group == group && b.outcome == col.outcome && b.end >= start => {
+                b.end = end;
+                b.to = end / total;
+                tasks += col.tasks;
+            }
+            _ => {
+                if let Some(b) = bars.last_mut() {
+                    b.title = format!("{tasks} tasks, mostly {}", b.title);
+                }
+                tasks = col.tasks;
+                bars.push(Bar {
+                    from: start / total,
+                    to: end / total,
+                    group,
+                    outcome: col.outcome,
+                    title: format!("{} ({})", groups[group].0, col.outcome.label()),
+                    start,
+                    end,
+                });
+            }
+        }
+    }
+    if let Some(b) = bars.last_mut() {
+        b.title = format!("{tasks} tasks, mostly {}", b.title);
+    }
+    bars
 }
 
 /// Average seconds per task of each function in each part: staging its
@@ -326,4 +441,79 @@ pub fn run(name: &str, o: &RunView) -> String {
         locality_table(&[(name, o)])
     );
     page(&format!("Locus run {name}"), &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(func: &str, start: f64, end: f64, outcome: Outcome) -> Span {
+        Span {
+            func: func.into(),
+            rank: 0,
+            start,
+            end,
+            stage: 0.0,
+            commit: 0.0,
+            local_bytes: 0,
+            remote_bytes: 0,
+            written_bytes: 0,
+            placement: Placement::NoInputs,
+            outcome,
+        }
+    }
+
+    fn view(spans: Vec<Span>, seconds: f64) -> RunView {
+        RunView {
+            seconds,
+            workers: vec![(0, "node0".into())],
+            spans,
+            spilled: 0,
+            spill_checks: Vec::new(),
+            lost_nodes: Vec::new(),
+            workers_gone: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_few_tasks_are_drawn_one_by_one() {
+        let page = timeline(&view(vec![span("f", 0.0, 1.0, Outcome::Done)], 2.0));
+        assert!(
+            page.contains("<title>f (f, done) 0.000–1.000 s</title>"),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn a_row_of_a_million_tasks_is_drawn_in_pixel_columns() {
+        // Half the run `a` then half `b`, each task a microsecond or none,
+        // one failure among them.
+        let n = 1_000_000;
+        let spans = (0..n)
+            .map(|i| {
+                let start = i as f64 * 1e-6;
+                let func = if i < n / 2 { "a" } else { "b" };
+                let outcome = if i == 10 {
+                    Outcome::Failed
+                } else {
+                    Outcome::Done
+                };
+                span(func, start, start + (i % 2) as f64 * 1e-6, outcome)
+            })
+            .collect();
+        let page = timeline(&view(spans, 1.0));
+        assert!(page.len() < 20_000, "{} bytes", page.len());
+        let bars = page.matches("class=\"bar\"").count();
+        assert_eq!(bars, 3, "{page}");
+        // The failure outlines its column; every task is counted once.
+        assert!(page.contains("stroke=\"#000\""), "{page}");
+        let counted: usize = page
+            .split("<title>")
+            .skip(1)
+            .filter_map(|t| t.split(" tasks, mostly").next()?.parse::<usize>().ok())
+            .sum();
+        assert_eq!(counted, n);
+        assert!(page.contains("tasks, mostly a (done)"), "{page}");
+        assert!(page.contains("tasks, mostly b (done)"), "{page}");
+    }
 }

@@ -53,6 +53,18 @@ impl Outcome {
         }
     }
 
+    /// Which outcome a bar standing for several tasks shows.
+    pub fn severity(self) -> u8 {
+        match self {
+            Outcome::Done => 0,
+            Outcome::Resumed => 1,
+            Outcome::Retried => 2,
+            Outcome::Remade => 3,
+            Outcome::Stopped => 4,
+            Outcome::Failed => 5,
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Outcome::Done => "done",
