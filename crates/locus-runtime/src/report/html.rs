@@ -211,6 +211,7 @@ fn timeline_by(
                         groups[group_of(t)].0,
                         t.outcome.label()
                     ),
+                    tasks: None,
                     start: t.start,
                     end: t.end,
                 })
@@ -221,13 +222,17 @@ fn timeline_by(
         for b in bars {
             let x = left + b.from * width;
             let w = ((b.to - b.from) * width).max(0.5);
+            let title = match b.tasks {
+                Some(n) => format!("{n} tasks, mostly {}", b.title),
+                None => b.title,
+            };
             let _ = write!(
                 s,
                 "<rect class=\"bar\" x=\"{x:.1}\" y=\"{y}\" width=\"{w:.1}\" height=\"{}\" fill=\"{}\"{}><title>{} {:.3}–{:.3} s</title></rect>",
                 row - 2.0,
                 groups[b.group].1,
                 outline(b.outcome),
-                esc(&b.title),
+                esc(&title),
                 b.start,
                 b.end
             );
@@ -281,13 +286,15 @@ fn timeline_by(
     )
 }
 
-/// A bar of a worker's row: from and to as shares of the run.
+/// A bar of a worker's row: from and to as shares of the run; one task,
+/// or (`tasks`) the pixel columns of many.
 struct Bar {
     from: f64,
     to: f64,
     group: usize,
     outcome: Outcome,
     title: String,
+    tasks: Option<usize>,
     start: f64,
     end: f64,
 }
@@ -330,7 +337,6 @@ fn columns(
         }
     }
     let mut bars: Vec<Bar> = Vec::new();
-    let mut tasks = 0;
     for (c, col) in cols.iter().enumerate() {
         let most = (0..groups.len()).max_by(|a, b| col.busy[*a].total_cmp(&col.busy[*b]));
         let Some(group) = most.filter(|g| col.busy[*g] > 0.0) else {
@@ -341,27 +347,19 @@ fn columns(
             Some(b) if b.group == group && b.outcome == col.outcome && b.end >= start => {
                 b.end = end;
                 b.to = end / total;
-                tasks += col.tasks;
+                b.tasks = b.tasks.map(|n| n + col.tasks);
             }
-            _ => {
-                if let Some(b) = bars.last_mut() {
-                    b.title = format!("{tasks} tasks, mostly {}", b.title);
-                }
-                tasks = col.tasks;
-                bars.push(Bar {
-                    from: start / total,
-                    to: end / total,
-                    group,
-                    outcome: col.outcome,
-                    title: format!("{} ({})", groups[group].0, col.outcome.label()),
-                    start,
-                    end,
-                });
-            }
+            _ => bars.push(Bar {
+                from: start / total,
+                to: end / total,
+                group,
+                outcome: col.outcome,
+                title: format!("{} ({})", groups[group].0, col.outcome.label()),
+                tasks: Some(col.tasks),
+                start,
+                end,
+            }),
         }
-    }
-    if let Some(b) = bars.last_mut() {
-        b.title = format!("{tasks} tasks, mostly {}", b.title);
     }
     bars
 }
