@@ -142,11 +142,13 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
     let (filecopy, mapreduce) = (a.dir.join("filecopy.json"), a.dir.join("mapreduce.json"));
     let meta = a.dir.join("meta-cluster.json");
     let mut out = std::io::stdout().lock();
+    // A page is drawn only when asked for (a large run's takes seconds).
+    let drawn = a.html.is_some();
     let page = if filecopy.exists() {
         let r: locus_bench::filecopy::Results =
             serde_json::from_slice(&std::fs::read(&filecopy)?).context("filecopy.json")?;
         writeln!(out, "filecopy results: {} step(s)", r.steps.len())?;
-        locus_bench::html::filecopy(&r)
+        drawn.then(|| locus_bench::html::filecopy(&r))
     } else if mapreduce.exists() {
         let r: locus_bench::mapreduce::Results =
             serde_json::from_slice(&std::fs::read(&mapreduce)?).context("mapreduce.json")?;
@@ -155,20 +157,19 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
             "mapreduce results: {} configuration(s)",
             r.outcomes.len()
         )?;
-        locus_bench::html::mapreduce(&r)
+        drawn.then(|| locus_bench::html::mapreduce(&r))
     } else if meta.exists() {
         let r: locus_bench::meta_cluster::Results =
             serde_json::from_slice(&std::fs::read(&meta)?).context("meta-cluster.json")?;
         writeln!(out, "meta-cluster results: {} point(s)", r.points.len())?;
-        locus_bench::html::meta_cluster(&r)
+        drawn.then(|| locus_bench::html::meta_cluster(&r))
     } else {
         use locus_runtime::report::{html, Report, RunView};
         let r = Report::load(&a.dir).map_err(anyhow::Error::msg)?;
         write!(out, "{}", r.text())?;
-        let view = RunView::load(&a.dir).map_err(anyhow::Error::msg)?;
-        html::run(&a.dir.display().to_string(), &view)
+        drawn.then(|| html::run(&a.dir.display().to_string(), &RunView::of(&r)))
     };
-    if let Some(out) = a.html {
+    if let (Some(out), Some(page)) = (a.html, page) {
         std::fs::write(&out, page).with_context(|| out.display().to_string())?;
     }
     Ok(())

@@ -258,13 +258,19 @@ fn read_dir_records(dir: &Path, in_order: bool) -> io::Result<Vec<TaskRecord>> {
         rd => rd.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?,
     };
     let mut paths: Vec<PathBuf> = rd.map(|e| e.map(|e| e.path())).collect::<io::Result<_>>()?;
+    paths.retain(|p| p.extension().is_some_and(|x| x == "jsonl"));
     if in_order {
         paths.sort();
     }
+    // Counted first: a vector grown as it goes would hold up to twice the
+    // records' room (a record takes 432 bytes; runs have millions). A
+    // file's last line may lack its newline.
+    let mut lines = paths.len();
+    for path in &paths {
+        lines += count_lines(std::fs::File::open(path)?)?;
+    }
+    out.reserve_exact(lines);
     for path in paths {
-        if path.extension().is_none_or(|x| x != "jsonl") {
-            continue;
-        }
         let f = io::BufReader::new(std::fs::File::open(&path)?);
         for (i, line) in f.lines().enumerate() {
             let line = line?;
@@ -278,4 +284,17 @@ fn read_dir_records(dir: &Path, in_order: bool) -> io::Result<Vec<TaskRecord>> {
         }
     }
     Ok(out)
+}
+
+fn count_lines(mut f: impl io::Read) -> io::Result<usize> {
+    let mut buf = vec![0u8; 256 << 10];
+    let mut n = 0;
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Ok(n),
+            Ok(k) => n += buf[..k].iter().filter(|&&b| b == b'\n').count(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }

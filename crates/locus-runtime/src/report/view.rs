@@ -185,11 +185,15 @@ impl RunView {
 impl RunView {
     /// The run whose directory is `run_dir`.
     pub fn load(run_dir: &Path) -> Result<RunView, String> {
-        let report = Report::load(run_dir)?;
+        Ok(RunView::of(&Report::load(run_dir)?))
+    }
+
+    /// The view of a loaded run.
+    pub fn of(report: &Report) -> RunView {
         let t0 = report.run.start_us;
         let secs = |us: u64| us.saturating_sub(t0) as f64 / 1e6;
         let layout = &report.run.layout;
-        Ok(RunView {
+        RunView {
             seconds: secs(report.run.end_us),
             workers: (0..layout.workers())
                 .map(|r| (r, layout.node_name(r).to_string()))
@@ -215,7 +219,7 @@ impl RunView {
             spill_checks: report.spill_checks().into_iter().map(|(_, c)| c).collect(),
             lost_nodes: report.run.lost_nodes.clone(),
             workers_gone: report.run.workers_gone.clone(),
-        })
+        }
     }
 }
 
