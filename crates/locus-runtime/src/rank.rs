@@ -271,6 +271,7 @@ async fn rank_main(
             me,
             launcher,
             record_hashes: opts.record_hashes,
+            registering: Default::default(),
             server: entries[server_rank as usize]
                 .addr
                 .ok_or_else(|| format!("server rank {server_rank} published no address"))?,

@@ -64,6 +64,10 @@ pub struct WorkerConfig {
     /// Records hold the hashes of the files tasks read and write
     /// (`--record-hashes`, for `--resume=content`).
     pub record_hashes: bool,
+    /// Tasks registering their outputs after their work (while the next
+    /// one works): with none, nothing else needs this worker's thread
+    /// while an app runs.
+    pub registering: std::sync::atomic::AtomicUsize,
 }
 
 impl WorkerConfig {
@@ -685,6 +689,7 @@ impl App<'_> {
         // Publish the Locus outputs the process wrote; the next task may
         // work meanwhile. Not on a lost node: they would be lost with it.
         drop(running);
+        let _registering = Registering::new(&cfg.registering);
         if cfg.has_left() {
             return Err(format!(
                 "app '{}' on {node} (rank {}) was not published: its node was lost",
@@ -734,6 +739,22 @@ impl App<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Counts a task among those registering their outputs while it lives.
+struct Registering<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Registering<'a> {
+    fn new(count: &'a std::sync::atomic::AtomicUsize) -> Registering<'a> {
+        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Registering(count)
+    }
+}
+
+impl Drop for Registering<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -845,7 +866,11 @@ async fn spawn(
         })
     };
     let streams = [stdin, output(&files[1], "out")?, output(&files[2], "err")?];
-    process::run(&cfg.launcher, words, streams, timeout).await
+    // Not with a mount: it answers the app through connections this
+    // thread's runtime reads.
+    let alone =
+        cfg.mounted.is_none() && cfg.registering.load(std::sync::atomic::Ordering::Relaxed) == 0;
+    process::run(&cfg.launcher, words, streams, timeout, alone).await
 }
 
 #[cfg(test)]
