@@ -8,7 +8,7 @@ use crate::local_cluster::LauncherArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use locus_fs::Placement;
-use locus_lang::{compile, ir::Program};
+use locus_lang::{compile, ir::Program, Source};
 use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch};
 use locus_runtime::rank::{run_rank, RankOptions};
 use locus_runtime::rendezvous::RankEnv;
@@ -138,8 +138,12 @@ pub struct RunArgs {
 }
 
 fn load(script: &Path, search: Vec<PathBuf>) -> Result<Program, String> {
-    let src = crate::check::source(script, search)?;
-    compile(&src).map_err(|diags| locus_lang::diag::report(&diags, &src))
+    compiled(&crate::check::source(script, search)?)
+}
+
+/// The program, or its diagnostics rendered.
+fn compiled(src: &Source) -> Result<Program, String> {
+    compile(src).map_err(|diags| locus_lang::diag::report(&diags, src))
 }
 
 /// Leaf tasks done out of those put, on a terminal.
@@ -212,8 +216,8 @@ pub fn run(a: RunArgs) -> Result<()> {
     // Check the script before starting anything (one that cannot be read
     // is one line, as every other error).
     let src = crate::check::source(&a.script, a.modules.search()).map_err(anyhow::Error::msg)?;
-    if let Err(diags) = compile(&src) {
-        eprintln!("{}", locus_lang::diag::report(&diags, &src));
+    if let Err(diags) = compiled(&src) {
+        eprintln!("{diags}");
         std::process::exit(1);
     }
     let run_dir = match &a.run_dir {

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, Interest};
@@ -187,7 +187,7 @@ pub async fn run(
     // the read ends of captured streams are kept.
     let mut given: Vec<OwnedFd> = Vec::new();
     let mut fds = [launcher.null.as_raw_fd(); 3];
-    let mut captured: [Option<(Keeper, OwnedFd)>; 2] = [None, None];
+    let mut captured: Captured = [None, None];
     for (i, stream) in streams.into_iter().enumerate() {
         let fd = match stream {
             Stream::Null => continue,
@@ -211,42 +211,16 @@ pub async fn run(
     let child = launcher.spawn(argv, fds)?;
     let pid = child.pid;
     drop(given);
-    let limit = timeout.unwrap_or(Duration::MAX);
-    let started = std::time::Instant::now();
-    let ended_here = alone && exits_within(&child.pidfd, STREAM_PATIENCE.min(limit));
+    let started = Instant::now();
+    let patience = STREAM_PATIENCE.min(timeout.unwrap_or(Duration::MAX));
     // `pid` stays unreaped, so ours, until `reap` below.
     let mut streams = Some(captured);
     let mut readers: [Option<Reader>; 2] = [None, None];
-    let watched = async {
-        // SAFETY: an `OwnedFd` keeps its one descriptor open until dropped.
-        let exit = unsafe { AsyncFd::register_with_interest(child.pidfd, Interest::READABLE) }?;
-        // Patience already spent here, blocking, if alone.
-        let patience = tokio::time::sleep(STREAM_PATIENCE.saturating_sub(started.elapsed()));
-        let limit = tokio::time::sleep(limit.saturating_sub(started.elapsed()));
-        tokio::pin!(patience, limit);
-        let mut timed_out = false;
-        loop {
-            tokio::select! {
-                r = exit.readable() => return r.map(|_| timed_out),
-                () = &mut patience, if streams.is_some() => {
-                    let all = streams.take().into_iter().flatten();
-                    for (slot, c) in readers.iter_mut().zip(all) {
-                        *slot = c.map(|(k, end)| watch(k, end)).transpose()?;
-                    }
-                }
-                () = &mut limit, if timeout.is_some() && !timed_out => {
-                    timed_out = true;
-                    kill_tree(pid);
-                }
-            }
-        }
-    };
-    let waited = match ended_here {
-        true => {
-            drop(watched);
-            Ok(false)
-        }
-        false => watched.await,
+    let waited = if alone && exits_within(&child.pidfd, patience) {
+        Ok(false)
+    } else {
+        let watched = (&mut streams, &mut readers);
+        until_exit((child.pidfd, pid), timeout, started, watched).await
     };
     let timed_out = match waited {
         Ok(t) => t,
@@ -289,6 +263,40 @@ pub async fn run(
     })
 }
 
+/// Waits on the runtime for process `pid` (`pidfd`) to exit, killing it
+/// past `timeout` and reading its captured `streams` into `readers` once
+/// it has run `STREAM_PATIENCE` (both counted from `started`); whether it
+/// was killed.
+async fn until_exit(
+    (pidfd, pid): (OwnedFd, libc::pid_t),
+    timeout: Option<Duration>,
+    started: Instant,
+    (streams, readers): (&mut Option<Captured>, &mut [Option<Reader>; 2]),
+) -> io::Result<bool> {
+    // SAFETY: an `OwnedFd` keeps its one descriptor open until dropped.
+    let exit = unsafe { AsyncFd::register_with_interest(pidfd, Interest::READABLE) }?;
+    let left = |d: Duration| d.saturating_sub(started.elapsed());
+    let patience = tokio::time::sleep(left(STREAM_PATIENCE));
+    let limit = tokio::time::sleep(left(timeout.unwrap_or(Duration::MAX)));
+    tokio::pin!(patience, limit);
+    let mut timed_out = false;
+    loop {
+        tokio::select! {
+            r = exit.readable() => return r.map(|_| timed_out),
+            () = &mut patience, if streams.is_some() => {
+                let all = streams.take().into_iter().flatten();
+                for (slot, c) in readers.iter_mut().zip(all) {
+                    *slot = c.map(|(k, end)| watch(k, end)).transpose()?;
+                }
+            }
+            () = &mut limit, if timeout.is_some() && !timed_out => {
+                timed_out = true;
+                kill_tree(pid);
+            }
+        }
+    }
+}
+
 /// Whether the process of `pidfd` exits within `limit` (waited for here,
 /// blocking the thread).
 fn exits_within(pidfd: &OwnedFd, limit: Duration) -> bool {
@@ -316,6 +324,9 @@ fn abandon(pid: libc::pid_t) {
     kill_tree(pid);
     let _ = reap(pid);
 }
+
+/// Captured stdout and stderr: each stream's keeper and its pipe's read end.
+type Captured = [Option<(Keeper, OwnedFd)>; 2];
 
 /// The task keeping a stream, ending with its file if one was made.
 type Reader = JoinHandle<io::Result<Option<PathBuf>>>;

@@ -81,9 +81,8 @@ pub struct Dispatch {
     /// On the leader: workers whose process is gone, each with why.
     workers_gone: Mutex<Vec<String>>,
     /// Woken when the tasks released and not done fall to half of
-    /// `RELEASED_MOST`, if a `foreach` waits for that.
+    /// `RELEASED_MOST` (one at a time, so they pass through it).
     room: Notify,
-    waiting_for_room: std::sync::atomic::AtomicBool,
     /// The most tasks released and not done at once.
     most_released: std::sync::atomic::AtomicUsize,
 }
@@ -139,13 +138,13 @@ impl Dispatch {
         if let Some(tx) = tx {
             let _ = tx.send(o);
         }
-        if left <= RELEASED_MOST / 2 && self.waiting_for_room.swap(false, Ordering::SeqCst) {
+        if left == RELEASED_MOST / 2 {
             self.room.notify_waiters();
         }
     }
 
     /// Tasks released and not done.
-    pub fn released(&self) -> usize {
+    fn released(&self) -> usize {
         self.pending.lock().expect("pending").len()
     }
 
@@ -164,7 +163,6 @@ impl Dispatch {
             let notified = self.room.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            self.waiting_for_room.store(true, Ordering::SeqCst);
             if self.released() <= RELEASED_MOST / 2 {
                 return;
             }
@@ -270,7 +268,6 @@ impl Server {
             servers_gone: Mutex::default(),
             workers_gone: Mutex::default(),
             room: Notify::new(),
-            waiting_for_room: Default::default(),
             most_released: Default::default(),
         });
         Ok(Server {
