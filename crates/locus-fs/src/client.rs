@@ -8,6 +8,7 @@
 
 use crate::cluster::{replica_set, ClusterSpec, SECRET_FILE};
 use crate::copies::{before_publishing, Copies};
+use crate::copy;
 use crate::follow::Follower;
 use crate::held_dirs::{HeldDirs, Known, Unclaimed};
 use crate::meta::now_ns;
@@ -1435,14 +1436,18 @@ impl Client {
     /// Copies the current contents of `path` into `tmp`, from this node's
     /// store or from a holder.
     async fn copy_current(&self, path: &str, rec: &Record, tmp: &Path) -> FsResult<()> {
-        let here = self.inner.store.data_path(path, rec.stamp);
-        if self.holds(rec) && std::fs::copy(&here, tmp).is_ok() {
-            return Ok(());
-        }
         let dest = std::fs::OpenOptions::new()
             .write(true)
             .open(tmp)
             .map_err(|e| FsError::io(path, &e))?;
+        let here = self.inner.store.data_path(path, rec.stamp);
+        if self.holds(rec) {
+            if let Ok(from) = File::open(&here) {
+                if copy::whole(&from, &dest).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
         self.fetch_into(path, rec, dest).await
     }
 

@@ -1,15 +1,15 @@
 //! The first replica of a file being written, made while it is written.
 //! FusionFS copies a new file to a replica before `close` returns; where
 //! the replica's node is on this host, a thread copies what the writer
-//! appends (in the kernel) into a temporary file of that node's store, so
+//! appends into a temporary file of that node's store, so
 //! the copy overlaps the write and `close` waits only for its tail.
 
+use crate::copy;
 use crate::store::Store;
 use locus_proto::fs::NodeId;
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -98,49 +98,31 @@ impl Drop for Follower {
 }
 
 /// Copies `from` (only ever appended to meanwhile) into `to` as it grows,
-/// in the kernel, until `done` is set (then to its end) or `cancelled`;
-/// returns the bytes copied.
+/// until `done` is set (then to its end) or `cancelled`; returns the bytes
+/// copied.
 pub fn copy_as_written(
     from: &File,
     to: &File,
     done: &AtomicBool,
     cancelled: &AtomicBool,
 ) -> io::Result<u64> {
-    let mut at: i64 = 0;
+    let mut buf = copy::buffer(copy::PIECE as u64);
+    let mut at = 0;
     loop {
         // Read before copying: everything written before `done` was set is
         // in the file by the time this pass reaches its end.
         let last = done.load(Ordering::Acquire);
         loop {
-            let mut out_at = at;
-            // SAFETY: both descriptors are open for the call; the offsets
-            // are this function's own.
-            let n = unsafe {
-                libc::copy_file_range(
-                    from.as_raw_fd(),
-                    &mut at,
-                    to.as_raw_fd(),
-                    &mut out_at,
-                    1 << 20,
-                    0,
-                )
-            };
-            match n {
+            match copy::piece(from, to, at, &mut buf)? {
                 0 => break,
-                n if n > 0 => {}
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(e);
-                    }
-                }
+                n => at += n as u64,
             }
             if cancelled.load(Ordering::Acquire) {
-                return Ok(at as u64);
+                return Ok(at);
             }
         }
         if last || cancelled.load(Ordering::Acquire) {
-            return Ok(at as u64);
+            return Ok(at);
         }
         std::thread::sleep(CAUGHT_UP_PAUSE);
     }

@@ -5,6 +5,7 @@
 pub mod client;
 pub mod cluster;
 mod copies;
+mod copy;
 mod delegation;
 mod follow;
 mod held_dirs;

@@ -7,6 +7,7 @@
 
 use crate::client::Client;
 use crate::cluster::ClusterSpec;
+use crate::copy;
 use crate::path::{join, normalise};
 use locus_proto::fs::Kind;
 use locus_proto::{Errno, FsError, FsResult};
@@ -167,7 +168,10 @@ async fn get_file(client: Client, locus: String, host: PathBuf, via: Via) -> FsR
     }
     let local = client.local_path(&locus).await?;
     tokio::task::spawn_blocking(move || {
-        std::fs::copy(&local, &host).map_err(|e| host_error(&host, &e))
+        let from = std::fs::File::open(&local).map_err(|e| host_error(&local, &e))?;
+        std::fs::File::create(&host)
+            .and_then(|to| copy::whole(&from, &to))
+            .map_err(|e| host_error(&host, &e))
     })
     .await
     .map_err(|e| FsError::new(Errno::EIO, locus).with_detail(e))?

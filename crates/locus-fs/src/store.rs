@@ -6,6 +6,7 @@
 //! `tmp/`, under names that begin with the writing process's id, so the
 //! daemon can sweep what dead writers left.
 
+use crate::copy;
 use crate::private_dir;
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
@@ -219,14 +220,12 @@ impl Store {
     /// returns its size. Nothing is stored if the copy fails.
     pub fn import(&self, source: &Path, path: &str, stamp: u64) -> FsResult<u64> {
         let host_err = |e: &io::Error| FsError::io(source.display().to_string(), e);
-        let mut from = File::open(source).map_err(|e| host_err(&e))?;
+        let from = File::open(source).map_err(|e| host_err(&e))?;
         if from.metadata().map_err(|e| host_err(&e))?.is_dir() {
             return Err(FsError::new(Errno::EISDIR, source.display().to_string()));
         }
-        let (tmp, mut to) = self.temp_file()?;
-        // std's copy uses copy_file_range: in-kernel, a reflink where the
-        // file system offers one.
-        let copied = io::copy(&mut from, &mut to)
+        let (tmp, to) = self.temp_file()?;
+        let copied = copy::whole(&from, &to)
             .map_err(|e| host_err(&e))
             .and_then(|n| self.install(&tmp, path, stamp).map(|()| n));
         if copied.is_err() {
@@ -239,8 +238,7 @@ impl Store {
     /// appears whole or not at all; returns its size.
     pub fn export(&self, path: &str, stamp: u64, dest: &Path) -> FsResult<u64> {
         let host_err = |e: &io::Error| FsError::io(dest.display().to_string(), e);
-        let mut from =
-            File::open(self.data_path(path, stamp)).map_err(|e| FsError::io(path, &e))?;
+        let from = File::open(self.data_path(path, stamp)).map_err(|e| FsError::io(path, &e))?;
         let name = dest.file_name().ok_or_else(|| {
             FsError::new(Errno::EINVAL, dest.display().to_string()).with_detail("not a file name")
         })?;
@@ -249,7 +247,7 @@ impl Store {
         tmp_name.push(format!(".locus-{}", std::process::id()));
         let tmp = dest.with_file_name(tmp_name);
         let copied = File::create(&tmp)
-            .and_then(|mut to| io::copy(&mut from, &mut to))
+            .and_then(|to| copy::whole(&from, &to))
             .and_then(|n| std::fs::rename(&tmp, dest).map(|()| n))
             .map_err(|e| host_err(&e));
         if copied.is_err() {

@@ -2,6 +2,7 @@
 //! async threads. The payload follows its header raw, never framed, and never
 //! passes through user space: senders use `sendfile`, receivers `splice`.
 
+use crate::copy;
 use crate::path::checked;
 use crate::store::Store;
 use locus_proto::fs::{TransferReply, TransferRequest};
@@ -134,9 +135,9 @@ pub fn fetch(
 }
 
 /// Client side, for a holder on this host: copies copy `stamp` of `path`
-/// from the holder's store into `dest` in the kernel (`copy_file_range`:
-/// no socket, no user-space buffer), if this process can open the holder's
-/// file and it is the one the holder named (same device and inode).
+/// from the holder's store into `dest` directly (no socket), if this
+/// process can open the holder's file and it is the one the holder named
+/// (same device and inode).
 /// `Ok(Ok(None))`: it cannot, fetch over the network.
 pub fn copy_local(
     stream: &mut TcpStream,
@@ -148,15 +149,14 @@ pub fn copy_local(
         Ok(None) => return Ok(Err(FsError::new(Errno::ENOENT, path))),
         Err(e) => return Ok(Err(e)),
     };
-    let Ok(mut src) = File::open(&file) else {
+    let Ok(src) = File::open(&file) else {
         return Ok(Ok(None));
     };
     let meta = src.metadata()?;
     if (meta.dev(), meta.ino()) != (dev, ino) {
         return Ok(Ok(None));
     }
-    let mut to = dest;
-    Ok(Ok(Some(io::copy(&mut src, &mut to)?)))
+    Ok(Ok(Some(copy::whole(&src, dest)?)))
 }
 
 /// Client side: where the peer keeps copy `stamp` of `path` (its file,

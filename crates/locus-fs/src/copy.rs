@@ -1,0 +1,74 @@
+//! Copies between files of this host: a fetch from a node on the same host,
+//! a replica made on one, an import or export. A reflink where the file
+//! system has them (no bytes move); otherwise through a buffer of up to
+//! 1 MiB. On ext4 and tmpfs `copy_file_range` (what `std::io::copy` uses)
+//! splices page by page, a fifth slower than reading and writing 1 MiB at a
+//! time: 256 MiB from the page cache, 4.2 against 5.1-5.3 GB/s here.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
+
+/// The largest piece copied at once.
+pub const PIECE: usize = 1 << 20;
+
+/// Copies all of `from` into `to`, which is empty; returns the bytes copied.
+pub fn whole(from: &File, to: &File) -> io::Result<u64> {
+    let len = from.metadata()?.len();
+    if reflink(from, to) {
+        return Ok(len);
+    }
+    let mut buf = buffer(len);
+    let mut at = 0;
+    loop {
+        match piece(from, to, at, &mut buf)? {
+            0 => return Ok(at),
+            n => at += n as u64,
+        }
+    }
+}
+
+/// A buffer for copying a file of `len` bytes: small files need no more.
+pub fn buffer(len: u64) -> Vec<u8> {
+    vec![0; (len as usize).clamp(4096, PIECE)]
+}
+
+/// Copies the bytes of `from` at offset `at` into `to` at the same offset,
+/// as many as `buf` holds; returns how many (0: `at` is the end).
+pub fn piece(from: &File, to: &File, at: u64, buf: &mut [u8]) -> io::Result<usize> {
+    let n = loop {
+        match from.read_at(buf, at) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            read => break read?,
+        }
+    };
+    to.write_all_at(&buf[..n], at)?;
+    Ok(n)
+}
+
+/// Makes `to` share `from`'s blocks, where both are on one file system that
+/// can (XFS, btrfs); ext4 and tmpfs refuse at once.
+fn reflink(from: &File, to: &File) -> bool {
+    // SAFETY: FICLONE takes the source descriptor as its argument; both
+    // descriptors are open for the call.
+    unsafe { libc::ioctl(to.as_raw_fd(), libc::FICLONE, from.as_raw_fd()) == 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_every_byte_of_files_smaller_and_larger_than_a_piece() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [0, 1, 4095, 4097, PIECE + 3, 3 * PIECE] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+            std::fs::write(&src, &bytes).unwrap();
+            let to = File::create(&dst).unwrap();
+            assert_eq!(whole(&File::open(&src).unwrap(), &to).unwrap(), len as u64);
+            assert_eq!(std::fs::read(&dst).unwrap(), bytes, "{len} bytes");
+        }
+    }
+}
