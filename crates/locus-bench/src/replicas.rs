@@ -113,7 +113,7 @@ impl Side {
 /// What this host allows a second copy made while a file is written,
 /// without Locus: `files` files of `size` bytes written in 1 MiB pieces in
 /// `dir`, (0) alone, (1) each with a thread copying what it has so far into
-/// another file in the kernel (`copy_as_written`, as the first replica on
+/// another file (`copy_as_written`, as the first replica on
 /// this host is made), (2) each piece written to two files at once by two
 /// threads. The three total times.
 fn raw_copies(dir: &Path, files: u32, size: u64) -> anyhow::Result<[Duration; 3]> {
@@ -244,8 +244,7 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
     row("small-file creates /s (2 copies)", c2, c1);
     println!(
         "host rows: the same files written without Locus (GB/s), beside the writes alone: with \
-         a thread copying each as it is written (in the kernel, as Locus's first copy on this \
-         host), and with each 1 MiB piece written to two files by two threads at once"
+         a thread copying each as it is written (as Locus's first copy on this host is made), and with each 1 MiB piece written to two files by two threads at once"
     );
     target("writes with 2 copies ≥ 80% of 1 copy", w2 >= 0.8 * w1);
     target("creates with 2 copies ≥ 60% of 1 copy", c2 >= 0.6 * c1);

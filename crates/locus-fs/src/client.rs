@@ -1491,7 +1491,7 @@ impl Client {
         size: u64,
         dest: &File,
     ) -> FsResult<()> {
-        // A holder on this host is copied from in the kernel.
+        // A holder on this host is copied from directly, without a socket.
         if self.same_host(node) {
             let copied =
                 self.with_transfer(node, |st| transfer::copy_local(st, (path, stamp), dest))?;
@@ -2168,7 +2168,7 @@ impl Client {
     /// Copies `src` as copy `stamp` of `path` to up to `wanted` nodes after
     /// `holder` in node order that do not have it (`have`), skipping nodes
     /// that cannot take it: FusionFS's replicas, off the writer's node. A
-    /// node on this host copies the file itself, in the kernel.
+    /// node on this host copies the file itself, without a socket.
     async fn push_replicas(
         &self,
         src: &Path,
@@ -2202,7 +2202,7 @@ impl Client {
     }
 
     /// Whether `node`'s daemon is on this host (on loopback, not an
-    /// emulated node behind its own link) and may copy files in the kernel.
+    /// emulated node behind its own link) and may copy files directly.
     fn same_host(&self, node: NodeId) -> bool {
         let addr = self.inner.peers[node as usize].endpoint.addr;
         self.inner.same_host_copy && addr.ip().is_loopback()
