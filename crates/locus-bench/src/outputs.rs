@@ -108,21 +108,23 @@ pub fn run(o: OutputsOpts) -> Result<()> {
     for round in 0..=o.rounds.max(1) {
         for (c, &per) in PER_TASK.iter().enumerate() {
             let files = o.files - o.files % per;
-            let locus = timed_run(
-                &o.program,
-                &scripts,
-                &format!("locus{per}"),
-                &script("/locus/out", per, files),
-                1,
-            )?;
             let h = host.join(format!("r{round}-{per}"));
-            let on_host = timed_run(
-                &o.program,
-                &scripts,
-                &format!("host{per}"),
-                &script(&h.display().to_string(), per, files),
-                1,
-            )?;
+            let run = |name: String, dir: &str| {
+                timed_run(&o.program, &scripts, &name, &script(dir, per, files), 1)
+            };
+            let (locus_run, host_run) = (
+                || run(format!("locus{per}"), "/locus/out"),
+                || run(format!("host{per}"), &h.display().to_string()),
+            );
+            // Taking turns at going first: the host file system's create
+            // rate drifts within a run (see `bench replicas`).
+            let (locus, on_host) = match round % 2 {
+                0 => (locus_run()?, host_run()?),
+                _ => {
+                    let on_host = host_run()?;
+                    (locus_run()?, on_host)
+                }
+            };
             let _ = std::fs::remove_dir_all(&h);
             let lib = library_puts(&ws, round, per, files)?;
             if round > 0 {
