@@ -244,7 +244,8 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
     row("small-file creates /s (2 copies)", c2, c1);
     println!(
         "host rows: the same files written without Locus (GB/s), beside the writes alone: with \
-         a thread copying each as it is written (as Locus's first copy on this host is made), and with each 1 MiB piece written to two files by two threads at once"
+         a thread copying each as it is written (as Locus's first copy on this host is made), \
+         and with each 1 MiB piece written to two files by two threads at once"
     );
     target("writes with 2 copies ≥ 80% of 1 copy", w2 >= 0.8 * w1);
     target("creates with 2 copies ≥ 60% of 1 copy", c2 >= 0.6 * c1);
