@@ -261,3 +261,53 @@ fn cli_round_trip_and_one_line_errors() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("locus fs up"), "{err}");
 }
+
+/// A small tmpfs mounted over `dir` for the test, unmounted on drop.
+struct FullDisk(std::path::PathBuf);
+
+impl FullDisk {
+    fn mount(dir: &std::path::Path) -> FullDisk {
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs"])
+            .arg(dir)
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        FullDisk(dir.to_path_buf())
+    }
+}
+
+impl Drop for FullDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_where_a_file_is_fetched_is_that_nodes_error_not_a_lost_holder() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(1));
+    let tcp = c.client_with(ClientOptions {
+        node: 1,
+        same_host_copy: false,
+        ..ClientOptions::default()
+    });
+    let data = vec![7u8; 4 << 20];
+    rt.block_on(a.put("/big", &data)).unwrap();
+    // Node 1 makes fetched copies in its `tmp`: 1 MiB of room there.
+    let full = FullDisk::mount(&c.path().join("node-1/tmp"));
+    for (how, client) in [("same host", &b), ("TCP", &tcp)] {
+        let e = rt.block_on(client.local_path("/big")).unwrap_err();
+        assert_eq!(e.code, Errno::ENOSPC, "{how}: {e}");
+        assert!(!locus_fs::peer::is_unreachable(&e), "{how}: {e}");
+    }
+    // Node 0 was never thought lost, and with room again the fetch works.
+    drop(full);
+    assert_eq!(rt.block_on(tcp.get("/big")).unwrap(), data);
+    assert_eq!(rt.block_on(b.get("/big")).unwrap(), data);
+}

@@ -1558,7 +1558,7 @@ impl Client {
                 pool.lock().expect("transfer pool").push(stream);
                 result
             }
-            Err(e) => Err(peer.endpoint.unreachable(e)),
+            Err(e) => Err(transfer::this_side(&e).unwrap_or_else(|| peer.endpoint.unreachable(e))),
         }
     }
 

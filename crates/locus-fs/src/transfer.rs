@@ -96,10 +96,11 @@ fn receive(
 ) -> FsResult<()> {
     checked(path)?;
     let (tmp, file) = store.temp_file()?;
-    let result = match receive_into(stream, &file, 0, size) {
+    let result = match receive_into(stream, (path, &file), 0, size) {
         Ok(_) => store.install(&tmp, path, stamp),
-        Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => Err(FsError::io(path, &e)),
-        Err(e) => Err(FsError::new(Errno::EIO, path).with_detail(e)),
+        Err(e) => {
+            Err(this_side(&e).unwrap_or_else(|| FsError::new(Errno::EIO, path).with_detail(e)))
+        }
     };
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
@@ -130,7 +131,7 @@ pub fn fetch(
         TransferReply::Located { .. } => return Err(unexpected()),
     };
     let (start, n) = range(size, offset, len);
-    receive_into(stream, dest, start, n)?;
+    receive_into(stream, (path, dest), start, n)?;
     Ok(Ok(size))
 }
 
@@ -156,7 +157,10 @@ pub fn copy_local(
     if (meta.dev(), meta.ino()) != (dev, ino) {
         return Ok(Ok(None));
     }
-    Ok(Ok(Some(copy::whole(&src, dest)?)))
+    // A failure here (a full disk) is this node's, not the holder's.
+    Ok(copy::whole(&src, dest)
+        .map(Some)
+        .map_err(|e| FsError::io(path, &e)))
 }
 
 /// Client side: where the peer keeps copy `stamp` of `path` (its file,
@@ -234,11 +238,29 @@ fn send_range(file: &File, stream: &TcpStream, offset: u64, len: u64) -> io::Res
     Ok(())
 }
 
-/// Copies exactly `size` bytes from the socket to the file at `offset`. The
-/// bytes move socket → pipe → file with `splice`, never through user space
-/// (`io::copy` would use an 8 KiB buffer here: splice needs a pipe at one
-/// end). Explicit offsets let several streams fill one file at once.
-fn receive_into(stream: &mut TcpStream, dest: &File, offset: u64, size: u64) -> io::Result<u64> {
+/// A transfer that failed on this side, filling the file for `path` (a
+/// full disk), not on its connection: the stream is out of step and is
+/// dropped, but the peer is not taken for unreachable.
+fn on_this_side(path: &str, e: io::Error) -> io::Error {
+    io::Error::other(FsError::io(path, &e))
+}
+
+/// What a transfer met on this side, if that is where it failed.
+pub fn this_side(e: &io::Error) -> Option<FsError> {
+    e.get_ref()?.downcast_ref::<FsError>().cloned()
+}
+
+/// Copies exactly `size` bytes from the socket to the file (filled for
+/// `path`) at `offset`. The bytes move socket → pipe → file with `splice`,
+/// never through user space (`io::copy` would use an 8 KiB buffer here:
+/// splice needs a pipe at one end). Explicit offsets let several streams
+/// fill one file at once.
+fn receive_into(
+    stream: &mut TcpStream,
+    (path, dest): (&str, &File),
+    offset: u64,
+    size: u64,
+) -> io::Result<u64> {
     let pipe = Pipe::new()?;
     let (sock, file) = (stream.as_raw_fd(), dest.as_raw_fd());
     let mut at = offset as libc::loff_t;
@@ -274,7 +296,8 @@ fn receive_into(stream: &mut TcpStream, dest: &File, offset: u64, size: u64) -> 
                     in_pipe,
                     libc::SPLICE_F_MOVE,
                 )
-            })?;
+            })
+            .map_err(|e| on_this_side(path, e))?;
         }
         left -= n as u64;
     }
