@@ -153,9 +153,9 @@ pub fn copy_local(
     let Ok(src) = File::open(&file) else {
         return Ok(Ok(None));
     };
-    let meta = src.metadata()?;
-    if (meta.dev(), meta.ino()) != (dev, ino) {
-        return Ok(Ok(None));
+    match src.metadata() {
+        Ok(meta) if (meta.dev(), meta.ino()) == (dev, ino) => {}
+        _ => return Ok(Ok(None)),
     }
     // A failure here (a full disk) is this node's, not the holder's.
     Ok(copy::whole(&src, dest)
@@ -189,8 +189,12 @@ pub fn push(
     src: &Path,
     (path, stamp): (&str, u64),
 ) -> io::Result<FsResult<u64>> {
-    let file = File::open(src)?;
-    let size = file.metadata()?.len();
+    // Nothing is sent yet: a file that cannot be read is this side's error.
+    let opened = File::open(src).and_then(|f| Ok((f.metadata()?.len(), f)));
+    let (size, file) = match opened {
+        Ok(sized) => sized,
+        Err(e) => return Ok(Err(FsError::io(src.display().to_string(), &e))),
+    };
     stream.write_all(&frame::encode(&TransferRequest::Push {
         path: path.to_string(),
         stamp,
@@ -354,4 +358,26 @@ fn read_reply(stream: &mut TcpStream) -> io::Result<TransferReply> {
         ));
     }
     frame::decode(&buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    #[test]
+    fn a_push_of_a_file_that_cannot_be_read_fails_here_and_sends_nothing() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        let missing = Path::new("/nonexistent/locus-push-source");
+        let e = push(&mut stream, missing, ("/f", 1)).unwrap().unwrap_err();
+        assert_eq!(e.code, Errno::ENOENT, "{e}");
+        // The stream is still in step: the peer got no byte.
+        drop(stream);
+        let mut got = Vec::new();
+        peer.read_to_end(&mut got).unwrap();
+        assert!(got.is_empty());
+    }
 }
