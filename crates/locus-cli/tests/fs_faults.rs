@@ -368,3 +368,29 @@ fn a_node_whose_disk_fills_refuses_writes_with_enospc_and_takes_them_again_once_
         }
     });
 }
+
+#[test]
+fn fetches_after_a_holder_restarted_open_new_streams() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(1));
+    let tcp = c.client_with(ClientOptions {
+        node: 1,
+        same_host_copy: false,
+        ..ClientOptions::default()
+    });
+    rt.block_on(async {
+        for f in ["/one", "/two"] {
+            a.put(f, &vec![3u8; 3 << 20]).await.unwrap();
+        }
+        // Streams to node 0 are pooled by both readers.
+        assert_eq!(b.get("/one").await.unwrap().len(), 3 << 20);
+        assert_eq!(tcp.get("/one").await.unwrap().len(), 3 << 20);
+    });
+    c.signal(0, libc::SIGKILL);
+    c.restart();
+    rt.block_on(async {
+        assert_eq!(b.get("/two").await.unwrap().len(), 3 << 20);
+        assert_eq!(tcp.get("/two").await.unwrap().len(), 3 << 20);
+    });
+}

@@ -1548,7 +1548,10 @@ impl Client {
     ) -> FsResult<T> {
         let pool = &self.inner.transfers[node as usize];
         let peer = &self.inner.peers[node as usize];
-        let pooled = pool.lock().expect("transfer pool").pop();
+        // A stream the daemon closed while it sat idle (the daemon was
+        // restarted) is dropped, not taken for the daemon being down.
+        let pooled = std::iter::from_fn(|| pool.lock().expect("transfer pool").pop())
+            .find(|s| !transfer::closed_by_peer(s));
         let mut stream = match pooled {
             Some(s) => s,
             None => peer.endpoint.open_blocking(Channel::Transfer)?,

@@ -242,6 +242,19 @@ fn send_range(file: &File, stream: &TcpStream, offset: u64, len: u64) -> io::Res
     Ok(())
 }
 
+/// Whether an idle stream, on which nothing is due, has been closed by its
+/// peer (it reads as ended, or has failed).
+pub fn closed_by_peer(stream: &TcpStream) -> bool {
+    let mut fd = libc::pollfd {
+        fd: stream.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no waiting.
+    let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+    ready != 0
+}
+
 /// A transfer that failed on this side, filling the file for `path` (a
 /// full disk), not on its connection: the stream is out of step and is
 /// dropped, but the peer is not taken for unreachable.
