@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, is_root, locus, names, ok, rt, FsDown, Run, TestCluster};
+use common::{eventually, is_root, locus, names, ok, rt, FsDown, Run, SmallDisk, TestCluster};
 use locus_fs::{Client, ClientOptions};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::Errno;
@@ -243,39 +243,6 @@ fn racing_writers_of_a_new_name_win_or_get_ebusy() {
     });
 }
 
-/// Mounts a small tmpfs for the test and unmounts it on drop.
-struct SmallDisk(tempfile::TempDir);
-
-impl SmallDisk {
-    fn new(size: &str) -> SmallDisk {
-        let d = tempfile::tempdir().unwrap();
-        let ok = Command::new("mount")
-            .args([
-                "-t",
-                "tmpfs",
-                "-o",
-                &format!("size={size},mode=0700"),
-                "tmpfs",
-            ])
-            .arg(d.path())
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        SmallDisk(d)
-    }
-}
-
-impl Drop for SmallDisk {
-    /// Stops a cluster made on it (even when the test failed), then unmounts.
-    fn drop(&mut self) {
-        let cluster = self.0.path().join("cluster");
-        if cluster.exists() {
-            let _ = locus(&["fs", "down", "--dir", cluster.to_str().unwrap()]);
-        }
-        let _ = Command::new("umount").arg(self.0.path()).status();
-    }
-}
-
 #[test]
 fn a_full_metadata_disk_fails_cleanly_and_recovers_when_space_is_freed() {
     if !is_root() {
@@ -283,7 +250,7 @@ fn a_full_metadata_disk_fails_cleanly_and_recovers_when_space_is_freed() {
         return;
     }
     let disk = SmallDisk::new("16m");
-    let dir = disk.0.path().join("cluster");
+    let dir = disk.path().join("cluster");
     let d = dir.to_str().unwrap();
     assert!(locus(&["fs", "up", "--nodes", "1", "--dir", d])
         .status
@@ -292,7 +259,7 @@ fn a_full_metadata_disk_fails_cleanly_and_recovers_when_space_is_freed() {
     let cl = Client::open(&dir, ClientOptions::default()).unwrap();
     rt.block_on(cl.put("/before.txt", b"acknowledged")).unwrap();
     // Fill the disk, then create until the metadata store cannot grow.
-    let filler = disk.0.path().join("filler");
+    let filler = disk.path().join("filler");
     let mut f = std::fs::File::create(&filler).unwrap();
     while f.write_all(&[0u8; 1 << 16]).is_ok() {}
     drop(f);

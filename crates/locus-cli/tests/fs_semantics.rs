@@ -431,11 +431,7 @@ fn large_files_fetch_intact_over_parallel_streams_and_same_host_copies() {
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     // Node 2 fetches over TCP although its holders share this host.
-    let tcp = c.client_with(ClientOptions {
-        node: 2,
-        same_host_copy: false,
-        ..ClientOptions::default()
-    });
+    let tcp = c.tcp_client(2);
     // Bytes that differ everywhere, so a misplaced range cannot go unnoticed.
     let data: Vec<u8> = (0..(20u64 << 20) + 12_345)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)

@@ -57,6 +57,16 @@ impl TestCluster {
         })
     }
 
+    /// A client of `node` that fetches over TCP even from holders on this
+    /// host.
+    pub fn tcp_client(&self, node: u32) -> Client {
+        self.client_with(ClientOptions {
+            node,
+            same_host_copy: false,
+            ..ClientOptions::default()
+        })
+    }
+
     pub fn client_with(&self, opts: ClientOptions) -> Client {
         Client::open(self.path(), opts).expect("client")
     }
@@ -124,6 +134,57 @@ impl TestCluster {
 impl Drop for TestCluster {
     fn drop(&mut self) {
         let _ = locus(&["fs", "down", "--dir", self.path_str()]);
+    }
+}
+
+/// A small tmpfs mounted for a test (root only), unmounted on drop: on a
+/// new directory (`new`) or over an existing one (`over`).
+pub struct SmallDisk {
+    dir: PathBuf,
+    _made: Option<tempfile::TempDir>,
+}
+
+impl SmallDisk {
+    pub fn new(size: &str) -> SmallDisk {
+        let made = tempfile::tempdir().expect("tempdir");
+        let mut disk = SmallDisk::over(made.path(), size);
+        disk._made = Some(made);
+        disk
+    }
+
+    pub fn over(dir: &Path, size: &str) -> SmallDisk {
+        let ok = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0700"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .status()
+            .expect("run mount");
+        assert!(ok.success(), "mounting a tmpfs on {}", dir.display());
+        SmallDisk {
+            dir: dir.to_path_buf(),
+            _made: None,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for SmallDisk {
+    /// Stops a cluster made on it in `cluster` (even when the test
+    /// failed), then unmounts.
+    fn drop(&mut self) {
+        let cluster = self.dir.join("cluster");
+        if cluster.exists() {
+            let _ = locus(&["fs", "down", "--dir", cluster.to_str().expect("utf-8 path")]);
+        }
+        let _ = Command::new("umount").arg(&self.dir).status();
     }
 }
 
