@@ -175,7 +175,8 @@ pub enum FsOp {
         #[arg(value_parser = locus_path)]
         to: String,
     },
-    /// Copy a host file (or `-` for stdin), or with -r a tree, into Locus.
+    /// Copy a host file (or `-` for stdin), or with -r a tree, into Locus;
+    /// an existing directory receives it under its own name, as with cp.
     /// New files are placed by --placement (round-robin spreads a tree's
     /// files over the nodes).
     Put {
@@ -191,7 +192,8 @@ pub enum FsOp {
         path: String,
     },
     /// Copy a Locus file (or with -r a tree) to a host path, or a file to `-`
-    /// (stdout).
+    /// (stdout); an existing directory receives it under its own name, as
+    /// with cp.
     Get {
         #[command(flatten)]
         c: ClientArgs,
@@ -370,22 +372,24 @@ async fn run_op(op: FsOp) -> Result<()> {
                 writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
                 return Ok(());
             }
-            let mut src: Box<dyn std::io::Read> = if local.as_os_str() == "-" {
-                Box::new(std::io::stdin().lock())
+            if local.as_os_str() == "-" {
+                let mut w = client.create_or_truncate(&path).await?;
+                if let Err(e) = std::io::copy(&mut std::io::stdin().lock(), w.file()) {
+                    // Nothing of the file changes; its lock is released now.
+                    w.abort().await;
+                    return Err(FsError::io(&path, &e).into());
+                }
+                w.close().await?;
             } else {
-                let f = std::fs::File::open(&local).with_context(|| local.display().to_string())?;
-                if f.metadata()?.is_dir() {
+                let meta =
+                    std::fs::metadata(&local).with_context(|| local.display().to_string())?;
+                if meta.is_dir() {
                     anyhow::bail!("{}: is a directory (put -r copies trees)", local.display());
                 }
-                Box::new(f)
-            };
-            let mut w = client.create_or_truncate(&path).await?;
-            if let Err(e) = std::io::copy(&mut src, w.file()) {
-                // Nothing of the file changes; its lock is released now.
-                w.abort().await;
-                return Err(FsError::io(&path, &e).into());
+                // Named as cp names it: an existing directory receives the
+                // file under its own name.
+                locus_fs::stage::put_tree(&client, &local, &path, Via::Client).await?;
             }
-            w.close().await?;
             client.settled().await;
         }
         FsOp::Get {
@@ -404,8 +408,12 @@ async fn run_op(op: FsOp) -> Result<()> {
                 let moved = locus_fs::stage::get_tree(&client, &path, &local, via).await?;
                 writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
             } else {
-                let src = client.local_path(&path).await?;
-                std::fs::copy(&src, &local).with_context(|| local.display().to_string())?;
+                if client.stat(&path).await?.kind == Kind::Dir {
+                    anyhow::bail!("{path}: is a directory (get -r copies trees)");
+                }
+                // Named as cp names it: an existing directory receives the
+                // file under its own name.
+                locus_fs::stage::get_tree(&client, &path, &local, Via::Client).await?;
             }
         }
         FsOp::Cat { c, path } => {

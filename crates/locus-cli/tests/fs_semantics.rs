@@ -557,6 +557,20 @@ fn trees_stage_in_spread_over_the_nodes_and_out_byte_exact() {
         rt.block_on(cl.stat("/single")).unwrap_err().code,
         Errno::ENOENT
     );
+    let refused = c.fs(&["get", "/locus/in", host.path().to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("get -r"));
+    // One file into an existing directory lands there under its own name,
+    // both ways, as cp puts it.
+    let one = src.join("d4/f5.txt");
+    assert!(c
+        .fs(&["put", one.to_str().unwrap(), "/into"])
+        .status
+        .success());
+    let body = "file 4/5\n".repeat(6).into_bytes();
+    assert_eq!(rt.block_on(cl.get("/into/f5.txt")).unwrap(), body);
+    let got = c.fs(&["get", "/into/f5.txt", out2.to_str().unwrap()]);
+    assert!(got.status.success());
+    assert_eq!(std::fs::read(out2.join("f5.txt")).unwrap(), body);
 }
 
 #[test]
