@@ -14,8 +14,13 @@ use std::os::unix::fs::FileExt;
 pub const PIECE: usize = 1 << 20;
 
 /// Copies all of `from` into `to`, which is empty; returns the bytes copied.
+/// A directory is refused (`EISDIR`).
 pub fn whole(from: &File, to: &File) -> io::Result<u64> {
-    let len = from.metadata()?.len();
+    let meta = from.metadata()?;
+    if meta.is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::EISDIR));
+    }
+    let len = meta.len();
     if reflink(from, to) {
         return Ok(len);
     }
@@ -30,7 +35,7 @@ pub fn whole(from: &File, to: &File) -> io::Result<u64> {
 }
 
 /// A buffer for copying a file of `len` bytes: small files need no more.
-pub fn buffer(len: u64) -> Vec<u8> {
+fn buffer(len: u64) -> Vec<u8> {
     vec![0; (len as usize).clamp(4096, PIECE)]
 }
 
@@ -60,7 +65,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn copies_every_byte_of_files_smaller_and_larger_than_a_piece() {
+    fn copies_every_byte_of_files_smaller_and_larger_than_a_piece_and_refuses_a_directory() {
         let dir = tempfile::tempdir().unwrap();
         for len in [0, 1, 4095, 4097, PIECE + 3, 3 * PIECE] {
             let bytes: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
@@ -70,5 +75,8 @@ mod tests {
             assert_eq!(whole(&File::open(&src).unwrap(), &to).unwrap(), len as u64);
             assert_eq!(std::fs::read(&dst).unwrap(), bytes, "{len} bytes");
         }
+        let to = File::create(dir.path().join("of-a-dir")).unwrap();
+        let e = whole(&File::open(dir.path()).unwrap(), &to).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EISDIR));
     }
 }

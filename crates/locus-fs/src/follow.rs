@@ -106,7 +106,7 @@ pub fn copy_as_written(
     done: &AtomicBool,
     cancelled: &AtomicBool,
 ) -> io::Result<u64> {
-    let mut buf = copy::buffer(copy::PIECE as u64);
+    let mut buf = vec![0; copy::PIECE];
     let mut at = 0;
     loop {
         // Read before copying: everything written before `done` was set is

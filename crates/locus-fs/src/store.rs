@@ -221,9 +221,6 @@ impl Store {
     pub fn import(&self, source: &Path, path: &str, stamp: u64) -> FsResult<u64> {
         let host_err = |e: &io::Error| FsError::io(source.display().to_string(), e);
         let from = File::open(source).map_err(|e| host_err(&e))?;
-        if from.metadata().map_err(|e| host_err(&e))?.is_dir() {
-            return Err(FsError::new(Errno::EISDIR, source.display().to_string()));
-        }
         let (tmp, to) = self.temp_file()?;
         let copied = copy::whole(&from, &to)
             .map_err(|e| host_err(&e))
