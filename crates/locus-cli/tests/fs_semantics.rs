@@ -762,6 +762,78 @@ fn a_lent_directory_answers_for_its_names_and_every_closed_file_is_seen_elsewher
 }
 
 #[test]
+fn empty_files_are_names_of_one_stored_file_and_their_spares_are_written_again() {
+    use std::os::unix::fs::MetadataExt;
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(1));
+    let ino_on = |node, path: &str, stamp| {
+        let stored = c.stored(node, path, stamp);
+        std::fs::metadata(stored).unwrap().ino()
+    };
+    let ino = |path: &str, stamp| ino_on(0, path, stamp);
+    rt.block_on(async {
+        a.mkdir("/d").await.unwrap();
+        assert!(a.delegate("/d").await.unwrap());
+        // Empty files, then written ones in the files the empty ones were
+        // made in (taken back once they were published), three times.
+        let (mut empty, mut written) = (Vec::new(), Vec::new());
+        for round in 0..3 {
+            for i in 0..100 {
+                let path = format!("/d/e{round}-{i}");
+                let rec = close_later(a.create(&path).await.unwrap()).await;
+                empty.push((path, rec.stamp));
+            }
+            a.settle_dir("/d").await.unwrap();
+            for i in 0..100 {
+                let path = format!("/d/w{round}-{i}");
+                let mut w = a.create(&path).await.unwrap();
+                write!(w, "{path}").unwrap();
+                written.push((path.clone(), close_later(w).await.stamp));
+            }
+            a.settle_dir("/d").await.unwrap();
+        }
+        let shared = ino(&empty[0].0, empty[0].1);
+        assert!(empty.iter().all(|(p, s)| ino(p, *s) == shared));
+        let mut inodes: Vec<u64> = written.iter().map(|(p, s)| ino(p, *s)).collect();
+        inodes.sort_unstable();
+        inodes.dedup();
+        assert_eq!(inodes.len(), written.len());
+        assert!(!inodes.contains(&shared));
+        // Nothing left behind but the spares made ahead, which are named by
+        // a count: well under one per file was made.
+        let tmp = walkdir(&c.node_dir(0).join("tmp"));
+        assert!(tmp.len() <= 64, "{} files left in tmp/", tmp.len());
+        let made = tmp
+            .iter()
+            .filter_map(|f| u64::from_str_radix(f.file_name()?.to_str()?, 16).ok());
+        assert!(made.max().unwrap() < 450, "a spare made per file");
+        // Read elsewhere, an empty file is not fetched: it is a name of
+        // that node's own empty file.
+        for (path, _) in &empty {
+            assert_eq!(b.get(path).await.unwrap(), b"");
+        }
+        let theirs = ino_on(1, &empty[0].0, empty[0].1);
+        assert!(empty.iter().all(|(p, s)| ino_on(1, p, *s) == theirs));
+        for (path, _) in &written {
+            assert_eq!(b.get(path).await.unwrap(), path.as_bytes());
+        }
+    });
+}
+
+/// The files under `dir`, at any depth.
+fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        match entry.file_type().unwrap().is_dir() {
+            true => files.extend(walkdir(&entry.path())),
+            false => files.push(entry.path()),
+        }
+    }
+    files
+}
+
+#[test]
 fn a_file_open_in_a_lent_directory_is_claimed_when_another_node_looks() {
     let c = TestCluster::up(3);
     let rt = rt();

@@ -1645,15 +1645,18 @@ impl Client {
             local.fetched = false;
             return Ok(local);
         }
-        let (tmp, file) = self.inner.store.temp_file()?;
-        // A file never closed has no holder: its last closed version is empty.
-        if !rec.holders.is_empty() {
+        // An empty version has no bytes to fetch (a file never closed has no
+        // holder: its last closed version is empty).
+        if rec.size == 0 || rec.holders.is_empty() {
+            self.inner.store.install_empty(path, rec.stamp)?;
+        } else {
+            let (tmp, file) = self.inner.store.temp_file()?;
             if let Err(e) = self.fetch_into(path, rec, file).await {
                 self.inner.store.discard(&tmp);
                 return Err(e);
             }
+            self.inner.store.install(&tmp, path, rec.stamp)?;
         }
-        self.inner.store.install(&tmp, path, rec.stamp)?;
         if self.inner.diskless {
             // A staged copy, not a replica the cluster can serve.
             return Ok(local);
@@ -1877,7 +1880,12 @@ impl Client {
         let replicas = self
             .push_replicas(&out.local, path, token, me, &[], before_publishing(copies))
             .await;
-        if let Err(e) = store.install(&out.local, path, token) {
+        let empty = size == 0;
+        let installed = match empty {
+            true => store.install_empty(path, token),
+            false => store.install(&out.local, path, token),
+        };
+        if let Err(e) = installed {
             store.discard(&out.local);
             self.drop_copies(path, replicas, token).await;
             return Err(e);
@@ -1887,6 +1895,7 @@ impl Client {
             record: out.first_version(size, holders.collect()),
             parents: self.kept_with(path),
             replicas,
+            empty,
         }))
     }
 
@@ -1908,9 +1917,16 @@ impl Client {
         {
             answer = self.meta(path, new.request(out)).await;
         }
-        let NewFile { replicas, .. } = new;
+        let NewFile {
+            replicas, empty, ..
+        } = new;
         let store = &self.inner.store;
-        match answer {
+        // The bytes back in the output's place (an empty file never left it).
+        let uninstall = || match empty {
+            true => store.drop_copy(path, token),
+            false => store.uninstall(path, token, &out.local),
+        };
+        let published = match answer {
             Ok(Response::Created { record, .. }) => {
                 self.inner
                     .copies
@@ -1920,11 +1936,11 @@ impl Client {
             }
             Ok(Response::Hint(_)) => {
                 self.drop_copies(path, replicas, token).await;
-                store.uninstall(path, token, &out.local).map(|()| None)
+                uninstall().map(|()| None)
             }
             Err(e) if matches!(e.code, Errno::EEXIST | Errno::ENOENT) => {
                 self.drop_copies(path, replicas, token).await;
-                store.uninstall(path, token, &out.local).map(|()| None)
+                uninstall().map(|()| None)
             }
             other => {
                 let failed = match other {
@@ -1939,11 +1955,40 @@ impl Client {
                     Err(e) if e.code != Errno::ENOENT => Err(failed),
                     _ => {
                         self.drop_copies(path, replicas, token).await;
-                        let _ = store.uninstall(path, token, &out.local);
+                        let _ = uninstall();
                         Err(failed)
                     }
                 }
             }
+        };
+        if empty && matches!(published, Ok(Some(_))) {
+            self.spare_again(&out.local, path);
+        }
+        published
+    }
+
+    /// The empty file a new empty file was written in, published without
+    /// it (`Store::install_empty`): a held directory takes it back for a
+    /// later create (which then makes no inode), else it goes.
+    fn spare_again(&self, file: &Path, path: &str) {
+        let store = &self.inner.store;
+        let held = self
+            .held_parent(path)
+            .filter(|(held, _)| file.parent() == Some(held.tmp.as_path()));
+        let reopened = held.and_then(|(held, _)| {
+            let file = File::options().write(true).open(file).ok()?;
+            Some((held, file))
+        });
+        let Some((held, reopened)) = reopened else {
+            return store.discard(file);
+        };
+        if !held.take_back((file.to_path_buf(), reopened)) {
+            return store.discard(file);
+        }
+        // Given back meanwhile: no create will take it.
+        let dir = split(path).map_or("/", |(dir, _)| dir);
+        if !self.inner.held.holds(dir, &held) {
+            self.discard_spares(&held);
         }
     }
 
@@ -2625,6 +2670,8 @@ struct NewFile {
     record: Record,
     parents: Vec<String>,
     replicas: Vec<NodeId>,
+    /// Stored as a name of the store's empty file: the output's file stays.
+    empty: bool,
 }
 
 impl NewFile {

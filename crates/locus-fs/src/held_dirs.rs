@@ -188,6 +188,17 @@ impl Held {
         self.filling.store(false, Ordering::Release);
     }
 
+    /// A spare used by a file that ended empty (published without it), to
+    /// be taken again; `false` if there are enough already.
+    pub fn take_back(&self, spare: (PathBuf, File)) -> bool {
+        let mut spares = self.spares.lock().expect("spares");
+        if spares.len() >= SPARES {
+            return false;
+        }
+        spares.push(spare);
+        true
+    }
+
     /// The files made ahead that no create took, to remove.
     pub fn left(&self) -> Vec<PathBuf> {
         let mut spares = self.spares.lock().expect("spares");

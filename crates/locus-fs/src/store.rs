@@ -4,7 +4,8 @@
 //! or failure ever touches the bytes of another version: a version becomes
 //! current only when its record names its stamp. Bytes in the making live in
 //! `tmp/`, under names that begin with the writing process's id, so the
-//! daemon can sweep what dead writers left.
+//! daemon can sweep what dead writers left. Empty versions are names of one
+//! file, `empty`, which no one writes: they cost no inode of their own.
 
 use crate::copy;
 use crate::private_dir;
@@ -18,6 +19,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct Store {
     data: PathBuf,
     tmp: PathBuf,
+    /// The file every empty version is another name of (made when first
+    /// needed, and again when it has as many names as the file system allows).
+    empty: PathBuf,
     /// Locked byte by byte by the node's clients while they fetch.
     fetch_locks: PathBuf,
 }
@@ -33,6 +37,10 @@ static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 /// lent directory's), which is never installed as a version's directory.
 const SHARED: &str = ".shared";
 
+fn is_empty(file: &Path) -> bool {
+    std::fs::metadata(file).is_ok_and(|m| m.len() == 0)
+}
+
 fn is_shared(dir: &Path) -> bool {
     dir.as_os_str()
         .as_encoded_bytes()
@@ -46,6 +54,7 @@ impl Store {
         let store = Store {
             data: node_dir.join("data"),
             tmp: node_dir.join("tmp"),
+            empty: node_dir.join("empty"),
             fetch_locks: node_dir.join("fetch.lock"),
         };
         private_dir::create(node_dir)?;
@@ -205,6 +214,43 @@ impl Store {
             .filter(|d| *d != self.tmp && tmp.file_name() == dest.file_name() && !is_shared(d))
     }
 
+    /// Makes stored copy `stamp` of `path` an empty file, no inode made:
+    /// on ext4 allocating one is most of what a new file costs.
+    /// (`drop_copy` undoes it.)
+    pub fn install_empty(&self, path: &str, stamp: u64) -> FsResult<()> {
+        self.link_empty(&self.data_path(path, stamp))
+            .map_err(|e| FsError::io(path, &e))
+    }
+
+    /// Makes `dest` (and its directory, if missing) a name of `empty`.
+    fn link_empty(&self, dest: &Path) -> io::Result<()> {
+        // A missing directory, a missing `empty`, and one with the most names
+        // the file system allows are each put right once.
+        for _ in 0..3 {
+            let e = match std::fs::hard_link(&self.empty, dest) {
+                Err(e) => e,
+                linked => return linked,
+            };
+            match e.raw_os_error() {
+                Some(libc::ENOENT) if self.empty.exists() => {
+                    std::fs::create_dir_all(dest.parent().expect("store paths have a parent"))?
+                }
+                Some(libc::ENOENT | libc::EMLINK) => self.new_empty()?,
+                _ => return Err(e),
+            }
+        }
+        std::fs::hard_link(&self.empty, dest)
+    }
+
+    /// Puts a new empty file in `empty`'s place (the old one keeps the
+    /// names it has), read-only, as a reminder that none may write it.
+    fn new_empty(&self) -> io::Result<()> {
+        let tmp = self.temp_name();
+        File::create_new(&tmp)?
+            .set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o444))?;
+        std::fs::rename(&tmp, &self.empty)
+    }
+
     /// Undoes `install(tmp, path, stamp)`: the copy goes back to `tmp`.
     pub fn uninstall(&self, path: &str, stamp: u64, tmp: &Path) -> FsResult<()> {
         let dest = self.data_path(path, stamp);
@@ -258,7 +304,15 @@ impl Store {
     pub fn link(&self, from: &str, to: &str, stamp: u64) -> FsResult<()> {
         let dest = self.data_path(to, stamp);
         self.make_parent(&dest, to)?;
-        match std::fs::hard_link(self.data_path(from, stamp), &dest) {
+        let source = self.data_path(from, stamp);
+        let linked = match std::fs::hard_link(&source, &dest) {
+            // An empty version shares `empty`, which may have all its names.
+            Err(e) if e.raw_os_error() == Some(libc::EMLINK) && is_empty(&source) => {
+                self.link_empty(&dest)
+            }
+            linked => linked,
+        };
+        match linked {
             Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(FsError::io(from, &e)),
             _ => Ok(()),
         }
@@ -396,6 +450,48 @@ mod tests {
             );
             assert_eq!(std::fs::read_dir(&store.tmp).unwrap().count(), 0);
         }
+    }
+
+    #[test]
+    fn empty_versions_are_names_of_one_file_and_a_full_one_is_replaced() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+        store.install_empty("/a/x", 1).unwrap();
+        store.install_empty("/b/c/y", 2).unwrap();
+        let (x, y) = (store.data_path("/a/x", 1), store.data_path("/b/c/y", 2));
+        assert_eq!(ino(&x), ino(&y));
+        assert_eq!(std::fs::read(&y).unwrap(), b"");
+        store.drop_copy("/a/x", 1).unwrap();
+        assert!(!x.parent().unwrap().exists() && y.exists());
+        // Lost, it is made again; the versions that had it keep theirs.
+        std::fs::remove_file(&store.empty).unwrap();
+        store.install_empty("/a/z", 3).unwrap();
+        assert_ne!(ino(&store.data_path("/a/z", 3)), ino(&y));
+        // ext4 gives a file 65,000 names at most: then a new one is made,
+        // and an empty version linked elsewhere (a rename) follows it.
+        let first = ino(&store.data_path("/a/z", 3));
+        let mut replaced = false;
+        for i in 0..70_000 {
+            store.install_empty(&format!("/many/{i}"), 4).unwrap();
+            if ino(&store.data_path(&format!("/many/{i}"), 4)) != first {
+                replaced = true;
+                store.link("/a/z", "/moved", 3).unwrap();
+                break;
+            }
+        }
+        if replaced {
+            assert_eq!(std::fs::read(store.data_path("/moved", 3)).unwrap(), b"");
+        } else {
+            // Others (tmpfs, XFS) allow more than were made here.
+            let c = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).unwrap();
+            let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+            // SAFETY: a NUL-terminated path and a writable statfs.
+            assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut st) }, 0);
+            assert_ne!(st.f_type, libc::EXT4_SUPER_MAGIC, "ext4 gave 70,000 names");
+        }
+        assert_eq!(store.usage().1, 0);
     }
 
     #[test]
