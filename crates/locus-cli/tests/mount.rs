@@ -350,10 +350,14 @@ fn creates_in_a_directory_the_mount_made_ask_no_daemon_others_one_look_up_each()
             .sum()
     };
     // Made through the mount: lent to it at its first create, so it
-    // answers the kernel's look-ups of new names itself.
+    // answers the kernel's look-ups of new names itself, and of the
+    // directory (which `mkdir` makes the kernel ask again: fs_mark makes
+    // its directory before each file).
     std::fs::create_dir(m.at("/d")).unwrap();
     let before = answered();
     for i in 0..100 {
+        let again = std::fs::create_dir(m.at("/d")).unwrap_err();
+        assert_eq!(again.kind(), std::io::ErrorKind::AlreadyExists);
         std::fs::File::create(m.at(&format!("/d/f{i}"))).unwrap();
     }
     let asked = answered() - before;

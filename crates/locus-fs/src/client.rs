@@ -489,6 +489,12 @@ impl Client {
         Some((self.inner.held.get(parent)?, name))
     }
 
+    /// Whether directory `dir` (normalised) is lent to this client: it
+    /// exists, since removing it elsewhere recalls it first.
+    pub fn is_lent(&self, dir: &str) -> bool {
+        self.inner.held.get(dir).is_some()
+    }
+
     /// Asks for `dir`, an empty directory, to be lent to this client: its
     /// new files are then made here without asking any daemon and
     /// published in the background after they are closed, until another
