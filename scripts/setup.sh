@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 
-packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3 fuse3 git fio)
+packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3 fuse3 git fio fsmark)
 # Real site launchers for the multi-host tests (mpich above, Slurm here),
 # and R for Swift/T's R() builtin.
 launchers=(slurmctld slurmd slurm-client munge r-base-core)

@@ -178,6 +178,44 @@ fn create_parallel(dir: &Path, n: u32) -> anyhow::Result<f64> {
     Ok(f64::from(n / CREATORS * CREATORS) / start.elapsed().as_secs_f64())
 }
 
+/// fs_mark's jobs: its flags, and what the row says.
+const FS_MARK: [(&str, &str); 3] = [
+    ("-s 0 -S 0", "fs_mark, empty files, no fsync"),
+    ("-s 4096 -S 0", "fs_mark, 4 KiB files, no fsync"),
+    ("-s 51200 -S 1", "fs_mark's defaults (50 KiB, fsync)"),
+];
+
+/// fs_mark making `n` files in new directory `dir` with `flags`: the files
+/// per second it reports.
+fn fs_mark(dir: &Path, flags: &str, n: u32) -> anyhow::Result<f64> {
+    settle();
+    // It takes directory names of under 40 bytes: one relative to its
+    // parent, where it also leaves its log once done.
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        bail!("fs_mark: {} is no directory name", dir.display());
+    };
+    let out = Command::new("fs_mark")
+        .arg("-d")
+        .arg(name)
+        .args(["-n", &n.to_string(), "-L", "1", "-k"])
+        .args(flags.split(' '))
+        .current_dir(parent)
+        .output()
+        .context("fs_mark (apt package fsmark, installed by scripts/setup.sh)")?;
+    let report = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr);
+        bail!("fs_mark -d {} {flags}: {}", dir.display(), said.trim());
+    }
+    // The line under "FSUse%  Count  Size  Files/sec  App Overhead".
+    report
+        .lines()
+        .skip_while(|l| !l.contains("Files/sec"))
+        .nth(1)
+        .and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .with_context(|| format!("no files/s in fs_mark's report: {}", report.trim()))
+}
+
 /// Opens `open`'s file and reads it whole in 1 MiB pieces: GB/s, the
 /// opening (a remote file's fetch) included.
 fn first_read(
@@ -203,6 +241,9 @@ struct Round {
     /// Creates by [`CREATORS`] programs at once: through Locus, through
     /// libfuse's passthrough (if given).
     parallel: (f64, Option<f64>),
+    /// Each `FS_MARK` job's files/s: through Locus, through libfuse's
+    /// passthrough (if given).
+    fs_mark: [(f64, Option<f64>); FS_MARK.len()],
     /// Creates and stats through a FUSE file system that does no work.
     floor: (f64, f64),
 }
@@ -296,6 +337,10 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
                 let (pc, ps) = create_stat(&pt.at(&raw.join("through")), opts.files)?;
                 r.passthrough = Some((per_s(pc), per_s(ps)));
                 r.parallel.1 = Some(create_parallel(&pt.at(&raw.join("parallel")), opts.files)?);
+                for (job, (flags, _)) in FS_MARK.iter().enumerate() {
+                    let dir = pt.at(&raw.join(format!("fs_mark{job}")));
+                    r.fs_mark[job].1 = Some(fs_mark(&dir, flags, opts.files)?);
+                }
             }
             Ok(())
         };
@@ -306,6 +351,12 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         let (rc, rs) = create_stat(&raw.join("many"), opts.files)?;
         (r.create, r.stat) = ((per_s(c), per_s(rc)), (per_s(s), per_s(rs)));
         r.parallel.0 = create_parallel(&dir.join("parallel"), opts.files)?;
+        if passthrough.is_some() {
+            for (job, (flags, _)) in FS_MARK.iter().enumerate() {
+                let at = dir.join(format!("fs_mark{job}"));
+                r.fs_mark[job].0 = fs_mark(&at, flags, opts.files)?;
+            }
+        }
         if n % 2 == 0 {
             through(&mut r)?;
         }
@@ -352,6 +403,11 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
                 ours,
                 theirs,
             );
+            for (job, (_, what)) in FS_MARK.iter().enumerate() {
+                let ours = median(rounds.iter().map(|r| r.fs_mark[job].0).collect());
+                let theirs = median(rounds.iter().filter_map(|r| r.fs_mark[job].1).collect());
+                row(&format!("{what} (vs passthrough)"), ours, theirs);
+            }
         }
         None => println!(
             "(no libfuse passthrough baseline: give --passthrough, as make bench-mount does)"
@@ -386,6 +442,15 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
         target(
             &format!("creates >= 2x libfuse passthrough's ({:.2}x)", c / pc),
             c >= 2.0 * pc,
+        );
+        let ours = median(rounds.iter().map(|r| r.fs_mark[0].0).collect());
+        let theirs = median(rounds.iter().filter_map(|r| r.fs_mark[0].1).collect());
+        target(
+            &format!(
+                "fs_mark's creates >= 2x libfuse passthrough's ({:.2}x)",
+                ours / theirs
+            ),
+            ours >= 2.0 * theirs,
         );
     }
     Ok(())
