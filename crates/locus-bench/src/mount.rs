@@ -379,6 +379,14 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
     let (rem, lib) = rate(|r| r.remote);
     let (c, raw_c) = rate(|r| r.create);
     let (s, raw_s) = rate(|r| r.stat);
+    // Each fs_mark job's medians: through Locus, through passthrough.
+    let fs_marks: Vec<(f64, Option<f64>)> = (0..FS_MARK.len())
+        .map(|job| {
+            let ours = median(rounds.iter().map(|r| r.fs_mark[job].0).collect());
+            let theirs: Vec<f64> = rounds.iter().filter_map(|r| r.fs_mark[job].1).collect();
+            (ours, (!theirs.is_empty()).then(|| median(theirs)))
+        })
+        .collect();
     header("GB/s", "direct");
     row_precise("fio write, local (vs store fs)", w, raw_w);
     row_precise("fio read, local (vs store fs)", rd, raw_r);
@@ -403,10 +411,12 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
                 ours,
                 theirs,
             );
-            for (job, (_, what)) in FS_MARK.iter().enumerate() {
-                let ours = median(rounds.iter().map(|r| r.fs_mark[job].0).collect());
-                let theirs = median(rounds.iter().filter_map(|r| r.fs_mark[job].1).collect());
-                row(&format!("{what} (vs passthrough)"), ours, theirs);
+            for ((_, what), &(ours, theirs)) in FS_MARK.iter().zip(&fs_marks) {
+                row(
+                    &format!("{what} (vs passthrough)"),
+                    ours,
+                    theirs.unwrap_or(0.0),
+                );
             }
         }
         None => println!(
@@ -443,8 +453,7 @@ pub fn run(opts: MountOpts) -> anyhow::Result<()> {
             &format!("creates >= 2x libfuse passthrough's ({:.2}x)", c / pc),
             c >= 2.0 * pc,
         );
-        let ours = median(rounds.iter().map(|r| r.fs_mark[0].0).collect());
-        let theirs = median(rounds.iter().filter_map(|r| r.fs_mark[0].1).collect());
+        let (ours, theirs) = (fs_marks[0].0, fs_marks[0].1.unwrap_or(0.0));
         target(
             &format!(
                 "fs_mark's creates >= 2x libfuse passthrough's ({:.2}x)",
