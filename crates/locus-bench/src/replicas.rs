@@ -10,6 +10,7 @@
 use crate::io::{settle, MIB};
 use crate::report::{header, median, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
+use locus_fs::store::Store;
 use locus_fs::{copy_as_written, Client};
 use locus_launch::Daemons;
 use std::fs::File;
@@ -176,6 +177,55 @@ fn raw_copies(dir: &Path, files: u32, size: u64) -> anyhow::Result<[Duration; 3]
     Ok(took)
 }
 
+/// What this host allows small files stored twice, without Locus's
+/// daemons and metadata: `creates` files put by `threads` threads as a
+/// node's store keeps them (a private directory made, the file written in
+/// it, the directory renamed to be the version's), (0) once, (1) and each
+/// copied into a second store as a same-host replica is (`Store::import`).
+/// The two total times.
+fn raw_creates(dir: &Path, creates: u32, threads: u32) -> anyhow::Result<[Duration; 2]> {
+    let mut took = [Duration::ZERO; 2];
+    for (k, took) in took.iter_mut().enumerate() {
+        let node = |n: &str| Store::open(&dir.join(format!("{k}{n}")));
+        let stores = [node("a")?, node("b")?];
+        settle();
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            let stores = &stores;
+            let creators: Vec<_> = (0..threads)
+                .map(|t| {
+                    s.spawn(move || -> anyhow::Result<()> {
+                        for i in 0..creates / threads {
+                            let (name, stamp) =
+                                (format!("t{t}-{i}"), u64::from(t) << 32 | u64::from(i));
+                            let path = format!("/small/{name}");
+                            let out = stores[0].private_file(&name)?;
+                            std::fs::write(&out, b"x\n")?;
+                            stores[0].install(&out, &path, stamp)?;
+                            if k == 1 {
+                                stores[1].import(
+                                    &stores[0].data_path(&path, stamp),
+                                    &path,
+                                    stamp,
+                                )?;
+                            }
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            creators
+                .into_iter()
+                .try_for_each(|c| c.join().expect("creator thread"))
+        })?;
+        *took = start.elapsed();
+        for n in ["a", "b"] {
+            std::fs::remove_dir_all(dir.join(format!("{k}{n}")))?;
+        }
+    }
+    Ok(took)
+}
+
 /// The median over rounds of `amount` per second of column `k`.
 fn rate<const N: usize>(rounds: &[[Duration; N]], k: usize, amount: f64) -> f64 {
     median(rounds.iter().map(|t| amount / t[k].as_secs_f64()).collect())
@@ -207,7 +257,8 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let (mut writes, mut creates, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut writes, mut creates) = (Vec::new(), Vec::new());
+    let (mut raw, mut raw_small) = (Vec::new(), Vec::new());
     let scratch = root.join("raw");
     std::fs::create_dir_all(&scratch)?;
     for n in 0..=opts.rounds.max(1) {
@@ -222,10 +273,12 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
             rt.block_on(side.writer.remove_all(&dir))?;
         }
         let r = raw_copies(&scratch, opts.files, opts.size)?;
+        let small = raw_creates(&scratch, opts.creates, opts.nodes)?;
         if n > 0 {
             writes.push(w);
             creates.push(c);
             raw.push(r);
+            raw_small.push(small);
         }
     }
     let bytes = (opts.files as u64 * opts.size) as f64 / 1e9;
@@ -242,10 +295,16 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
     row_precise("host: write + copy as written", copied, alone);
     row_precise("host: each piece to 2 files at once", twice, alone);
     row("small-file creates /s (2 copies)", c2, c1);
+    let stored = f64::from(opts.creates / opts.nodes * opts.nodes);
+    let (once, twice_small) = (rate(&raw_small, 0, stored), rate(&raw_small, 1, stored));
+    row("host: small files stored twice", twice_small, once);
     println!(
         "host rows: the same files written without Locus (GB/s), beside the writes alone: with \
          a thread copying each as it is written (as Locus's first copy on this host is made), \
-         and with each 1 MiB piece written to two files by two threads at once"
+         and with each 1 MiB piece written to two files by two threads at once; the small \
+         files stored by {} threads as the nodes' stores keep them, without daemons or \
+         metadata (files/s), each also copied into a second store beside stored once",
+        opts.nodes
     );
     target("writes with 2 copies ≥ 80% of 1 copy", w2 >= 0.8 * w1);
     target("creates with 2 copies ≥ 60% of 1 copy", c2 >= 0.6 * c1);
