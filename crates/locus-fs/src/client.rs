@@ -2167,7 +2167,7 @@ impl Client {
         placing: (NodeId, u32, &[NodeId]),
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
-        let copies = match self.place_bytes(src, path, token, placing).await {
+        let copies = match self.place_bytes(src, (path, token, size), placing).await {
             Ok(c) => c,
             Err(e) => {
                 self.give_up(path, token, replacing.is_none()).await;
@@ -2186,8 +2186,7 @@ impl Client {
     async fn place_bytes(
         &self,
         src: &Path,
-        path: &str,
-        stamp: u64,
+        (path, stamp, size): (&str, u64, u64),
         (target, copies, made): (NodeId, u32, &[NodeId]),
     ) -> FsResult<Vec<NodeId>> {
         let here = target == self.inner.me && !self.inner.diskless;
@@ -2201,7 +2200,7 @@ impl Client {
             .await;
         let replicas: Vec<NodeId> = made.iter().copied().chain(pushed).collect();
         let placed = if here {
-            let installed = self.inner.store.install(src, path, stamp);
+            let installed = self.inner.store.install_sized(src, path, stamp, size);
             if installed.is_err() {
                 self.inner.store.discard(src);
             }

@@ -222,6 +222,17 @@ impl Store {
             .map_err(|e| FsError::io(path, &e))
     }
 
+    /// `install` of `tmp` holding `size` bytes: an empty one becomes a
+    /// name of `empty` (and `tmp` goes).
+    pub fn install_sized(&self, tmp: &Path, path: &str, stamp: u64, size: u64) -> FsResult<()> {
+        if size > 0 {
+            return self.install(tmp, path, stamp);
+        }
+        self.install_empty(path, stamp)?;
+        self.discard(tmp);
+        Ok(())
+    }
+
     /// Makes `dest` (and its directory, if missing) a name of `empty`.
     fn link_empty(&self, dest: &Path) -> io::Result<()> {
         // A missing directory, a missing `empty`, and one with the most names
@@ -236,6 +247,8 @@ impl Store {
                     std::fs::create_dir_all(dest.parent().expect("store paths have a parent"))?
                 }
                 Some(libc::ENOENT | libc::EMLINK) => self.new_empty()?,
+                // A file system without hard links: an empty file of its own.
+                Some(libc::EPERM | libc::EOPNOTSUPP) => return File::create_new(dest).map(drop),
                 _ => return Err(e),
             }
         }
@@ -267,6 +280,9 @@ impl Store {
     pub fn import(&self, source: &Path, path: &str, stamp: u64) -> FsResult<u64> {
         let host_err = |e: &io::Error| FsError::io(source.display().to_string(), e);
         let from = File::open(source).map_err(|e| host_err(&e))?;
+        if from.metadata().map_err(|e| host_err(&e))?.len() == 0 {
+            return self.install_empty(path, stamp).map(|()| 0);
+        }
         let (tmp, to) = self.temp_file()?;
         let copied = copy::whole(&from, &to)
             .map_err(|e| host_err(&e))
@@ -463,6 +479,13 @@ mod tests {
         let (x, y) = (store.data_path("/a/x", 1), store.data_path("/b/c/y", 2));
         assert_eq!(ino(&x), ino(&y));
         assert_eq!(std::fs::read(&y).unwrap(), b"");
+        // Written empty, or copied in from an empty file: the same.
+        let (tmp, _) = store.temp_file().unwrap();
+        store.install_sized(&tmp, "/c", 5, 0).unwrap();
+        assert!(!tmp.exists());
+        assert_eq!(store.import(&y, "/d", 6).unwrap(), 0);
+        assert_eq!(ino(&store.data_path("/c", 5)), ino(&x));
+        assert_eq!(ino(&store.data_path("/d", 6)), ino(&x));
         store.drop_copy("/a/x", 1).unwrap();
         assert!(!x.parent().unwrap().exists() && y.exists());
         // Lost, it is made again; the versions that had it keep theirs.
