@@ -189,10 +189,11 @@ impl Held {
     }
 
     /// A spare used by a file that ended empty (published without it), to
-    /// be taken again; `false` if there are enough already.
+    /// be taken again; `false` if there are enough already (more than are
+    /// made ahead: those may have been made while it was in use).
     pub fn take_back(&self, spare: (PathBuf, File)) -> bool {
         let mut spares = self.spares.lock().expect("spares");
-        if spares.len() >= SPARES {
+        if spares.len() >= 2 * SPARES {
             return false;
         }
         spares.push(spare);
