@@ -50,6 +50,23 @@ pub(crate) fn settle() {
     unsafe { libc::sync() };
 }
 
+/// Runs `each(0)` … `each(n - 1)` on `n` threads at once: how long until
+/// all ended, or the first error.
+pub(crate) fn on_threads<E: Send>(
+    n: u32,
+    each: impl Fn(u32) -> Result<(), E> + Sync,
+) -> Result<std::time::Duration, E> {
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        let each = &each;
+        let threads: Vec<_> = (0..n).map(|k| s.spawn(move || each(k))).collect();
+        threads
+            .into_iter()
+            .try_for_each(|t| t.join().expect("benchmark thread"))
+    })?;
+    Ok(start.elapsed())
+}
+
 /// Writes and deletes a scratch file of `size` bytes, so that the page-cache
 /// memory the next operation needs is free and recently used. On a VM that
 /// returns free memory to its host, first touching memory costs more than the

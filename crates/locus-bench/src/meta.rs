@@ -4,6 +4,7 @@
 //! listed. The same operations on the raw local file system, in the same
 //! run, are the baseline.
 
+use crate::io::on_threads;
 use crate::report::{header, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
 use locus_fs::Client;
@@ -93,26 +94,14 @@ fn raw_phase(
     files: u32,
     op: fn(&Path) -> std::io::Result<()>,
 ) -> anyhow::Result<Duration> {
-    let root = dir.to_str().unwrap_or_default().to_string();
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (0..clients)
-            .map(|k| {
-                let root = root.clone();
-                s.spawn(move || -> std::io::Result<()> {
-                    for i in 0..files {
-                        op(Path::new(&layout.path(&root, k, i)))?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().expect("raw client thread")?;
+    let root = dir.to_str().unwrap_or_default();
+    let took = on_threads(clients, |k| -> std::io::Result<()> {
+        for i in 0..files {
+            op(Path::new(&layout.path(root, k, i)))?;
         }
-        Ok::<_, std::io::Error>(())
+        Ok(())
     })?;
-    Ok(start.elapsed())
+    Ok(took)
 }
 
 fn raw_create(p: &Path) -> std::io::Result<()> {

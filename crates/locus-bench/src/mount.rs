@@ -4,7 +4,7 @@
 //! of local files, the first read of a remote file (fetch included), and an
 //! mdtest-like create-then-stat of many empty files.
 
-use crate::io::{drain, settle, warm, MIB};
+use crate::io::{drain, on_threads, settle, warm, MIB};
 use crate::report::{header, median, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
 use anyhow::{bail, Context};
@@ -158,24 +158,13 @@ fn create_parallel(dir: &Path, n: u32) -> anyhow::Result<f64> {
         std::fs::create_dir_all(d)?;
     }
     settle();
-    let start = Instant::now();
-    std::thread::scope(|s| {
-        let creators: Vec<_> = dirs
-            .iter()
-            .map(|d| {
-                s.spawn(move || -> std::io::Result<()> {
-                    for i in 0..n / CREATORS {
-                        std::fs::File::create(d.join(format!("f{i}")))?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        creators
-            .into_iter()
-            .try_for_each(|c| c.join().expect("creator thread"))
+    let took = on_threads(CREATORS, |k| -> std::io::Result<()> {
+        for i in 0..n / CREATORS {
+            std::fs::File::create(dirs[k as usize].join(format!("f{i}")))?;
+        }
+        Ok(())
     })?;
-    Ok(f64::from(n / CREATORS * CREATORS) / start.elapsed().as_secs_f64())
+    Ok(f64::from(n / CREATORS * CREATORS) / took.as_secs_f64())
 }
 
 /// fs_mark's jobs: its flags, and what the row says.

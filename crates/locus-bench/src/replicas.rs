@@ -7,7 +7,7 @@
 //! file is written: the same writes on the store's file system without
 //! Locus, alone and with a thread copying what is written as it is written.
 
-use crate::io::{settle, MIB};
+use crate::io::{on_threads, settle, MIB};
 use crate::report::{header, median, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
 use locus_fs::store::Store;
@@ -189,36 +189,19 @@ fn raw_creates(dir: &Path, creates: u32, threads: u32) -> anyhow::Result<[Durati
         let node = |n: &str| Store::open(&dir.join(format!("{k}{n}")));
         let stores = [node("a")?, node("b")?];
         settle();
-        let start = Instant::now();
-        std::thread::scope(|s| {
-            let stores = &stores;
-            let creators: Vec<_> = (0..threads)
-                .map(|t| {
-                    s.spawn(move || -> anyhow::Result<()> {
-                        for i in 0..creates / threads {
-                            let (name, stamp) =
-                                (format!("t{t}-{i}"), u64::from(t) << 32 | u64::from(i));
-                            let path = format!("/small/{name}");
-                            let out = stores[0].private_file(&name)?;
-                            std::fs::write(&out, b"x\n")?;
-                            stores[0].install(&out, &path, stamp)?;
-                            if k == 1 {
-                                stores[1].import(
-                                    &stores[0].data_path(&path, stamp),
-                                    &path,
-                                    stamp,
-                                )?;
-                            }
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            creators
-                .into_iter()
-                .try_for_each(|c| c.join().expect("creator thread"))
+        *took = on_threads(threads, |t| -> anyhow::Result<()> {
+            for i in 0..creates / threads {
+                let (name, stamp) = (format!("t{t}-{i}"), u64::from(t) << 32 | u64::from(i));
+                let path = format!("/small/{name}");
+                let out = stores[0].private_file(&name)?;
+                std::fs::write(&out, b"x\n")?;
+                stores[0].install(&out, &path, stamp)?;
+                if k == 1 {
+                    stores[1].import(&stores[0].data_path(&path, stamp), &path, stamp)?;
+                }
+            }
+            Ok(())
         })?;
-        *took = start.elapsed();
         for n in ["a", "b"] {
             std::fs::remove_dir_all(dir.join(format!("{k}{n}")))?;
         }
