@@ -785,7 +785,13 @@ fn empty_files_are_names_of_one_stored_file_and_their_spares_are_written_again()
         assert!(a.delegate("/d").await.unwrap());
         close_later(a.create("/d/first").await.unwrap()).await;
         a.settle_dir("/d").await.unwrap();
-        eventually("empty files made ahead", || spares().len() >= 64);
+        // Made ahead by a thread of their own: until no more come.
+        let settled = || {
+            let n = spares().len();
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            n >= 64 && spares().len() == n
+        };
+        eventually("empty files made ahead", settled);
         let made = spares();
         // Empty files take spares and give them back once published (no
         // more are made: half the spares are left), then written ones are
