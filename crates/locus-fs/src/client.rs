@@ -1886,10 +1886,9 @@ impl Client {
         let replicas = self
             .push_replicas(&out.local, path, token, me, &[], before_publishing(copies))
             .await;
-        let empty = size == 0;
-        let installed = match empty {
-            true => store.install_empty(path, token),
-            false => store.install(&out.local, path, token),
+        let installed = match size {
+            0 => store.install_empty(path, token),
+            _ => store.install(&out.local, path, token),
         };
         if let Err(e) = installed {
             store.discard(&out.local);
@@ -1901,7 +1900,6 @@ impl Client {
             record: out.first_version(size, holders.collect()),
             parents: self.kept_with(path),
             replicas,
-            empty,
         }))
     }
 
@@ -1923,9 +1921,9 @@ impl Client {
         {
             answer = self.meta(path, new.request(out)).await;
         }
-        let NewFile {
-            replicas, empty, ..
-        } = new;
+        // Stored as a name of the store's empty file: the output's file stays.
+        let empty = new.record.size == 0;
+        let NewFile { replicas, .. } = new;
         let store = &self.inner.store;
         // The bytes back in the output's place (an empty file never left it).
         let uninstall = || match empty {
@@ -2675,8 +2673,6 @@ struct NewFile {
     record: Record,
     parents: Vec<String>,
     replicas: Vec<NodeId>,
-    /// Stored as a name of the store's empty file: the output's file stays.
-    empty: bool,
 }
 
 impl NewFile {

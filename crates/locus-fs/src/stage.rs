@@ -169,11 +169,11 @@ async fn get_file(client: Client, locus: String, host: PathBuf, via: Via) -> FsR
     let local = client.local_path(&locus).await?;
     tokio::task::spawn_blocking(move || {
         let from = std::fs::File::open(&local).map_err(|e| host_error(&local, &e))?;
-        let mode = from.metadata().map_err(|e| host_error(&local, &e))?;
+        let meta = from.metadata().map_err(|e| host_error(&local, &e))?;
         // The copy keeps the file's mode (an executable stays one).
         std::fs::File::create(&host)
-            .and_then(|to| copy::whole(&from, &to).map(|n| (n, to)))
-            .and_then(|(n, to)| to.set_permissions(mode.permissions()).map(|()| n))
+            .and_then(|to| copy::whole_known(&from, &meta, &to).map(|n| (n, to)))
+            .and_then(|(n, to)| to.set_permissions(meta.permissions()).map(|()| n))
             .map_err(|e| host_error(&host, &e))
     })
     .await

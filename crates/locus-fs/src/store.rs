@@ -280,11 +280,12 @@ impl Store {
     pub fn import(&self, source: &Path, path: &str, stamp: u64) -> FsResult<u64> {
         let host_err = |e: &io::Error| FsError::io(source.display().to_string(), e);
         let from = File::open(source).map_err(|e| host_err(&e))?;
-        if from.metadata().map_err(|e| host_err(&e))?.len() == 0 {
+        let meta = from.metadata().map_err(|e| host_err(&e))?;
+        if meta.is_file() && meta.len() == 0 {
             return self.install_empty(path, stamp).map(|()| 0);
         }
         let (tmp, to) = self.temp_file()?;
-        let copied = copy::whole(&from, &to)
+        let copied = copy::whole_known(&from, &meta, &to)
             .map_err(|e| host_err(&e))
             .and_then(|n| self.install(&tmp, path, stamp).map(|()| n));
         if copied.is_err() {

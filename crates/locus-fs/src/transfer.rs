@@ -153,12 +153,12 @@ pub fn copy_local(
     let Ok(src) = File::open(&file) else {
         return Ok(Ok(None));
     };
-    match src.metadata() {
-        Ok(meta) if (meta.dev(), meta.ino()) == (dev, ino) => {}
+    let meta = match src.metadata() {
+        Ok(meta) if (meta.dev(), meta.ino()) == (dev, ino) => meta,
         _ => return Ok(Ok(None)),
-    }
+    };
     // A failure here (a full disk) is this node's, not the holder's.
-    Ok(copy::whole(&src, dest)
+    Ok(copy::whole_known(&src, &meta, dest)
         .map(Some)
         .map_err(|e| FsError::io(path, &e)))
 }
