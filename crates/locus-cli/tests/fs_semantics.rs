@@ -258,6 +258,112 @@ fn rename_files_and_directories() {
     });
 }
 
+/// Two identical renames at once, from two nodes and from one: exactly one
+/// wins, the other fails cleanly, and the file is under the new name alone
+/// with its bytes (before: both names and the bytes could be gone).
+#[test]
+fn concurrent_renames_of_one_file_leave_it_under_exactly_one_name() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let clients = [c.client(0), c.client(1), c.client(0)];
+    rt.block_on(async {
+        for trial in 0..100 {
+            let (from, to) = (format!("/r{trial}"), format!("/s{trial}"));
+            let body = format!("the bytes of trial {trial}");
+            let made = clients[trial % 2].put(&from, body.as_bytes()).await.unwrap();
+            let other = &clients[1 + trial % 2];
+            let (a, b) = tokio::join!(clients[0].rename(&from, &to), other.rename(&from, &to));
+            assert!(a.is_ok() || b.is_ok(), "trial {trial}: {a:?} {b:?}");
+            for e in [a, b].into_iter().filter_map(Result::err) {
+                assert!(
+                    matches!(e.code, Errno::EBUSY | Errno::ENOENT),
+                    "trial {trial}: {e}"
+                );
+            }
+            for cl in &clients {
+                assert_eq!(cl.stat(&from).await.unwrap_err().code, Errno::ENOENT);
+                assert_eq!(cl.get(&to).await.unwrap(), body.as_bytes(), "trial {trial}");
+            }
+            let rec = clients[0].stat(&to).await.unwrap();
+            assert_eq!((rec.stamp, rec.lock), (made.stamp, None));
+        }
+        let listed = names(&clients[1], "/").await;
+        assert_eq!(listed.len(), 100);
+        assert!(listed.iter().all(|n| n.starts_with('s')), "{listed:?}");
+    });
+}
+
+/// Clients renaming the same files to new names at once, as fast as they
+/// can: no file is lost or doubled, whatever order the renames win in.
+#[test]
+fn racing_renames_to_new_names_lose_no_file() {
+    let c = TestCluster::up(3);
+    let rt = rt();
+    let clients: Vec<_> = (0..3).map(|n| c.client(n)).collect();
+    rt.block_on(async {
+        clients[0].mkdir("/m").await.unwrap();
+        for f in 0..4 {
+            clients[f % 3]
+                .put(&format!("/m/f{f}-0"), format!("file {f}").as_bytes())
+                .await
+                .unwrap();
+        }
+        let movers = clients.iter().enumerate().map(|(id, cl)| async move {
+            for round in 0..40 {
+                for name in names(cl, "/m").await {
+                    let file = name.split('-').next().unwrap().to_string();
+                    let to = format!("/m/{file}-{id}.{round}");
+                    match cl.rename(&format!("/m/{name}"), &to).await {
+                        Ok(()) => {}
+                        Err(e) if matches!(e.code, Errno::EBUSY | Errno::ENOENT) => {}
+                        Err(e) => panic!("{name} -> {to}: {e}"),
+                    }
+                }
+            }
+        });
+        futures_util::future::join_all(movers).await;
+        let left = names(&clients[0], "/m").await;
+        assert_eq!(left.len(), 4, "{left:?}");
+        for name in left {
+            let file = name.split('-').next().unwrap()[1..].to_string();
+            for cl in &clients {
+                let got = cl.get(&format!("/m/{name}")).await.unwrap();
+                assert_eq!(got, format!("file {file}").as_bytes());
+            }
+        }
+    });
+}
+
+/// A rename onto a file being written waits for no one and changes
+/// nothing (`EBUSY`); `rename_noreplace` never replaces.
+#[test]
+fn rename_onto_a_busy_or_taken_name_changes_nothing() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let (a, b) = (c.client(0), c.client(1));
+    rt.block_on(async {
+        a.put("/x", b"x").await.unwrap();
+        b.put("/y", b"y").await.unwrap();
+        let w = b.open_write("/y", true).await.unwrap();
+        assert_eq!(a.rename("/x", "/y").await.unwrap_err().code, Errno::EBUSY);
+        w.abort().await;
+        assert_eq!(a.get("/x").await.unwrap(), b"x");
+        assert_eq!(a.get("/y").await.unwrap(), b"y");
+        assert_eq!(
+            a.rename_noreplace("/x", "/y").await.unwrap_err().code,
+            Errno::EEXIST
+        );
+        assert_eq!(a.get("/x").await.unwrap(), b"x");
+        a.rename_noreplace("/x", "/z").await.unwrap();
+        a.rename("/z", "/y").await.unwrap();
+        assert_eq!(names(&b, "/").await, vec!["y"]);
+        assert_eq!(b.get("/y").await.unwrap(), b"x");
+        // The writer's lock on /x is free again and /y is unlocked.
+        assert_eq!(b.stat("/y").await.unwrap().lock, None);
+        b.open_write("/y", false).await.unwrap().abort().await;
+    });
+}
+
 #[test]
 fn placement_policies_and_hints() {
     let c = TestCluster::up(4);

@@ -920,7 +920,7 @@ impl Client {
         let removed = Request::RemoveRecord {
             path: path.clone(),
             kind: Kind::File,
-            version: None,
+            locked_by: None,
         };
         match self.meta(&path, removed).await {
             Ok(r) => {
@@ -942,7 +942,7 @@ impl Client {
         let removed = Request::RemoveRecord {
             path: path.clone(),
             kind: Kind::Dir,
-            version: None,
+            locked_by: None,
         };
         let lost_record = match self.meta(&path, removed).await {
             Ok(r) => expect_record(r).map(|_| false)?,
@@ -990,6 +990,16 @@ impl Client {
     /// entry by entry (not atomically). Stored copies are hard-linked under the
     /// new name before the metadata moves, so the file is readable throughout.
     pub async fn rename(&self, from: &str, to: &str) -> FsResult<()> {
+        self.rename_as(from, to, true).await
+    }
+
+    /// `rename` that fails with `EEXIST` instead of replacing anything at
+    /// `to` (`RENAME_NOREPLACE`), decided by the same step that makes `to`.
+    pub async fn rename_noreplace(&self, from: &str, to: &str) -> FsResult<()> {
+        self.rename_as(from, to, false).await
+    }
+
+    async fn rename_as(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
         let (from, to) = (normalise(from)?, normalise(to)?);
         if from == to {
             self.stat(&from).await?;
@@ -1000,91 +1010,102 @@ impl Client {
                 FsError::new(Errno::EINVAL, to).with_detail("cannot move a directory into itself")
             );
         }
-        let rec = self.stat(&from).await?;
-        match rec.kind {
-            Kind::File => self.rename_file(&from, &to, rec).await,
-            Kind::Dir => Box::pin(self.rename_dir(&from, &to)).await,
+        match self.stat(&from).await?.kind {
+            Kind::File => self.rename_file(&from, &to, replace).await,
+            Kind::Dir => Box::pin(self.rename_dir(&from, &to, replace)).await,
         }
     }
 
-    async fn rename_file(&self, from: &str, to: &str, rec: Record) -> FsResult<()> {
-        if rec.lock.is_some() {
-            return Err(FsError::new(Errno::EBUSY, from));
-        }
-        let (to_parent, to_name) = split(to)?;
-        let add = Request::AddEntry {
-            parent: to_parent.to_string(),
-            name: to_name.to_string(),
-            kind: Kind::File,
-        };
-        if let Err(e) = self
-            .meta(to_parent, add.clone())
-            .await
-            .and_then(expect_added)
-        {
-            if e.code != Errno::EEXIST {
+    /// A file's rename, decided under its write lock: `from` is locked by
+    /// compare-and-swap (a second rename of it, or a writer, gets `EBUSY`),
+    /// its copies are linked under `to`, and one step puts its record at
+    /// `to` — the create of a new name, or `ReplaceLocked` of a file at `to`
+    /// this rename locked. Before that step a failure undoes only what this
+    /// rename made; after it the file is at `to`, and `from` is removed only
+    /// while the lock is still this rename's.
+    async fn rename_file(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
+        let lease = self.new_lease();
+        let rec = self.lock(from, lease).await?;
+        let _renewal = self.keep_lease(from, lease);
+        let moved = self.move_record(from, to, &rec, lease, replace).await;
+        let replaced = match moved {
+            Ok(replaced) => replaced,
+            Err(e) => {
+                let _ = self.unlock(from, lease.token).await;
                 return Err(e);
             }
-            if self.stat(to).await?.kind == Kind::Dir {
-                return Err(FsError::new(Errno::EISDIR, to));
-            }
-            self.unlink(to).await?;
-            expect_added(self.meta(to_parent, add).await?)?;
-        }
-        let moved = async {
-            for &h in &rec.holders {
-                let link = Request::LinkData {
-                    from: from.to_string(),
-                    to: to.to_string(),
-                    stamp: rec.stamp,
-                };
-                expect_ok(self.call(h, link).await?)?;
-            }
-            let mut moved = rec.clone();
-            moved.lock = None;
-            let create = Request::CreateRecord {
-                path: to.to_string(),
-                record: moved,
-                lease: None,
-            };
-            self.meta(to, create).await.map(drop)
         };
-        if let Err(e) = moved.await {
-            // Undo the new name and whatever links were made.
-            let undo = Request::RemoveEntry {
-                parent: to_parent.to_string(),
-                name: to_name.to_string(),
-                kind: Kind::File,
-            };
-            let _ = self.meta(to_parent, undo).await;
-            self.drop_copies(to, rec.holders.clone(), rec.stamp).await;
-            return Err(e);
+        match replaced {
+            Some(old) => self.drop_copies(to, old.holders, old.stamp).await,
+            None => drop(self.unlock(to, lease.token).await),
         }
-        let remove = Request::RemoveRecord {
-            path: from.to_string(),
-            kind: Kind::File,
-            version: Some(rec.version),
-        };
-        if let Err(e) = self.meta(from, remove).await {
-            // `from` changed meanwhile: undo the new name.
-            let _ = self.unlink(to).await;
-            return Err(e);
+        match self.remove_locked(from, lease.token).await {
+            Ok(_) => self.drop_copies(from, rec.holders, rec.stamp).await,
+            // Its lease ended (this client stalled) and someone else has it
+            // now: theirs to change; the file is at `to` as well.
+            Err(e) => tracing::warn!("{from}: moved to {to}, the old name stays: {e}"),
         }
-        let (from_parent, from_name) = split(from)?;
-        let entry = Request::RemoveEntry {
-            parent: from_parent.to_string(),
-            name: from_name.to_string(),
-            kind: Kind::File,
-        };
-        expect_ok(self.meta(from_parent, entry).await?)?;
-        self.drop_copies(from, rec.holders, rec.stamp).await;
         Ok(())
     }
 
-    async fn rename_dir(&self, from: &str, to: &str) -> FsResult<()> {
+    /// Links `rec`'s copies under `to` and puts `rec` there (the decided
+    /// step), holding `lease` on `from` and on `to`; the record it replaced,
+    /// or `None` if `to` was made new (and is left locked). On failure, what
+    /// was made here is undone.
+    async fn move_record(
+        &self,
+        from: &str,
+        to: &str,
+        rec: &Record,
+        lease: Lease,
+        replace: bool,
+    ) -> FsResult<Option<Record>> {
+        for &h in &rec.holders {
+            let link = Request::LinkData {
+                from: from.to_string(),
+                to: to.to_string(),
+                stamp: rec.stamp,
+            };
+            if let Err(e) = self.call(h, link).await.and_then(expect_ok) {
+                self.drop_copies(to, rec.holders.clone(), rec.stamp).await;
+                return Err(e);
+            }
+        }
+        let placed = match self.create_name(to, rec.clone(), Some(lease)).await {
+            Ok(_) => return Ok(None),
+            Err(e) if e.code == Errno::EEXIST && replace => self.replace_locked(to, rec, lease).await,
+            Err(e) => Err(e),
+        };
+        // A step whose answer was lost may have been applied: its links stay.
+        if placed.as_ref().is_err_and(|e| !is_unreachable(e)) {
+            self.drop_copies(to, rec.holders.clone(), rec.stamp).await;
+        }
+        placed.map(Some)
+    }
+
+    /// Locks the existing file `to` with `lease` and puts `rec` in its
+    /// place; answers the record replaced.
+    async fn replace_locked(&self, to: &str, rec: &Record, lease: Lease) -> FsResult<Record> {
+        self.lock_created(to, lease).await?;
+        let replace = Request::ReplaceLocked {
+            path: to.to_string(),
+            token: lease.token,
+            record: rec.clone(),
+        };
+        match self.meta(to, replace).await {
+            Ok(Response::Committed { replaced, .. }) => Ok(replaced),
+            Ok(other) => Err(unexpected(other)),
+            Err(e) => {
+                let _ = self.unlock(to, lease.token).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn rename_dir(&self, from: &str, to: &str, replace: bool) -> FsResult<()> {
         match self.mkdir(to).await {
             Ok(()) => {}
-            Err(e) if e.code == Errno::EEXIST => {
+            Err(e) if e.code == Errno::EEXIST && replace => {
                 // POSIX: a directory may replace an empty directory.
                 if self.stat(to).await?.kind != Kind::Dir {
                     return Err(FsError::new(Errno::ENOTDIR, to));
@@ -2366,24 +2387,31 @@ impl Client {
     /// published under it (best effort: a daemon that cannot be reached
     /// leaves it, empty, and the lease ends the lock).
     async fn give_up(&self, path: &str, token: u64, created: bool) {
-        if self.unlock(path, token).await.is_err() || !created {
+        if created && self.remove_locked(path, token).await.is_ok() {
             return;
         }
-        let never_written = Request::RemoveRecord {
+        let _ = self.unlock(path, token).await;
+    }
+
+    /// Removes file `path` — record, then name — if `token` still holds its
+    /// write lock: no one else changed it meanwhile, so nothing removed is
+    /// anyone else's. Answers with the removed record.
+    async fn remove_locked(&self, path: &str, token: u64) -> FsResult<Record> {
+        let remove = Request::RemoveRecord {
             path: path.to_string(),
             kind: Kind::File,
-            version: Some(0),
+            locked_by: Some(token),
         };
-        if self.meta(path, never_written).await.is_err() {
-            return;
-        }
-        if let Ok((parent, name)) = split(path) {
-            let entry = Request::RemoveEntry {
-                parent: parent.to_string(),
-                name: name.to_string(),
-                kind: Kind::File,
-            };
-            let _ = self.meta(parent, entry).await;
+        let rec = expect_record(self.meta(path, remove).await?)?;
+        let (parent, name) = split(path)?;
+        let entry = Request::RemoveEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Kind::File,
+        };
+        match self.meta(parent, entry).await {
+            Err(e) if e.code != Errno::ENOENT => Err(e),
+            _ => Ok(rec),
         }
     }
 }

@@ -202,7 +202,7 @@ mod tests {
         let rmdir = Request::RemoveRecord {
             path: "/e".into(),
             kind: locus_proto::fs::Kind::Dir,
-            version: None,
+            locked_by: None,
         };
         assert!(d.blocking(&rmdir, 2).is_none());
         d.grant("/e", 2).unwrap();
@@ -215,7 +215,7 @@ mod tests {
         let rmdir = Request::RemoveRecord {
             path: "/d".into(),
             kind: locus_proto::fs::Kind::Dir,
-            version: None,
+            locked_by: None,
         };
         let waiting = d
             .blocking(&rmdir, 2)

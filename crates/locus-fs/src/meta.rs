@@ -845,6 +845,28 @@ impl<'t> Shard<'t> {
                     replaced,
                 })
             }
+            Request::ReplaceLocked {
+                path,
+                token,
+                record,
+            } => {
+                let replaced = self.get(path)?;
+                if replaced.kind != Kind::File {
+                    return Err(wrong_kind(path, replaced.kind));
+                }
+                if replaced.lock.map(|l| l.token) != Some(*token) {
+                    return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
+                }
+                let rec = Record {
+                    lock: None,
+                    ..record.clone()
+                };
+                self.put(path, &rec)?;
+                Ok(Response::Committed {
+                    record: rec,
+                    replaced,
+                })
+            }
             Request::SetAttr {
                 path,
                 mode,
@@ -875,7 +897,7 @@ impl<'t> Shard<'t> {
             Request::RemoveRecord {
                 path,
                 kind,
-                version,
+                locked_by,
             } => {
                 let rec = self.get(path)?;
                 if rec.kind != *kind {
@@ -889,10 +911,8 @@ impl<'t> Shard<'t> {
                 if rec.kind == Kind::Dir && self.has_entries(path)? {
                     return Err(FsError::new(Errno::ENOTEMPTY, path));
                 }
-                if let Some(v) = version {
-                    if rec.version != *v || rec.lock.is_some() {
-                        return Err(FsError::new(Errno::EBUSY, path));
-                    }
+                if locked_by.is_some() && rec.lock.map(|l| l.token) != *locked_by {
+                    return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
                 }
                 self.change(Change::Record {
                     path: path.clone(),
@@ -1245,6 +1265,54 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(meta.write(lock(2)).await, Response::Record(_)));
+    }
+
+    #[tokio::test]
+    async fn only_the_lock_holder_replaces_or_removes_a_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = MetaStore::open(&dir.path().join("m.redb"), Durability::None).unwrap();
+        let mut moved = Record::new(Kind::File, 0o600, 9);
+        (moved.size, moved.stamp, moved.holders) = (7, 77, vec![2]);
+        for path in ["/f", "/g"] {
+            let create = Request::CreateRecord {
+                path: path.into(),
+                record: Record::new(Kind::File, 0o644, 0),
+                lease: Some(Lease {
+                    token: 1,
+                    ms: 60_000,
+                }),
+            };
+            assert!(matches!(meta.write(create).await, Response::Created { .. }));
+        }
+        let replace = |token| Request::ReplaceLocked {
+            path: "/f".into(),
+            token,
+            record: moved.clone(),
+        };
+        let remove = |token| Request::RemoveRecord {
+            path: "/g".into(),
+            kind: Kind::File,
+            locked_by: Some(token),
+        };
+        for wrong in [replace(2), remove(2)] {
+            match meta.write(wrong).await {
+                Response::Err(e) => assert_eq!(e.code, Errno::EBUSY),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(meta.get("/g").unwrap().lock.map(|l| l.token), Some(1));
+        match meta.write(replace(1)).await {
+            Response::Committed { record, replaced } => {
+                assert_eq!(record, moved);
+                assert_eq!(replaced.lock.map(|l| l.token), Some(1));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(meta.get("/f").unwrap(), moved);
+        assert!(matches!(meta.write(remove(1)).await, Response::Record(_)));
+        assert_eq!(meta.get("/g").unwrap_err().code, Errno::ENOENT);
+        // Unlocked now: a second replace by the same token is refused.
+        assert!(matches!(meta.write(replace(1)).await, Response::Err(_)));
     }
 
     #[tokio::test]

@@ -466,6 +466,7 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::AddHolder { path, .. }
         | Request::SetAttr { path, .. }
         | Request::RemoveRecord { path, .. }
+        | Request::ReplaceLocked { path, .. }
         | Request::SetHint { path, .. }
         | Request::SetCopies { path, .. }
         | Request::DropData { path, .. }

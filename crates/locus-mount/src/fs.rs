@@ -588,17 +588,14 @@ impl Filesystem for LocusFs {
     ) {
         let result = (|| {
             let (from, to) = (self.child(parent, name)?, self.child(newparent, newname)?);
-            if flags.contains(RenameFlags::RENAME_NOREPLACE) {
-                match self.run(self.client.stat(&to)) {
-                    Ok(_) => return Err(Errno::EEXIST),
-                    Err(e) if e.code == locus_proto::Errno::ENOENT => {}
-                    Err(e) => return Err(failed("rename", &e)),
-                }
-            } else if !flags.is_empty() {
+            let renamed = if flags == RenameFlags::RENAME_NOREPLACE {
+                self.run(self.client.rename_noreplace(&from, &to))
+            } else if flags.is_empty() {
+                self.run(self.client.rename(&from, &to))
+            } else {
                 return Err(Errno::EINVAL);
-            }
-            self.run(self.client.rename(&from, &to))
-                .map_err(|e| failed("rename", &e))?;
+            };
+            renamed.map_err(|e| failed("rename", &e))?;
             self.inodes.lock().expect("inodes").renamed(&from, &to);
             Ok(())
         })();

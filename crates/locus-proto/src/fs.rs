@@ -181,12 +181,22 @@ pub enum Request {
         node: NodeId,
     },
     /// Deletes a record of the given kind; a directory must have no entries
-    /// (`ENOTEMPTY`). With `version`, only if the record is still at it and
-    /// unlocked (used by rename). Answers with the removed record.
+    /// (`ENOTEMPTY`). With `locked_by`, only if that token holds its write
+    /// lock (`EBUSY` otherwise): a writer or a rename removing what it
+    /// alone may change. Answers with the removed record.
     RemoveRecord {
         path: String,
         kind: Kind,
-        version: Option<u64>,
+        locked_by: Option<u64>,
+    },
+    /// Replaces the record of file `path`, whose write lock `token` holds,
+    /// with `record` (unlocked): a rename's decided step, moving a file's
+    /// record onto a name it locked. `EBUSY` if `token` does not hold the
+    /// lock. Answers `Committed` with the record it replaced.
+    ReplaceLocked {
+        path: String,
+        token: u64,
+        record: Record,
     },
     /// Records the node a file not yet created will be created on.
     SetHint {
@@ -327,6 +337,7 @@ impl Request {
             | Request::SetAttr { path, .. }
             | Request::AddHolder { path, .. }
             | Request::RemoveRecord { path, .. }
+            | Request::ReplaceLocked { path, .. }
             | Request::SetHint { path, .. }
             | Request::GetHint { path } => vec![parent(path)],
             _ => Vec::new(),
@@ -347,6 +358,7 @@ impl Request {
                 | Request::AddHolder { .. }
                 | Request::SetAttr { .. }
                 | Request::RemoveRecord { .. }
+                | Request::ReplaceLocked { .. }
                 | Request::SetHint { .. }
                 | Request::SetCopies { .. }
                 | Request::AddEntry { .. }
