@@ -415,13 +415,63 @@ fn half_sent_frames_cost_what_was_sent_and_are_cut_off() {
     rt().block_on(c.client(0).ping(0)).unwrap();
 }
 
+/// A replica that missed a write while it was down is brought up to date
+/// when it comes back: when the owner is lost afterwards, the replica
+/// serves the acknowledged version, and the owner takes that back, not the
+/// replica's stale one (before: v1 served, then both versions gone).
+#[test]
+fn a_replica_that_was_down_never_hands_back_a_stale_record() {
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let rt = rt();
+    let cl = c.client_with(ClientOptions {
+        node: 2,
+        timeout: Duration::from_millis(800),
+        ..ClientOptions::default()
+    });
+    let (p, q) = (owned_by(&cl, 0, "p"), owned_by(&cl, 0, "q"));
+    rt.block_on(async {
+        cl.put(&p, b"v1").await.unwrap();
+        c.signal(1, libc::SIGKILL);
+        cl.put(&p, b"version 2").await.unwrap();
+        cl.put(&q, b"made while the replica was down")
+            .await
+            .unwrap();
+        c.restart();
+        c.signal(0, libc::SIGKILL);
+        assert_eq!(cl.get(&p).await.unwrap(), b"version 2", "from the replica");
+        assert_eq!(
+            cl.get(&q).await.unwrap(),
+            b"made while the replica was down"
+        );
+        c.restart();
+        assert_eq!(cl.get(&p).await.unwrap(), b"version 2", "from the owner");
+        assert_eq!(
+            cl.get(&q).await.unwrap(),
+            b"made while the replica was down"
+        );
+        assert_eq!(cl.stat(&p).await.unwrap().size, 9);
+    });
+}
+
 /// What a key may hold after the operations a client logged: acknowledged
 /// ones fix it, failed ones leave either state.
 type Possible = Vec<Option<Vec<u8>>>;
 
 #[test]
 fn acknowledged_operations_survive_daemons_killed_while_clients_work() {
-    let c = TestCluster::up(3);
+    survive_kills(&[]);
+}
+
+/// The same with two copies of every key: what a replica acknowledged while
+/// the owner was down is kept when the owner comes back, and a replica that
+/// was down does not hand stale keys back.
+#[test]
+fn with_replicas_acknowledged_operations_survive_daemons_killed_while_clients_work() {
+    survive_kills(&["--replicas", "2"]);
+}
+
+fn survive_kills(extra: &[&str]) {
+    let c = TestCluster::up_with(3, extra);
     let rt = rt();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let opts = |node| ClientOptions {

@@ -270,7 +270,10 @@ fn concurrent_renames_of_one_file_leave_it_under_exactly_one_name() {
         for trial in 0..100 {
             let (from, to) = (format!("/r{trial}"), format!("/s{trial}"));
             let body = format!("the bytes of trial {trial}");
-            let made = clients[trial % 2].put(&from, body.as_bytes()).await.unwrap();
+            let made = clients[trial % 2]
+                .put(&from, body.as_bytes())
+                .await
+                .unwrap();
             let other = &clients[1 + trial % 2];
             let (a, b) = tokio::join!(clients[0].rename(&from, &to), other.rename(&from, &to));
             assert!(a.is_ok() || b.is_ok(), "trial {trial}: {a:?} {b:?}");

@@ -37,6 +37,9 @@ const PAGE: u32 = 10_000;
 const OWNER_LOST: &str = "lost? its owner ";
 /// Files at least this large are fetched over several streams at once.
 const PARALLEL_FETCH_MIN: u64 = 16 << 20;
+/// How long a write waits for an owner taking its keys back (`EAGAIN`
+/// from the daemon that acted for it) before the error is the answer.
+const RETURN_WAIT: Duration = Duration::from_secs(90);
 const FETCH_STREAMS: u64 = 4;
 
 #[derive(Debug, Clone)]
@@ -316,16 +319,27 @@ impl Client {
             true => nodes as u32,
             false => self.inner.replicas,
         };
+        let coming_back = Instant::now();
         let mut tried = Vec::new();
-        for node in replica_set(owner, nodes, candidates) {
-            match self.call(node, req.clone()).await {
-                Err(e) if is_unreachable(&e) => tried.push(e),
-                Err(e) if e.code == Errno::ENOENT && !tried.is_empty() => {
-                    let detail = format!("{OWNER_LOST}{} cannot be reached", tried[0].subject);
-                    return Err(e.with_detail(detail));
+        'owner: loop {
+            tried.clear();
+            for node in replica_set(owner, nodes, candidates) {
+                match self.call(node, req.clone()).await {
+                    Err(e) if is_unreachable(&e) => tried.push(e),
+                    Err(e) if e.code == Errno::ENOENT && !tried.is_empty() => {
+                        let detail = format!("{OWNER_LOST}{} cannot be reached", tried[0].subject);
+                        return Err(e.with_detail(detail));
+                    }
+                    // The owner is taking its keys back from the daemon
+                    // that acted for it: it serves them shortly.
+                    Err(e) if e.code == Errno::EAGAIN && coming_back.elapsed() < RETURN_WAIT => {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        continue 'owner;
+                    }
+                    other => return other,
                 }
-                other => return other,
             }
+            break;
         }
         let first = tried.remove(0);
         let others: Vec<String> = tried.iter().map(|e| e.subject.clone()).collect();
@@ -1073,7 +1087,9 @@ impl Client {
         }
         let placed = match self.create_name(to, rec.clone(), Some(lease)).await {
             Ok(_) => return Ok(None),
-            Err(e) if e.code == Errno::EEXIST && replace => self.replace_locked(to, rec, lease).await,
+            Err(e) if e.code == Errno::EEXIST && replace => {
+                self.replace_locked(to, rec, lease).await
+            }
             Err(e) => Err(e),
         };
         // A step whose answer was lost may have been applied: its links stay.

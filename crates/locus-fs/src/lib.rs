@@ -7,6 +7,7 @@ pub mod cluster;
 mod copies;
 mod copy;
 mod delegation;
+mod fence;
 mod follow;
 mod held_dirs;
 pub mod join;

@@ -354,6 +354,19 @@ impl MetaStore {
         Ok((page.out, false))
     }
 
+    /// The changes that set every key `mine` selects (by the path its owner
+    /// is chosen by), as `dump` gives them.
+    pub fn keys(&self, mine: impl Fn(&str) -> bool) -> FsResult<Vec<Change>> {
+        let (mut keys, mut after, mut more) = (Vec::new(), None, true);
+        while more {
+            let page;
+            (page, more) = self.dump(after.as_ref(), 10_000)?;
+            after = page.last().cloned();
+            keys.extend(page.into_iter().filter(|c| mine(c.key_path())));
+        }
+        Ok(keys)
+    }
+
     /// Replaces every key `mine` selects (by the path its owner is chosen
     /// by) with those of `theirs` that it selects, in one transaction: a
     /// restarted daemon taking back its keys from a replica that saw the
@@ -370,20 +383,10 @@ impl MetaStore {
         let mut taken = 0;
         {
             let mut shard = Shard::open(&txn)?;
-            let mut after = None;
-            let mut more = replace;
-            while more {
-                let page;
-                (page, more) = self.dump(after.as_ref(), 10_000)?;
-                for mut c in page.iter().filter(|c| mine(c.key_path())).cloned() {
-                    match &mut c {
-                        Change::Record { record, .. } => *record = None,
-                        Change::Entry { kind, .. } => *kind = None,
-                        Change::Hint { node, .. } => *node = None,
-                    }
-                    shard.change(c)?;
+            if replace {
+                for c in self.keys(&mine)? {
+                    shard.change(c.removal())?;
                 }
-                after = page.last().cloned();
             }
             for c in theirs.iter().filter(|c| mine(c.key_path())) {
                 shard.change(c.clone())?;

@@ -3,7 +3,11 @@
 //! `replicas - 1` daemons in node order; the first of them has applied it
 //! before the client is answered, the others get it after. A daemon that
 //! comes back takes its keys back from the first replica that answers
-//! before it serves, so it does not serve what it missed while it was down.
+//! before it serves, so it does not serve what it missed while it was down
+//! (fencing them first: `fence`). A replica that missed writes (it could not
+//! be reached) catches up — replaces its copy of the owner's keys with the
+//! owner's — when it comes back, and whenever the owner finds it reachable
+//! again, before the owner sends it anything more.
 
 use crate::cluster::{replica_set, ClusterSpec};
 use crate::meta::MetaStore;
@@ -23,6 +27,8 @@ const MAX_BATCH: usize = 10_000;
 const PAGE: u32 = 10_000;
 /// Bound on one request to a replica.
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a replica that missed writes is asked to catch up.
+const CATCH_UP_EVERY: Duration = Duration::from_millis(250);
 
 struct Batch {
     changes: Vec<Change>,
@@ -46,7 +52,7 @@ pub struct Replicator {
     replicas: Vec<mpsc::UnboundedSender<Batch>>,
 }
 
-fn peer(spec: &ClusterSpec, node: NodeId, secret: &Secret) -> Peer {
+pub(crate) fn peer(spec: &ClusterSpec, node: NodeId, secret: &Secret) -> Peer {
     let n = &spec.nodes[node as usize];
     Peer::new(Endpoint {
         node,
@@ -66,7 +72,7 @@ impl Replicator {
             .iter()
             .map(|&node| {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(send_in_order(peer(spec, node, secret), rx));
+                tokio::spawn(send_in_order(peer(spec, node, secret), me, rx));
                 tx
             })
             .collect();
@@ -90,11 +96,34 @@ impl Replicator {
 
 /// Sends what is queued for one replica, batched, in order on one
 /// connection (the replica applies it in the order it was written), up to
-/// `IN_FLIGHT` batches awaiting its answer at once.
-async fn send_in_order(peer: Peer, mut rx: mpsc::UnboundedReceiver<Batch>) {
-    let mut warned = false;
+/// `IN_FLIGHT` batches awaiting its answer at once. Once a batch could not
+/// be applied, the replica is behind: it is asked to catch up (every
+/// `CATCH_UP_EVERY` until it answers; what is written meanwhile is in what
+/// it takes) before anything more is sent.
+async fn send_in_order(peer: Peer, me: NodeId, mut rx: mpsc::UnboundedReceiver<Batch>) {
+    let mut behind = false;
     let mut waiting = std::collections::VecDeque::new();
     loop {
+        if behind && waiting.is_empty() {
+            match peer.call(Request::CatchUp { owner: me }).await {
+                Ok(Response::Ok) => {
+                    tracing::info!("replica node {} caught up", peer.endpoint.node);
+                    behind = false;
+                }
+                _ => {
+                    let until = tokio::time::Instant::now() + CATCH_UP_EVERY;
+                    loop {
+                        match tokio::time::timeout_at(until, rx.recv()).await {
+                            // Answered on fewer copies; the catch-up carries it.
+                            Ok(Some(batch)) => drop(batch),
+                            Ok(None) => return, // the daemon stopped
+                            Err(_) => break,
+                        }
+                    }
+                    continue;
+                }
+            }
+        }
         // Take what is queued, or wait for the oldest answer.
         let next = match waiting.len() {
             0 => rx.recv().await,
@@ -125,15 +154,118 @@ async fn send_in_order(peer: Peer, mut rx: mpsc::UnboundedReceiver<Batch>) {
             Err(e) => Err(e),
         };
         match answer {
-            Ok(_) => warned = false,
-            Err(e) if !warned => {
-                tracing::warn!("replica unreachable, writes go on with fewer copies: {e}");
-                warned = true;
+            Ok(Response::Ok) => {}
+            Ok(_) | Err(_) if behind => {}
+            Ok(r) => {
+                tracing::warn!("replica refused writes, to catch up: {r:?}");
+                behind = true;
             }
-            Err(_) => {}
+            Err(e) => {
+                tracing::warn!("replica unreachable, writes go on with fewer copies: {e}");
+                behind = true;
+            }
         }
         drop(applied);
     }
+}
+
+/// Every key daemon `node` has (its own and those it replicates).
+async fn dump_of(peer: &Peer) -> FsResult<Vec<Change>> {
+    let (mut all, mut after) = (Vec::new(), None);
+    loop {
+        let page = Request::Dump {
+            after: after.clone(),
+            limit: PAGE,
+        };
+        match peer.call(page).await? {
+            Response::Changes { changes, more } => {
+                after = changes.last().cloned();
+                all.extend(changes);
+                if !more {
+                    return Ok(all);
+                }
+            }
+            Response::Err(e) => return Err(e),
+            other => {
+                return Err(locus_proto::FsError::new(
+                    locus_proto::Errno::EIO,
+                    format!("node {}", peer.endpoint.node),
+                )
+                .with_detail(format!("unexpected answer to a dump: {other:?}")))
+            }
+        }
+    }
+}
+
+/// The nodes whose keys daemon `me` keeps copies of.
+pub fn replicated_by(spec: &ClusterSpec, me: NodeId) -> Vec<NodeId> {
+    let n = spec.nodes.len();
+    (0..n as NodeId)
+        .filter(|&p| p != me && replica_set(p, n, spec.replicas)[1..].contains(&me))
+        .collect()
+}
+
+/// Replaces this daemon's copy of `owner`'s keys with `owner`'s own, in one
+/// transaction (a replica catching up); returns how many keys it holds now.
+pub async fn catch_up(
+    spec: &ClusterSpec,
+    owner: NodeId,
+    secret: &Secret,
+    meta: &MetaStore,
+) -> FsResult<usize> {
+    let ring = spec.ring();
+    let owned = |path: &str| ring.owner(path) == owner;
+    let theirs: Vec<Change> = dump_of(&peer(spec, owner, secret))
+        .await?
+        .into_iter()
+        .filter(|c| owned(c.key_path()))
+        .collect();
+    let kept: std::collections::HashSet<_> = theirs.iter().map(key_of).collect();
+    let mut changes: Vec<Change> = meta
+        .keys(owned)?
+        .iter()
+        .filter(|c| !kept.contains(&key_of(c)))
+        .map(Change::removal)
+        .collect();
+    let count = theirs.len();
+    changes.extend(theirs);
+    match meta.write(Request::Replicate { changes }).await {
+        Response::Ok => Ok(count),
+        Response::Err(e) => Err(e),
+        other => Err(
+            locus_proto::FsError::new(locus_proto::Errno::EIO, "metadata store")
+                .with_detail(format!("unexpected answer: {other:?}")),
+        ),
+    }
+}
+
+/// A key as (table, path or parent, name).
+fn key_of(c: &Change) -> (u8, String, String) {
+    match c {
+        Change::Record { path, .. } => (0, path.clone(), String::new()),
+        Change::Entry { parent, name, .. } => (1, parent.clone(), name.clone()),
+        Change::Hint { path, .. } => (2, path.clone(), String::new()),
+    }
+}
+
+/// Tells the daemons that may act for `me` that it is coming back (they
+/// refuse writes to its keys until it serves) or that it serves; returns
+/// those that answered.
+pub async fn announce(
+    spec: &ClusterSpec,
+    me: NodeId,
+    secret: &Secret,
+    serving: bool,
+) -> Vec<NodeId> {
+    let set = replica_set(me, spec.nodes.len(), spec.replicas.max(2));
+    let mut answered = Vec::new();
+    for &node in &set[1..] {
+        let told = Request::Returning { owner: me, serving };
+        if let Ok(Response::Ok) = peer(spec, node, secret).call(told).await {
+            answered.push(node);
+        }
+    }
+    answered
 }
 
 /// Takes the keys daemon `me` owns back from the first of its replicas that
@@ -148,30 +280,12 @@ pub async fn take_back(
     meta: &MetaStore,
 ) -> FsResult<Option<(NodeId, usize)>> {
     let ring = spec.ring();
-    let set = replica_set(me, spec.nodes.len(), spec.replicas.max(2));
     let replace = spec.replicas > 1;
-    'replicas: for &node in &set[1..] {
-        let peer = peer(spec, node, secret);
-        let mut theirs = Vec::new();
-        let mut after = None;
-        loop {
-            let page = peer
-                .call(Request::Dump {
-                    after: after.clone(),
-                    limit: PAGE,
-                })
-                .await;
-            match page {
-                Ok(Response::Changes { changes, more }) => {
-                    after = changes.last().cloned();
-                    theirs.extend(changes);
-                    if !more {
-                        break;
-                    }
-                }
-                Ok(_) | Err(_) => continue 'replicas,
-            }
-        }
+    // Fenced first: what they accept for `me` after this is refused.
+    for node in announce(spec, me, secret, false).await {
+        let Ok(theirs) = dump_of(&peer(spec, node, secret)).await else {
+            continue;
+        };
         let taken = meta.take_back(&theirs, |path| ring.owner(path) == me, replace)?;
         return Ok(Some((node, taken)));
     }

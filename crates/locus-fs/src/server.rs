@@ -4,8 +4,10 @@
 
 use crate::cluster::ClusterSpec;
 use crate::delegation::Delegations;
+use crate::fence::{Admit, Fences};
 use crate::meta::{Durability, MetaStore, Reply};
 use crate::path::checked;
+use crate::peer::{is_unreachable, Peer};
 use crate::replicate::{self, Replicator};
 use crate::store::Store;
 use crate::transfer;
@@ -17,7 +19,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 
@@ -44,6 +46,9 @@ pub struct Daemon {
     listener: TcpListener,
     state: Arc<State>,
     secret: Secret,
+    /// It came back: the daemons that may have acted for it are told when
+    /// it serves.
+    returned: bool,
 }
 
 struct State {
@@ -58,6 +63,13 @@ struct State {
     delegations: Delegations,
     /// Numbers the RPC connections (a delegation's holder is one).
     connections: AtomicU64,
+    cluster: ClusterSpec,
+    ring: crate::ring::Ring,
+    secret: Secret,
+    /// Owners coming back, whose keys this daemon must not write for them.
+    fences: std::sync::Mutex<Fences>,
+    /// Every daemon, to ask an owner that came back whether it is there.
+    peers: Vec<Peer>,
 }
 
 /// How a daemon's service ended.
@@ -94,6 +106,18 @@ impl Daemon {
                 None => tracing::info!("the next node did not answer: serving the keys kept here"),
             }
         }
+        if cfg.rejoined && replicator.is_some() {
+            // Writes its owners made while it was down are not here.
+            for owner in replicate::replicated_by(&cfg.cluster, cfg.node) {
+                match replicate::catch_up(&cfg.cluster, owner, &cfg.secret, &meta).await {
+                    Ok(keys) => tracing::info!("caught up with node {owner}: {keys} key(s)"),
+                    Err(e) => tracing::warn!("could not catch up with node {owner}: {e}"),
+                }
+            }
+        }
+        let peers = (0..cfg.cluster.nodes.len() as NodeId)
+            .map(|n| replicate::peer(&cfg.cluster, n, &cfg.secret))
+            .collect();
         Ok(Daemon {
             listener,
             state: Arc::new(State {
@@ -105,8 +129,14 @@ impl Daemon {
                 stats_answered: AtomicU64::new(0),
                 delegations: Delegations::default(),
                 connections: AtomicU64::new(0),
+                ring: cfg.cluster.ring(),
+                cluster: cfg.cluster,
+                secret: cfg.secret.clone(),
+                fences: Default::default(),
+                peers,
             }),
             secret: cfg.secret,
+            returned: cfg.rejoined,
         })
     }
 
@@ -122,6 +152,12 @@ impl Daemon {
     /// Accepts connections until a client asks the daemon to stop.
     pub async fn run(self) -> io::Result<Stopped> {
         let mut stop = self.state.stop.subscribe();
+        if self.returned && self.state.cluster.nodes.len() > 1 {
+            let state = self.state.clone();
+            tokio::spawn(async move {
+                replicate::announce(&state.cluster, state.node, &state.secret, true).await
+            });
+        }
         loop {
             let accepted = tokio::select! {
                 a = self.listener.accept() => a,
@@ -231,6 +267,12 @@ fn small_file(p: &std::path::Path) -> bool {
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() <= SMALL_FILE)
 }
 
+/// `EAGAIN` for a write to keys whose owner is back, or coming back.
+fn coming_back(write: &Request) -> FsError {
+    let key = write.keys_written().first().copied().unwrap_or("/");
+    FsError::new(Errno::EAGAIN, key).with_detail("its metadata daemon is coming back")
+}
+
 fn answer(r: FsResult<Response>) -> Response {
     r.unwrap_or_else(Response::Err)
 }
@@ -322,7 +364,49 @@ impl State {
                     .dump(after.as_ref(), limit.min(MAX_PAGE))
                     .map(|(changes, more)| Response::Changes { changes, more }),
             )),
+            Request::Returning { owner, .. } | Request::CatchUp { owner }
+                if owner as usize >= self.peers.len() =>
+            {
+                send(Response::Err(
+                    FsError::new(Errno::EINVAL, format!("node {owner}"))
+                        .with_detail("no such node"),
+                ))
+            }
+            Request::Returning { owner, serving } => {
+                self.fences
+                    .lock()
+                    .expect("fences")
+                    .announced(owner, serving, Instant::now());
+                // What was accepted before is committed before it is copied.
+                let (state, send) = (self.clone(), later());
+                tokio::spawn(async move {
+                    send(
+                        answer(state.meta.flush().await.map(|()| Response::Ok)),
+                        true,
+                    )
+                });
+            }
+            Request::CatchUp { owner } => {
+                let (state, send) = (self.clone(), later());
+                tokio::spawn(async move {
+                    let caught =
+                        replicate::catch_up(&state.cluster, owner, &state.secret, &state.meta);
+                    send(answer(caught.await.map(|_| Response::Ok)), true)
+                });
+            }
             write => {
+                // Held while the write is queued: a return announced after
+                // this check waits for its commit.
+                let fences = self.fences.lock().expect("fences");
+                match self.admit(&fences, &write) {
+                    Admit::Apply => {}
+                    Admit::Refuse => return send(Response::Err(coming_back(&write))),
+                    Admit::AskOwner => {
+                        drop(fences);
+                        let env = Envelope { id, body: write };
+                        return self.ask_owner(env, out.clone(), conn);
+                    }
+                }
                 let send = later();
                 // A `Replicate` is applied as the replicated daemon wrote
                 // it; not sent on.
@@ -342,6 +426,60 @@ impl State {
                 self.meta.submit(write, reply)
             }
         }
+    }
+
+    /// Whether `write` may change keys of owners this daemon acts for: the
+    /// most restrictive answer over them (a `Replicate` is always applied:
+    /// its daemon made it).
+    fn admit(&self, fences: &Fences, write: &Request) -> Admit {
+        if matches!(write, Request::Replicate { .. }) {
+            return Admit::Apply;
+        }
+        let now = Instant::now();
+        let mut admit = Admit::Apply;
+        for owner in write.keys_written().into_iter().map(|k| self.ring.owner(k)) {
+            match (owner == self.node, fences.admit(owner, now)) {
+                (true, _) | (false, Admit::Apply) => {}
+                (false, Admit::Refuse) => return Admit::Refuse,
+                (false, Admit::AskOwner) => admit = Admit::AskOwner,
+            }
+        }
+        admit
+    }
+
+    /// A write for an owner that came back since this daemon last acted for
+    /// it: applied if the owner cannot be reached (it was lost again), else
+    /// refused so the client writes to the owner.
+    fn ask_owner(self: &Arc<Self>, env: Envelope<Request>, out: frame::Outbox, conn: u64) {
+        let state = self.clone();
+        tokio::spawn(async move {
+            let owners: Vec<NodeId> = env
+                .body
+                .keys_written()
+                .into_iter()
+                .map(|k| state.ring.owner(k))
+                .filter(|&o| o != state.node)
+                .collect();
+            for &owner in &owners {
+                match state.peers[owner as usize].call(Request::Ping).await {
+                    Err(e) if is_unreachable(&e) => {
+                        state.fences.lock().expect("fences").lost(owner)
+                    }
+                    _ => {
+                        let refused = Response::Err(coming_back(&env.body));
+                        let _ = out.send(
+                            &Envelope {
+                                id: env.id,
+                                body: refused,
+                            },
+                            true,
+                        );
+                        return;
+                    }
+                }
+            }
+            state.dispatch(env, &out, true, conn);
+        });
     }
 
     /// Lends `dir` to `conn` if it is an empty directory. Lent first, then
@@ -452,6 +590,8 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::Status
         | Request::Shutdown { .. }
         | Request::Dump { .. }
+        | Request::Returning { .. }
+        | Request::CatchUp { .. }
         | Request::Sync => Ok(()),
         Request::Replicate { changes } => changes
             .iter()

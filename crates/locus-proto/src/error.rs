@@ -17,6 +17,9 @@ pub enum Errno {
     EINVAL,
     EIO,
     ENOSPC,
+    /// Try again: a daemon acting for an owner that is coming back refuses
+    /// writes to its keys, which the owner takes back meanwhile.
+    EAGAIN,
 }
 
 impl Errno {
@@ -32,6 +35,7 @@ impl Errno {
             Errno::EINVAL => "invalid argument",
             Errno::EIO => "input/output error",
             Errno::ENOSPC => "no space left on device",
+            Errno::EAGAIN => "try again",
         }
     }
 
@@ -48,6 +52,7 @@ impl Errno {
             Errno::EINVAL => libc::EINVAL,
             Errno::EIO => libc::EIO,
             Errno::ENOSPC => libc::ENOSPC,
+            Errno::EAGAIN => libc::EAGAIN,
         }
     }
 

@@ -306,6 +306,21 @@ pub enum Request {
     },
     /// Answered once every write this daemon acknowledged is on disk.
     Sync,
+    /// From daemon `owner` coming back to the daemons that may have acted
+    /// for it: until it serves (`serving`), they refuse writes to its keys
+    /// (`EAGAIN`) — answered once every write they accepted before is
+    /// committed, so the keys it takes back hold them all; once it serves,
+    /// they act for it again only after finding it unreachable themselves.
+    Returning {
+        owner: NodeId,
+        serving: bool,
+    },
+    /// From daemon `owner` to a replica of its keys that missed some of its
+    /// writes (it could not be reached): the replica replaces its copy of
+    /// `owner`'s keys with `owner`'s current ones before answering.
+    CatchUp {
+        owner: NodeId,
+    },
 }
 
 impl Request {
@@ -346,6 +361,29 @@ impl Request {
 }
 
 impl Request {
+    /// The paths whose owners keep the keys this metadata write (or a
+    /// batch's writes) changes: a record's or hint's path, an entry's parent.
+    pub fn keys_written(&self) -> Vec<&str> {
+        match self {
+            Request::Batch { ops } => ops.iter().flat_map(Request::keys_written).collect(),
+            Request::Lazy { op } => op.keys_written(),
+            Request::AddEntry { parent, .. } | Request::RemoveEntry { parent, .. } => vec![parent],
+            Request::CreateFile { parent, path, .. } => vec![parent, path],
+            Request::CreateRecord { path, .. }
+            | Request::Lock { path, .. }
+            | Request::Renew { path, .. }
+            | Request::Unlock { path, .. }
+            | Request::CommitWrite { path, .. }
+            | Request::AddHolder { path, .. }
+            | Request::SetAttr { path, .. }
+            | Request::RemoveRecord { path, .. }
+            | Request::ReplaceLocked { path, .. }
+            | Request::SetHint { path, .. }
+            | Request::SetCopies { path, .. } => vec![path],
+            _ => Vec::new(),
+        }
+    }
+
     /// Whether this is one metadata write (what a `Batch` or `Lazy` holds).
     pub fn is_metadata_write(&self) -> bool {
         matches!(
@@ -400,6 +438,19 @@ impl Change {
         match self {
             Change::Record { path, .. } | Change::Hint { path, .. } => path,
             Change::Entry { parent, .. } => parent,
+        }
+    }
+
+    /// The change that removes the key this one writes.
+    pub fn removal(&self) -> Change {
+        match self.clone() {
+            Change::Record { path, .. } => Change::Record { path, record: None },
+            Change::Entry { parent, name, .. } => Change::Entry {
+                parent,
+                name,
+                kind: None,
+            },
+            Change::Hint { path, .. } => Change::Hint { path, node: None },
         }
     }
 
