@@ -8,6 +8,7 @@ pub mod filecopy;
 mod fuse_floor;
 pub mod html;
 pub mod io;
+pub mod kills;
 pub mod machine;
 pub mod mapreduce;
 pub mod meta;

@@ -342,6 +342,31 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// Nothing acknowledged is lost while daemons die: clients put new
+    /// files while one daemon at a time is killed and restarted, then every
+    /// acknowledged file is read back; fails if any was lost or is wrong.
+    Kills {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, default_value_t = 3)]
+        nodes: u32,
+        #[arg(long, default_value_t = 3)]
+        clients: u32,
+        /// Seconds of kills per repetition.
+        #[arg(long, default_value_t = 20.0)]
+        seconds: f64,
+        /// Milliseconds a killed daemon stays down.
+        #[arg(long, default_value_t = 1000)]
+        down_ms: u64,
+        /// Milliseconds between a restart and the next kill.
+        #[arg(long, default_value_t = 2000)]
+        every_ms: u64,
+        #[arg(long, default_value_t = 20)]
+        repetitions: u32,
+        /// Replica counts, each run in every repetition.
+        #[arg(long, value_delimiter = ',', default_value = "1,2")]
+        replicas: Vec<u32>,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -514,6 +539,27 @@ pub fn run(b: BenchCommand) -> Result<()> {
             files,
             rounds,
             passthrough,
+            daemons: common.daemons()?,
+            dir: common.dir,
+            keep: common.keep,
+        }),
+        BenchCommand::Kills {
+            common,
+            nodes,
+            clients,
+            seconds,
+            down_ms,
+            every_ms,
+            repetitions,
+            replicas,
+        } => locus_bench::kills::run(locus_bench::kills::KillsOpts {
+            nodes,
+            clients,
+            seconds,
+            down: std::time::Duration::from_millis(down_ms),
+            every: std::time::Duration::from_millis(every_ms),
+            repetitions,
+            replicas,
             daemons: common.daemons()?,
             dir: common.dir,
             keep: common.keep,

@@ -453,6 +453,42 @@ fn a_replica_that_was_down_never_hands_back_a_stale_record() {
     });
 }
 
+/// `locus bench kills` as a user runs it, shortened: new files put by three
+/// clients while one daemon at a time is killed for a second and started
+/// again, with one copy and with two; every acknowledged put is read back
+/// and found in its directory (the command fails otherwise).
+#[test]
+fn no_acknowledged_put_is_lost_while_daemons_are_killed_and_restarted() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("kills");
+    let out = locus(&[
+        "bench",
+        "kills",
+        "--repetitions",
+        "1",
+        "--seconds",
+        "6",
+        "--replicas",
+        "1,2",
+        "--dir",
+        work.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for r in ["R=1", "R=2"] {
+        let line = text.lines().find(|l| l.starts_with(r)).expect(r);
+        assert!(line.contains(" 0 lost, 0 wrong"), "{line}");
+        assert!(
+            !line.starts_with(&format!("{r} repetition 1: 0 acknowledged")),
+            "{line}"
+        );
+    }
+}
+
 /// What a key may hold after the operations a client logged: acknowledged
 /// ones fix it, failed ones leave either state.
 type Possible = Vec<Option<Vec<u8>>>;

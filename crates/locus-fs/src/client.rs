@@ -299,6 +299,13 @@ impl Client {
     /// (`take_over` only), the names the owner kept are lost (a miss names
     /// the owner) and new ones are made there.
     async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
+        self.meta_retried(path, req).await.0
+    }
+
+    /// `meta`, and whether the answer came after an attempt that could not
+    /// be completed: the request may then have been applied before, and a
+    /// create answered `EEXIST` may be this client's own.
+    async fn meta_retried(&self, path: &str, req: Request) -> (FsResult<Response>, bool) {
         self.give_back_touched(&req).await;
         // No program waits for a background publication: its writes go to
         // disk with the next flushed commit (or at `settle_dir`).
@@ -312,7 +319,7 @@ impl Client {
         };
         let owner = self.owner(path);
         if self.inner.replicas == 1 && !self.inner.take_over {
-            return self.call(owner, req).await;
+            return (self.call(owner, req).await, false);
         }
         let nodes = self.inner.peers.len();
         let candidates = match self.inner.take_over {
@@ -320,30 +327,34 @@ impl Client {
             false => self.inner.replicas,
         };
         let coming_back = Instant::now();
-        let mut tried = Vec::new();
+        let (mut tried, mut retried) = (Vec::new(), false);
         'owner: loop {
             tried.clear();
             for node in replica_set(owner, nodes, candidates) {
                 match self.call(node, req.clone()).await {
-                    Err(e) if is_unreachable(&e) => tried.push(e),
+                    Err(e) if is_unreachable(&e) => {
+                        tried.push(e);
+                        retried = true;
+                    }
                     Err(e) if e.code == Errno::ENOENT && !tried.is_empty() => {
                         let detail = format!("{OWNER_LOST}{} cannot be reached", tried[0].subject);
-                        return Err(e.with_detail(detail));
+                        return (Err(e.with_detail(detail)), retried);
                     }
                     // The owner is taking its keys back from the daemon
-                    // that acted for it: it serves them shortly.
+                    // that acted for it, or serves them again: try it.
                     Err(e) if e.code == Errno::EAGAIN && coming_back.elapsed() < RETURN_WAIT => {
                         tokio::time::sleep(Duration::from_millis(20)).await;
                         continue 'owner;
                     }
-                    other => return other,
+                    other => return (other, retried),
                 }
             }
             break;
         }
         let first = tried.remove(0);
         let others: Vec<String> = tried.iter().map(|e| e.subject.clone()).collect();
-        Err(first.with_detail(format!("and the daemons after it: {}", others.join(", "))))
+        let detail = format!("and the daemons after it: {}", others.join(", "));
+        (Err(first.with_detail(detail)), retried)
     }
 
     /// Whether `e` is a miss whose owner could not be reached: the name
@@ -759,7 +770,12 @@ impl Client {
             name: name.to_string(),
             kind,
         };
-        let copies = expect_added(self.meta(parent, entry).await?)?;
+        let copies = match self.meta_retried(parent, entry).await {
+            (Err(e), true) if e.code == Errno::EEXIST && self.nameless(path, kind).await => {
+                self.stat(parent).await?.copies
+            }
+            (added, _) => expect_added(added?)?,
+        };
         self.inner.copies.learn(parent, copies, Instant::now());
         record.copies = copies;
         let created = self
@@ -787,6 +803,24 @@ impl Client {
                 })
             }
         }
+    }
+
+    /// Whether name `path`, found taken by an `AddEntry` that may have
+    /// been applied before its answer was lost, is this create's own: it
+    /// has the kind asked for and no record, even after a creator between
+    /// its two steps would have made one.
+    async fn nameless(&self, path: &str, kind: Kind) -> bool {
+        let Ok((parent, name)) = split(path) else {
+            return false;
+        };
+        let has = Request::HasEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+        };
+        if !matches!(self.meta(parent, has).await, Ok(Response::Present(Some(k))) if k == kind) {
+            return false;
+        }
+        matches!(self.stat_created(path).await, Err(e) if e.code == Errno::ENOENT)
     }
 
     pub async fn mkdir(&self, path: &str) -> FsResult<()> {
@@ -1980,8 +2014,23 @@ impl Client {
                 uninstall().map(|()| None)
             }
             Err(e) if matches!(e.code, Errno::EEXIST | Errno::ENOENT) => {
-                self.drop_copies(path, replicas, token).await;
-                uninstall().map(|()| None)
+                // Made by this very request, sent again after its answer
+                // was lost (to the daemon acting for the owner, or the
+                // owner back)?
+                let made = match e.code {
+                    Errno::EEXIST => self.made_by(path, token).await,
+                    _ => None,
+                };
+                match made {
+                    Some(rec) => {
+                        self.replicate_rest(path, &rec);
+                        Ok(Some(rec))
+                    }
+                    None => {
+                        self.drop_copies(path, replicas, token).await;
+                        uninstall().map(|()| None)
+                    }
+                }
             }
             other => {
                 let failed = match other {
@@ -2006,6 +2055,12 @@ impl Client {
             self.spare_again(&out.local, path);
         }
         published
+    }
+
+    /// The record of `path` if its current version is the one write
+    /// `token` made.
+    async fn made_by(&self, path: &str, token: u64) -> Option<Record> {
+        self.stat(path).await.ok().filter(|rec| rec.stamp == token)
     }
 
     /// The empty file a new empty file was written in, published without
@@ -2365,8 +2420,12 @@ impl Client {
         };
         let failed = match self.meta(path, req).await {
             Ok(Response::Committed { record, replaced }) => {
-                self.drop_copies(path, replaced.holders, replaced.stamp)
-                    .await;
+                // A version this write published already (a request sent
+                // again after its answer was lost) shares its stamp.
+                if replaced.stamp != token {
+                    self.drop_copies(path, replaced.holders, replaced.stamp)
+                        .await;
+                }
                 self.replicate_rest(path, &record);
                 return Ok(record);
             }
@@ -2381,7 +2440,7 @@ impl Client {
         };
         match current {
             Ok(rec) if rec.stamp == token => {
-                if let Some(old) = replacing {
+                if let Some(old) = replacing.filter(|old| old.stamp != token) {
                     self.drop_copies(path, old.holders.clone(), old.stamp).await;
                 }
                 Ok(rec)

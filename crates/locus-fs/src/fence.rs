@@ -1,12 +1,14 @@
-//! Whether a daemon may act for another (apply writes to keys it owns) while
-//! that owner comes back. A pure state machine, time passed in.
+//! Whether a daemon may act for another (apply writes to keys it owns).
+//! A pure state machine, time passed in.
 //!
-//! Clients send a write to a replica only when they could not reach the
-//! owner. A restarted owner takes its keys back from the replica before it
-//! serves; a write the replica accepted after that copy would be lost. So
-//! the owner announces its return first (`Returning`): the replica then
-//! refuses writes to its keys until the owner serves, and afterwards acts
-//! for it again only once it found the owner unreachable itself.
+//! Clients send a write to a replica when they could not reach the owner —
+//! which may be dead, or alive and slow to answer them. A write the replica
+//! applied for an owner that is alive would never reach the owner, so the
+//! replica acts only once it found the owner unreachable itself, and then
+//! until the owner announces its return. A restarted owner takes its keys
+//! back from the replica before it serves; a write the replica accepted
+//! after that copy would be lost, so from the announcement (`Returning`)
+//! until the owner serves, the replica refuses writes to its keys.
 
 use locus_proto::fs::NodeId;
 use std::collections::HashMap;
@@ -19,20 +21,20 @@ pub const RETURN_BOUND: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
+    /// Found unreachable: acted for until it announces its return.
+    Lost,
     /// Taking its keys back, until the given time at most.
     Returning(Instant),
-    /// Serving again: clients that reach it write there.
-    Back,
 }
 
 /// What to do with a write to keys of an owner this daemon is not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Admit {
-    /// The owner was lost and did not announce a return: act for it.
+    /// The owner was found unreachable: act for it.
     Apply,
     /// The owner is taking its keys back: the client tries again (`EAGAIN`).
     Refuse,
-    /// The owner came back: act for it only if it cannot be reached now.
+    /// Act for the owner only if it cannot be reached now.
     AskOwner,
 }
 
@@ -44,24 +46,28 @@ pub struct Fences {
 impl Fences {
     /// `owner` announced it is coming back (`serving: false`) or serves.
     pub fn announced(&mut self, owner: NodeId, serving: bool, now: Instant) {
-        let state = match serving {
-            false => State::Returning(now + RETURN_BOUND),
-            true => State::Back,
+        match serving {
+            false => self
+                .owners
+                .insert(owner, State::Returning(now + RETURN_BOUND)),
+            true => self.owners.remove(&owner),
         };
-        self.owners.insert(owner, state);
     }
 
     pub fn admit(&self, owner: NodeId, now: Instant) -> Admit {
         match self.owners.get(&owner) {
-            None => Admit::Apply,
+            Some(State::Lost) => Admit::Apply,
             Some(State::Returning(until)) if now < *until => Admit::Refuse,
-            Some(_) => Admit::AskOwner,
+            _ => Admit::AskOwner,
         }
     }
 
-    /// `owner` could not be reached: act for it until it announces a return.
-    pub fn lost(&mut self, owner: NodeId) {
-        self.owners.remove(&owner);
+    /// `owner` could not be reached: act for it until it announces a return
+    /// (one announced meanwhile stands).
+    pub fn lost(&mut self, owner: NodeId, now: Instant) {
+        if self.admit(owner, now) == Admit::AskOwner {
+            self.owners.insert(owner, State::Lost);
+        }
     }
 }
 
@@ -70,18 +76,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_returning_owner_is_fenced_until_it_serves_or_its_bound_ends() {
+    fn a_replica_acts_for_an_owner_it_found_lost_until_the_owner_returns() {
         let mut f = Fences::default();
         let t0 = Instant::now();
-        assert_eq!(f.admit(3, t0), Admit::Apply, "lost, never returned");
+        assert_eq!(f.admit(3, t0), Admit::AskOwner, "never found lost");
+        f.lost(3, t0);
+        assert_eq!(f.admit(3, t0), Admit::Apply);
+        assert_eq!(f.admit(2, t0), Admit::AskOwner, "other owners unaffected");
         f.announced(3, false, t0);
         assert_eq!(f.admit(3, t0 + Duration::from_secs(1)), Admit::Refuse);
-        assert_eq!(f.admit(2, t0), Admit::Apply, "other owners unaffected");
-        assert_eq!(f.admit(3, t0 + RETURN_BOUND), Admit::AskOwner);
+        f.lost(3, t0);
+        assert_eq!(f.admit(3, t0), Admit::Refuse, "a return stands");
+        assert_eq!(
+            f.admit(3, t0 + RETURN_BOUND),
+            Admit::AskOwner,
+            "died returning"
+        );
         f.announced(3, false, t0);
         f.announced(3, true, t0);
         assert_eq!(f.admit(3, t0), Admit::AskOwner);
-        f.lost(3);
-        assert_eq!(f.admit(3, t0), Admit::Apply);
     }
 }

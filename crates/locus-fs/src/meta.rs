@@ -914,7 +914,12 @@ impl<'t> Shard<'t> {
                 if rec.kind == Kind::Dir && self.has_entries(path)? {
                     return Err(FsError::new(Errno::ENOTEMPTY, path));
                 }
-                if locked_by.is_some() && rec.lock.map(|l| l.token) != *locked_by {
+                // Ours, or never written and no one's (our lock was broken).
+                let free_and_unwritten = rec.lock.is_none() && rec.version == 0;
+                if locked_by.is_some()
+                    && rec.lock.map(|l| l.token) != *locked_by
+                    && !free_and_unwritten
+                {
                     return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
                 }
                 self.change(Change::Record {

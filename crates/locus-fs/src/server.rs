@@ -270,7 +270,7 @@ fn small_file(p: &std::path::Path) -> bool {
 /// `EAGAIN` for a write to keys whose owner is back, or coming back.
 fn coming_back(write: &Request) -> FsError {
     let key = write.keys_written().first().copied().unwrap_or("/");
-    FsError::new(Errno::EAGAIN, key).with_detail("its metadata daemon is coming back")
+    FsError::new(Errno::EAGAIN, key).with_detail("its metadata daemon serves it, or is coming back")
 }
 
 fn answer(r: FsResult<Response>) -> Response {
@@ -447,9 +447,9 @@ impl State {
         admit
     }
 
-    /// A write for an owner that came back since this daemon last acted for
-    /// it: applied if the owner cannot be reached (it was lost again), else
-    /// refused so the client writes to the owner.
+    /// A write for owners this daemon has not found lost: applied once each
+    /// cannot be reached from here either (it is down: act for it), else
+    /// refused so the client writes to the owner again.
     fn ask_owner(self: &Arc<Self>, env: Envelope<Request>, out: frame::Outbox, conn: u64) {
         let state = self.clone();
         tokio::spawn(async move {
@@ -461,9 +461,22 @@ impl State {
                 .filter(|&o| o != state.node)
                 .collect();
             for &owner in &owners {
+                let admit = state
+                    .fences
+                    .lock()
+                    .expect("fences")
+                    .admit(owner, Instant::now());
+                if admit != Admit::AskOwner {
+                    continue; // decided again below
+                }
                 match state.peers[owner as usize].call(Request::Ping).await {
                     Err(e) if is_unreachable(&e) => {
-                        state.fences.lock().expect("fences").lost(owner)
+                        tracing::info!("acting for node {owner}: {e}");
+                        state
+                            .fences
+                            .lock()
+                            .expect("fences")
+                            .lost(owner, Instant::now())
                     }
                     _ => {
                         let refused = Response::Err(coming_back(&env.body));

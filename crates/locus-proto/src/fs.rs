@@ -182,8 +182,9 @@ pub enum Request {
     },
     /// Deletes a record of the given kind; a directory must have no entries
     /// (`ENOTEMPTY`). With `locked_by`, only if that token holds its write
-    /// lock (`EBUSY` otherwise): a writer or a rename removing what it
-    /// alone may change. Answers with the removed record.
+    /// lock, or the file was never written and no one holds its lock
+    /// (`EBUSY` otherwise): a writer or a rename removing what it alone may
+    /// change. Answers with the removed record.
     RemoveRecord {
         path: String,
         kind: Kind,
