@@ -489,6 +489,53 @@ fn no_acknowledged_put_is_lost_while_daemons_are_killed_and_restarted() {
     }
 }
 
+/// A damaged metadata file — emptied, deleted, cut short, overwritten with
+/// garbage — is a clean error naming it, never a panic nor an empty node
+/// taken for a new one; `fs up` starts the healthy daemons all the same, and
+/// the node comes back whole once its file does.
+#[test]
+fn a_damaged_metadata_file_is_an_error_and_the_healthy_nodes_start() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let cl = c.client(1);
+    let names: Vec<String> = (0..30)
+        .map(|i| owned_by(&cl, 0, &format!("k{i}-")))
+        .collect();
+    for n in &names {
+        rt.block_on(cl.put(n, n.as_bytes())).unwrap();
+    }
+    let meta = c.node_dir(0).join("meta.redb");
+    c.signal(0, libc::SIGKILL);
+    let good = std::fs::read(&meta).unwrap();
+    let damages: [(&str, Option<Vec<u8>>); 4] = [
+        ("emptied", Some(Vec::new())),
+        ("deleted", None),
+        ("cut to 4 KiB", Some(good[..4096.min(good.len())].to_vec())),
+        ("garbage", Some(vec![0x5a; good.len()])),
+    ];
+    for (what, bytes) in damages {
+        match bytes {
+            Some(b) => std::fs::write(&meta, b).unwrap(),
+            None => std::fs::remove_file(&meta).unwrap(),
+        }
+        c.signal(1, libc::SIGKILL);
+        let out = locus(&["fs", "up", "--dir", c.path_str()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}: started");
+        assert!(err.contains("meta.redb"), "{what}: {err}");
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{what}: {err}");
+        rt.block_on(cl.ping(1))
+            .unwrap_or_else(|e| panic!("{what}: node 1 not started: {e}"));
+    }
+    std::fs::write(&meta, &good).unwrap();
+    c.restart();
+    let cl = c.client(1); // node 0 may be back on another port
+    for n in &names {
+        assert_eq!(rt.block_on(cl.get(n)).unwrap(), n.as_bytes());
+    }
+}
+
 /// What a key may hold after the operations a client logged: acknowledged
 /// ones fix it, failed ones leave either state.
 type Possible = Vec<Option<Vec<u8>>>;

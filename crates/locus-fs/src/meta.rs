@@ -466,7 +466,21 @@ fn read_record<T: ReadableTable<&'static str, &'static [u8]>>(
 /// Opens (or creates) the database and its tables, so readers never see
 /// them missing.
 fn open_database(file: &Path) -> FsResult<Database> {
-    let db = Database::create(file).map_err(storage_error)?;
+    // redb asserts on some damaged files (one cut short) instead of
+    // answering an error: a damaged file is an error, never a panic.
+    let created = std::panic::catch_unwind(|| Database::create(file)).map_err(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("the store library failed");
+        FsError::new(Errno::EIO, file.display().to_string())
+            .with_detail(format!("metadata store damaged: {why}"))
+    })?;
+    let db = created.map_err(|e| FsError {
+        subject: file.display().to_string(),
+        ..storage_error(e)
+    })?;
     let txn = db.begin_write().map_err(storage_error)?;
     txn.open_table(RECORDS).map_err(storage_error)?;
     txn.open_table(ENTRIES).map_err(storage_error)?;

@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 use tokio::io::BufReader;
 use tokio::net::{TcpListener, TcpStream};
 
+/// A node's metadata shard, and the mark that it had one (so a shard lost
+/// later is not taken for a new node's).
+const META_FILE: &str = "meta.redb";
+const META_KEPT: &str = "meta.kept";
 /// Entries per directory page at most, whatever the client asks for.
 const MAX_PAGE: u32 = 10_000;
 /// A connection with no request for this long is closed (clients reconnect).
@@ -85,8 +89,26 @@ impl Daemon {
     /// knows its id).
     pub async fn new(cfg: DaemonConfig, listener: TcpListener) -> io::Result<Daemon> {
         let store = Store::open(&cfg.node_dir)?;
-        let meta = MetaStore::open(&cfg.node_dir.join("meta.redb"), cfg.durability)
+        let meta_file = cfg.node_dir.join(META_FILE);
+        let kept = cfg.node_dir.join(META_KEPT);
+        let recoverable = cfg.rejoined && cfg.cluster.replicas > 1;
+        if !meta_file.metadata().is_ok_and(|m| m.len() > 0) && !recoverable {
+            let files = store.usage().0;
+            if kept.exists() || files > 0 {
+                return Err(io::Error::other(format!(
+                    "{}: metadata store missing or empty, but this node kept names before \
+                     ({files} stored file(s)): serving it empty would lose them; put the \
+                     file back, or remove {} to start the node empty",
+                    meta_file.display(),
+                    cfg.node_dir.display()
+                )));
+            }
+        }
+        let meta = MetaStore::open(&meta_file, cfg.durability)
             .map_err(|e| io::Error::other(e.to_string()))?;
+        if !kept.exists() {
+            std::fs::write(&kept, b"")?;
+        }
         let swept = store.sweep_dead_writers();
         if swept > 0 {
             tracing::info!("removed {swept} file(s) left by writers that died");

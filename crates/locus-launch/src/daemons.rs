@@ -213,17 +213,28 @@ impl Daemons {
     /// their recorded addresses; returns the cluster and how many restarted.
     pub fn restart_stopped(&self, dir: &Path) -> io::Result<(ClusterSpec, usize)> {
         let spec = ClusterSpec::load(dir)?;
-        let mut restarted = 0;
+        let (mut restarted, mut failed) = (0, Vec::new());
         for node in &spec.nodes {
             if running_pid(&node.dir).is_some() {
                 continue;
             }
-            if self.start(dir, &spec, node, node.addr).is_err() {
-                // Its port was taken meanwhile (ports are reused): any port
-                // on its address, which the daemon records for clients.
-                self.start(dir, &spec, node, SocketAddr::new(node.addr.ip(), 0))?;
+            // Its port may have been taken meanwhile (ports are reused):
+            // then any port on its address, which the daemon records.
+            let started = self
+                .start(dir, &spec, node, node.addr)
+                .or_else(|_| self.start(dir, &spec, node, SocketAddr::new(node.addr.ip(), 0)));
+            match started {
+                Ok(()) => restarted += 1,
+                // The others start all the same.
+                Err(e) => failed.push(format!("node {} ({}): {e}", node.id, node.name)),
             }
-            restarted += 1;
+        }
+        if !failed.is_empty() {
+            return Err(fail(format!(
+                "{restarted} daemon(s) restarted, {} did not: {}",
+                failed.len(),
+                failed.join("; ")
+            )));
         }
         Ok((ClusterSpec::load(dir)?, restarted))
     }
