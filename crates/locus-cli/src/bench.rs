@@ -29,6 +29,7 @@ impl Common {
             program: crate::launched::program()?,
             durability: self.durability,
             replicas: 1,
+            with_launcher: false,
         })
     }
 }

@@ -69,6 +69,7 @@ fn up(a: UpArgs) -> Result<()> {
             program: crate::launched::program()?,
             durability: a.durability,
             replicas: a.replicas.count,
+            with_launcher: false,
         },
     };
     let e = emulate::up(&a.cluster.dir, &o)?;

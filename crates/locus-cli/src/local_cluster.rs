@@ -146,6 +146,7 @@ pub fn up(a: UpArgs) -> Result<()> {
         program: crate::launched::program()?,
         durability: a.durability,
         replicas: a.replicas.count,
+        with_launcher: false,
     };
     if dir.join(CLUSTER_FILE).exists() {
         let (spec, restarted) = daemons.restart_stopped(dir)?;

@@ -491,3 +491,29 @@ fn a_server_killed_mid_run_ends_it_clearly_and_resume_finishes_it() {
         .count();
     assert_eq!(ran, 18 - finished, "only what the first run did not finish");
 }
+
+/// A run whose launcher is killed (`kill -9`) or loses its terminal
+/// (`SIGHUP`) leaves no rank or daemon of its own behind.
+#[test]
+fn a_killed_or_hung_up_launcher_leaves_no_rank_or_daemon() {
+    for (sig, nap) in [(libc::SIGKILL, "31.701"), (libc::SIGHUP, "31.702")] {
+        let dir = tempfile::tempdir().unwrap();
+        let script = format!("app (void v) nap() {{ \"sleep\" \"{nap}\" }}\nnap();\n");
+        let (mut child, run_dir) = start_with(dir.path(), &script, &["-n", "3", "--nodes", "2"]);
+        let run = run_dir.to_str().unwrap().to_string();
+        while processes_with(&format!("sleep {nap}")).is_empty() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(processes_with(&run).len() >= 5, "3 ranks and 2 daemons");
+        // SAFETY: a signal to the launcher this test started.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        child.wait().unwrap();
+        common::eventually_within(Duration::from_secs(10), "the run's processes end", || {
+            processes_with(&run).is_empty()
+        });
+        for app in processes_with(&format!("sleep {nap}")) {
+            // SAFETY: the app this test's run started, if it outlived it.
+            unsafe { libc::kill(app as i32, libc::SIGKILL) };
+        }
+    }
+}

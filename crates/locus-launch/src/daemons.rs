@@ -38,6 +38,9 @@ pub struct Daemons {
     pub durability: Durability,
     /// Copies of data and metadata a cluster they form keeps.
     pub replicas: u32,
+    /// They stop (SIGTERM) when the process that started them dies, however
+    /// it dies: a run's own file system, not kept after it.
+    pub with_launcher: bool,
 }
 
 fn fail(msg: String) -> io::Error {
@@ -131,9 +134,13 @@ impl Daemons {
         }
         // SAFETY: setsid is async-signal-safe; the daemon leaves our session so
         // it outlives the terminal that started it.
+        let (with_launcher, launcher) = (self.with_launcher, std::process::id());
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 libc::setsid();
+                if with_launcher {
+                    crate::die_with_parent(libc::SIGTERM, launcher)?;
+                }
                 Ok(())
             });
         }

@@ -21,3 +21,19 @@ pub use ranks::{launch_ranks, On, RankLaunch};
 pub use role::{Launched, Program, Role};
 pub use site::{deploy, Deploy, Shape, Site, SiteLauncher};
 pub use supervise::{ignore_failure_notices, supervise};
+
+/// In a child between fork and exec: `sig` when the process `parent` (that
+/// forked it) dies, even by SIGKILL; an error if it died already. Only
+/// async-signal-safe calls.
+pub(crate) fn die_with_parent(sig: libc::c_int, parent: u32) -> std::io::Result<()> {
+    // SAFETY: prctl and getppid are async-signal-safe.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, sig) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::getppid() as u32 != parent {
+            return Err(std::io::Error::other("its launcher is gone"));
+        }
+    }
+    Ok(())
+}

@@ -142,6 +142,7 @@ pub fn launch_ranks(
                 program: r.program.clone(),
                 durability: Durability::Group,
                 replicas: r.replicas,
+                with_launcher: own_fs && !r.keep_fs,
             };
             let spec = if reuse_fs {
                 daemons.restart_stopped(&fs_dir).map(|(spec, _)| spec)
@@ -259,8 +260,13 @@ fn run_here(
                 .process_group(0)
                 .stdin(Stdio::null())
                 .stdout(out)
-                .stderr(err)
-                .spawn()
+                .stderr(err);
+            // Ranks die with the launcher however it dies (kill -9, a
+            // closed terminal): never a run going on unwatched.
+            let launcher = std::process::id();
+            // SAFETY: die_with_parent makes only async-signal-safe calls.
+            unsafe { cmd.pre_exec(move || crate::die_with_parent(libc::SIGKILL, launcher)) };
+            cmd.spawn()
         });
         match spawned {
             Ok(c) => children.push((rank as u32, c)),
@@ -503,6 +509,8 @@ fn on_interrupt() -> &'static AtomicBool {
     unsafe {
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
+        // A closed terminal stops the run as Ctrl-C does.
+        libc::signal(libc::SIGHUP, handler);
     }
     &INTERRUPTED
 }
