@@ -1087,12 +1087,14 @@ impl Client {
             Some(old) => self.drop_copies(to, old.holders, old.stamp).await,
             None => drop(self.unlock(to, lease.token).await),
         }
-        match self.remove_locked(from, lease.token).await {
-            Ok(_) => self.drop_copies(from, rec.holders, rec.stamp).await,
-            // Its lease ended (this client stalled) and someone else has it
-            // now: theirs to change; the file is at `to` as well.
-            Err(e) => tracing::warn!("{from}: moved to {to}, the old name stays: {e}"),
-        }
+        // The file is at `to` now; if the old name cannot be removed (its
+        // daemon lost, or this client stalled past its lease and someone
+        // else has it), it stays too, and the rename is not acknowledged.
+        let removed = self.remove_locked(from, lease.token).await.map_err(|e| {
+            let detail = format!("copied to {to}, but the old name stays: {}", e.detail);
+            e.with_detail(detail)
+        })?;
+        self.drop_copies(from, removed.holders, removed.stamp).await;
         Ok(())
     }
 
