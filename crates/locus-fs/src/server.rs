@@ -421,13 +421,13 @@ impl State {
                 // this check waits for its commit.
                 let fences = self.fences.lock().expect("fences");
                 match self.admit(&fences, &write) {
-                    Admit::Apply => {}
-                    Admit::Refuse => return send(Response::Err(coming_back(&write))),
-                    Admit::AskOwner => {
+                    (Admit::Apply, _) => {}
+                    (Admit::AskOwner, Some(owner)) => {
                         drop(fences);
                         let env = Envelope { id, body: write };
-                        return self.ask_owner(env, out.clone(), conn);
+                        return self.ask_owner(owner, env, out.clone(), conn);
                     }
+                    _ => return send(Response::Err(coming_back(&write))),
                 }
                 let send = later();
                 // A `Replicate` is applied as the replicated daemon wrote
@@ -451,69 +451,58 @@ impl State {
     }
 
     /// Whether `write` may change keys of owners this daemon acts for: the
-    /// most restrictive answer over them (a `Replicate` is always applied:
-    /// its daemon made it).
-    fn admit(&self, fences: &Fences, write: &Request) -> Admit {
+    /// most restrictive answer over them, with the owner to ask (a
+    /// `Replicate` is always applied: its daemon made it).
+    fn admit(&self, fences: &Fences, write: &Request) -> (Admit, Option<NodeId>) {
         if matches!(write, Request::Replicate { .. }) {
-            return Admit::Apply;
+            return (Admit::Apply, None);
         }
         let now = Instant::now();
-        let mut admit = Admit::Apply;
+        let mut verdict = (Admit::Apply, None);
         for owner in write.keys_written().into_iter().map(|k| self.ring.owner(k)) {
             match (owner == self.node, fences.admit(owner, now)) {
                 (true, _) | (false, Admit::Apply) => {}
-                (false, Admit::Refuse) => return Admit::Refuse,
-                (false, Admit::AskOwner) => admit = Admit::AskOwner,
+                (false, Admit::Refuse) => return (Admit::Refuse, Some(owner)),
+                (false, Admit::AskOwner) => verdict = (Admit::AskOwner, Some(owner)),
             }
         }
-        admit
+        verdict
     }
 
-    /// A write for owners this daemon has not found lost: applied once each
-    /// cannot be reached from here either (it is down: act for it), else
+    /// A write for an owner this daemon has not found lost: dispatched again
+    /// once the owner cannot be reached from here either (it is down: act
+    /// for it; the next owner it writes for, if any, is asked then), else
     /// refused so the client writes to the owner again.
-    fn ask_owner(self: &Arc<Self>, env: Envelope<Request>, out: frame::Outbox, conn: u64) {
+    fn ask_owner(
+        self: &Arc<Self>,
+        owner: NodeId,
+        env: Envelope<Request>,
+        out: frame::Outbox,
+        conn: u64,
+    ) {
         let state = self.clone();
         tokio::spawn(async move {
-            let owners: Vec<NodeId> = env
-                .body
-                .keys_written()
-                .into_iter()
-                .map(|k| state.ring.owner(k))
-                .filter(|&o| o != state.node)
-                .collect();
-            for &owner in &owners {
-                let admit = state
-                    .fences
-                    .lock()
-                    .expect("fences")
-                    .admit(owner, Instant::now());
-                if admit != Admit::AskOwner {
-                    continue; // decided again below
+            match state.peers[owner as usize].call(Request::Ping).await {
+                Err(e) if is_unreachable(&e) => {
+                    tracing::info!("acting for node {owner}: {e}");
+                    state
+                        .fences
+                        .lock()
+                        .expect("fences")
+                        .lost(owner, Instant::now());
+                    state.dispatch(env, &out, true, conn);
                 }
-                match state.peers[owner as usize].call(Request::Ping).await {
-                    Err(e) if is_unreachable(&e) => {
-                        tracing::info!("acting for node {owner}: {e}");
-                        state
-                            .fences
-                            .lock()
-                            .expect("fences")
-                            .lost(owner, Instant::now())
-                    }
-                    _ => {
-                        let refused = Response::Err(coming_back(&env.body));
-                        let _ = out.send(
-                            &Envelope {
-                                id: env.id,
-                                body: refused,
-                            },
-                            true,
-                        );
-                        return;
-                    }
+                _ => {
+                    let refused = Response::Err(coming_back(&env.body));
+                    let _ = out.send(
+                        &Envelope {
+                            id: env.id,
+                            body: refused,
+                        },
+                        true,
+                    );
                 }
             }
-            state.dispatch(env, &out, true, conn);
         });
     }
 
