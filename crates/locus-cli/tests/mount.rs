@@ -791,3 +791,53 @@ print(err(lambda: os.fsync(d)))
         }
     }
 }
+
+#[test]
+fn a_task_reads_back_what_it_wrote_through_the_mount() {
+    if !can_mount() {
+        return;
+    }
+    // Each app writes a side file, appends to it, then reads it back by
+    // size, by listing and by content (its writes are held until it ends,
+    // yet are its own to read); the next task reads what the first
+    // published; a removed held file is gone at once and at the end.
+    let script = r#"import files;
+app (file o) scribe(int i) {
+  "sh" "-c" "mkdir -p /locus/side && echo line $0 > /locus/side/s$0.txt && echo more >> /locus/side/s$0.txt && echo gone > /locus/side/t$0.txt && rm /locus/side/t$0.txt && { wc -c < /locus/side/s$0.txt; ls /locus/side | grep -c t$0.txt; cat /locus/side/s$0.txt; } > $1" i o;
+}
+app (file o) reread(file prev, int i) {
+  "sh" "-c" "cat /locus/side/s$0.txt > $1" i o;
+}
+foreach i in [1:4] {
+  file o<sprintf("/locus/out/o%i.txt", i)> = scribe(i);
+  file r<sprintf("/locus/out/r%i.txt", i)> = reread(o, i);
+  wait (r) {
+    trace(i, read(o), read(r), read(input(sprintf("/locus/side/s%i.txt", i))),
+          file_exists(sprintf("/locus/side/t%i.txt", i)));
+  }
+}
+"#;
+    let run = common::Run::new(&["-n", "3", "--mount"], script).ok();
+    for i in 1..=4 {
+        let want =
+            format!("trace: {i},12\n0\nline {i}\nmore\n,line {i}\nmore\n,line {i}\nmore\n,false");
+        assert!(run.stdout().contains(&want), "{want}\n{}", run.stdout());
+    }
+
+    // A script the task wrote is made executable and run; its output is
+    // renamed (taking its bytes along) and given a time, seen at once.
+    let script = r#"import files;
+app (file o) tool(int i) {
+  "sh" "-c" "d=/locus/w$0; mkdir -p $d && printf '#!/bin/sh\necho ran %s\n' $0 > $d/run.sh && chmod +x $d/run.sh && $d/run.sh > $d/a.txt && mv $d/a.txt $d/b.txt && touch -d 2001-01-01 $d/b.txt && { cat $d/b.txt; date -r $d/b.txt +%Y; } > $1" i o;
+}
+foreach i in [1:2] {
+  file o<sprintf("/locus/out/t%i.txt", i)> = tool(i);
+  trace(i, read(o));
+}
+"#;
+    let run = common::Run::new(&["-n", "3", "--mount"], script).ok();
+    for i in 1..=2 {
+        let want = format!("trace: {i},ran {i}\n2001\n");
+        assert!(run.stdout().contains(&want), "{want}\n{}", run.stdout());
+    }
+}

@@ -2565,6 +2565,11 @@ impl Writer {
         self.file.as_mut().expect("open until closed")
     }
 
+    /// The written bytes, to read (the copy made as they are written goes on).
+    pub fn written(&self) -> &File {
+        self.file.as_ref().expect("open until closed")
+    }
+
     /// Publishes the written bytes as the file's next version: stores them
     /// under a new stamp on the target node, then commits size, mtime,
     /// version and stamp and releases the write lock. If this fails, the

@@ -27,7 +27,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use writes::touched;
+use writes::{touched, Next};
 
 /// How long the kernel may trust a name it looked up, and what it knows of
 /// an inode. An inode is one version, whose size and bytes never change
@@ -167,18 +167,27 @@ impl LocusFs {
         let rec = self
             .run(self.client.stat(path))
             .map_err(|e| failed("stat", &e))?;
-        self.sized(ino, rec)
+        self.sized(ino, path, rec)
     }
 
-    /// `rec` with the size written so far if a program here writes `ino`.
-    fn sized(&self, ino: u64, mut rec: Record) -> Result<Record, Errno> {
+    /// `rec` with the size written so far (and the modification time set,
+    /// applied once published) if a program here writes `ino`, or as the
+    /// running task wrote `path`.
+    fn sized(&self, ino: u64, path: &str, mut rec: Record) -> Result<Record, Errno> {
         let writing = self.handles.lock().expect("handles").writer_of(ino);
         if let Some(h) = writing {
             if let Open::Write(w) = &mut *h.lock().expect("handle") {
-                if let Some(writer) = w.writer.as_mut() {
-                    rec.size = writer.file().metadata().map_err(|e| io_errno(&e))?.len();
+                rec.mtime_ns = w.mtime_ns.unwrap_or(rec.mtime_ns);
+                if let Some(writer) = w.writer.as_ref() {
+                    rec.size = writer.written().metadata().map_err(|e| io_errno(&e))?.len();
+                    return Ok(rec);
                 }
             }
+        }
+        if let Some(held) = self.hold.size(path) {
+            let (size, mtime_ns) = held.map_err(|e| io_errno(&e))?;
+            rec.size = size;
+            rec.mtime_ns = mtime_ns.unwrap_or(rec.mtime_ns);
         }
         Ok(rec)
     }
@@ -200,6 +209,18 @@ impl LocusFs {
     }
 
     fn open_reading(&self, ino: u64, path: &str, reply: ReplyOpen) {
+        if let Some(held) = self.hold.read(path) {
+            // What the running task wrote, read past the kernel's cache.
+            let open = match held {
+                Ok(file) => Open::Read(Reading {
+                    file,
+                    backing: None,
+                }),
+                Err(e) => return reply.error(io_errno(&e)),
+            };
+            let fh = self.handles.lock().expect("handles").insert(ino, open);
+            return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
+        }
         let copy = match self.run(self.client.local_copy(path)) {
             Ok(c) => c,
             Err(e) => return reply.error(failed("open", &e)),
@@ -270,11 +291,17 @@ impl LocusFs {
     /// `unlink` (a file) or `rmdir` (a directory) of `name` in `parent`.
     fn remove(&self, parent: INodeNo, name: &OsStr, kind: Kind) -> Result<(), Errno> {
         let path = self.child(parent, name)?;
+        // What the running task wrote there goes first (a file it made
+        // goes with it).
+        let held = self.hold.take(&path).map(|h| self.abort(h.writer));
         let removed = match kind {
             Kind::File => self.run(self.client.unlink(&path)),
             Kind::Dir => self.run(self.client.rmdir(&path)),
         };
-        removed.map_err(|e| failed("remove", &e))?;
+        match removed {
+            Err(e) if held.is_some() && e.code == locus_proto::Errno::ENOENT => {}
+            removed => removed.map_err(|e| failed("remove", &e))?,
+        }
         self.inodes.lock().expect("inodes").removed(&path);
         Ok(())
     }
@@ -381,7 +408,10 @@ impl Filesystem for LocusFs {
             };
             if let Some(size) = opened {
                 rec.size = size;
-            } else if rec.kind == Kind::File && !self.is_version(ino.0, rec.stamp) {
+            } else if rec.kind == Kind::File
+                && !self.is_version(ino.0, rec.stamp)
+                && self.hold.size(&p).is_none()
+            {
                 return Err(Errno::ESTALE);
             }
             Ok(self.attr(ino.0, &rec))
@@ -431,9 +461,12 @@ impl Filesystem for LocusFs {
                     }
                 }
             }
+            if mtime.is_some_and(|t| self.hold.set_mtime(&path, t)) {
+                mtime = None;
+            }
             let rec = if mode.is_some() || mtime.is_some() {
                 let set = self.run(self.client.set_attr(&path, mode, mtime));
-                self.sized(ino.0, set.map_err(|e| failed("setattr", &e))?)?
+                self.sized(ino.0, &path, set.map_err(|e| failed("setattr", &e))?)?
             } else {
                 self.stat(ino.0, &path)?
             };
@@ -588,6 +621,18 @@ impl Filesystem for LocusFs {
     ) {
         let result = (|| {
             let (from, to) = (self.child(parent, name)?, self.child(newparent, newname)?);
+            // A file the running task wrote moves with its bytes (a rename
+            // is not held): published first. One it wrote at the new name
+            // is replaced.
+            if let Some(h) = self.hold.take(&from) {
+                let published = self.run(h.publish(&self.client));
+                published.map_err(|e| failed("rename", &e))?;
+            }
+            if flags.is_empty() {
+                if let Some(h) = self.hold.take(&to) {
+                    self.abort(h.writer);
+                }
+            }
             let renamed = if flags == RenameFlags::RENAME_NOREPLACE {
                 self.run(self.client.rename_noreplace(&from, &to))
             } else if flags.is_empty() {
@@ -614,11 +659,11 @@ impl Filesystem for LocusFs {
             return self.open_reading(ino.0, &path, reply);
         }
         let truncate = flags.0 & libc::O_TRUNC != 0;
-        let writer = match self.run(self.client.open_write(&path, truncate)) {
+        let next = match self.next_writer(&path, truncate) {
             Ok(w) => w,
             Err(e) => return reply.error(failed("open", &e)),
         };
-        match self.open_writing(ino.0, req, writer, truncate, |f| reply.open_backing(f)) {
+        match self.open_writing(ino.0, req, next, truncate, |f| reply.open_backing(f)) {
             Ok((fh, Some(b))) => reply.opened_passthrough(FileHandle(fh), FopenFlags::empty(), &b),
             Ok((fh, None)) => reply.opened(FileHandle(fh), FopenFlags::empty()),
             Err(e) => reply.error(e),
@@ -640,15 +685,22 @@ impl Filesystem for LocusFs {
             self.lend_if_made_empty(&path);
             // The mode asked for is the new file's; an existing file keeps its own.
             let mode = mode & !umask & 0o7777;
-            let (writer, rec) = match self.run(self.client.create_with_mode(&path, mode)) {
-                Ok(w) => (w, Record::new(Kind::File, mode, now_ns())),
-                // Made by another node since the kernel looked.
+            let (next, rec) = match self.run(self.client.create_with_mode(&path, mode)) {
+                Ok(writer) => (Next::new(writer), Record::new(Kind::File, mode, now_ns())),
+                // Made by another node since the kernel looked (or by
+                // the running task).
                 Err(e) if e.code == locus_proto::Errno::EEXIST && flags & libc::O_EXCL == 0 => {
                     let truncate = flags & libc::O_TRUNC != 0;
-                    let w = self.run(self.client.open_write(&path, truncate));
-                    let w = w.map_err(|e| failed("create", &e))?;
-                    let rec = self.run(self.client.stat(&path));
-                    (w, rec.map_err(|e| failed("create", &e))?)
+                    let next = self.next_writer(&path, truncate);
+                    let next = next.map_err(|e| failed("create", &e))?;
+                    let rec = match self.run(self.client.stat(&path)) {
+                        Ok(rec) => rec,
+                        Err(e) => {
+                            self.give_back(next);
+                            return Err(failed("create", &e));
+                        }
+                    };
+                    (next, rec)
                 }
                 Err(e) => return Err(failed("create", &e)),
             };
@@ -658,7 +710,7 @@ impl Filesystem for LocusFs {
                 .expect("inodes")
                 .looked_up(&path, rec.stamp);
             let (fh, backing) =
-                self.open_writing(ino, req, writer, true, |f| reply.open_backing(f))?;
+                self.open_writing(ino, req, next, true, |f| reply.open_backing(f))?;
             Ok((self.attr(ino, &rec), fh, backing))
         })();
         let (flags, generation) = (FopenFlags::empty(), Generation(0));

@@ -4,12 +4,35 @@
 
 use super::{failed, io_errno, LocusFs};
 use crate::handles::{Backed, Handles, Open, Writing};
+use crate::hold::Held;
 use fuser::{Errno, Request};
 use locus_fs::Writer;
 use locus_proto::fs::Record;
 use locus_proto::FsError;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// A writer opened for a program here.
+pub(super) struct Next {
+    pub writer: Writer,
+    /// Taken back from the task's hold.
+    pub resumed: bool,
+    /// Holding bytes the task wrote before.
+    pub wrote: bool,
+    /// A modification time the task set for it.
+    pub mtime_ns: Option<i64>,
+}
+
+impl Next {
+    pub fn new(writer: Writer) -> Next {
+        Next {
+            writer,
+            resumed: false,
+            wrote: false,
+            mtime_ns: None,
+        }
+    }
+}
 
 /// A file's size and modification time, to tell whether it was written.
 fn seen(f: &std::fs::File) -> (u64, i64) {
@@ -84,10 +107,53 @@ impl LocusFs {
     /// close): what the file holds now is the next version.
     fn reopen_late(&self, w: &mut Writing) -> Result<(), Errno> {
         if w.writer.is_none() && touched(w) {
-            let next = self.run(self.client.open_write(&w.path, false));
-            w.writer = Some(next.map_err(|e| failed("publishing late writes", &e))?);
+            let next = self.next_writer(&w.path, false);
+            let next = next.map_err(|e| failed("publishing late writes", &e))?;
+            w.mtime_ns = w.mtime_ns.or(next.mtime_ns);
+            w.writer = Some(next.writer);
         }
         Ok(())
+    }
+
+    /// A writer of `path` for a program here: what the running task wrote
+    /// to it, taken back from the hold (emptied if `truncate`), else the
+    /// published file's next version.
+    pub(super) fn next_writer(&self, path: &str, truncate: bool) -> Result<Next, FsError> {
+        let Some(mut held) = self.hold.take(path) else {
+            return Ok(Next::new(self.run(self.client.open_write(path, truncate))?));
+        };
+        if truncate {
+            if let Err(e) = held.writer.file().set_len(0) {
+                self.keep(held);
+                return Err(FsError::io(path, &e));
+            }
+        }
+        Ok(Next {
+            resumed: true,
+            wrote: !held.unwritten && !truncate,
+            mtime_ns: held.mtime_ns,
+            writer: held.writer,
+        })
+    }
+
+    /// Gives up `next`, unused: what the task wrote goes back to the hold.
+    pub(super) fn give_back(&self, next: Next) {
+        if next.resumed {
+            self.keep(Held {
+                writer: next.writer,
+                unwritten: !next.wrote,
+                mtime_ns: next.mtime_ns,
+            });
+        } else {
+            self.abort(next.writer);
+        }
+    }
+
+    /// Keeps `held` for the task's end (a writer it replaces is given up).
+    fn keep(&self, held: Held) {
+        if let Some(old) = self.hold.keep(held) {
+            self.abort(old);
+        }
     }
 
     /// Ends the version `w` wrote: published now, or, while a task holds
@@ -98,7 +164,12 @@ impl LocusFs {
         }
         self.reopen_late(w)?;
         if let Some(writer) = w.writer.take() {
-            self.hold.keep(writer, !touched(w), w.mtime_ns.take());
+            let (unwritten, mtime_ns) = (!touched(w), w.mtime_ns.take());
+            self.keep(Held {
+                writer,
+                unwritten,
+                mtime_ns,
+            });
         }
         (w.written, w.fresh, w.seen) = (false, false, seen(&w.file));
         Ok(())
@@ -113,29 +184,33 @@ impl LocusFs {
     pub(super) fn writer<'a>(&self, w: &'a mut Writing) -> Result<&'a mut Writer, Errno> {
         if w.writer.is_none() {
             let mut next = self
-                .run(self.client.open_write(&w.path, false))
+                .next_writer(&w.path, false)
                 .map_err(|e| failed("reopening for writing", &e))?;
-            w.file = next.file().try_clone().map_err(|e| io_errno(&e))?;
+            w.file = next.writer.file().try_clone().map_err(|e| io_errno(&e))?;
             w.seen = seen(&w.file);
-            w.writer = Some(next);
+            w.written |= next.wrote;
+            w.mtime_ns = w.mtime_ns.or(next.mtime_ns);
+            w.writer = Some(next.writer);
         }
         Ok(w.writer.as_mut().expect("just set"))
     }
 
-    /// A write handle of `writer` on `ino`, passed through to its private
-    /// file where the kernel can (`open_backing` registers it).
+    /// A write handle of `next` on `ino`, passed through to its private
+    /// file where the kernel can (`open_backing` registers it). `fresh`:
+    /// created or truncated by this open.
     pub(super) fn open_writing(
         &self,
         ino: u64,
         req: &Request,
-        mut writer: Writer,
+        next: Next,
         fresh: bool,
         open_backing: impl FnOnce(&std::fs::File) -> std::io::Result<fuser::BackingId>,
     ) -> Result<(u64, Option<Arc<fuser::BackingId>>), Errno> {
-        let file = match writer.file().try_clone() {
+        let mut next = next;
+        let file = match next.writer.file().try_clone() {
             Ok(f) => f,
             Err(e) => {
-                self.abort(writer);
+                self.give_back(next);
                 return Err(io_errno(&e));
             }
         };
@@ -145,21 +220,22 @@ impl LocusFs {
                 Ok(b) => b,
                 Err(e) => {
                     drop(handles);
-                    self.abort(writer);
+                    self.give_back(next);
                     return Err(e);
                 }
             };
         let open = Open::Write(Box::new(Writing {
-            path: writer.path().to_string(),
+            path: next.writer.path().to_string(),
             ino,
-            writer: Some(writer),
             seen: seen(&file),
             file,
             backing: backing.clone(),
-            written: false,
-            fresh,
+            written: next.wrote,
+            // A file the task wrote goes back to the hold at its close.
+            fresh: fresh || next.resumed,
             opener: req.pid(),
-            mtime_ns: None,
+            mtime_ns: next.mtime_ns,
+            writer: Some(next.writer),
         }));
         Ok((handles.insert(ino, open), backing))
     }
@@ -211,14 +287,23 @@ impl LocusFs {
                 return Ok(());
             }
         }
-        let mut writer = self
-            .run(self.client.open_write(path, size == 0))
+        let mut next = self
+            .next_writer(path, size == 0)
             .map_err(|e| failed("truncate", &e))?;
-        if let Err(e) = writer.file().set_len(size) {
-            self.abort(writer);
+        if let Err(e) = next.writer.file().set_len(size) {
+            self.give_back(next);
             return Err(io_errno(&e));
         }
-        self.run(writer.close())
+        if next.resumed || self.hold.active() {
+            // Written by the running task: held for its end.
+            self.keep(Held {
+                writer: next.writer,
+                unwritten: false,
+                mtime_ns: next.mtime_ns,
+            });
+            return Ok(());
+        }
+        self.run(next.writer.close())
             .map(drop)
             .map_err(|e| failed("truncate", &e))
     }

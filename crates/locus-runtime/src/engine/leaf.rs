@@ -256,6 +256,21 @@ impl Engine {
         self.run_block(app, frame, self.plans.body(&app.name), done)
             .await;
         let outputs: HashSet<VarId> = app.outputs.iter().copied().collect();
+        // As in Swift/T, an app runs once all its inputs are closed, those
+        // its command line does not name too (a file passed to order it
+        // after the task that writes it).
+        let named: HashSet<VarId> = t
+            .words
+            .iter()
+            .filter_map(|w| match w {
+                Word::Var(v) => Some(*v),
+                Word::Lit(_) => None,
+            })
+            .chain([t.stdin, t.stdout, t.stderr].into_iter().flatten())
+            .collect();
+        for v in app.inputs.iter().filter(|v| !named.contains(v)) {
+            self.get(app, frame, *v).await;
+        }
         let mut argv: Vec<Arg> = Vec::new();
         for w in &t.words {
             match w {
