@@ -9,6 +9,7 @@ mod common;
 use common::{locus, names, ok, rt, FsDown, Run, TestCluster};
 use locus_proto::Errno;
 use locus_runtime::record;
+use std::path::Path;
 use std::time::Duration;
 
 const FILES: u32 = 40;
@@ -98,46 +99,77 @@ fn without_replicas_the_lost_daemon_is_named() {
     assert!(err.to_string().contains("node 1"), "{err}");
 }
 
-/// Forty tasks each writing a file and one joining them, on 4 nodes (two
-/// workers each) whose file system keeps `replicas` copies; node 2's
-/// daemon is killed with `kill -9` once 8 tasks are done. The run must
-/// complete with the result a run without the failure gives. Returns the
-/// run and the run's `make` records that succeeded.
+/// Kills node 2's daemon of the run in `run_dir` (`kill -9`) once `after`
+/// tasks are recorded; returns how many were.
+fn kill_node_2_after(run_dir: &Path, after: usize) -> std::thread::JoinHandle<usize> {
+    let run_dir = run_dir.to_path_buf();
+    std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while std::time::Instant::now() < deadline {
+            let done = record::load(&run_dir).map_or(0, |r| r.len());
+            if done >= after {
+                let pid: i32 = std::fs::read_to_string(run_dir.join("fs/node-2/daemon.pid"))
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap();
+                // SAFETY: a plain signal to a daemon this test's run started.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                return done;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the run never recorded {after} tasks");
+    })
+}
+
+/// Forty tasks each writing a file, each file read by a task of its own,
+/// and one task joining them, on 4 nodes (two workers each) whose file
+/// system keeps `replicas` copies; node 2's daemon is killed with `kill -9`
+/// once 8 tasks are done. The run must complete with the result a run
+/// without the failure gives. Returns the run and the run's `make` records
+/// that succeeded.
 fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
-    let script = "import string;\n\
-        app (file o) make(int i) { \"sh\" \"-c\" (\"sleep 0.2; seq \" + toString(i) + \" > $0\") o }\n\
-        app (file o) join(file inputs[]) { \"sh\" \"-c\" \"cat \\\"$@\\\" | sort -n | md5sum > $0\" o inputs }\n\
+    // Every `make` output's record is kept by node 2 and its directory's
+    // names by another: a file made on node 2 loses its bytes and its
+    // record, and keeps its name.
+    let nodes = ["node0", "node1", "node2", "node3"];
+    let ring = locus_fs::ring::Ring::new(
+        nodes.iter().enumerate().map(|(i, n)| (i as u32, *n)),
+        locus_fs::ring::DEFAULT_VNODES,
+    );
+    let dir = (0..)
+        .map(|k| format!("/made{k}"))
+        .find(|d| ring.owner(d) != 2)
+        .unwrap();
+    let names: Vec<String> = (1..=40)
+        .map(|i| {
+            (0..)
+                .map(|k| format!("{dir}/p{i}-{k}.txt"))
+                .find(|p| ring.owner(p) == 2)
+                .unwrap()
+        })
+        .collect();
+    let names = names.join("\", \"");
+    let script = format!(
+        "import string;\n\
+        app (file o) make(int i) {{ \"sh\" \"-c\" (\"sleep 0.2; seq \" + toString(i) + \" > $0\") o }}\n\
+        app (file o) count(file p) {{ \"sh\" \"-c\" \"sleep 0.1; wc -l < $1 > $0\" o p }}\n\
+        app (file o) join(file inputs[]) {{ \"sh\" \"-c\" \"cat \\\"$@\\\" | sort -n | md5sum > $0\" o inputs }}\n\
+        string names[] = [\"{names}\"];\n\
         file parts[];\n\
-        foreach i in [1:40] {\n\
-          file p<\"/locus/out/p\" + toString(i) + \".txt\"> = make(i);\n\
+        foreach i in [1:40] {{\n\
+          file p<\"/locus\" + names[i - 1]> = make(i);\n\
           parts[i] = p;\n\
-        }\n\
-        file all<\"/locus/out/all.txt\"> = join(parts);\n";
+          file q<\"/locus/counted/q\" + toString(i) + \".txt\"> = count(p);\n\
+        }}\n\
+        file all<\"/locus/out/all.txt\"> = join(parts);\n"
+    );
+    let script = script.as_str();
     let dir = tempfile::tempdir().unwrap();
     let run_dir = dir.path().join("run");
     let fs_dir = run_dir.join("fs");
-    let killer = {
-        let (run_dir, fs_dir) = (run_dir.clone(), fs_dir.clone());
-        std::thread::spawn(move || {
-            // Once some outputs are registered, node 2's daemon goes.
-            let deadline = std::time::Instant::now() + Duration::from_secs(60);
-            while std::time::Instant::now() < deadline {
-                let done = record::load(&run_dir).map_or(0, |r| r.len());
-                if done >= 8 {
-                    let pid: i32 = std::fs::read_to_string(fs_dir.join("node-2/daemon.pid"))
-                        .unwrap()
-                        .trim()
-                        .parse()
-                        .unwrap();
-                    // SAFETY: a plain signal to a daemon this test's run started.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
-                    return done;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            panic!("the run never registered 8 outputs");
-        })
-    };
+    let killer = kill_node_2_after(&run_dir, 8);
     let run = Run::in_dir(
         dir,
         &[
@@ -206,10 +238,12 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
     let all = rt.block_on(client.get("/out/all.txt")).unwrap();
     assert_eq!(all, md5.stdout);
     // Every output of the run is there after it, wherever its copy was.
-    for i in 1..=40u32 {
-        let got = rt.block_on(client.get(&format!("/out/p{i}.txt"))).unwrap();
+    for (i, name) in (1..=40u32).zip(names.split("\", \"")) {
+        let got = rt.block_on(client.get(name)).unwrap();
         let lines: Vec<String> = (1..=i).map(|n| n.to_string()).collect();
         assert_eq!(String::from_utf8(got).unwrap(), lines.join("\n") + "\n");
+        let counted = rt.block_on(client.get(&format!("/counted/q{i}.txt"))).unwrap();
+        assert_eq!(String::from_utf8(counted).unwrap(), format!("{i}\n"));
     }
     (run, made)
 }
@@ -233,6 +267,34 @@ fn a_run_without_copies_makes_the_lost_files_again_when_a_node_daemon_is_killed(
         "{report}"
     );
     assert!(report.contains("(0 failed,"), "{report}");
+}
+
+#[test]
+fn a_producer_failing_when_made_again_fails_the_run_at_its_own_call() {
+    // `make` fails when run a second time (its marker is left): the lost
+    // files cannot be made again, and the error names `make`'s call.
+    let marks = tempfile::tempdir().unwrap();
+    let m = marks.path().display();
+    let script = format!(
+        "import string;\n\
+         app (file o) make(int i) {{ \"sh\" \"-c\" (\"sleep 0.2; test -e {m}/\" + toString(i) + \" && exit 3; touch {m}/\" + toString(i) + \"; seq \" + toString(i) + \" > $0\") o }}\n\
+         app (file o) count(file p) {{ \"sh\" \"-c\" \"sleep 0.3; wc -l < $1 > $0\" o p }}\n\
+         foreach i in [1:40] {{\n\
+           file p<\"/locus/out/p\" + toString(i) + \".txt\"> = make(i);\n\
+           file q<\"/locus/counted/q\" + toString(i) + \".txt\"> = count(p);\n\
+         }}\n"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let killer = kill_node_2_after(&dir.path().join("run"), 8);
+    let run = Run::in_dir(dir, &["-n", "9", "--nodes", "4"], &script);
+    killer.join().unwrap();
+    assert!(!run.out.status.success());
+    let err = String::from_utf8_lossy(&run.out.stderr);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("t.swift:5:") && last.contains("making lost files again: app 'make'"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -452,4 +514,53 @@ fn a_directory_sets_how_many_nodes_keep_the_files_written_under_it() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && stderr.contains(error), "{stderr}");
     }
+}
+
+#[test]
+fn a_client_taking_over_a_lost_daemon_writes_its_files_again() {
+    let c = TestCluster::up(4);
+    let rt = rt();
+    let w = c.client(0);
+    // One directory kept by a daemon that stays, one by the one lost.
+    let dir_owned_by = |node: u32| {
+        (0..100)
+            .map(|i| format!("/d{i}"))
+            .find(|p| w.owner(p) == node)
+            .unwrap()
+    };
+    let dirs = [dir_owned_by(3), dir_owned_by(2)];
+    let paths: Vec<String> = dirs
+        .iter()
+        .flat_map(|d| (1..=24).map(move |i| format!("{d}/f{i}.txt")))
+        .collect();
+    rt.block_on(async {
+        for p in &paths {
+            w.put(p, b"first").await.unwrap();
+        }
+    });
+    c.signal(2, libc::SIGKILL);
+    let t = c.client_with(locus_fs::ClientOptions {
+        node: 1,
+        take_over: true,
+        ..Default::default()
+    });
+    rt.block_on(async {
+        let mut lost = 0;
+        for p in &paths {
+            // As a task remaking it does: its output committed again.
+            if t.lost(p).await.unwrap() {
+                lost += 1;
+                let out = t.output(p).unwrap();
+                std::fs::write(&out.local, b"again").unwrap();
+                let done = t.commit_all(&[out]).await.remove(0);
+                assert_eq!(done.unwrap().size, 5, "{p}");
+                assert_eq!(t.get(p).await.unwrap(), b"again", "{p}");
+            } else {
+                assert_eq!(t.get(p).await.unwrap(), b"first", "{p}");
+            }
+        }
+        assert!(lost > 0, "some records were lost with node 2");
+        // The directory kept elsewhere names them all again.
+        assert_eq!(t.readdir(&dirs[0]).await.unwrap().len(), 24);
+    });
 }

@@ -737,6 +737,25 @@ impl Client {
     /// Adds `path` as a name in its parent and creates its record (locked by
     /// `lease` if given, its `copies` its parent's); returns the placement
     /// hint left for it, if any, and the record.
+    /// Makes the record of `path` again where its owner's keys are now:
+    /// its name is in its parent, its record was lost with its owner.
+    async fn record_again(
+        &self,
+        path: &str,
+        record: Record,
+        lease: Option<Lease>,
+    ) -> FsResult<(Option<NodeId>, Record)> {
+        let req = Request::CreateRecord {
+            path: path.to_string(),
+            record,
+            lease,
+        };
+        match self.meta(path, req).await? {
+            Response::Created { hint, record } => Ok((hint, record)),
+            other => Err(unexpected(other)),
+        }
+    }
+
     async fn create_name(
         &self,
         path: &str,
@@ -872,12 +891,8 @@ impl Client {
                         // Named in its parent, its record lost with its
                         // owner: made again where the owner's keys are now.
                         Err(e) if Client::owner_lost(&e) => {
-                            let req = Request::CreateRecord {
-                                path: dir.clone(),
-                                record: Record::new(Kind::Dir, 0o755, now_ns()),
-                                lease: None,
-                            };
-                            match self.meta(&dir, req).await {
+                            let rec = Record::new(Kind::Dir, 0o755, now_ns());
+                            match self.record_again(&dir, rec, None).await {
                                 Ok(_) => {}
                                 Err(e) if e.code == Errno::EEXIST => {}
                                 Err(e) => return Err(e),
@@ -2126,10 +2141,23 @@ impl Client {
     /// its record); with the copies its versions get.
     async fn claim(&self, path: &str, lease: Lease, mode: u32) -> FsResult<Claim> {
         let record = Record::new(Kind::File, mode, now_ns());
-        let (target, replacing) = match self.create_name(path, record, Some(lease)).await {
+        let made = match self.create_name(path, record.clone(), Some(lease)).await {
+            Err(e) if e.code == Errno::EEXIST => match self.lock_created(path, lease).await {
+                // Named in its parent, its record lost with its owner
+                // (taken over): made again, as new, where its keys are now.
+                Err(e) if Client::owner_lost(&e) => {
+                    match self.record_again(path, record, Some(lease)).await {
+                        Err(e) if e.code == Errno::EEXIST => Err(self.lock_created(path, lease).await?),
+                        made => made.map(Ok)?,
+                    }
+                }
+                locked => Err(locked?),
+            },
+            made => Ok(made?),
+        };
+        let (target, replacing) = match made {
             Ok((hint, rec)) => (Some(self.new_file_target(path, hint)), rec),
-            Err(e) if e.code == Errno::EEXIST => (None, self.lock_created(path, lease).await?),
-            Err(e) => return Err(e),
+            Err(locked) => (None, locked),
         };
         Ok(Claim {
             target,
@@ -2420,7 +2448,22 @@ impl Client {
             holder: copies[0],
             replicas: copies[1..].to_vec(),
         };
-        let failed = match self.meta(path, req).await {
+        let mut answer = self.meta(path, req.clone()).await;
+        if matches!(&answer, Err(e) if Client::owner_lost(e)) {
+            // The record was lost with its owner while this wrote (its keys
+            // taken over): made again where they are now, locked by this
+            // write, which is committed to it.
+            let mode = replacing.map_or(0o644, |r| r.mode);
+            let record = Record::new(Kind::File, mode, now_ns());
+            let lease = Lease {
+                token,
+                ms: self.inner.lease_ms,
+            };
+            if self.record_again(path, record, Some(lease)).await.is_ok() {
+                answer = self.meta(path, req).await;
+            }
+        }
+        let failed = match answer {
             Ok(Response::Committed { record, replaced }) => {
                 // A version this write published already (a request sent
                 // again after its answer was lost) shares its stamp.

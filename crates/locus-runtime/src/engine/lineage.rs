@@ -209,7 +209,14 @@ impl Engine {
         self.tasks_done.fetch_add(1, Ordering::AcqRel);
         self.step();
         match outcome.error {
-            Some(e) => Err(format!("making lost files again: {e}")),
+            Some(e) => {
+                let e = format!("making lost files again: {e}");
+                // The run fails at the call that failed: the producer's,
+                // not that of the task waiting for its files (whose own
+                // failure comes after, and is not the run's).
+                self.fail(format!("{}: {e}", producer.at));
+                Err(e)
+            }
             None => Ok(()),
         }
     }
