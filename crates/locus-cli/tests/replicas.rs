@@ -235,16 +235,29 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
     )
     .unwrap();
     let rt = rt();
-    let all = rt.block_on(client.get("/out/all.txt")).unwrap();
-    assert_eq!(all, md5.stdout);
     // Every output of the run is there after it, wherever its copy was.
     for (i, name) in (1..=40u32).zip(names.split("\", \"")) {
         let got = rt.block_on(client.get(name)).unwrap();
         let lines: Vec<String> = (1..=i).map(|n| n.to_string()).collect();
-        assert_eq!(String::from_utf8(got).unwrap(), lines.join("\n") + "\n");
-        let counted = rt.block_on(client.get(&format!("/counted/q{i}.txt"))).unwrap();
-        assert_eq!(String::from_utf8(counted).unwrap(), format!("{i}\n"));
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            lines.join("\n") + "\n",
+            "{name}"
+        );
+        let counted = rt
+            .block_on(client.get(&format!("/counted/q{i}.txt")))
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(counted).unwrap(),
+            format!("{i}\n"),
+            "q{i}"
+        );
     }
+    let all = rt.block_on(client.get("/out/all.txt")).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&all),
+        String::from_utf8_lossy(&md5.stdout)
+    );
     (run, made)
 }
 

@@ -385,14 +385,17 @@ impl Client {
     /// Names `path` again as `rec` (a version this client saw made) says,
     /// when its name was lost with the daemon that kept it and a node `rec`
     /// names still holds those bytes: the file comes back as it was,
-    /// without being made again. `false` if its name is not lost or no node
-    /// holds the bytes.
+    /// without being made again. `true` also if it is named meanwhile (by
+    /// another look at it) with bytes in reach: nothing is to be made
+    /// again; `false` if its name is gone or no node holds the bytes.
     pub async fn reinstate(&self, path: &str, rec: &Record) -> FsResult<bool> {
         let path = normalise(path)?;
         match self.stat(&path).await {
+            // Named (again, by another look at it): lost only if its bytes are.
+            Ok(now) => return Ok(!self.out_of_reach(&now).await),
             Err(e) if Client::owner_lost(&e) => {}
             Err(e) if e.code != Errno::ENOENT => return Err(e),
-            _ => return Ok(false),
+            Err(_) => return Ok(false),
         }
         let mut holders = Vec::new();
         for &h in &rec.holders {
@@ -428,8 +431,11 @@ impl Client {
             record,
             lease: None,
         };
-        self.meta(&path, create).await?;
-        Ok(true)
+        match self.meta(&path, create).await {
+            // Named again meanwhile, by another look at it.
+            Err(e) if e.code != Errno::EEXIST => Err(e),
+            _ => Ok(true),
+        }
     }
 
     /// Whether the current version of file `path` is lost: its name is
@@ -440,15 +446,21 @@ impl Client {
             Err(e) if e.code == Errno::ENOENT => return Ok(Client::owner_lost(&e)),
             Err(e) => return Err(e),
         };
+        Ok(self.out_of_reach(&rec).await)
+    }
+
+    /// Whether every node holding the bytes of version `rec` (one at least)
+    /// cannot be reached.
+    async fn out_of_reach(&self, rec: &Record) -> bool {
         if rec.holders.is_empty() {
-            return Ok(false);
+            return false;
         }
         for &h in &rec.holders {
             if self.ping(h).await.is_ok() {
-                return Ok(false);
+                return false;
             }
         }
-        Ok(true)
+        true
     }
 
     pub async fn ping(&self, node: NodeId) -> FsResult<()> {
@@ -859,7 +871,8 @@ impl Client {
         let mut tries = 0;
         loop {
             match self.record(path).await {
-                Err(e) if e.code == Errno::ENOENT && tries < 200 => {
+                // (A record lost with its owner never comes.)
+                Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) && tries < 200 => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
@@ -1446,7 +1459,8 @@ impl Client {
         let mut tries = 0;
         loop {
             match self.lock(path, lease).await {
-                Err(e) if e.code == Errno::ENOENT && tries < 200 => {
+                // (A record lost with its owner never comes.)
+                Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) && tries < 200 => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
@@ -2147,7 +2161,9 @@ impl Client {
                 // (taken over): made again, as new, where its keys are now.
                 Err(e) if Client::owner_lost(&e) => {
                     match self.record_again(path, record, Some(lease)).await {
-                        Err(e) if e.code == Errno::EEXIST => Err(self.lock_created(path, lease).await?),
+                        Err(e) if e.code == Errno::EEXIST => {
+                            Err(self.lock_created(path, lease).await?)
+                        }
                         made => made.map(Ok)?,
                     }
                 }
@@ -2478,9 +2494,10 @@ impl Client {
             Err(e) => e,
         };
         // Refused (lock lost, name gone) or unknown (daemon unreachable):
-        // ask the record which it was.
+        // ask the record which it was. (A lock lost may be this very
+        // commit's, sent again after its answer was lost with its owner.)
         let current = match failed.code {
-            Errno::EIO => self.stat(path).await,
+            Errno::EIO | Errno::EBUSY => self.stat(path).await,
             _ => Err(failed.clone()),
         };
         match current {
