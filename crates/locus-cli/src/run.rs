@@ -160,6 +160,7 @@ impl Progress for Bar {
 
 /// Plays the rank the launcher's environment names.
 pub fn as_rank(opts: RankOptions) -> Result<()> {
+    locus_launch::end_with_launcher();
     let env = RankEnv::from_env()
         .context("not started as a rank: no rank and size in the launcher's environment")?;
     let bar = std::io::stderr().is_terminal().then(|| {

@@ -493,9 +493,9 @@ fn a_server_killed_mid_run_ends_it_clearly_and_resume_finishes_it() {
 }
 
 /// A run whose launcher is killed (`kill -9`) or loses its terminal
-/// (`SIGHUP`) leaves no rank or daemon of its own behind.
+/// (`SIGHUP`) leaves no rank, daemon or program of its own behind.
 #[test]
-fn a_killed_or_hung_up_launcher_leaves_no_rank_or_daemon() {
+fn a_killed_or_hung_up_launcher_leaves_no_rank_daemon_or_program() {
     for (sig, nap) in [(libc::SIGKILL, "31.701"), (libc::SIGHUP, "31.702")] {
         let dir = tempfile::tempdir().unwrap();
         let script = format!("app (void v) nap() {{ \"sleep\" \"{nap}\" }}\nnap();\n");
@@ -509,11 +509,63 @@ fn a_killed_or_hung_up_launcher_leaves_no_rank_or_daemon() {
         unsafe { libc::kill(child.id() as i32, sig) };
         child.wait().unwrap();
         common::eventually_within(Duration::from_secs(10), "the run's processes end", || {
-            processes_with(&run).is_empty()
+            processes_with(&run).is_empty() && processes_with(&format!("sleep {nap}")).is_empty()
         });
-        for app in processes_with(&format!("sleep {nap}")) {
-            // SAFETY: the app this test's run started, if it outlived it.
-            unsafe { libc::kill(app as i32, libc::SIGKILL) };
-        }
+    }
+}
+
+/// A run directory is one live run's: a second run of it is refused while
+/// the first lives; once it is killed, `--resume` does what it left, each
+/// task once.
+#[test]
+fn a_live_run_owns_its_directory_and_a_resume_after_its_kill_runs_each_task_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let script = naps(&out, "0.3457", 12);
+    let (mut child, run_dir) = start(dir.path(), &script);
+    common::eventually_within(Duration::from_secs(30), "tasks ended", || {
+        std::fs::read_dir(&out).map_or(0, |d| d.count()) >= 2
+    });
+    let (second, _) = start_with(dir.path(), &script, &["-n", "3", "--resume"]);
+    let refused = second.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "a live run holds it (locus run, pid {} on ",
+            child.id()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    // SAFETY: a signal to the launcher this test started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let run = run_dir.to_str().unwrap().to_string();
+    common::eventually_within(Duration::from_secs(10), "the run's processes end", || {
+        processes_with(&run).is_empty() && processes_with("sleep 0.3457").is_empty()
+    });
+    let finished = locus_runtime::record::load(&run_dir)
+        .unwrap()
+        .iter()
+        .filter(|r| r.func == "nap" && r.error.is_none())
+        .count();
+    let (resumed, _) = start_with(dir.path(), &script, &["-n", "3", "--resume"]);
+    let done = resumed.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let records = locus_runtime::record::load(&run_dir).unwrap();
+    let ran = records
+        .iter()
+        .filter(|r| r.func == "nap" && !r.resumed)
+        .count();
+    assert_eq!(ran, 12 - finished, "only what the first run did not finish");
+    for i in 0..12 {
+        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
+        assert_eq!(got.trim(), i.to_string());
     }
 }

@@ -22,6 +22,26 @@ pub use role::{Launched, Program, Role};
 pub use site::{deploy, Deploy, Shape, Site, SiteLauncher};
 pub use supervise::{ignore_failure_notices, supervise};
 
+/// The signal a rank on this machine gets when its launcher dies.
+const LAUNCHER_GONE: libc::c_int = libc::SIGUSR2;
+
+/// In a rank leading its process group: when its launcher dies (however:
+/// `kill -9` too) the rank ends with the programs it started, which share
+/// its group.
+pub fn end_with_launcher() {
+    extern "C" fn gone(_: libc::c_int) {
+        // SAFETY: kill is async-signal-safe; the group this rank leads.
+        unsafe { libc::kill(0, libc::SIGKILL) };
+    }
+    // SAFETY: getpgrp/getpid cannot fail; the handler is async-signal-safe.
+    unsafe {
+        if libc::getpgrp() == libc::getpid() {
+            let handler = gone as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::signal(LAUNCHER_GONE, handler);
+        }
+    }
+}
+
 /// In a child between fork and exec: `sig` when the process `parent` (that
 /// forked it) dies, even by SIGKILL; an error if it died already. Only
 /// async-signal-safe calls.

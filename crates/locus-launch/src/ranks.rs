@@ -15,6 +15,8 @@ use locus_runtime::layout::Layout;
 use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
 use locus_runtime::record::{keep_for_resume, now_us, records_dir, resume_dir};
 use locus_runtime::rendezvous::ranks_dir;
+use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -78,7 +80,7 @@ pub fn launch_ranks(
     }
     let run_dir = &r.rank.run_dir;
     let dir_err = |e: std::io::Error| format!("run directory {}: {e}", run_dir.display());
-    claim_run_dir(run_dir).map_err(dir_err)?;
+    let _held = claim_run_dir(run_dir).map_err(dir_err)?;
     if r.rank.resume.is_some() {
         if !records_dir(run_dir).exists() && !resume_dir(run_dir).exists() {
             return Err(format!(
@@ -191,25 +193,55 @@ pub fn launch_ranks(
 const RUN_MARKER: &str = "locus-run";
 
 /// Makes `dir` this run's directory: a new or empty directory (made private),
-/// or an earlier run's; anything else is refused rather than overwritten.
-fn claim_run_dir(dir: &Path) -> std::io::Result<()> {
+/// or an earlier run's that no live run holds; anything else is refused
+/// rather than overwritten. The directory is this run's while the returned
+/// file is open (a lock on its marker, which names this run: the kernel
+/// ends it with the process, however it ends).
+fn claim_run_dir(dir: &Path) -> std::io::Result<std::fs::File> {
     let fresh = match std::fs::read_dir(dir) {
         Ok(mut entries) => entries.next().is_none(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
         Err(e) => return Err(e),
     };
     locus_fs::private_dir::create(dir)?;
-    if fresh {
-        return std::fs::write(dir.join(RUN_MARKER), "");
-    }
-    if !dir.join(RUN_MARKER).exists() {
+    let marker = dir.join(RUN_MARKER);
+    if !fresh && !marker.exists() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
             "not empty and not a Locus run directory; refusing to use it (a run replaces \
              fs/, ranks/ and records/ in its directory): give a new directory",
         ));
     }
-    Ok(())
+    let mut lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&marker)?;
+    // SAFETY: flock(2) on a descriptor this function owns.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::WouldBlock {
+            return Err(e);
+        }
+        let owner = std::fs::read_to_string(&marker).unwrap_or_default();
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::ResourceBusy,
+            format!(
+                "a live run holds it ({}): stop that run first, or give another --run-dir",
+                owner.trim()
+            ),
+        ));
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    lock.set_len(0)?;
+    writeln!(
+        lock,
+        "locus run, pid {} on {}",
+        std::process::id(),
+        host.trim()
+    )?;
+    Ok(lock)
 }
 
 /// Where a rank's stdout and stderr go.
@@ -261,11 +293,12 @@ fn run_here(
                 .stdin(Stdio::null())
                 .stdout(out)
                 .stderr(err);
-            // Ranks die with the launcher however it dies (kill -9, a
-            // closed terminal): never a run going on unwatched.
+            // Ranks, and the programs they started, die with the launcher
+            // however it dies (kill -9, a closed terminal): never a run
+            // going on unwatched (`end_with_launcher`).
             let launcher = std::process::id();
             // SAFETY: die_with_parent makes only async-signal-safe calls.
-            unsafe { cmd.pre_exec(move || crate::die_with_parent(libc::SIGKILL, launcher)) };
+            unsafe { cmd.pre_exec(move || crate::die_with_parent(crate::LAUNCHER_GONE, launcher)) };
             cmd.spawn()
         });
         match spawned {
