@@ -207,6 +207,88 @@ pub fn down(a: DownArgs) -> Result<()> {
     Ok(())
 }
 
+#[derive(Args)]
+pub struct RepairArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// The node whose metadata store is damaged or lost.
+    #[arg(long)]
+    pub node: u32,
+}
+
+/// Sets the node's damaged metadata store aside and starts its daemon
+/// empty: with replicas it takes its keys back from them as it starts;
+/// without, its records and names are made again from the stored copies.
+pub fn repair(a: RepairArgs) -> Result<()> {
+    let dir = &a.cluster.dir;
+    let spec = ClusterSpec::load(dir)?;
+    let Some(node) = spec.nodes.get(a.node as usize) else {
+        bail!("no node {} (the cluster has {})", a.node, spec.nodes.len());
+    };
+    if let Some(pid) = running_pid(&node.dir) {
+        bail!(
+            "node {}'s daemon runs (pid {pid}): repair is for a node whose daemon cannot start",
+            a.node
+        );
+    }
+    let meta = node.dir.join(locus_fs::server::META_FILE);
+    if meta.exists() {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let aside = node
+            .dir
+            .join(format!("{}.damaged-{secs}", locus_fs::server::META_FILE));
+        std::fs::rename(&meta, &aside).with_context(|| meta.display().to_string())?;
+        println!(
+            "node {}: its metadata store kept as {}",
+            a.node,
+            aside.display()
+        );
+    }
+    let marker = node.dir.join(locus_fs::server::META_REBUILD);
+    std::fs::write(&marker, b"").with_context(|| marker.display().to_string())?;
+    let daemons = Daemons {
+        program: crate::launched::program()?,
+        durability: Durability::Group,
+        replicas: spec.replicas,
+        with_launcher: false,
+    };
+    daemons.restart_stopped(dir)?;
+    if spec.replicas > 1 {
+        std::fs::remove_file(&marker)?;
+        println!(
+            "node {}: its keys taken back from its replicas as it started",
+            a.node
+        );
+        return Ok(());
+    }
+    let client = Client::open(dir, ClientOptions::default())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let done = rt.block_on(client.rebuild(a.node))?;
+    std::fs::remove_file(&marker)?;
+    println!(
+        "node {}: made again from {} stored copies: {} file record(s), {} director(ies), {} name(s)",
+        a.node, done.copies, done.files, done.dirs, done.names
+    );
+    if !done.unread.is_empty() {
+        let nodes: Vec<String> = done.unread.iter().map(|n| n.to_string()).collect();
+        println!(
+            "not recovered: what only node(s) {} hold (their stores could not be read); \
+             run `locus fs repair --node {}` again once they serve",
+            nodes.join(", "),
+            a.node
+        );
+    }
+    println!(
+        "not recovered: names of files whose bytes no node holds, and modes and times \
+         set after writing (files come back 0644 with their copy's time)"
+    );
+    Ok(())
+}
+
 pub fn status(a: ClusterArgs) -> Result<()> {
     let spec = ClusterSpec::load(&a.dir)?;
     let client = Client::open(&a.dir, ClientOptions::default())?;

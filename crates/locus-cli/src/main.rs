@@ -77,6 +77,9 @@ enum FsCommand {
     Down(local_cluster::DownArgs),
     /// Show each node's daemon: address, process, records and stored data.
     Status(fs_ops::ClusterArgs),
+    /// Make a node's damaged or lost metadata again (its daemon stopped):
+    /// from its replicas, or from the copies every node stores.
+    Repair(local_cluster::RepairArgs),
     /// Mount the file system (FUSE) so programs open its files by path.
     Mount(mount::MountArgs),
     /// Unmount a `locus fs mount`.
@@ -93,6 +96,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
+        // Colours for a terminal only: not as escape codes in a log file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         // A log that cannot be written (a daemon's log on a full disk) must
         // not panic the thread that logs: the message is dropped instead.
         .log_internal_errors(false)
@@ -102,6 +107,7 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Up(a)) => local_cluster::up(a),
         Command::Fs(FsCommand::Down(a)) => local_cluster::down(a),
         Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
+        Command::Fs(FsCommand::Repair(a)) => local_cluster::repair(a),
         Command::Fs(FsCommand::Mount(a)) => mount::mount(a),
         Command::Fs(FsCommand::Umount(a)) => mount::umount(a),
         Command::Fs(FsCommand::Op(op)) => fs_ops::run(op),

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{eventually, is_root, locus, names, ok, rt, FsDown, Run, SmallDisk, TestCluster};
+use common::{eventually, is_root, locus, ok, rt, FsDown, Run, SmallDisk, TestCluster};
 use locus_fs::{Client, ClientOptions};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::Errno;
@@ -192,7 +192,7 @@ fn without_flushes_a_clean_stop_or_a_quiet_second_keeps_what_was_acknowledged() 
     let rt = rt();
     let names_now = |c: &TestCluster| {
         let cl = c.client(0);
-        rt.block_on(names(&cl, "/"))
+        rt.block_on(common::names(&cl, "/"))
     };
     let cl = c.client(0);
     for f in ["a", "b", "c"] {
@@ -501,8 +501,17 @@ fn a_damaged_metadata_file_is_an_error_and_the_healthy_nodes_start() {
     let names: Vec<String> = (0..30)
         .map(|i| owned_by(&cl, 0, &format!("k{i}-")))
         .collect();
-    for n in &names {
+    // And files in directories, some of whose records and names node 0
+    // keeps, written from both nodes.
+    let deep: Vec<String> = (0..12)
+        .map(|i| format!("/d{}/e{i}/f{i}.txt", i % 3))
+        .collect();
+    for n in names.iter().chain(&deep) {
         rt.block_on(cl.put(n, n.as_bytes())).unwrap();
+    }
+    for n in &deep {
+        rt.block_on(c.client(0).put(n, format!("{n} again").as_bytes()))
+            .unwrap();
     }
     let meta = c.node_dir(0).join("meta.redb");
     c.signal(0, libc::SIGKILL);
@@ -528,12 +537,35 @@ fn a_damaged_metadata_file_is_an_error_and_the_healthy_nodes_start() {
         rt.block_on(cl.ping(1))
             .unwrap_or_else(|e| panic!("{what}: node 1 not started: {e}"));
     }
-    std::fs::write(&meta, &good).unwrap();
-    c.restart();
+    // Made again from what the stores hold: every name and file is back.
+    let out = locus(&["fs", "repair", "--dir", c.path_str(), "--node", "0"]);
+    let said = ok(&out);
+    assert!(said.contains("node 0: made again from"), "{said}");
     let cl = c.client(1); // node 0 may be back on another port
     for n in &names {
         assert_eq!(rt.block_on(cl.get(n)).unwrap(), n.as_bytes());
     }
+    for n in &deep {
+        assert_eq!(
+            rt.block_on(cl.get(n)).unwrap(),
+            format!("{n} again").as_bytes()
+        );
+    }
+    let root = rt.block_on(common::names(&cl, "/"));
+    for n in &names {
+        assert!(root.contains(&n[1..].to_string()), "{n} listed");
+    }
+    for i in 0..12 {
+        let dir = format!("/d{}/e{i}", i % 3);
+        assert_eq!(
+            rt.block_on(common::names(&cl, &dir)),
+            vec![format!("f{i}.txt")]
+        );
+    }
+    // A running node is not repaired.
+    let out = locus(&["fs", "repair", "--dir", c.path_str(), "--node", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("daemon runs"));
 }
 
 /// What a key may hold after the operations a client logged: acknowledged

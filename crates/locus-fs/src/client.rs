@@ -288,7 +288,7 @@ impl Client {
         self.inner.ring.owner(path)
     }
 
-    async fn call(&self, node: NodeId, req: Request) -> FsResult<Response> {
+    pub(crate) async fn call(&self, node: NodeId, req: Request) -> FsResult<Response> {
         self.endpoint(node)?;
         self.inner.peers[node as usize].call(req).await
     }

@@ -25,8 +25,12 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// A node's metadata shard, and the mark that it had one (so a shard lost
 /// later is not taken for a new node's).
-const META_FILE: &str = "meta.redb";
+pub const META_FILE: &str = "meta.redb";
 const META_KEPT: &str = "meta.kept";
+/// Set by `locus fs repair` while it makes a node's lost metadata again:
+/// the daemon then starts with an empty metadata store, which the repair
+/// fills.
+pub const META_REBUILD: &str = "meta.rebuild";
 /// Entries per directory page at most, whatever the client asks for.
 const MAX_PAGE: u32 = 10_000;
 /// A connection with no request for this long is closed (clients reconnect).
@@ -91,16 +95,17 @@ impl Daemon {
         let store = Store::open(&cfg.node_dir)?;
         let meta_file = cfg.node_dir.join(META_FILE);
         let kept = cfg.node_dir.join(META_KEPT);
-        let recoverable = cfg.rejoined && cfg.cluster.replicas > 1;
+        let recoverable =
+            (cfg.rejoined && cfg.cluster.replicas > 1) || cfg.node_dir.join(META_REBUILD).exists();
         if !meta_file.metadata().is_ok_and(|m| m.len() > 0) && !recoverable {
             let files = store.usage().0;
             if kept.exists() || files > 0 {
                 return Err(io::Error::other(format!(
                     "{}: metadata store missing or empty, but this node kept names before \
                      ({files} stored file(s)): serving it empty would lose them; put the \
-                     file back, or remove {} to start the node empty",
+                     file back, or make it again with `locus fs repair --node {}`",
                     meta_file.display(),
-                    cfg.node_dir.display()
+                    cfg.node
                 )));
             }
         }
@@ -373,6 +378,7 @@ impl State {
                 self.store.import(&source, &path, stamp).map(Response::Size),
             )),
             req @ (Request::Status
+            | Request::ListStored
             | Request::Sync
             | Request::LinkData { .. }
             | Request::DropData { .. }
@@ -535,12 +541,16 @@ impl State {
         match req {
             Request::Status => answer(self.status().await),
             Request::Sync => answer(self.meta.flush().await.map(|()| Response::Ok)),
+            Request::ListStored => answer(
+                self.blocking(|s| Ok(Response::Stored(s.store.stored())))
+                    .await,
+            ),
             Request::LinkData { from, to, stamp } => answer(
-                self.blocking(move |s| s.store.link(&from, &to, stamp))
+                self.blocking(move |s| s.store.link(&from, &to, stamp).map(|()| Response::Ok))
                     .await,
             ),
             Request::DropData { path, stamp } => answer(
-                self.blocking(move |s| s.store.drop_copy(&path, stamp))
+                self.blocking(move |s| s.store.drop_copy(&path, stamp).map(|()| Response::Ok))
                     .await,
             ),
             Request::ImportData {
@@ -548,31 +558,23 @@ impl State {
                 stamp,
                 source,
             } => answer(
-                self.copying(move |s| s.store.import(&source, &path, stamp))
+                self.blocking(move |s| s.store.import(&source, &path, stamp).map(Response::Size))
                     .await,
             ),
             Request::ExportData { path, stamp, dest } => answer(
-                self.copying(move |s| s.store.export(&path, stamp, &dest))
+                self.blocking(move |s| s.store.export(&path, stamp, &dest).map(Response::Size))
                     .await,
             ),
             write => self.meta.write(write).await,
         }
     }
 
+    /// `f`'s answer, run off the connection's task (it touches the store).
     async fn blocking(
         self: Arc<Self>,
-        f: impl FnOnce(&State) -> FsResult<()> + Send + 'static,
+        f: impl FnOnce(&State) -> FsResult<Response> + Send + 'static,
     ) -> FsResult<Response> {
-        tokio::task::spawn_blocking(move || f(&self).map(|()| Response::Ok))
-            .await
-            .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?
-    }
-
-    async fn copying(
-        self: Arc<Self>,
-        f: impl FnOnce(&State) -> FsResult<u64> + Send + 'static,
-    ) -> FsResult<Response> {
-        tokio::task::spawn_blocking(move || f(&self).map(Response::Size))
+        tokio::task::spawn_blocking(move || f(&self))
             .await
             .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?
     }
@@ -616,6 +618,7 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::Dump { .. }
         | Request::Returning { .. }
         | Request::CatchUp { .. }
+        | Request::ListStored
         | Request::Sync => Ok(()),
         Request::Replicate { changes } => changes
             .iter()

@@ -9,6 +9,7 @@
 
 use crate::copy;
 use crate::private_dir;
+use locus_proto::fs::StoredCopy;
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
 use std::io;
@@ -36,6 +37,24 @@ static TEMP_SEQ: AtomicU64 = AtomicU64::new(0);
 /// Ends the name of a directory in `tmp/` shared by many new files (one
 /// lent directory's), which is never installed as a version's directory.
 const SHARED: &str = ".shared";
+
+/// Calls `each` with every file under `dir` and its metadata.
+fn each_file(dir: &Path, each: &mut impl FnMut(&Path, &std::fs::Metadata)) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in rd.flatten() {
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => each_file(&entry.path(), each),
+            Ok(_) => {
+                if let Ok(m) = entry.metadata() {
+                    each(&entry.path(), &m);
+                }
+            }
+            Err(_) => {}
+        }
+    }
+}
 
 fn is_empty(file: &Path) -> bool {
     std::fs::metadata(file).is_ok_and(|m| m.len() == 0)
@@ -383,24 +402,48 @@ impl Store {
 
     /// Files and bytes held in this store.
     pub fn usage(&self) -> (u64, u64) {
-        fn walk(dir: &Path, files: &mut u64, bytes: &mut u64) {
-            let Ok(rd) = std::fs::read_dir(dir) else {
+        let (mut files, mut bytes) = (0, 0);
+        each_file(&self.data, &mut |_, m| {
+            files += 1;
+            bytes += m.len();
+        });
+        (files, bytes)
+    }
+
+    /// Every copy this store holds, as the version of a logical path.
+    pub fn stored(&self) -> Vec<StoredCopy> {
+        let mut copies = Vec::new();
+        each_file(&self.data, &mut |file, m| {
+            let Ok(rel) = file.strip_prefix(&self.data) else {
                 return;
             };
-            for entry in rd.flatten() {
-                match entry.file_type() {
-                    Ok(t) if t.is_dir() => walk(&entry.path(), files, bytes),
-                    Ok(_) => {
-                        *files += 1;
-                        *bytes += entry.metadata().map(|m| m.len()).unwrap_or(0);
-                    }
-                    Err(_) => {}
-                }
-            }
-        }
-        let (mut files, mut bytes) = (0, 0);
-        walk(&self.data, &mut files, &mut bytes);
-        (files, bytes)
+            let mut parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+            let (Some(name), Some(stamp)) = (parts.pop(), parts.pop()) else {
+                return;
+            };
+            let Some(stamp) = stamp
+                .strip_prefix('@')
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+            else {
+                return;
+            };
+            use std::os::unix::fs::MetadataExt;
+            copies.push(StoredCopy {
+                path: format!(
+                    "/{}",
+                    parts
+                        .iter()
+                        .chain([&name])
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join("/")
+                ),
+                stamp,
+                size: m.len(),
+                mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+            });
+        });
+        copies
     }
 
     /// Free and total bytes of the file system holding the store.

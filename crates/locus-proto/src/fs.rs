@@ -322,6 +322,9 @@ pub enum Request {
     CatchUp {
         owner: NodeId,
     },
+    /// The copies this daemon's store holds (`locus fs repair`): answered
+    /// by `Stored`.
+    ListStored,
 }
 
 impl Request {
@@ -507,6 +510,18 @@ pub enum Response {
     },
     /// The kind of an entry asked for by `HasEntry`, if there is one.
     Present(Option<Kind>),
+    /// The copies a store holds (`ListStored`).
+    Stored(Vec<StoredCopy>),
+}
+
+/// A copy of a version a daemon's store holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredCopy {
+    pub path: String,
+    pub stamp: u64,
+    pub size: u64,
+    /// When the copy was stored.
+    pub mtime_ns: i64,
 }
 
 /// Opening frame on a transfer channel.

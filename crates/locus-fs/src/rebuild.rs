@@ -1,0 +1,184 @@
+//! `locus fs repair --node K` without replicas: a node whose metadata was
+//! lost gets back what every store still holds. Each copy names its path
+//! and version (`data/<parent>/@<stamp>/<name>`), so the node's records are
+//! made again from the newest copy of each path it owns (its holders: the
+//! nodes storing that version), and the names its directories kept from
+//! every path under them; its directories' records come back with them.
+
+use crate::path::split;
+use crate::Client;
+use locus_proto::fs::{Kind, NodeId, Record, Request, Response, StoredCopy};
+use locus_proto::{Errno, FsError, FsResult};
+use std::collections::BTreeMap;
+
+/// What a rebuild gave back, and what it could not look at.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rebuilt {
+    /// Copies found in the stores that answered.
+    pub copies: usize,
+    /// File records made again on the node.
+    pub files: usize,
+    /// Directory records made again on the node.
+    pub dirs: usize,
+    /// Names put back in the node's directories.
+    pub names: usize,
+    /// Nodes whose store could not be read: what only they hold is not back.
+    pub unread: Vec<NodeId>,
+}
+
+/// The newest stored version of each path, with every node holding it.
+fn newest(stored: Vec<(NodeId, Vec<StoredCopy>)>) -> BTreeMap<String, (StoredCopy, Vec<NodeId>)> {
+    let mut found: BTreeMap<String, (StoredCopy, Vec<NodeId>)> = BTreeMap::new();
+    for (node, copies) in stored {
+        for c in copies {
+            match found.get_mut(&c.path) {
+                Some((have, holders)) if have.stamp == c.stamp => holders.push(node),
+                Some((have, _)) if have.mtime_ns >= c.mtime_ns => {}
+                _ => {
+                    found.insert(c.path.clone(), (c, vec![node]));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The directories above `path`, outermost first, without the root.
+fn ancestors(path: &str) -> Vec<&str> {
+    let mut dirs = Vec::new();
+    let mut at = path;
+    while let Ok((dir, _)) = split(at) {
+        if dir == "/" {
+            break;
+        }
+        dirs.push(dir);
+        at = dir;
+    }
+    dirs.reverse();
+    dirs
+}
+
+impl Client {
+    /// The copies node `node`'s store holds.
+    pub async fn stored(&self, node: NodeId) -> FsResult<Vec<StoredCopy>> {
+        match self.call(node, Request::ListStored).await? {
+            Response::Stored(copies) => Ok(copies),
+            other => Err(FsError::new(Errno::EIO, format!("node {node}"))
+                .with_detail(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    /// Makes node `node`'s records and names again from the copies every
+    /// store holds (its daemon serving an empty metadata store). What
+    /// exists already is left as it is.
+    pub async fn rebuild(&self, node: NodeId) -> FsResult<Rebuilt> {
+        let mut done = Rebuilt::default();
+        let mut stored = Vec::new();
+        for n in 0..self.node_count() as NodeId {
+            match self.stored(n).await {
+                Ok(copies) => {
+                    done.copies += copies.len();
+                    stored.push((n, copies));
+                }
+                Err(e) if n == node => return Err(e),
+                Err(_) => done.unread.push(n),
+            }
+        }
+        let mut made_dirs = std::collections::HashSet::new();
+        for (path, (copy, holders)) in newest(stored) {
+            let (parent, name) = split(&path)?;
+            for dir in ancestors(&path) {
+                if made_dirs.insert(dir.to_string()) {
+                    let (above, dir_name) = split(dir)?;
+                    if self.owner(dir) == node {
+                        let rec = Record::new(Kind::Dir, 0o755, copy.mtime_ns);
+                        done.dirs += self.put_back_record(node, dir, rec).await?;
+                    }
+                    if self.owner(above) == node {
+                        done.names += self.put_back_name(node, above, dir_name, Kind::Dir).await?;
+                    }
+                }
+            }
+            if self.owner(&path) == node {
+                let rec = Record {
+                    size: copy.size,
+                    version: 1,
+                    stamp: copy.stamp,
+                    holders,
+                    ..Record::new(Kind::File, 0o644, copy.mtime_ns)
+                };
+                done.files += self.put_back_record(node, &path, rec).await?;
+            }
+            if self.owner(parent) == node {
+                done.names += self.put_back_name(node, parent, name, Kind::File).await?;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Makes record `rec` of `path` on `node` unless it has one: 1 if made.
+    async fn put_back_record(&self, node: NodeId, path: &str, rec: Record) -> FsResult<usize> {
+        let req = Request::CreateRecord {
+            path: path.to_string(),
+            record: rec,
+            lease: None,
+        };
+        match self.call(node, req).await {
+            Ok(_) => Ok(1),
+            Err(e) if e.code == Errno::EEXIST => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Puts name `name` of `kind` back in `dir` on `node`: 1 if it was missing.
+    async fn put_back_name(
+        &self,
+        node: NodeId,
+        dir: &str,
+        name: &str,
+        kind: Kind,
+    ) -> FsResult<usize> {
+        let req = Request::AddEntry {
+            parent: dir.to_string(),
+            name: name.to_string(),
+            kind,
+        };
+        match self.call(node, req).await {
+            Ok(_) => Ok(1),
+            Err(e) if e.code == Errno::EEXIST => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(path: &str, stamp: u64, mtime_ns: i64) -> StoredCopy {
+        StoredCopy {
+            path: path.into(),
+            stamp,
+            size: 1,
+            mtime_ns,
+        }
+    }
+
+    #[test]
+    fn the_newest_version_of_each_path_wins_with_every_node_holding_it() {
+        let found = newest(vec![
+            (0, vec![copy("/a", 1, 10), copy("/b", 7, 5)]),
+            (1, vec![copy("/a", 2, 20), copy("/b", 7, 5)]),
+            (2, vec![copy("/a", 1, 10)]),
+        ]);
+        assert_eq!(found["/a"].0.stamp, 2);
+        assert_eq!(found["/a"].1, vec![1]);
+        assert_eq!(found["/b"].1, vec![0, 1]);
+    }
+
+    #[test]
+    fn ancestors_are_listed_outermost_first_without_the_root() {
+        assert_eq!(ancestors("/x/y/z.txt"), vec!["/x", "/x/y"]);
+        assert!(ancestors("/z.txt").is_empty());
+    }
+}
