@@ -208,27 +208,59 @@ pub fn down(a: DownArgs) -> Result<()> {
 }
 
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).multiple(true)))]
 pub struct RepairArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
-    /// The node whose metadata store is damaged or lost.
-    #[arg(long)]
-    pub node: u32,
+    /// The node whose metadata store is damaged or lost (its daemon stopped).
+    #[arg(long, group = "what")]
+    pub node: Option<u32>,
+    /// Drop the copies no record names (left by writes that failed half
+    /// way, or versions replaced while a daemon was down).
+    #[arg(long, group = "what")]
+    pub orphans: bool,
+    /// With --orphans: only copies stored at least this many seconds ago
+    /// (a write in progress names its copy within its lease).
+    #[arg(long, default_value_t = 600, requires = "orphans")]
+    pub older_than: u64,
 }
 
-/// Sets the node's damaged metadata store aside and starts its daemon
-/// empty: with replicas it takes its keys back from them as it starts;
-/// without, its records and names are made again from the stored copies.
 pub fn repair(a: RepairArgs) -> Result<()> {
     let dir = &a.cluster.dir;
+    if let Some(node) = a.node {
+        rebuild(dir, node)?;
+    }
+    if a.orphans {
+        let client = Client::open(dir, ClientOptions::default())?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let min_age = std::time::Duration::from_secs(a.older_than);
+        let done = rt.block_on(client.reclaim_orphans(min_age))?;
+        println!(
+            "orphans: {} copies looked at, {} dropped ({} bytes), {} kept whose record could not be read",
+            done.checked, done.dropped, done.bytes, done.unsure
+        );
+        if !done.unread.is_empty() {
+            let nodes: Vec<String> = done.unread.iter().map(|n| n.to_string()).collect();
+            println!("not looked at: the stores of node(s) {}", nodes.join(", "));
+        }
+    }
+    Ok(())
+}
+
+/// Sets node `n`'s damaged metadata store aside and starts its daemon
+/// empty: with replicas it takes its keys back from them as it starts;
+/// without, its records and names are made again from the stored copies.
+fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
     let spec = ClusterSpec::load(dir)?;
-    let Some(node) = spec.nodes.get(a.node as usize) else {
-        bail!("no node {} (the cluster has {})", a.node, spec.nodes.len());
+    let Some(node) = spec.nodes.get(n as usize) else {
+        bail!("no node {n} (the cluster has {})", spec.nodes.len());
     };
     if let Some(pid) = running_pid(&node.dir) {
         bail!(
             "node {}'s daemon runs (pid {pid}): repair is for a node whose daemon cannot start",
-            a.node
+            n
         );
     }
     let meta = node.dir.join(locus_fs::server::META_FILE);
@@ -240,11 +272,7 @@ pub fn repair(a: RepairArgs) -> Result<()> {
             .dir
             .join(format!("{}.damaged-{secs}", locus_fs::server::META_FILE));
         std::fs::rename(&meta, &aside).with_context(|| meta.display().to_string())?;
-        println!(
-            "node {}: its metadata store kept as {}",
-            a.node,
-            aside.display()
-        );
+        println!("node {}: its metadata store kept as {}", n, aside.display());
     }
     let marker = node.dir.join(locus_fs::server::META_REBUILD);
     std::fs::write(&marker, b"").with_context(|| marker.display().to_string())?;
@@ -259,7 +287,7 @@ pub fn repair(a: RepairArgs) -> Result<()> {
         std::fs::remove_file(&marker)?;
         println!(
             "node {}: its keys taken back from its replicas as it started",
-            a.node
+            n
         );
         return Ok(());
     }
@@ -267,11 +295,11 @@ pub fn repair(a: RepairArgs) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let done = rt.block_on(client.rebuild(a.node))?;
+    let done = rt.block_on(client.rebuild(n))?;
     std::fs::remove_file(&marker)?;
     println!(
         "node {}: made again from {} stored copies: {} file record(s), {} director(ies), {} name(s)",
-        a.node, done.copies, done.files, done.dirs, done.names
+        n, done.copies, done.files, done.dirs, done.names
     );
     if !done.unread.is_empty() {
         let nodes: Vec<String> = done.unread.iter().map(|n| n.to_string()).collect();
@@ -279,7 +307,7 @@ pub fn repair(a: RepairArgs) -> Result<()> {
             "not recovered: what only node(s) {} hold (their stores could not be read); \
              run `locus fs repair --node {}` again once they serve",
             nodes.join(", "),
-            a.node
+            n
         );
     }
     println!(

@@ -694,3 +694,46 @@ fn survive_kills(extra: &[&str]) {
     }
     assert!(checked >= 18, "{checked} keys, {kills} kills");
 }
+
+#[test]
+fn repair_drops_the_copies_no_record_names_and_keeps_the_current_ones() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let cl = c.client(0);
+    let kept = rt.block_on(cl.put("/o/kept.txt", b"current")).unwrap();
+    let old = rt.block_on(cl.put("/o/gone.txt", b"removed")).unwrap();
+    rt.block_on(cl.unlink("/o/gone.txt")).unwrap();
+    // What failed writes and versions replaced while a daemon was down
+    // leave: copies in the stores that no record names.
+    let current = c.stored(0, "/o/kept.txt", kept.stamp);
+    let orphans = [
+        c.stored(0, "/o/kept.txt", kept.stamp ^ 1),
+        c.stored(1, "/o/gone.txt", old.stamp),
+        c.stored(1, "/o/never.txt", 7),
+    ];
+    for o in &orphans {
+        std::fs::create_dir_all(o.parent().unwrap()).unwrap();
+        std::fs::write(o, b"orphan").unwrap();
+    }
+    // Too young to be judged by default (a write in progress).
+    let out = locus(&["fs", "repair", "--dir", c.path_str(), "--orphans"]);
+    assert!(ok(&out).contains("0 dropped"), "{}", ok(&out));
+    assert!(orphans.iter().all(|o| o.exists()));
+    let out = locus(&[
+        "fs",
+        "repair",
+        "--dir",
+        c.path_str(),
+        "--orphans",
+        "--older-than",
+        "0",
+    ]);
+    let said = ok(&out);
+    assert!(said.contains("3 dropped (18 bytes)"), "{said}");
+    assert!(orphans.iter().all(|o| !o.exists()));
+    assert!(current.exists());
+    assert_eq!(rt.block_on(cl.get("/o/kept.txt")).unwrap(), b"current");
+    // Nothing to say what to repair is a one-line error.
+    let out = locus(&["fs", "repair", "--dir", c.path_str()]);
+    assert!(!out.status.success());
+}

@@ -440,7 +440,8 @@ impl Store {
                 ),
                 stamp,
                 size: m.len(),
-                mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+                // Its inode changed last when it was put in place.
+                stored_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
             });
         });
         copies

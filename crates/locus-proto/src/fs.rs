@@ -520,8 +520,8 @@ pub struct StoredCopy {
     pub path: String,
     pub stamp: u64,
     pub size: u64,
-    /// When the copy was stored.
-    pub mtime_ns: i64,
+    /// When the copy was put in place.
+    pub stored_ns: i64,
 }
 
 /// Opening frame on a transfer channel.

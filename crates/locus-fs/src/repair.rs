@@ -1,15 +1,21 @@
-//! `locus fs repair --node K` without replicas: a node whose metadata was
-//! lost gets back what every store still holds. Each copy names its path
-//! and version (`data/<parent>/@<stamp>/<name>`), so the node's records are
-//! made again from the newest copy of each path it owns (its holders: the
-//! nodes storing that version), and the names its directories kept from
-//! every path under them; its directories' records come back with them.
+//! `locus fs repair`: the stores against the metadata. Each copy names its
+//! path and version (`data/<parent>/@<stamp>/<name>`), so
+//! * a node whose metadata was lost (`--node K`, without replicas) gets its
+//!   records back from the newest copy of each path it owns (its holders:
+//!   the nodes storing that version), and the names its directories kept
+//!   from every path under them; its directories' records come back with
+//!   them;
+//! * copies no record names any more (`--orphans`: of versions replaced or
+//!   removed while a daemon was down, of writes that failed half way) are
+//!   dropped once old enough that no write in progress can still name them.
 
+use crate::meta::now_ns;
 use crate::path::split;
 use crate::Client;
 use locus_proto::fs::{Kind, NodeId, Record, Request, Response, StoredCopy};
 use locus_proto::{Errno, FsError, FsResult};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// What a rebuild gave back, and what it could not look at.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -26,6 +32,20 @@ pub struct Rebuilt {
     pub unread: Vec<NodeId>,
 }
 
+/// What a scan for orphaned copies did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reclaimed {
+    /// Copies old enough to be looked at.
+    pub checked: usize,
+    /// Copies no record names, dropped, and their bytes.
+    pub dropped: usize,
+    pub bytes: u64,
+    /// Copies whose record could not be read (kept).
+    pub unsure: usize,
+    /// Nodes whose store could not be read.
+    pub unread: Vec<NodeId>,
+}
+
 /// The newest stored version of each path, with every node holding it.
 fn newest(stored: Vec<(NodeId, Vec<StoredCopy>)>) -> BTreeMap<String, (StoredCopy, Vec<NodeId>)> {
     let mut found: BTreeMap<String, (StoredCopy, Vec<NodeId>)> = BTreeMap::new();
@@ -33,7 +53,7 @@ fn newest(stored: Vec<(NodeId, Vec<StoredCopy>)>) -> BTreeMap<String, (StoredCop
         for c in copies {
             match found.get_mut(&c.path) {
                 Some((have, holders)) if have.stamp == c.stamp => holders.push(node),
-                Some((have, _)) if have.mtime_ns >= c.mtime_ns => {}
+                Some((have, _)) if have.stored_ns >= c.stored_ns => {}
                 _ => {
                     found.insert(c.path.clone(), (c, vec![node]));
                 }
@@ -91,7 +111,7 @@ impl Client {
                 if made_dirs.insert(dir.to_string()) {
                     let (above, dir_name) = split(dir)?;
                     if self.owner(dir) == node {
-                        let rec = Record::new(Kind::Dir, 0o755, copy.mtime_ns);
+                        let rec = Record::new(Kind::Dir, 0o755, copy.stored_ns);
                         done.dirs += self.put_back_record(node, dir, rec).await?;
                     }
                     if self.owner(above) == node {
@@ -105,12 +125,49 @@ impl Client {
                     version: 1,
                     stamp: copy.stamp,
                     holders,
-                    ..Record::new(Kind::File, 0o644, copy.mtime_ns)
+                    ..Record::new(Kind::File, 0o644, copy.stored_ns)
                 };
                 done.files += self.put_back_record(node, &path, rec).await?;
             }
             if self.owner(parent) == node {
                 done.names += self.put_back_name(node, parent, name, Kind::File).await?;
+            }
+        }
+        Ok(done)
+    }
+
+    /// Drops every copy stored at least `min_age` ago that its path's
+    /// record does not name as its current version (or whose name is gone);
+    /// a copy whose record cannot be read is kept.
+    pub async fn reclaim_orphans(&self, min_age: Duration) -> FsResult<Reclaimed> {
+        let mut done = Reclaimed::default();
+        let before = now_ns().saturating_sub(min_age.as_nanos() as i64);
+        for n in 0..self.node_count() as NodeId {
+            let Ok(copies) = self.stored(n).await else {
+                done.unread.push(n);
+                continue;
+            };
+            for c in copies.into_iter().filter(|c| c.stored_ns <= before) {
+                done.checked += 1;
+                let orphan = match self.stat(&c.path).await {
+                    Ok(rec) => rec.kind != Kind::File || rec.stamp != c.stamp,
+                    Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => true,
+                    Err(_) => {
+                        done.unsure += 1;
+                        continue;
+                    }
+                };
+                if !orphan {
+                    continue;
+                }
+                let drop = Request::DropData {
+                    path: c.path.clone(),
+                    stamp: c.stamp,
+                };
+                if self.call(n, drop).await.is_ok() {
+                    done.dropped += 1;
+                    done.bytes += c.size;
+                }
             }
         }
         Ok(done)
@@ -155,12 +212,12 @@ impl Client {
 mod tests {
     use super::*;
 
-    fn copy(path: &str, stamp: u64, mtime_ns: i64) -> StoredCopy {
+    fn copy(path: &str, stamp: u64, stored_ns: i64) -> StoredCopy {
         StoredCopy {
             path: path.into(),
             stamp,
             size: 1,
-            mtime_ns,
+            stored_ns,
         }
     }
 
