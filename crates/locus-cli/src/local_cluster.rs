@@ -238,8 +238,9 @@ pub fn repair(a: RepairArgs) -> Result<()> {
         let min_age = std::time::Duration::from_secs(a.older_than);
         let done = rt.block_on(client.reclaim_orphans(min_age))?;
         println!(
-            "orphans: {} copies looked at, {} dropped ({} bytes), {} kept whose record could not be read",
-            done.checked, done.dropped, done.bytes, done.unsure
+            "orphans: {} copies looked at, {} dropped ({} bytes); {} names without a record \
+             removed; {} kept whose record could not be read",
+            done.checked, done.dropped, done.bytes, done.names, done.unsure
         );
         if !done.unread.is_empty() {
             let nodes: Vec<String> = done.unread.iter().map(|n| n.to_string()).collect();

@@ -737,3 +737,38 @@ fn repair_drops_the_copies_no_record_names_and_keeps_the_current_ones() {
     let out = locus(&["fs", "repair", "--dir", c.path_str()]);
     assert!(!out.status.success());
 }
+
+#[test]
+fn repair_removes_a_name_whose_record_is_gone() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let cl = c.client(0);
+    // Named by node 0 (its directory), its record on node 1.
+    let (dir, path) = (0..200)
+        .map(|i| (format!("/n{i}"), format!("/n{i}/x.txt")))
+        .find(|(d, p)| cl.owner(d) == 0 && cl.owner(p) == 1)
+        .unwrap();
+    rt.block_on(cl.mkdir(&dir)).unwrap();
+    // Node 1's metadata as it was before the file was made: the name
+    // stays on node 0, its record is gone (as after a create that failed
+    // between the two).
+    let meta = c.node_dir(1).join("meta.redb");
+    c.signal(1, libc::SIGKILL);
+    let before = std::fs::read(&meta).unwrap();
+    c.restart();
+    let cl = c.client(0);
+    rt.block_on(cl.put(&path, b"x")).unwrap();
+    c.signal(1, libc::SIGKILL);
+    std::fs::write(&meta, before).unwrap();
+    c.restart();
+    let cl = c.client(0);
+    assert_eq!(
+        rt.block_on(common::names(&cl, &dir)),
+        vec!["x.txt".to_string()]
+    );
+    assert_eq!(rt.block_on(cl.stat(&path)).unwrap_err().code, Errno::ENOENT);
+    let out = locus(&["fs", "repair", "--dir", c.path_str(), "--orphans"]);
+    let said = ok(&out);
+    assert!(said.contains("1 names without a record removed"), "{said}");
+    assert!(rt.block_on(common::names(&cl, &dir)).is_empty());
+}

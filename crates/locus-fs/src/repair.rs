@@ -7,7 +7,9 @@
 //!   them;
 //! * copies no record names any more (`--orphans`: of versions replaced or
 //!   removed while a daemon was down, of writes that failed half way) are
-//!   dropped once old enough that no write in progress can still name them.
+//!   dropped once old enough that no write in progress can still name them,
+//!   and names whose record is gone (a create that failed between naming
+//!   the file in its directory and making its record) are removed.
 
 use crate::meta::now_ns;
 use crate::path::split;
@@ -40,8 +42,10 @@ pub struct Reclaimed {
     /// Copies no record names, dropped, and their bytes.
     pub dropped: usize,
     pub bytes: u64,
-    /// Copies whose record could not be read (kept).
+    /// Copies or names whose record could not be read (kept).
     pub unsure: usize,
+    /// Names without a record, removed from their directories.
+    pub names: usize,
     /// Nodes whose store could not be read.
     pub unread: Vec<NodeId>,
 }
@@ -147,7 +151,7 @@ impl Client {
                 done.unread.push(n);
                 continue;
             };
-            for c in copies.into_iter().filter(|c| c.stored_ns <= before) {
+            for c in copies.iter().filter(|c| c.stored_ns <= before) {
                 done.checked += 1;
                 let orphan = match self.stat(&c.path).await {
                     Ok(rec) => rec.kind != Kind::File || rec.stamp != c.stamp,
@@ -170,7 +174,38 @@ impl Client {
                 }
             }
         }
+        self.drop_nameless(&mut done).await;
         Ok(done)
+    }
+
+    /// Removes, walking the whole tree, every name whose record is gone (a
+    /// look at it waits for a record being made: `stat`).
+    async fn drop_nameless(&self, done: &mut Reclaimed) {
+        let mut dirs = vec!["/".to_string()];
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = self.readdir(&dir).await else {
+                done.unsure += 1;
+                continue;
+            };
+            for e in entries {
+                let path = crate::path::join(&dir, &e.name);
+                match self.stat(&path).await {
+                    Ok(rec) if rec.kind == Kind::Dir => dirs.push(path),
+                    Ok(_) => {}
+                    Err(err) if err.code == Errno::ENOENT && !Client::owner_lost(&err) => {
+                        let req = Request::RemoveEntry {
+                            parent: dir.clone(),
+                            name: e.name,
+                            kind: e.kind,
+                        };
+                        if self.call(self.owner(&dir), req).await.is_ok() {
+                            done.names += 1;
+                        }
+                    }
+                    Err(_) => done.unsure += 1,
+                }
+            }
+        }
     }
 
     /// Makes record `rec` of `path` on `node` unless it has one: 1 if made.
