@@ -804,6 +804,10 @@ impl Filesystem for LocusFs {
                 // descriptor it opened once it has duplicated it: nothing
                 // written yet, nothing published.)
                 Open::Write(w) if w.opener == req.pid() && touched(w) => self.finish_version(w),
+                // Only a time set (`touch` of an existing file): set when
+                // its opener closes it, as a write is published (the
+                // kernel's release comes after the close has returned).
+                Open::Write(w) if w.opener == req.pid() && !w.fresh => self.set_time(w),
                 _ => Ok(()),
             }
         })();

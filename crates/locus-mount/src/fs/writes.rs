@@ -60,6 +60,11 @@ impl LocusFs {
             self.bind_version(w.ino, rec);
         }
         (w.written, w.fresh, w.seen) = (false, false, seen(&w.file));
+        self.set_time(w)
+    }
+
+    /// Sets the modification time given while `w` was open, if any.
+    pub(super) fn set_time(&self, w: &mut Writing) -> Result<(), Errno> {
         if let Some(t) = w.mtime_ns.take() {
             self.run(self.client.set_attr(&w.path, None, Some(t)))
                 .map_err(|e| failed("setting the time", &e))?;
