@@ -746,9 +746,6 @@ impl Client {
         }
     }
 
-    /// Adds `path` as a name in its parent and creates its record (locked by
-    /// `lease` if given, its `copies` its parent's); returns the placement
-    /// hint left for it, if any, and the record.
     /// Makes the record of `path` again where its owner's keys are now:
     /// its name is in its parent, its record was lost with its owner.
     async fn record_again(
@@ -768,6 +765,9 @@ impl Client {
         }
     }
 
+    /// Adds `path` as a name in its parent and creates its record (locked by
+    /// `lease` if given, its `copies` its parent's); returns the placement
+    /// hint left for it, if any, and the record.
     async fn create_name(
         &self,
         path: &str,
@@ -2155,25 +2155,28 @@ impl Client {
     /// its record); with the copies its versions get.
     async fn claim(&self, path: &str, lease: Lease, mode: u32) -> FsResult<Claim> {
         let record = Record::new(Kind::File, mode, now_ns());
-        let made = match self.create_name(path, record.clone(), Some(lease)).await {
-            Err(e) if e.code == Errno::EEXIST => match self.lock_created(path, lease).await {
+        let created = match self.create_name(path, record.clone(), Some(lease)).await {
+            Err(e) if e.code == Errno::EEXIST => None,
+            made => Some(made?),
+        };
+        let new = |hint| Some(self.new_file_target(path, hint));
+        let (target, replacing) = match created {
+            Some((hint, rec)) => (new(hint), rec),
+            None => match self.lock_created(path, lease).await {
                 // Named in its parent, its record lost with its owner
-                // (taken over): made again, as new, where its keys are now.
+                // (taken over): made again, as new, where its keys are now
+                // (unless another writer just did: then locked as any).
                 Err(e) if Client::owner_lost(&e) => {
                     match self.record_again(path, record, Some(lease)).await {
+                        Ok((hint, rec)) => (new(hint), rec),
                         Err(e) if e.code == Errno::EEXIST => {
-                            Err(self.lock_created(path, lease).await?)
+                            (None, self.lock_created(path, lease).await?)
                         }
-                        made => made.map(Ok)?,
+                        Err(e) => return Err(e),
                     }
                 }
-                locked => Err(locked?),
+                locked => (None, locked?),
             },
-            made => Ok(made?),
-        };
-        let (target, replacing) = match made {
-            Ok((hint, rec)) => (Some(self.new_file_target(path, hint)), rec),
-            Err(locked) => (None, locked),
         };
         Ok(Claim {
             target,
