@@ -154,12 +154,16 @@ impl Engine {
                 continue;
             }
             let before = self.last_remake(task.id);
-            if !self.opts.storage.lost(p).await? {
-                continue;
-            }
-            if self.opts.storage.reinstate(p, &record).await? {
-                self.lineage.reinstated.fetch_add(1, Ordering::Relaxed);
-                continue;
+            // A run making its files again is under way: its files are
+            // there, unwritten, until it ends; waited for, not looked at.
+            if !self.remaking_now(task.id) {
+                if !self.opts.storage.lost(p).await? {
+                    continue;
+                }
+                if self.opts.storage.reinstate(p, &record).await? {
+                    self.lineage.reinstated.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
             }
             producers.push((task, before));
         }
@@ -186,6 +190,12 @@ impl Engine {
             run.map_err(|e| format!("making a lost file again: {e}"))??;
         }
         Ok(unknown)
+    }
+
+    /// Whether a run making `producer`'s files again is under way.
+    fn remaking_now(&self, producer: u64) -> bool {
+        let remaking = self.lineage.remaking.lock().expect("remaking");
+        remaking.get(&producer).is_some_and(|c| !c.initialized())
     }
 
     /// The last run making `producer`'s files again, if it has ended.
