@@ -170,6 +170,9 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
     let run_dir = dir.path().join("run");
     let fs_dir = run_dir.join("fs");
     let killer = kill_node_2_after(&run_dir, 8);
+    // Dropped after every `run` binding below (they hold its directory),
+    // so the file system kept for the checks stops if anything fails.
+    let _down = FsDown(fs_dir.clone());
     let run = Run::in_dir(
         dir,
         &[
@@ -183,8 +186,6 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
         ],
         script,
     );
-    // Dropped before the run (and its directory) if anything below fails.
-    let _down = FsDown(fs_dir.clone());
     let run = run.ok();
     let done_before = killer.join().unwrap();
     assert!(done_before < 41, "the daemon was killed after the run");
