@@ -426,12 +426,7 @@ impl Client {
             lock: None,
             ..rec.clone()
         };
-        let create = Request::CreateRecord {
-            path: path.clone(),
-            record,
-            lease: None,
-        };
-        match self.meta(&path, create).await {
+        match self.record_again(&path, record, None).await {
             // Named again meanwhile, by another look at it.
             Err(e) if e.code != Errno::EEXIST => Err(e),
             _ => Ok(true),

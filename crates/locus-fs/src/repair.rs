@@ -215,11 +215,7 @@ impl Client {
             record: rec,
             lease: None,
         };
-        match self.call(node, req).await {
-            Ok(_) => Ok(1),
-            Err(e) if e.code == Errno::EEXIST => Ok(0),
-            Err(e) => Err(e),
-        }
+        self.put_back(node, req).await
     }
 
     /// Puts name `name` of `kind` back in `dir` on `node`: 1 if it was missing.
@@ -235,6 +231,11 @@ impl Client {
             name: name.to_string(),
             kind,
         };
+        self.put_back(node, req).await
+    }
+
+    /// Sends `req`, which makes something: 1 if made, 0 if it was there.
+    async fn put_back(&self, node: NodeId, req: Request) -> FsResult<usize> {
         match self.call(node, req).await {
             Ok(_) => Ok(1),
             Err(e) if e.code == Errno::EEXIST => Ok(0),
