@@ -99,37 +99,48 @@ fn without_replicas_the_lost_daemon_is_named() {
     assert!(err.to_string().contains("node 1"), "{err}");
 }
 
-/// Kills node 2's daemon of the run in `run_dir` (`kill -9`) once `after`
-/// tasks are recorded; returns how many were.
-fn kill_node_2_after(run_dir: &Path, after: usize) -> std::thread::JoinHandle<usize> {
+/// Kills node `node`'s daemon of the run in `run_dir` (`kill -9`) once
+/// its records satisfy `when`; returns how many tasks were recorded then.
+fn kill_node_when(
+    run_dir: &Path,
+    node: u32,
+    when: impl Fn(&[record::TaskRecord]) -> bool + Send + 'static,
+) -> std::thread::JoinHandle<usize> {
     let run_dir = run_dir.to_path_buf();
     std::thread::spawn(move || {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while std::time::Instant::now() < deadline {
-            let done = record::load(&run_dir).map_or(0, |r| r.len());
-            if done >= after {
-                let pid: i32 = std::fs::read_to_string(run_dir.join("fs/node-2/daemon.pid"))
+            let done = record::load(&run_dir).unwrap_or_default();
+            if when(&done) {
+                let pid_file = run_dir.join(format!("fs/node-{node}/daemon.pid"));
+                let pid: i32 = std::fs::read_to_string(pid_file)
                     .unwrap()
                     .trim()
                     .parse()
                     .unwrap();
                 // SAFETY: a plain signal to a daemon this test's run started.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
-                return done;
+                return done.len();
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("the run never recorded {after} tasks");
+        panic!("the run's records never showed the moment to kill node {node}");
     })
+}
+
+/// Kills node 2's daemon once `after` tasks are recorded.
+fn kill_node_2_after(run_dir: &Path, after: usize) -> std::thread::JoinHandle<usize> {
+    kill_node_when(run_dir, 2, move |done| done.len() >= after)
 }
 
 /// Forty tasks each writing a file, each file read by a task of its own,
 /// and one task joining them, on 4 nodes (two workers each) whose file
 /// system keeps `replicas` copies; node 2's daemon is killed with `kill -9`
-/// once 8 tasks are done. The run must complete with the result a run
+/// once 8 tasks are done (and node 3's, with `then_node_3`, once a task
+/// made a lost file again). The run must complete with the result a run
 /// without the failure gives. Returns the run and the run's `make` records
 /// that succeeded.
-fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
+fn run_losing_node_2(replicas: &str, then_node_3: bool) -> (Run, Vec<record::TaskRecord>) {
     // Every `make` output's record is kept by node 2 and its directory's
     // names by another: a file made on node 2 loses its bytes and its
     // record, and keeps its name.
@@ -170,6 +181,8 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
     let run_dir = dir.path().join("run");
     let fs_dir = run_dir.join("fs");
     let killer = kill_node_2_after(&run_dir, 8);
+    let second =
+        then_node_3.then(|| kill_node_when(&run_dir, 3, |done| done.iter().any(|r| r.remade)));
     // Dropped after every `run` binding below (they hold its directory),
     // so the file system kept for the checks stops if anything fails.
     let _down = FsDown(fs_dir.clone());
@@ -189,6 +202,10 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
     let run = run.ok();
     let done_before = killer.join().unwrap();
     assert!(done_before < 41, "the daemon was killed after the run");
+    if let Some(second) = second {
+        let done_before = second.join().unwrap();
+        assert!(done_before < 81, "node 3's daemon was killed after the run");
+    }
     let made: Vec<_> = run
         .records("make")
         .into_iter()
@@ -264,13 +281,13 @@ fn run_losing_node_2(replicas: &str) -> (Run, Vec<record::TaskRecord>) {
 
 #[test]
 fn a_run_with_two_copies_completes_when_a_node_daemon_is_killed_mid_run() {
-    let (_, made) = run_losing_node_2("2");
+    let (_, made) = run_losing_node_2("2", false);
     assert!(made.iter().all(|r| !r.remade), "nothing was lost");
 }
 
 #[test]
 fn a_run_without_copies_makes_the_lost_files_again_when_a_node_daemon_is_killed() {
-    let (run, made) = run_losing_node_2("1");
+    let (run, made) = run_losing_node_2("1", false);
     let remade = made.iter().filter(|r| r.remade).count();
     assert!(remade > 0, "files lost with node 2 were made again");
     // The report says what was lost and what was made again.
@@ -280,6 +297,16 @@ fn a_run_without_copies_makes_the_lost_files_again_when_a_node_daemon_is_killed(
         report.contains(&format!("{remade} tasks made again the files lost")),
         "{report}"
     );
+    assert!(report.contains("(0 failed,"), "{report}");
+}
+
+#[test]
+fn a_run_without_copies_survives_losing_a_second_node_while_it_makes_files_again() {
+    let (run, made) = run_losing_node_2("1", true);
+    assert!(made.iter().any(|r| r.remade));
+    let report = ok(&locus(&["report", run.run_dir().to_str().unwrap()]));
+    assert!(report.contains("lost node: node2: "), "{report}");
+    assert!(report.contains("lost node: node3: "), "{report}");
     assert!(report.contains("(0 failed,"), "{report}");
 }
 

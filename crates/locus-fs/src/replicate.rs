@@ -15,6 +15,8 @@ use crate::peer::{Endpoint, Peer};
 use locus_proto::auth::Secret;
 use locus_proto::fs::{Change, NodeId, Request, Response};
 use locus_proto::FsResult;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -248,6 +250,17 @@ fn key_of(c: &Change) -> (u8, String, String) {
     }
 }
 
+/// The daemons that may act for `me`: its replicas; without replicas, any
+/// other (each in turn while those before it were lost too).
+fn acting_for(spec: &ClusterSpec, me: NodeId) -> Vec<NodeId> {
+    let n = spec.nodes.len();
+    let count = match spec.replicas {
+        0 | 1 => n as u32,
+        r => r,
+    };
+    replica_set(me, n, count).split_off(1)
+}
+
 /// Tells the daemons that may act for `me` that it is coming back (they
 /// refuse writes to its keys until it serves) or that it serves; returns
 /// those that answered.
@@ -257,9 +270,8 @@ pub async fn announce(
     secret: &Secret,
     serving: bool,
 ) -> Vec<NodeId> {
-    let set = replica_set(me, spec.nodes.len(), spec.replicas.max(2));
     let mut answered = Vec::new();
-    for &node in &set[1..] {
+    for node in acting_for(spec, me) {
         let told = Request::Returning { owner: me, serving };
         if let Ok(Response::Ok) = peer(spec, node, secret).call(told).await {
             answered.push(node);
@@ -270,32 +282,113 @@ pub async fn announce(
 
 /// Takes the keys daemon `me` owns back from the first of its replicas that
 /// answers (they saw every write acknowledged while `me` was down), in
-/// place of its own; without replicas, from the next node (which took them
-/// over for a run while `me` was lost), added to its own. Returns the node
-/// and how many keys it gave, or `None` if none answered.
+/// place of its own. Without replicas, from every daemon that answers
+/// (those that took them over for a run while `me` was lost), the newest
+/// of each key winning, added to its own; the givers then forget them, so
+/// that none serves them again once `me` is lost another time. Returns
+/// the nodes that gave and how many keys were taken, or `None` if none
+/// answered.
 pub async fn take_back(
     spec: &ClusterSpec,
     me: NodeId,
     secret: &Secret,
     meta: &MetaStore,
-) -> FsResult<Option<(NodeId, usize)>> {
+) -> FsResult<Option<(Vec<NodeId>, usize)>> {
     let ring = spec.ring();
-    let replace = spec.replicas > 1;
+    let mine = |path: &str| ring.owner(path) == me;
     // Fenced first: what they accept for `me` after this is refused.
-    for node in announce(spec, me, secret, false).await {
-        let Ok(theirs) = dump_of(&peer(spec, node, secret)).await else {
-            continue;
-        };
-        let taken = meta.take_back(&theirs, |path| ring.owner(path) == me, replace)?;
-        return Ok(Some((node, taken)));
+    let answered = announce(spec, me, secret, false).await;
+    if spec.replicas > 1 {
+        for node in answered {
+            let Ok(theirs) = dump_of(&peer(spec, node, secret)).await else {
+                continue;
+            };
+            let taken = meta.take_back(&theirs, mine, true)?;
+            return Ok(Some((vec![node], taken)));
+        }
+        return Ok(None);
     }
-    Ok(None)
+    let mut given = Vec::new();
+    for node in answered {
+        if let Ok(theirs) = dump_of(&peer(spec, node, secret)).await {
+            let theirs: Vec<Change> = theirs.into_iter().filter(|c| mine(c.key_path())).collect();
+            given.push((node, theirs));
+        }
+    }
+    if given.is_empty() {
+        return Ok(None);
+    }
+    let newest = newest_of(given.iter().flat_map(|(_, theirs)| theirs.iter().cloned()));
+    let taken = meta.take_back(&newest, mine, false)?;
+    for (node, theirs) in &given {
+        if theirs.is_empty() {
+            continue;
+        }
+        let changes = theirs.iter().map(Change::removal).collect();
+        if let Err(e) = peer(spec, *node, secret)
+            .call(Request::Replicate { changes })
+            .await
+        {
+            tracing::warn!("node {node} keeps the keys it gave back: {e}");
+        }
+    }
+    Ok(Some((given.into_iter().map(|(n, _)| n).collect(), taken)))
+}
+
+/// One change per key: of records, the one made last (a file made again
+/// after a loss is newer than what a daemon kept of it before).
+fn newest_of(changes: impl IntoIterator<Item = Change>) -> Vec<Change> {
+    let mut by_key: HashMap<_, Change> = HashMap::new();
+    for c in changes {
+        let mtime = |c: &Change| match c {
+            Change::Record {
+                record: Some(r), ..
+            } => r.mtime_ns,
+            _ => i64::MIN,
+        };
+        match by_key.entry(key_of(&c)) {
+            Entry::Occupied(mut have) if mtime(&c) > mtime(have.get()) => {
+                have.insert(c);
+            }
+            Entry::Occupied(_) => {}
+            Entry::Vacant(v) => {
+                v.insert(c);
+            }
+        }
+    }
+    by_key.into_values().collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn of_records_kept_by_several_daemons_the_one_made_last_is_taken() {
+        use locus_proto::fs::{Kind, Record};
+        let record = |mtime_ns, size| Change::Record {
+            path: "/a".into(),
+            record: Some(Record {
+                size,
+                ..Record::new(Kind::File, 0o644, mtime_ns)
+            }),
+        };
+        let entry = Change::Entry {
+            parent: "/".into(),
+            name: "a".into(),
+            kind: Some(Kind::File),
+        };
+        let kept = newest_of([
+            record(5, 1),
+            entry.clone(),
+            record(9, 2),
+            entry,
+            record(7, 3),
+        ]);
+        assert_eq!(kept.len(), 2);
+        assert!(kept.contains(&record(9, 2)));
+    }
 
     /// A write's answer waits for its first replica, and is given even if
     /// what was queued for the replica is never sent (the daemon stopped).

@@ -125,12 +125,12 @@ impl Daemon {
                 .map_err(|e| io::Error::other(e.to_string()))?;
             match taken {
                 Some((from, keys)) => {
-                    tracing::info!("took {keys} metadata key(s) back from node {from}")
+                    tracing::info!("took {keys} metadata key(s) back from node(s) {from:?}")
                 }
                 None if replicator.is_some() => {
                     tracing::warn!("no replica answered: serving the keys kept here")
                 }
-                None => tracing::info!("the next node did not answer: serving the keys kept here"),
+                None => tracing::info!("no other node answered: serving the keys kept here"),
             }
         }
         if cfg.rejoined && replicator.is_some() {
