@@ -5,12 +5,15 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use locus_fs::cluster::CLUSTER_FILE;
 use locus_fs::meta::Durability;
-use locus_fs::{Client, ClientOptions, ClusterSpec, JoinConfig, Placement, ServeConfig};
+use locus_fs::{
+    Client, ClientOptions, ClusterSpec, JoinConfig, OrphanScan, Placement, ServeConfig,
+};
 use locus_launch::site::{self, Deploy, Site, SiteLauncher};
 use locus_launch::{daemons, running_pid, Daemons};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -51,6 +54,8 @@ pub struct ServeArgs {
     pub durability: Durability,
     #[command(flatten)]
     pub replicas: Replicas,
+    #[command(flatten)]
+    pub orphans: OrphanScanArgs,
     /// Write the bound address here once serving.
     #[arg(long)]
     pub addr_file: Option<PathBuf>,
@@ -82,7 +87,30 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         listen: a.listen,
         durability: a.durability,
         addr_file: a.addr_file,
+        orphans: a.orphans.scan(),
     })
+}
+
+/// How each daemon looks for copies no record names.
+#[derive(Args, Clone, Copy)]
+pub struct OrphanScanArgs {
+    /// Seconds between a daemon's looks for copies in its store that no
+    /// record names (they are dropped); 0: never.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    pub scan_orphans_every: u64,
+    /// Only copies put in place at least this many seconds ago are dropped
+    /// by those looks.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub orphans_older_than: u64,
+}
+
+impl OrphanScanArgs {
+    fn scan(&self) -> OrphanScan {
+        OrphanScan {
+            every: Duration::from_secs(self.scan_orphans_every),
+            older_than: Duration::from_secs(self.orphans_older_than),
+        }
+    }
 }
 
 /// A site launcher to start processes on the hosts of a job.
@@ -138,6 +166,9 @@ pub struct UpArgs {
     pub durability: Durability,
     #[command(flatten)]
     pub replicas: Replicas,
+    /// For the daemons it starts.
+    #[command(flatten)]
+    pub orphans: OrphanScanArgs,
 }
 
 pub fn up(a: UpArgs) -> Result<()> {
@@ -147,6 +178,7 @@ pub fn up(a: UpArgs) -> Result<()> {
         durability: a.durability,
         replicas: a.replicas.count,
         with_launcher: false,
+        orphans: a.orphans.scan(),
     };
     if dir.join(CLUSTER_FILE).exists() {
         let (spec, restarted) = daemons.restart_stopped(dir)?;
@@ -171,6 +203,7 @@ pub fn up(a: UpArgs) -> Result<()> {
                     mount: a.mount.clone(),
                     placement: a.placement,
                     replicas: a.replicas.count,
+                    orphans: a.orphans.scan(),
                 },
             )?
             .0
@@ -235,7 +268,7 @@ pub fn repair(a: RepairArgs) -> Result<()> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let min_age = std::time::Duration::from_secs(a.older_than);
+        let min_age = Duration::from_secs(a.older_than);
         let done = rt.block_on(client.reclaim_orphans(min_age))?;
         println!(
             "orphans: {} copies looked at, {} dropped ({} bytes); {} names without a record \
@@ -282,6 +315,7 @@ fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
         durability: Durability::Group,
         replicas: spec.replicas,
         with_launcher: false,
+        orphans: Default::default(),
     };
     daemons.restart_stopped(dir)?;
     if spec.replicas > 1 {

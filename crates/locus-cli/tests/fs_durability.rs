@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{eventually, is_root, locus, ok, rt, FsDown, Run, SmallDisk, TestCluster};
+use common::{
+    eventually, eventually_within, is_root, locus, ok, rt, FsDown, Run, SmallDisk, TestCluster,
+};
 use locus_fs::{Client, ClientOptions};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::Errno;
@@ -695,17 +697,18 @@ fn survive_kills(extra: &[&str]) {
     assert!(checked >= 18, "{checked} keys, {kills} kills");
 }
 
-#[test]
-fn repair_drops_the_copies_no_record_names_and_keeps_the_current_ones() {
-    let c = TestCluster::up(2);
-    let rt = rt();
+/// Writes `/o/kept.txt` (kept) and a removed file on a 2-node cluster, and
+/// puts in its stores what failed writes and versions replaced while a
+/// daemon was down leave: copies no record names. Returns the kept file's
+/// copy and the orphans.
+fn plant_orphans(
+    c: &TestCluster,
+    rt: &tokio::runtime::Runtime,
+) -> (std::path::PathBuf, [std::path::PathBuf; 3]) {
     let cl = c.client(0);
     let kept = rt.block_on(cl.put("/o/kept.txt", b"current")).unwrap();
     let old = rt.block_on(cl.put("/o/gone.txt", b"removed")).unwrap();
     rt.block_on(cl.unlink("/o/gone.txt")).unwrap();
-    // What failed writes and versions replaced while a daemon was down
-    // leave: copies in the stores that no record names.
-    let current = c.stored(0, "/o/kept.txt", kept.stamp);
     let orphans = [
         c.stored(0, "/o/kept.txt", kept.stamp ^ 1),
         c.stored(1, "/o/gone.txt", old.stamp),
@@ -715,6 +718,15 @@ fn repair_drops_the_copies_no_record_names_and_keeps_the_current_ones() {
         std::fs::create_dir_all(o.parent().unwrap()).unwrap();
         std::fs::write(o, b"orphan").unwrap();
     }
+    (c.stored(0, "/o/kept.txt", kept.stamp), orphans)
+}
+
+#[test]
+fn repair_drops_the_copies_no_record_names_and_keeps_the_current_ones() {
+    let c = TestCluster::up_with(2, &["--scan-orphans-every", "0"]);
+    let rt = rt();
+    let cl = c.client(0);
+    let (current, orphans) = plant_orphans(&c, &rt);
     // Too young to be judged by default (a write in progress).
     let out = locus(&["fs", "repair", "--dir", c.path_str(), "--orphans"]);
     assert!(ok(&out).contains("0 dropped"), "{}", ok(&out));
@@ -736,6 +748,24 @@ fn repair_drops_the_copies_no_record_names_and_keeps_the_current_ones() {
     // Nothing to say what to repair is a one-line error.
     let out = locus(&["fs", "repair", "--dir", c.path_str()]);
     assert!(!out.status.success());
+}
+
+#[test]
+fn every_daemon_drops_on_its_own_the_copies_no_record_names() {
+    let c = TestCluster::up_with(
+        2,
+        &["--scan-orphans-every", "1", "--orphans-older-than", "1"],
+    );
+    let rt = rt();
+    let (current, orphans) = plant_orphans(&c, &rt);
+    eventually_within(Duration::from_secs(30), "the orphans dropped", || {
+        orphans.iter().all(|o| !o.exists())
+    });
+    assert!(current.exists());
+    assert_eq!(
+        rt.block_on(c.client(1).get("/o/kept.txt")).unwrap(),
+        b"current"
+    );
 }
 
 #[test]

@@ -142,40 +142,52 @@ impl Client {
 
     /// Drops every copy stored at least `min_age` ago that its path's
     /// record does not name as its current version (or whose name is gone);
-    /// a copy whose record cannot be read is kept.
+    /// a copy whose record cannot be read is kept. Then removes the names
+    /// whose record is gone.
     pub async fn reclaim_orphans(&self, min_age: Duration) -> FsResult<Reclaimed> {
         let mut done = Reclaimed::default();
-        let before = now_ns().saturating_sub(min_age.as_nanos() as i64);
         for n in 0..self.node_count() as NodeId {
-            let Ok(copies) = self.stored(n).await else {
-                done.unread.push(n);
-                continue;
-            };
-            for c in copies.iter().filter(|c| c.stored_ns <= before) {
-                done.checked += 1;
-                let orphan = match self.stat(&c.path).await {
-                    Ok(rec) => rec.kind != Kind::File || rec.stamp != c.stamp,
-                    Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => true,
-                    Err(_) => {
-                        done.unsure += 1;
-                        continue;
-                    }
-                };
-                if !orphan {
-                    continue;
-                }
-                let drop = Request::DropData {
-                    path: c.path.clone(),
-                    stamp: c.stamp,
-                };
-                if self.call(n, drop).await.is_ok() {
-                    done.dropped += 1;
-                    done.bytes += c.size;
-                }
-            }
+            self.reclaim_copies(n, min_age, &mut done).await;
         }
         self.drop_nameless(&mut done).await;
         Ok(done)
+    }
+
+    /// [`Client::reclaim_orphans`] of node `node`'s copies only.
+    pub async fn reclaim_copies_of(&self, node: NodeId, min_age: Duration) -> Reclaimed {
+        let mut done = Reclaimed::default();
+        self.reclaim_copies(node, min_age, &mut done).await;
+        done
+    }
+
+    async fn reclaim_copies(&self, n: NodeId, min_age: Duration, done: &mut Reclaimed) {
+        let before = now_ns().saturating_sub(min_age.as_nanos() as i64);
+        let Ok(copies) = self.stored(n).await else {
+            done.unread.push(n);
+            return;
+        };
+        for c in copies.iter().filter(|c| c.stored_ns <= before) {
+            done.checked += 1;
+            let orphan = match self.stat(&c.path).await {
+                Ok(rec) => rec.kind != Kind::File || rec.stamp != c.stamp,
+                Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => true,
+                Err(_) => {
+                    done.unsure += 1;
+                    continue;
+                }
+            };
+            if !orphan {
+                continue;
+            }
+            let drop = Request::DropData {
+                path: c.path.clone(),
+                stamp: c.stamp,
+            };
+            if self.call(n, drop).await.is_ok() {
+                done.dropped += 1;
+                done.bytes += c.size;
+            }
+        }
     }
 
     /// Removes, walking the whole tree, every name whose record is gone (a

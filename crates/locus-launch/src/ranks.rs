@@ -132,6 +132,7 @@ pub fn launch_ranks(
                         mount: None,
                         placement: Placement::Local,
                         replicas: r.replicas,
+                        orphans: Default::default(),
                     },
                 )
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;
@@ -145,6 +146,7 @@ pub fn launch_ranks(
                 durability: Durability::Group,
                 replicas: r.replicas,
                 with_launcher: own_fs && !r.keep_fs,
+                orphans: Default::default(),
             };
             let spec = if reuse_fs {
                 daemons.restart_stopped(&fs_dir).map(|(spec, _)| spec)

@@ -204,6 +204,8 @@ pub struct Deploy<'a> {
     pub placement: Placement,
     /// Copies of data and metadata the cluster keeps.
     pub replicas: u32,
+    /// Each daemon's background look for copies no record names.
+    pub orphans: locus_fs::OrphanScan,
 }
 
 /// Starts one daemon per host through the launcher and waits until they
@@ -236,6 +238,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
         listen: None,
         durability: d.durability,
         addr_file: None,
+        orphans: d.orphans,
     };
     role::write(&role_file, &config)?;
     let log = std::fs::File::create(d.dir.join(LOG_FILE))?;
