@@ -30,7 +30,7 @@ impl Common {
             durability: self.durability,
             replicas: 1,
             with_launcher: false,
-            orphans: Default::default(),
+            upkeep: Default::default(),
         })
     }
 }

@@ -70,7 +70,7 @@ fn up(a: UpArgs) -> Result<()> {
             durability: a.durability,
             replicas: a.replicas.count,
             with_launcher: false,
-            orphans: Default::default(),
+            upkeep: Default::default(),
         },
     };
     let e = emulate::up(&a.cluster.dir, &o)?;

@@ -5,9 +5,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use locus_fs::cluster::CLUSTER_FILE;
 use locus_fs::meta::Durability;
-use locus_fs::{
-    Client, ClientOptions, ClusterSpec, JoinConfig, OrphanScan, Placement, ServeConfig,
-};
+use locus_fs::{Client, ClientOptions, ClusterSpec, JoinConfig, Placement, ServeConfig, Upkeep};
 use locus_launch::site::{self, Deploy, Site, SiteLauncher};
 use locus_launch::{daemons, running_pid, Daemons};
 use std::io::Write;
@@ -55,7 +53,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub replicas: Replicas,
     #[command(flatten)]
-    pub orphans: OrphanScanArgs,
+    pub upkeep: UpkeepArgs,
     /// Write the bound address here once serving.
     #[arg(long)]
     pub addr_file: Option<PathBuf>,
@@ -87,13 +85,13 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         listen: a.listen,
         durability: a.durability,
         addr_file: a.addr_file,
-        orphans: a.orphans.scan(),
+        upkeep: a.upkeep.upkeep(),
     })
 }
 
-/// How each daemon looks for copies no record names.
+/// How each daemon looks after its store in the background.
 #[derive(Args, Clone, Copy)]
-pub struct OrphanScanArgs {
+pub struct UpkeepArgs {
     /// Seconds between a daemon's looks for copies in its store that no
     /// record names (they are dropped); 0: never.
     #[arg(long, value_name = "SECS", default_value_t = 3600)]
@@ -102,13 +100,22 @@ pub struct OrphanScanArgs {
     /// by those looks.
     #[arg(long, value_name = "SECS", default_value_t = 600)]
     pub orphans_older_than: u64,
+    /// Seconds between a daemon's scrubs of its store (every copy read and
+    /// checked, bad ones made again from a good one); 0: never.
+    #[arg(long, value_name = "SECS", default_value_t = 86_400)]
+    pub scrub_every: u64,
+    /// MB a second a daemon's scrub reads at most (0: unbounded).
+    #[arg(long, value_name = "MB/s", default_value_t = 100)]
+    pub scrub_rate: u64,
 }
 
-impl OrphanScanArgs {
-    fn scan(&self) -> OrphanScan {
-        OrphanScan {
-            every: Duration::from_secs(self.scan_orphans_every),
-            older_than: Duration::from_secs(self.orphans_older_than),
+impl UpkeepArgs {
+    fn upkeep(&self) -> Upkeep {
+        Upkeep {
+            orphans_every: Duration::from_secs(self.scan_orphans_every),
+            orphans_older_than: Duration::from_secs(self.orphans_older_than),
+            scrub_every: Duration::from_secs(self.scrub_every),
+            scrub_rate: self.scrub_rate * 1_000_000,
         }
     }
 }
@@ -168,7 +175,7 @@ pub struct UpArgs {
     pub replicas: Replicas,
     /// For the daemons it starts.
     #[command(flatten)]
-    pub orphans: OrphanScanArgs,
+    pub upkeep: UpkeepArgs,
 }
 
 pub fn up(a: UpArgs) -> Result<()> {
@@ -178,7 +185,7 @@ pub fn up(a: UpArgs) -> Result<()> {
         durability: a.durability,
         replicas: a.replicas.count,
         with_launcher: false,
-        orphans: a.orphans.scan(),
+        upkeep: a.upkeep.upkeep(),
     };
     if dir.join(CLUSTER_FILE).exists() {
         let (spec, restarted) = daemons.restart_stopped(dir)?;
@@ -203,7 +210,7 @@ pub fn up(a: UpArgs) -> Result<()> {
                     mount: a.mount.clone(),
                     placement: a.placement,
                     replicas: a.replicas.count,
-                    orphans: a.orphans.scan(),
+                    upkeep: a.upkeep.upkeep(),
                 },
             )?
             .0
@@ -283,6 +290,71 @@ pub fn repair(a: RepairArgs) -> Result<()> {
     Ok(())
 }
 
+#[derive(Args)]
+pub struct ScrubArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Only this node's store (default: every node's store on this host).
+    #[arg(long)]
+    pub node: Option<u32>,
+    /// Read at most this many MB a second per node (default: as fast as
+    /// the disk goes).
+    #[arg(long, value_name = "MB/s")]
+    pub rate: Option<u64>,
+}
+
+pub fn scrub(a: ScrubArgs) -> Result<()> {
+    let dir = &a.cluster.dir;
+    let spec = ClusterSpec::load(dir)?;
+    let nodes: Vec<u32> = match a.node {
+        Some(n) if n as usize >= spec.nodes.len() => {
+            bail!("no node {n} (the cluster has {})", spec.nodes.len())
+        }
+        Some(n) => vec![n],
+        None => (0..spec.nodes.len() as u32).collect(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut lost = 0;
+    for n in nodes {
+        let node_dir = &spec.nodes[n as usize].dir;
+        if !node_dir.exists() {
+            println!(
+                "node {n}: its store ({}) is not on this host: run `locus fs scrub --node {n}` on its host",
+                node_dir.display()
+            );
+            continue;
+        }
+        let opts = ClientOptions {
+            node: n,
+            ..Default::default()
+        };
+        let client = Client::open_loaded(dir, &spec, opts)?;
+        let done = rt.block_on(client.scrub(a.rate.map(|r| r * 1_000_000)))?;
+        println!(
+            "node {n}: {} copies checked ({} bytes), {} repaired, {} with no good copy left, {} not \
+             checked (their record could not be read)",
+            done.checked,
+            done.bytes,
+            done.repaired.len(),
+            done.lost.len(),
+            done.unsure
+        );
+        for (path, why) in &done.repaired {
+            println!("  repaired {path}: {why}");
+        }
+        for (path, why) in &done.lost {
+            println!("  lost {path}: {why}, and no other node holds a good copy");
+        }
+        lost += done.lost.len();
+    }
+    if lost > 0 {
+        bail!("{lost} file(s) with no good copy left (listed above)");
+    }
+    Ok(())
+}
+
 /// Sets node `n`'s damaged metadata store aside and starts its daemon
 /// empty: with replicas it takes its keys back from them as it starts;
 /// without, its records and names are made again from the stored copies.
@@ -315,7 +387,7 @@ fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
         durability: Durability::Group,
         replicas: spec.replicas,
         with_launcher: false,
-        orphans: Default::default(),
+        upkeep: Default::default(),
     };
     daemons.restart_stopped(dir)?;
     if spec.replicas > 1 {

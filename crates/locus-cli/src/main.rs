@@ -80,6 +80,10 @@ enum FsCommand {
     /// Make a node's damaged or lost metadata again (its daemon stopped):
     /// from its replicas, or from the copies every node stores.
     Repair(local_cluster::RepairArgs),
+    /// Read every stored copy and check it against its record: bad copies
+    /// are set aside and made again from a good one; files with no good
+    /// copy left are listed (and the command fails).
+    Scrub(local_cluster::ScrubArgs),
     /// Mount the file system (FUSE) so programs open its files by path.
     Mount(mount::MountArgs),
     /// Unmount a `locus fs mount`.
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Down(a)) => local_cluster::down(a),
         Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
         Command::Fs(FsCommand::Repair(a)) => local_cluster::repair(a),
+        Command::Fs(FsCommand::Scrub(a)) => local_cluster::scrub(a),
         Command::Fs(FsCommand::Mount(a)) => mount::mount(a),
         Command::Fs(FsCommand::Umount(a)) => mount::umount(a),
         Command::Fs(FsCommand::Op(op)) => fs_ops::run(op),

@@ -17,10 +17,11 @@ use crate::peer::{is_unreachable, Endpoint, Peer};
 use crate::placement::Placement;
 use crate::ring::Ring;
 use crate::store::Store;
+use crate::sums::{self, Content, Mismatch};
 use crate::transfer;
 use futures_util::future::join_all;
 use locus_proto::auth::{Channel, Secret};
-use locus_proto::fs::{Entry, Kind, Lease, NodeId, NodeStatus, Record, Request, Response};
+use locus_proto::fs::{Entry, Kind, Lease, NodeId, NodeStatus, Record, Request, Response, Sum};
 use locus_proto::{Errno, FsError, FsResult};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -121,6 +122,8 @@ struct Inner {
     /// `Lazy` writes sent, and how many of the first were on disk at the
     /// last `settle_dir`: one with none since asks no daemon.
     lazy: (AtomicU64, AtomicU64),
+    /// Local copies found good.
+    checked: crate::verify::Checked,
 }
 
 /// A file closed in a held directory, to publish in the background.
@@ -181,7 +184,7 @@ fn blocking_failed(e: tokio::task::JoinError) -> FsError {
 }
 
 /// Runs file-system work that blocks off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> FsResult<T> + Send + 'static,
 ) -> FsResult<T> {
     tokio::task::spawn_blocking(f)
@@ -249,6 +252,7 @@ impl Client {
                 publishing: Arc::new(tokio::sync::Semaphore::new(PUBLISHING_AT_ONCE)),
                 to_publish: Mutex::default(),
                 lazy: Default::default(),
+                checked: Default::default(),
             }),
         })
     }
@@ -264,6 +268,16 @@ impl Client {
     }
 
     /// Whether this node's store holds a copy of `rec`'s current data.
+    /// This node's store (a diskless client's scratch).
+    pub(crate) fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// The local copies this client found good.
+    pub(crate) fn checked(&self) -> &crate::verify::Checked {
+        &self.inner.checked
+    }
+
     fn holds(&self, rec: &Record) -> bool {
         !self.inner.diskless && rec.holders.contains(&self.inner.me)
     }
@@ -298,7 +312,7 @@ impl Client {
     /// acting for it: with replicas it holds the owner's keys; without
     /// (`take_over` only), the names the owner kept are lost (a miss names
     /// the owner) and new ones are made there.
-    async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
+    pub(crate) async fn meta(&self, path: &str, req: Request) -> FsResult<Response> {
         self.meta_retried(path, req).await.0
     }
 
@@ -1543,15 +1557,13 @@ impl Client {
             .write(true)
             .open(tmp)
             .map_err(|e| FsError::io(path, &e))?;
-        let here = self.inner.store.data_path(path, rec.stamp);
-        if self.holds(rec) {
-            if let Ok(from) = File::open(&here) {
-                if copy::whole(&from, &dest).is_ok() {
-                    return Ok(());
-                }
-            }
-        }
-        self.fetch_into(path, rec, dest).await
+        // Made local (and checked) first: a write goes on from the bytes
+        // that were written.
+        let local = self.make_local(path, rec).await?;
+        File::open(&local.path)
+            .and_then(|from| copy::whole(&from, &dest))
+            .map(drop)
+            .map_err(|e| FsError::io(path, &e))
     }
 
     /// The holders of `rec` that another node can fetch from (this node's
@@ -1570,14 +1582,15 @@ impl Client {
     /// first reachable holder into `dest`. A large file comes over several
     /// streams at once: one stream's receiver, copying into the page cache,
     /// is the bottleneck, not the network.
-    async fn fetch_into(&self, path: &str, rec: &Record, dest: File) -> FsResult<()> {
+    /// Returns the holder it came from.
+    async fn fetch_into(&self, path: &str, rec: &Record, dest: File) -> FsResult<NodeId> {
         let (client, path) = (self.clone(), path.to_string());
         let (holders, stamp, size) = (self.remote_holders(rec), rec.stamp, rec.size);
         tokio::task::spawn_blocking(move || {
             let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
             for h in holders {
                 match client.fetch_parts(h, (&path, stamp), size, &dest) {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => return Ok(h),
                     Err(e) => last = e,
                 }
             }
@@ -1724,15 +1737,33 @@ impl Client {
         if rec.kind == Kind::Dir {
             return Err(FsError::new(Errno::EISDIR, path));
         }
+        let me = self.inner.me;
         let mut local = LocalCopy {
             path: self.inner.store.data_path(path, rec.stamp),
             size: rec.size,
             stamp: rec.stamp,
+            sum: rec.sum,
             fetched: true,
         };
-        if self.holds(rec) && local.path.exists() {
-            local.fetched = false;
-            return Ok(local);
+        // Copies found bad (set aside), and the holders left to read from.
+        let mut bad = Vec::new();
+        let mut rec = rec.clone();
+        if self.holds(&rec) {
+            let verdict = match local.path.exists() {
+                true => self.check_local(path, &rec, &local.path).await?,
+                false => Err(Mismatch::Missing),
+            };
+            match verdict {
+                Ok(()) => {
+                    local.fetched = false;
+                    return Ok(local);
+                }
+                Err(why) => {
+                    self.set_aside(path, &rec, me, why).await;
+                    rec.holders.retain(|&h| h != me);
+                    bad.push((me, why));
+                }
+            }
         }
         // One fetch of a version per node: a client of this node fetching
         // it already is waited for, and its copy used. (A diskless client's
@@ -1744,21 +1775,44 @@ impl Client {
                 Some(blocking(move || store.lock_fetch(&p, stamp)).await?)
             }
         };
-        if fetching.is_some() && local.path.exists() {
+        if fetching.is_some() && local.path.exists() && bad.is_empty() {
             local.fetched = false;
             return Ok(local);
         }
         // An empty version has no bytes to fetch (a file never closed has no
         // holder: its last closed version is empty).
-        if rec.size == 0 || rec.holders.is_empty() {
+        if rec.size == 0 {
             self.inner.store.install_empty(path, rec.stamp)?;
         } else {
-            let (tmp, file) = self.inner.store.temp_file()?;
-            if let Err(e) = self.fetch_into(path, rec, file).await {
-                self.inner.store.discard(&tmp);
-                return Err(e);
+            loop {
+                if rec.holders.is_empty() {
+                    return Err(crate::verify::no_good_copy(path, &bad));
+                }
+                let (tmp, file) = self.inner.store.temp_file()?;
+                let from = match self.fetch_into(path, &rec, file).await {
+                    Ok(node) => node,
+                    Err(e) => {
+                        self.inner.store.discard(&tmp);
+                        return Err(e);
+                    }
+                };
+                match self.check_copy(path, &rec, &tmp).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(why)) => {
+                        self.inner.store.discard(&tmp);
+                        self.set_aside(path, &rec, from, why).await;
+                        rec.holders.retain(|&h| h != from);
+                        bad.push((from, why));
+                        continue;
+                    }
+                    Err(e) => {
+                        self.inner.store.discard(&tmp);
+                        return Err(e);
+                    }
+                }
+                self.inner.store.install(&tmp, path, rec.stamp)?;
+                break;
             }
-            self.inner.store.install(&tmp, path, rec.stamp)?;
         }
         if self.inner.diskless {
             // A staged copy, not a replica the cluster can serve.
@@ -1767,9 +1821,15 @@ impl Client {
         let cached = Request::AddHolder {
             path: path.to_string(),
             version: rec.version,
-            node: self.inner.me,
+            node: me,
         };
         expect_ok(self.meta(path, cached).await?)?;
+        if !bad.is_empty() {
+            // Back to as many copies as the version keeps, from this good one.
+            if let Ok(now) = self.stat(path).await {
+                self.replicate_rest(path, &now);
+            }
+        }
         Ok(local)
     }
 
@@ -1841,14 +1901,14 @@ impl Client {
     /// there); a rewritten file, like `open_write`, stays on this node. If
     /// this fails, the previous version is kept, readable and unlocked.
     pub async fn commit(&self, out: &Output) -> FsResult<Record> {
-        let size = output_size(out)?;
-        if let Some(new) = self.prepare_new(out, size, false).await? {
+        let content = output_content(out).await?;
+        if let Some(new) = self.prepare_new(out, content, false).await? {
             let answer = self.meta(&out.path, new.request(out)).await;
             if let Some(record) = self.finish_new(out, new, answer).await? {
                 return Ok(record);
             }
         }
-        self.commit_claimed(out, size).await
+        self.commit_claimed(out, content).await
     }
 
     /// `commit` of a new file whose bytes were written where no one saw
@@ -1856,15 +1916,15 @@ impl Client {
     /// their record already committed, so a reader never finds the name
     /// without its bytes, even where two daemons keep name and record.
     async fn commit_named(&self, out: &Output) -> FsResult<Record> {
-        let size = output_size(out)?;
-        if let Some(new) = self.prepare_new(out, size, true).await? {
+        let content = output_content(out).await?;
+        if let Some(new) = self.prepare_new(out, content, true).await? {
             let named = self.create_name(&out.path, new.record.clone(), None).await;
             let answer = named.map(|(hint, record)| Response::Created { record, hint });
             if let Some(record) = self.finish_new(out, new, answer).await? {
                 return Ok(record);
             }
         }
-        self.commit_claimed(out, size).await
+        self.commit_claimed(out, content).await
     }
 
     /// `commit` of many outputs (one program's) as one batch: the new files
@@ -1873,8 +1933,8 @@ impl Client {
     /// result per output, in order.
     pub async fn commit_all(&self, outs: &[Output]) -> Vec<FsResult<Record>> {
         let prepared = join_all(outs.iter().map(|out| async move {
-            let size = output_size(out)?;
-            Ok((size, self.prepare_new(out, size, false).await?))
+            let content = output_content(out).await?;
+            Ok((content, self.prepare_new(out, content, false).await?))
         }))
         .await;
         let mut batches: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
@@ -1918,13 +1978,13 @@ impl Client {
         }
         join_all(outs.iter().zip(prepared).zip(answers).map(
             |((out, prepared), answer)| async move {
-                let (size, new) = prepared?;
+                let (content, new) = prepared?;
                 if let (Some(new), Some(answer)) = (new, answer) {
                     if let Some(record) = self.finish_new(out, new, answer).await? {
                         return Ok(record);
                     }
                 }
-                self.commit_claimed(out, size).await
+                self.commit_claimed(out, content).await
             },
         ))
         .await
@@ -1932,7 +1992,7 @@ impl Client {
 
     /// `commit` the usual way: claim the name (making missing parents),
     /// then store and publish the bytes.
-    async fn commit_claimed(&self, out: &Output, size: u64) -> FsResult<Record> {
+    async fn commit_claimed(&self, out: &Output, content: Content) -> FsResult<Record> {
         let path = out.path.as_str();
         let lease = out.lease;
         let claimed = match self.claim(path, lease, out.mode).await {
@@ -1948,7 +2008,7 @@ impl Client {
         self.finish_write(
             &out.local,
             path,
-            (lease.token, size),
+            (lease.token, content),
             (target, claimed.copies, &[]),
             replacing.as_ref(),
         )
@@ -1966,7 +2026,7 @@ impl Client {
     async fn prepare_new(
         &self,
         out: &Output,
-        size: u64,
+        content: Content,
         two_daemons: bool,
     ) -> FsResult<Option<NewFile>> {
         let (path, token) = (out.path.as_str(), out.lease.token);
@@ -1983,7 +2043,7 @@ impl Client {
         let replicas = self
             .push_replicas(&out.local, path, token, me, &[], before_publishing(copies))
             .await;
-        let installed = match size {
+        let installed = match content.size {
             0 => store.install_empty(path, token),
             _ => store.install(&out.local, path, token),
         };
@@ -1994,7 +2054,7 @@ impl Client {
         }
         let holders = std::iter::once(me).chain(replicas.iter().copied());
         Ok(Some(NewFile {
-            record: out.first_version(size, holders.collect()),
+            record: out.first_version(content.size, Some(content.sum), holders.collect()),
             parents: self.kept_with(path),
             replicas,
         }))
@@ -2215,9 +2275,9 @@ impl Client {
             .map(|(n, _)| *n)
             .collect();
         match copied.swap_remove(0) {
-            Ok(size) => {
+            Ok(content) => {
                 let replacing = replacing.as_ref();
-                self.publish(&path, lease.token, size, made, replacing)
+                self.publish(&path, lease.token, content, made, replacing)
                     .await
             }
             Err(e) => {
@@ -2237,7 +2297,7 @@ impl Client {
         path: &str,
         stamp: u64,
         source: &Path,
-    ) -> FsResult<u64> {
+    ) -> FsResult<Content> {
         if node == self.inner.me && !self.inner.diskless {
             let (store, p, src) = (
                 self.inner.store.clone(),
@@ -2252,7 +2312,7 @@ impl Client {
             source: source.to_path_buf(),
         };
         match self.call(node, req).await? {
-            Response::Size(n) => Ok(n),
+            Response::Content { size, sum } => Ok(Content { size, sum }),
             other => Err(unexpected(other)),
         }
     }
@@ -2267,29 +2327,52 @@ impl Client {
         if rec.kind == Kind::Dir {
             return Err(FsError::new(Errno::EISDIR, path));
         }
-        let me = self.inner.me;
-        if !self.inner.diskless && rec.holders.contains(&me) {
-            let (store, src, dst) = (self.inner.store.clone(), path.clone(), dest.to_path_buf());
-            return blocking(move || store.export(&src, rec.stamp, &dst)).await;
-        }
-        let Some(&holder) = rec.holders.first() else {
-            // An empty file has no stored copy.
+        if rec.size == 0 {
             return std::fs::write(dest, b"")
                 .map(|()| 0)
                 .map_err(|e| FsError::io(dest.display().to_string(), &e));
-        };
-        let req = Request::ExportData {
-            path,
-            stamp: rec.stamp,
-            dest: dest.to_path_buf(),
-        };
-        match self.call(holder, req).await? {
-            Response::Size(n) => Ok(n),
-            other => Err(unexpected(other)),
         }
+        // This node's copy first; a holder whose copy is bad is set aside
+        // and the next one asked.
+        let me = self.inner.me;
+        let mut holders = rec.holders.clone();
+        if self.holds(&rec) {
+            holders.retain(|&h| h != me);
+            holders.insert(0, me);
+        }
+        let expect = (rec.size, rec.sum);
+        let mut bad = Vec::new();
+        for node in holders {
+            let exported = if node == me && !self.inner.diskless {
+                let (store, src, dst) =
+                    (self.inner.store.clone(), path.clone(), dest.to_path_buf());
+                blocking(move || store.export(&src, rec.stamp, &dst, expect)).await?
+            } else {
+                let req = Request::ExportData {
+                    path: path.clone(),
+                    stamp: rec.stamp,
+                    dest: dest.to_path_buf(),
+                    size: rec.size,
+                    sum: rec.sum,
+                };
+                match self.call(node, req).await? {
+                    Response::Size(n) => Ok(n),
+                    Response::BadCopy(why) => Err(why),
+                    other => return Err(unexpected(other)),
+                }
+            };
+            match exported {
+                Ok(n) => return Ok(n),
+                Err(why) => {
+                    self.set_aside(&path, &rec, node, why).await;
+                    bad.push((node, why));
+                }
+            }
+        }
+        Err(crate::verify::no_good_copy(&path, &bad))
     }
 
-    /// Stores `src` (`size` bytes) as the version `token` of `path` on node
+    /// Stores `src` (holding `content`) as the version `token` of `path` on node
     /// `target` (and its replicas, besides nodes `made` that hold it
     /// already) and commits it, as the write holding lock `token`; a write
     /// whose bytes cannot be stored is given up.
@@ -2297,18 +2380,21 @@ impl Client {
         &self,
         src: &Path,
         path: &str,
-        (token, size): (u64, u64),
+        (token, content): (u64, Content),
         placing: (NodeId, u32, &[NodeId]),
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
-        let copies = match self.place_bytes(src, (path, token, size), placing).await {
+        let copies = match self
+            .place_bytes(src, (path, token, content.size), placing)
+            .await
+        {
             Ok(c) => c,
             Err(e) => {
                 self.give_up(path, token, replacing.is_none()).await;
                 return Err(e);
             }
         };
-        self.publish(path, token, size, copies, replacing).await
+        self.publish(path, token, content, copies, replacing).await
     }
 
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
@@ -2375,7 +2461,7 @@ impl Client {
                 break;
             }
             let copied = if self.same_host(node) {
-                self.import_on(node, path, stamp, src).await
+                self.import_on(node, path, stamp, src).await.map(|c| c.size)
             } else {
                 let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
                 blocking(move || c.push_to(node, &l, (&p, stamp))).await
@@ -2450,17 +2536,18 @@ impl Client {
         &self,
         path: &str,
         token: u64,
-        size: u64,
+        content: Content,
         copies: Vec<NodeId>,
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
         let req = Request::CommitWrite {
             path: path.to_string(),
             token,
-            size,
+            size: content.size,
             mtime_ns: now_ns(),
             holder: copies[0],
             replicas: copies[1..].to_vec(),
+            sum: Some(content.sum),
         };
         let mut answer = self.meta(path, req.clone()).await;
         if matches!(&answer, Err(e) if Client::owner_lost(e)) {
@@ -2571,6 +2658,8 @@ pub struct LocalCopy {
     pub size: u64,
     /// The version it is (`Record::stamp`).
     pub stamp: u64,
+    /// The hash of its bytes, which it was checked against (`Record::sum`).
+    pub sum: Option<Sum>,
     /// The data came from another node (it was not here before).
     pub fetched: bool,
 }
@@ -2651,12 +2740,14 @@ impl Writer {
             }
         }
         self.closed = true;
-        let file = self.file.take().expect("open until closed");
-        let size = file
-            .metadata()
-            .map_err(|e| FsError::io(&self.path, &e))?
-            .len();
-        drop(file);
+        drop(self.file.take().expect("open until closed"));
+        let (tmp, path) = (self.tmp.clone(), self.path.clone());
+        let content = blocking(move || {
+            let file = File::open(&tmp).map_err(|e| FsError::io(&path, &e))?;
+            sums::of_file(&file).map_err(|e| FsError::io(&path, &e))
+        })
+        .await?;
+        let size = content.size;
         // A copy on a node that does not answer would not count: the
         // replica goes to the next node that does.
         let follower = match self.follower.take() {
@@ -2681,7 +2772,7 @@ impl Writer {
             .finish_write(
                 &self.tmp,
                 &self.path,
-                (self.lease.token, size),
+                (self.lease.token, content),
                 (self.target, self.copies, &made),
                 replacing,
             )
@@ -2770,7 +2861,9 @@ impl Writer {
             return Err(self);
         };
         let (out, held) = self.take_output();
-        let record = out.first_version(size, vec![self.client.inner.me]);
+        // Its hash is made as it is published (the record named meanwhile
+        // is read only once it is).
+        let record = out.first_version(size, None, vec![self.client.inner.me]);
         if let Some(held) = &held {
             held.closed(split(&out.path).map_or("", |(_, n)| n), record.clone());
         }
@@ -2861,10 +2954,12 @@ impl NewFile {
 }
 
 impl Output {
-    /// The record of this file's first version, `size` bytes on `holders`.
-    fn first_version(&self, size: u64, holders: Vec<NodeId>) -> Record {
+    /// The record of this file's first version, `size` bytes hashing to
+    /// `sum` on `holders`.
+    fn first_version(&self, size: u64, sum: Option<Sum>, holders: Vec<NodeId>) -> Record {
         let mut record = Record::new(Kind::File, self.mode, now_ns());
         record.size = size;
+        record.sum = sum;
         record.version = 1;
         record.stamp = self.lease.token;
         record.holders = holders;
@@ -2872,12 +2967,17 @@ impl Output {
     }
 }
 
-/// The size of the file a program wrote for `out` (`EISDIR` for a directory).
-fn output_size(out: &Output) -> FsResult<u64> {
-    let path = out.path.as_str();
-    let meta = std::fs::metadata(&out.local).map_err(|e| FsError::io(path, &e))?;
-    if meta.is_dir() {
-        return Err(FsError::new(Errno::EISDIR, path));
-    }
-    Ok(meta.len())
+/// What the file a program wrote for `out` holds (`EISDIR` for a
+/// directory), read off the async threads.
+async fn output_content(out: &Output) -> FsResult<Content> {
+    let (path, local) = (out.path.clone(), out.local.clone());
+    blocking(move || {
+        let file = File::open(&local).map_err(|e| FsError::io(&path, &e))?;
+        let meta = file.metadata().map_err(|e| FsError::io(&path, &e))?;
+        if meta.is_dir() {
+            return Err(FsError::new(Errno::EISDIR, path));
+        }
+        sums::of_file(&file).map_err(|e| FsError::io(&path, &e))
+    })
+    .await
 }

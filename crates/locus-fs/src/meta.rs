@@ -842,6 +842,7 @@ impl<'t> Shard<'t> {
                 mtime_ns,
                 holder,
                 replicas,
+                sum,
             } => {
                 let replaced = self.get(path)?;
                 if replaced.lock.map(|l| l.token) != Some(*token) {
@@ -849,6 +850,7 @@ impl<'t> Shard<'t> {
                 }
                 let mut rec = replaced.clone();
                 rec.size = *size;
+                rec.sum = *sum;
                 rec.mtime_ns = *mtime_ns;
                 rec.version += 1;
                 rec.stamp = *token;
@@ -907,6 +909,14 @@ impl<'t> Shard<'t> {
                 let mut rec = self.get(path)?;
                 if rec.version == *version && !rec.holders.contains(node) {
                     rec.holders.push(*node);
+                    self.put(path, &rec)?;
+                }
+                Ok(Response::Ok)
+            }
+            Request::DropHolder { path, stamp, node } => {
+                let mut rec = self.get(path)?;
+                if rec.stamp == *stamp && rec.holders.contains(node) {
+                    rec.holders.retain(|h| h != node);
                     self.put(path, &rec)?;
                 }
                 Ok(Response::Ok)
@@ -1275,6 +1285,7 @@ mod tests {
             mtime_ns: 5,
             holder: 4,
             replicas: vec![4, 6],
+            sum: Some([7; 32]),
         };
         match meta.write(commit).await {
             Response::Committed { record, replaced } => {
@@ -1282,6 +1293,7 @@ mod tests {
                     (record.version, record.stamp, record.holders, record.lock),
                     (1, 1, vec![4, 6], None)
                 );
+                assert_eq!(record.sum, Some([7; 32]));
                 assert_eq!((replaced.version, replaced.stamp), (0, 0));
             }
             other => panic!("{other:?}"),

@@ -9,9 +9,9 @@
 use crate::cluster::ClusterSpec;
 use crate::join;
 use crate::meta::Durability;
-use crate::orphan_scan::{scan_orphans, OrphanScan};
 use crate::placement::Placement;
 use crate::server::{Daemon, DaemonConfig, Stopped};
+use crate::upkeep::{look_after, Upkeep};
 use locus_proto::auth::Secret;
 use locus_proto::fs::NodeId;
 use serde::{Deserialize, Serialize};
@@ -32,9 +32,9 @@ pub struct ServeConfig {
     pub durability: Durability,
     /// Where to write the bound address once serving.
     pub addr_file: Option<PathBuf>,
-    /// The daemon's background look for copies no record names.
+    /// The daemon's background upkeep of its store.
     #[serde(default)]
-    pub orphans: OrphanScan,
+    pub upkeep: Upkeep,
 }
 
 /// The cluster a daemon forms with the others, and which node it is in it.
@@ -149,13 +149,13 @@ pub fn serve(cfg: ServeConfig) -> io::Result<()> {
         tracing::info!("node {node} serving on {addr}");
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let meta = daemon.metadata();
-        let scan = tokio::spawn(scan_orphans(cfg.join.dir.clone(), node, cfg.orphans));
+        let upkeep = tokio::spawn(look_after(cfg.join.dir.clone(), node, cfg.upkeep));
         let stopped = tokio::select! {
             r = daemon.run() => r?,
             _ = term.recv() => Stopped { purge: false },
             _ = tokio::signal::ctrl_c() => Stopped { purge: false },
         };
-        scan.abort();
+        upkeep.abort();
         // What was acknowledged without a flush (`--durability none`) is on
         // disk before the daemon goes.
         if let Err(e) = meta.flush().await {

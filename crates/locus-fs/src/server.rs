@@ -300,6 +300,13 @@ fn coming_back(write: &Request) -> FsError {
     FsError::new(Errno::EAGAIN, key).with_detail("its metadata daemon serves it, or is coming back")
 }
 
+fn content_of(c: crate::sums::Content) -> Response {
+    Response::Content {
+        size: c.size,
+        sum: c.sum,
+    }
+}
+
 fn answer(r: FsResult<Response>) -> Response {
     r.unwrap_or_else(Response::Err)
 }
@@ -375,13 +382,14 @@ impl State {
                 stamp,
                 source,
             } if small_file(&source) => send(answer(
-                self.store.import(&source, &path, stamp).map(Response::Size),
+                self.store.import(&source, &path, stamp).map(content_of),
             )),
             req @ (Request::Status
             | Request::ListStored
             | Request::Sync
             | Request::LinkData { .. }
             | Request::DropData { .. }
+            | Request::Quarantine { .. }
             | Request::ImportData { .. }
             | Request::ExportData { .. }) => {
                 let (state, send) = (self.clone(), later());
@@ -553,17 +561,31 @@ impl State {
                 self.blocking(move |s| s.store.drop_copy(&path, stamp).map(|()| Response::Ok))
                     .await,
             ),
+            Request::Quarantine { path, stamp } => answer(
+                self.blocking(move |s| s.store.quarantine(&path, stamp).map(|()| Response::Ok))
+                    .await,
+            ),
             Request::ImportData {
                 path,
                 stamp,
                 source,
             } => answer(
-                self.blocking(move |s| s.store.import(&source, &path, stamp).map(Response::Size))
+                self.blocking(move |s| s.store.import(&source, &path, stamp).map(content_of))
                     .await,
             ),
-            Request::ExportData { path, stamp, dest } => answer(
-                self.blocking(move |s| s.store.export(&path, stamp, &dest).map(Response::Size))
-                    .await,
+            Request::ExportData {
+                path,
+                stamp,
+                dest,
+                size,
+                sum,
+            } => answer(
+                self.blocking(move |s| {
+                    s.store
+                        .export(&path, stamp, &dest, (size, sum))
+                        .map(|r| r.map_or_else(Response::BadCopy, Response::Size))
+                })
+                .await,
             ),
             write => self.meta.write(write).await,
         }
@@ -631,12 +653,14 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::Unlock { path, .. }
         | Request::CommitWrite { path, .. }
         | Request::AddHolder { path, .. }
+        | Request::DropHolder { path, .. }
         | Request::SetAttr { path, .. }
         | Request::RemoveRecord { path, .. }
         | Request::ReplaceLocked { path, .. }
         | Request::SetHint { path, .. }
         | Request::SetCopies { path, .. }
         | Request::DropData { path, .. }
+        | Request::Quarantine { path, .. }
         | Request::ImportData { path, .. }
         | Request::ExportData { path, .. } => checked(path).map(drop),
         Request::ListEntries { dir, .. }

@@ -9,7 +9,8 @@
 
 use crate::copy;
 use crate::private_dir;
-use locus_proto::fs::StoredCopy;
+use crate::sums::{self, Content, Mismatch};
+use locus_proto::fs::{StoredCopy, Sum};
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
 use std::io;
@@ -25,6 +26,8 @@ pub struct Store {
     empty: PathBuf,
     /// Locked byte by byte by the node's clients while they fetch.
     fetch_locks: PathBuf,
+    /// Copies found bad, set aside for a look by hand.
+    quarantine: PathBuf,
 }
 
 /// Held while a client of this node fetches one version of a file; dropping
@@ -75,6 +78,7 @@ impl Store {
             tmp: node_dir.join("tmp"),
             empty: node_dir.join("empty"),
             fetch_locks: node_dir.join("fetch.lock"),
+            quarantine: node_dir.join("quarantine"),
         };
         private_dir::create(node_dir)?;
         private_dir::create(&store.data)?;
@@ -295,18 +299,22 @@ impl Store {
     }
 
     /// Copies host file `source` in as stored copy `stamp` of `path`;
-    /// returns its size. Nothing is stored if the copy fails.
-    pub fn import(&self, source: &Path, path: &str, stamp: u64) -> FsResult<u64> {
+    /// returns what it holds (hashed as copied in: the copy is what the
+    /// version's record vouches for). Nothing is stored if the copy fails.
+    pub fn import(&self, source: &Path, path: &str, stamp: u64) -> FsResult<Content> {
         let host_err = |e: &io::Error| FsError::io(source.display().to_string(), e);
         let from = File::open(source).map_err(|e| host_err(&e))?;
         let meta = from.metadata().map_err(|e| host_err(&e))?;
         if meta.is_file() && meta.len() == 0 {
-            return self.install_empty(path, stamp).map(|()| 0);
+            return self
+                .install_empty(path, stamp)
+                .map(|()| sums::of_bytes_content(b""));
         }
         let (tmp, to) = self.temp_file()?;
         let copied = copy::whole_known(&from, &meta, &to)
+            .and_then(|_| sums::of_file(&File::open(&tmp)?))
             .map_err(|e| host_err(&e))
-            .and_then(|n| self.install(&tmp, path, stamp).map(|()| n));
+            .and_then(|content| self.install(&tmp, path, stamp).map(|()| content));
         if copied.is_err() {
             self.discard(&tmp);
         }
@@ -314,10 +322,21 @@ impl Store {
     }
 
     /// Copies stored copy `stamp` of `path` out to host file `dest`, which
-    /// appears whole or not at all; returns its size.
-    pub fn export(&self, path: &str, stamp: u64, dest: &Path) -> FsResult<u64> {
+    /// appears whole or not at all, if it holds what `expect` says (its
+    /// version's size, and hash if known); returns its size, or how it
+    /// differs (nothing is left at `dest` then).
+    pub fn export(
+        &self,
+        path: &str,
+        stamp: u64,
+        dest: &Path,
+        expect: (u64, Option<Sum>),
+    ) -> FsResult<Result<u64, Mismatch>> {
         let host_err = |e: &io::Error| FsError::io(dest.display().to_string(), e);
-        let from = File::open(self.data_path(path, stamp)).map_err(|e| FsError::io(path, &e))?;
+        let from = match File::open(self.data_path(path, stamp)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Err(Mismatch::Missing)),
+            from => from.map_err(|e| FsError::io(path, &e))?,
+        };
         let name = dest.file_name().ok_or_else(|| {
             FsError::new(Errno::EINVAL, dest.display().to_string()).with_detail("not a file name")
         })?;
@@ -327,9 +346,20 @@ impl Store {
         let tmp = dest.with_file_name(tmp_name);
         let copied = File::create(&tmp)
             .and_then(|to| copy::whole(&from, &to))
-            .and_then(|n| std::fs::rename(&tmp, dest).map(|()| n))
+            .and_then(|n| {
+                // What was copied out is what is checked.
+                let verdict = match expect {
+                    (size, Some(sum)) => sums::check(&File::open(&tmp)?, Content { size, sum })?,
+                    (size, None) if n != size => Err(Mismatch::Size(n)),
+                    _ => Ok(()),
+                };
+                match verdict {
+                    Ok(()) => std::fs::rename(&tmp, dest).map(|()| Ok(n)),
+                    Err(why) => Ok(Err(why)),
+                }
+            })
             .map_err(|e| host_err(&e));
-        if copied.is_err() {
+        if !matches!(copied, Ok(Ok(_))) {
             let _ = std::fs::remove_file(&tmp);
         }
         copied
@@ -363,6 +393,23 @@ impl Store {
             Err(e) => return Err(FsError::io(path, &e)),
         }
         // The stamp directory holds this one name unless a rename linked more.
+        let _ = std::fs::remove_dir(file.parent().expect("stamped paths have a parent"));
+        Ok(())
+    }
+
+    /// Moves copy `stamp` of `path` to `quarantine/` (named by its stamp
+    /// and path), where nothing reads it; gone already is fine.
+    pub fn quarantine(&self, path: &str, stamp: u64) -> FsResult<()> {
+        let file = self.data_path(path, stamp);
+        private_dir::create(&self.quarantine).map_err(|e| FsError::io(path, &e))?;
+        let aside = self
+            .quarantine
+            .join(format!("{stamp:016x}{}", path.replace('/', "%")));
+        match std::fs::rename(&file, aside) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(FsError::io(path, &e)),
+        }
         let _ = std::fs::remove_dir(file.parent().expect("stamped paths have a parent"));
         Ok(())
     }
@@ -528,7 +575,7 @@ mod tests {
         let (tmp, _) = store.temp_file().unwrap();
         store.install_sized(&tmp, "/c", 5, 0).unwrap();
         assert!(!tmp.exists());
-        assert_eq!(store.import(&y, "/d", 6).unwrap(), 0);
+        assert_eq!(store.import(&y, "/d", 6).unwrap().size, 0);
         assert_eq!(ino(&store.data_path("/c", 5)), ino(&x));
         assert_eq!(ino(&store.data_path("/d", 6)), ino(&x));
         store.drop_copy("/a/x", 1).unwrap();

@@ -9,8 +9,8 @@
 use crate::role::{self, Program};
 use locus_fs::cluster::CLUSTER_FILE;
 use locus_fs::{
-    Client, ClientOptions, ClusterSpec, Durability, JoinConfig, NodeInfo, OrphanScan, Placement,
-    ServeConfig,
+    Client, ClientOptions, ClusterSpec, Durability, JoinConfig, NodeInfo, Placement, ServeConfig,
+    Upkeep,
 };
 use locus_proto::fs::NodeId;
 use std::io;
@@ -39,8 +39,8 @@ pub struct Daemons {
     pub durability: Durability,
     /// Copies of data and metadata a cluster they form keeps.
     pub replicas: u32,
-    /// Each daemon's background look for copies no record names.
-    pub orphans: OrphanScan,
+    /// Each daemon's background upkeep of its store.
+    pub upkeep: Upkeep,
     /// They stop (SIGTERM) when the process that started them dies, however
     /// it dies: a run's own file system, not kept after it.
     pub with_launcher: bool,
@@ -122,7 +122,7 @@ impl Daemons {
             listen: Some(listen),
             durability: self.durability,
             addr_file: Some(addr_file),
-            orphans: self.orphans,
+            upkeep: self.upkeep,
         };
         let role_file = node.dir.join(ROLE_FILE);
         role::write(&role_file, &config)?;

@@ -10,7 +10,7 @@ use crate::exits::Exits;
 use crate::role::{self, Program};
 use crate::site::{self, Deploy, Shape, Site};
 use locus_fs::cluster::CLUSTER_FILE;
-use locus_fs::{ClusterSpec, Durability, Placement};
+use locus_fs::{ClusterSpec, Durability, Placement, Upkeep};
 use locus_runtime::layout::Layout;
 use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
 use locus_runtime::record::{keep_for_resume, now_us, records_dir, resume_dir};
@@ -132,7 +132,7 @@ pub fn launch_ranks(
                         mount: None,
                         placement: Placement::Local,
                         replicas: r.replicas,
-                        orphans: Default::default(),
+                        upkeep: Upkeep::of_a_run(),
                     },
                 )
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;
@@ -146,7 +146,7 @@ pub fn launch_ranks(
                 durability: Durability::Group,
                 replicas: r.replicas,
                 with_launcher: own_fs && !r.keep_fs,
-                orphans: Default::default(),
+                upkeep: Upkeep::of_a_run(),
             };
             let spec = if reuse_fs {
                 daemons.restart_stopped(&fs_dir).map(|(spec, _)| spec)

@@ -204,8 +204,8 @@ pub struct Deploy<'a> {
     pub placement: Placement,
     /// Copies of data and metadata the cluster keeps.
     pub replicas: u32,
-    /// Each daemon's background look for copies no record names.
-    pub orphans: locus_fs::OrphanScan,
+    /// Each daemon's background upkeep of its store.
+    pub upkeep: locus_fs::Upkeep,
 }
 
 /// Starts one daemon per host through the launcher and waits until they
@@ -238,7 +238,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
         listen: None,
         durability: d.durability,
         addr_file: None,
-        orphans: d.orphans,
+        upkeep: d.upkeep,
     };
     role::write(&role_file, &config)?;
     let log = std::fs::File::create(d.dir.join(LOG_FILE))?;

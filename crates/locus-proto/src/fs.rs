@@ -7,6 +7,30 @@ use serde::{Deserialize, Serialize};
 /// Index of a node (and of its daemon) in the cluster's node list.
 pub type NodeId = u32;
 
+/// The BLAKE3 hash of a version's bytes.
+pub type Sum = [u8; 32];
+
+/// How a stored copy differs from the version its record names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mismatch {
+    /// It holds this many bytes, not the record's size.
+    Size(u64),
+    /// Its bytes hash to something else.
+    Bytes,
+    /// It is gone from the store that holds it.
+    Missing,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mismatch::Size(n) => write!(f, "the copy holds {n} bytes"),
+            Mismatch::Bytes => f.write_str("the copy's bytes are not the ones written"),
+            Mismatch::Missing => f.write_str("the copy is gone"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Kind {
     File,
@@ -34,6 +58,10 @@ pub struct Record {
     /// made in it, for a directory, whose new entries inherit it); 0: as
     /// many as the cluster keeps.
     pub copies: u32,
+    /// The hash of the current version's bytes, made where it was written:
+    /// every copy read or made is checked against it (`None`: a directory,
+    /// or a version whose hash was not made).
+    pub sum: Option<Sum>,
 }
 
 /// A write lock: the writer's token and the end of its lease (the daemon's
@@ -64,6 +92,7 @@ impl Record {
             holders: Vec::new(),
             lock: None,
             copies: 0,
+            sum: None,
         }
     }
 }
@@ -166,6 +195,8 @@ pub enum Request {
         holder: NodeId,
         /// Nodes that also stored the copy (data replicas), after `holder`.
         replicas: Vec<NodeId>,
+        /// The hash of its bytes.
+        sum: Option<Sum>,
     },
     /// Sets the permission bits and/or modification time (`chmod`,
     /// `utimens`); answers with the record.
@@ -178,6 +209,13 @@ pub enum Request {
     AddHolder {
         path: String,
         version: u64,
+        node: NodeId,
+    },
+    /// Removes `node` from the holders of the version stamped `stamp`
+    /// (ignored if the file changed): its copy was found bad.
+    DropHolder {
+        path: String,
+        stamp: u64,
         node: NodeId,
     },
     /// Deletes a record of the given kind; a directory must have no entries
@@ -235,9 +273,15 @@ pub enum Request {
         path: String,
         stamp: u64,
     },
+    /// Sets stored copy `stamp` of `path` aside (in the node's
+    /// `quarantine/`): its bytes are not the ones its record vouches for.
+    Quarantine {
+        path: String,
+        stamp: u64,
+    },
     /// Copies host file `source` (on a file system this node's host sees,
     /// e.g. the cluster's shared one) in as stored copy `stamp` of `path`;
-    /// answered by `Size`. Staging in by the nodes themselves.
+    /// answered by `Content`. Staging in by the nodes themselves.
     ImportData {
         path: String,
         stamp: u64,
@@ -249,6 +293,10 @@ pub enum Request {
         path: String,
         stamp: u64,
         dest: std::path::PathBuf,
+        /// What the version holds (its record's size and hash): a copy
+        /// that differs is not exported (`BadCopy`).
+        size: u64,
+        sum: Option<Sum>,
     },
     /// Metadata replication: applies what another daemon's operations
     /// wrote, in the order it wrote them, without checks (the daemon that
@@ -355,6 +403,7 @@ impl Request {
             | Request::CommitWrite { path, .. }
             | Request::SetAttr { path, .. }
             | Request::AddHolder { path, .. }
+            | Request::DropHolder { path, .. }
             | Request::RemoveRecord { path, .. }
             | Request::ReplaceLocked { path, .. }
             | Request::SetHint { path, .. }
@@ -379,6 +428,7 @@ impl Request {
             | Request::Unlock { path, .. }
             | Request::CommitWrite { path, .. }
             | Request::AddHolder { path, .. }
+            | Request::DropHolder { path, .. }
             | Request::SetAttr { path, .. }
             | Request::RemoveRecord { path, .. }
             | Request::ReplaceLocked { path, .. }
@@ -398,6 +448,7 @@ impl Request {
                 | Request::Unlock { .. }
                 | Request::CommitWrite { .. }
                 | Request::AddHolder { .. }
+                | Request::DropHolder { .. }
                 | Request::SetAttr { .. }
                 | Request::RemoveRecord { .. }
                 | Request::ReplaceLocked { .. }
@@ -495,6 +546,13 @@ pub enum Response {
     Hint(Option<NodeId>),
     /// Bytes copied.
     Size(u64),
+    /// What a copy holds: its size and the hash of its bytes.
+    Content {
+        size: u64,
+        sum: Sum,
+    },
+    /// The copy asked for is not the version its record names.
+    BadCopy(Mismatch),
     /// A page of a shard (`Dump`).
     Changes {
         changes: Vec<Change>,

@@ -351,14 +351,20 @@ impl Storage {
         Some(Seen::locus(path, rec.stamp))
     }
 
-    /// The hash of the bytes of `path` now (a Locus file is made local to
-    /// this node first); `None` if it cannot be read.
+    /// The hash of the bytes of `path` now: a Locus file's from its record
+    /// (made where it was written), else read (a Locus file written
+    /// without one is made local to this node first); `None` if it cannot
+    /// be read.
     pub async fn content_hash(&self, path: &str) -> Option<String> {
         let local = match fs_path(path) {
             None => std::path::PathBuf::from(path),
             Some(_) => {
                 let (client, fp) = self.on_fs(path)?;
-                client.local_copy(fp).await.ok()?.path
+                let rec = client.stat(fp).await.ok()?;
+                if let Some(sum) = rec.sum {
+                    return Some(locus_fs::sums::hex(&sum));
+                }
+                client.local_copy_from(fp, Some(&rec)).await.ok()?.path
             }
         };
         crate::record::hash_of(local).await

@@ -509,8 +509,12 @@ impl App<'_> {
                             return Err(fail(p, &e));
                         }
                     };
+                    let hash = match (copy.sum, self.cfg.record_hashes) {
+                        (Some(sum), true) => Some(locus_fs::sums::hex(&sum)),
+                        _ => self.hash(&copy.path).await,
+                    };
                     io.inputs.push(Seen {
-                        hash: self.hash(&copy.path).await,
+                        hash,
                         ..Seen::locus(p, copy.stamp)
                     });
                     if copy.fetched {
@@ -697,16 +701,11 @@ impl App<'_> {
             ));
         }
         let committing = Instant::now();
-        // Hashed where the program wrote them, before they move.
-        let mut hashes = Vec::with_capacity(outputs.pending.len());
-        for o in &outputs.pending {
-            hashes.push(self.hash(&o.local).await);
-        }
         let records = match (self.cfg.fs.as_ref(), outputs.pending.is_empty()) {
             (Some(fs), false) => fs.commit_all(&outputs.pending).await,
             _ => Vec::new(),
         };
-        for ((out, record), hash) in outputs.pending.iter().zip(records).zip(hashes) {
+        for (out, record) in outputs.pending.iter().zip(records) {
             let record = record.map_err(|e| {
                 format!(
                     "app '{}': registering {LOCUS_PREFIX}{}: {e}",
@@ -715,8 +714,10 @@ impl App<'_> {
             })?;
             io.written += record.size;
             let path = format!("{LOCUS_PREFIX}{}", out.path);
+            // Hashed as it was committed.
+            let hash = record.sum.filter(|_| self.cfg.record_hashes);
             io.outputs.push(Seen {
-                hash,
+                hash: hash.as_ref().map(locus_fs::sums::hex),
                 ..Seen::locus(&path, record.stamp)
             });
             io.made.push((path, record));

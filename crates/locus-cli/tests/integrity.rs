@@ -1,0 +1,289 @@
+//! Every byte verified: a stored copy whose bytes changed on disk (flipped,
+//! cut short, grown, removed) is never handed to a reader. With another
+//! good copy the right bytes come back and the bad copy is replaced;
+//! without one the read fails with `EIO` naming the path and the node.
+
+mod common;
+
+use common::{rt, Run, TestCluster};
+use locus_proto::Errno;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// What is done to a stored copy.
+#[derive(Debug, Clone, Copy)]
+enum Damage {
+    Flip,
+    Truncate,
+    Extend,
+    Remove,
+}
+
+const ALL: [Damage; 4] = [
+    Damage::Flip,
+    Damage::Truncate,
+    Damage::Extend,
+    Damage::Remove,
+];
+
+fn content(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+fn damage(copy: &Path, how: Damage) {
+    let len = std::fs::metadata(copy).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(copy);
+    match how {
+        Damage::Flip => {
+            let mut four = [0u8; 4];
+            let at = len / 2;
+            std::fs::File::open(copy)
+                .unwrap()
+                .read_exact_at(&mut four, at)
+                .unwrap();
+            let flipped: Vec<u8> = four.iter().map(|b| b ^ 0x5a).collect();
+            f.unwrap().write_all_at(&flipped, at).unwrap();
+        }
+        Damage::Truncate => f.unwrap().set_len(len / 2).unwrap(),
+        Damage::Extend => f.unwrap().write_all_at(b"more", len).unwrap(),
+        Damage::Remove => std::fs::remove_file(copy).unwrap(),
+    }
+}
+
+/// Files in the node's `quarantine/`.
+fn set_aside(c: &TestCluster, node: u32) -> usize {
+    std::fs::read_dir(c.node_dir(node).join("quarantine")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn without_another_copy_a_damaged_copy_is_an_error_naming_path_and_node() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let writer = c.client(0);
+    for (i, how) in ALL.into_iter().enumerate() {
+        let path = format!("/d/{how:?}.bin");
+        let bytes = content(300_000 + i);
+        let rec = rt.block_on(writer.put(&path, &bytes)).unwrap();
+        assert!(
+            rec.sum.is_some(),
+            "a version's hash is made as it is written"
+        );
+        damage(&c.stored(0, &path, rec.stamp), how);
+        // On its node (the CLI), and fetched by another node (the library).
+        let out = c.fs(&["cat", "--node", "0", &path]);
+        assert!(!out.status.success(), "{how:?}: served");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("EIO") && err.contains(&path) && err.contains("node 0"),
+            "{how:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{how:?}: bytes handed out");
+        let e = rt.block_on(c.client(1).get(&path)).unwrap_err();
+        assert_eq!(e.code, Errno::EIO, "{how:?}: {e}");
+        // It stays an error: no later read takes the record's holders
+        // being gone for an empty file.
+        let e = rt.block_on(c.client(0).get(&path)).unwrap_err();
+        assert_eq!(e.code, Errno::EIO, "{how:?}: {e}");
+    }
+    assert_eq!(
+        set_aside(&c, 0),
+        3,
+        "the damaged copies (not the removed one)"
+    );
+}
+
+#[test]
+fn with_a_good_copy_left_the_right_bytes_come_back_and_the_bad_copy_is_replaced() {
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let rt = rt();
+    let writer = c.client(0);
+    for (i, how) in ALL.into_iter().enumerate() {
+        let path = format!("/r/{how:?}.bin");
+        let bytes = content(2_000_000 + i);
+        let rec = rt.block_on(async {
+            writer.put(&path, &bytes).await.unwrap();
+            writer.settled().await;
+            writer.stat(&path).await.unwrap()
+        });
+        assert_eq!(rec.holders.len(), 2, "{how:?}: {rec:?}");
+        let bad = rec.holders[0];
+        let copy = c.stored(bad, &path, rec.stamp);
+        damage(&copy, how);
+        // Read on the damaged copy's node: from the other holder.
+        let out = c.fs(&["cat", "--node", &bad.to_string(), &path]);
+        assert!(
+            out.status.success(),
+            "{how:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.stdout, bytes, "{how:?}");
+        // Replaced by a good copy, and named a holder again.
+        assert_eq!(std::fs::read(&copy).unwrap(), bytes, "{how:?}");
+        let now = rt.block_on(writer.stat(&path)).unwrap();
+        assert!(now.holders.len() >= 2, "{how:?}: {now:?}");
+        assert!(now.holders.contains(&bad), "{how:?}: {now:?}");
+    }
+    let (aside, bad_nodes): (usize, usize) = (0..3).fold((0, 0), |(n, k), node| {
+        let here = set_aside(&c, node);
+        (n + here, k + usize::from(here > 0))
+    });
+    assert_eq!(aside, 3, "the damaged copies were set aside");
+    assert!(bad_nodes >= 1);
+}
+
+#[test]
+fn a_fetch_never_keeps_a_damaged_copy_as_a_replica() {
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let rt = rt();
+    let bytes = content(1_500_000);
+    let rec = rt.block_on(async {
+        let w = c.client(0);
+        w.put("/f.bin", &bytes).await.unwrap();
+        w.settled().await;
+        w.stat("/f.bin").await.unwrap()
+    });
+    let reader = (0..3).find(|n| !rec.holders.contains(n)).unwrap();
+    // The first holder, the one a fetch asks first, is damaged.
+    damage(&c.stored(rec.holders[0], "/f.bin", rec.stamp), Damage::Flip);
+    let got = rt.block_on(c.client(reader).get("/f.bin")).unwrap();
+    assert_eq!(got, bytes);
+    let kept = std::fs::read(c.stored(reader, "/f.bin", rec.stamp)).unwrap();
+    assert_eq!(kept, bytes, "the cached replica is the good bytes");
+    let now = rt.block_on(c.client(reader).stat("/f.bin")).unwrap();
+    assert!(!now.holders.contains(&rec.holders[0]), "{now:?}");
+}
+
+#[test]
+fn a_copy_out_by_the_nodes_skips_a_damaged_copy() {
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let rt = rt();
+    let bytes = content(700_000);
+    let rec = rt.block_on(async {
+        let w = c.client(0);
+        w.put("/e.bin", &bytes).await.unwrap();
+        w.settled().await;
+        w.stat("/e.bin").await.unwrap()
+    });
+    let other = (0..3).find(|n| !rec.holders.contains(n)).unwrap();
+    damage(
+        &c.stored(rec.holders[0], "/e.bin", rec.stamp),
+        Damage::Truncate,
+    );
+    let out = tempfile::tempdir().unwrap();
+    let dest = out.path().join("e.bin");
+    let n = rt
+        .block_on(c.client(other).export("/e.bin", &dest))
+        .unwrap();
+    assert_eq!(n, bytes.len() as u64);
+    assert_eq!(std::fs::read(&dest).unwrap(), bytes);
+    // With both copies bad, nothing is copied out.
+    damage(&c.stored(rec.holders[1], "/e.bin", rec.stamp), Damage::Flip);
+    let dest2 = out.path().join("e2.bin");
+    let e = rt
+        .block_on(c.client(other).export("/e.bin", &dest2))
+        .unwrap_err();
+    assert_eq!(e.code, Errno::EIO, "{e}");
+    assert!(!dest2.exists());
+    assert_eq!(
+        std::fs::read_dir(out.path()).unwrap().count(),
+        1,
+        "no temporary left"
+    );
+}
+
+#[test]
+fn a_task_reading_a_damaged_input_fails_naming_it() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let rec = rt
+        .block_on(c.client(0).put("/in/x.txt", b"the input\n"))
+        .unwrap();
+    damage(&c.stored(0, "/in/x.txt", rec.stamp), Damage::Flip);
+    let script = "app (file o) copy(file i) { \"cp\" i o }\n\
+        file o<\"/locus/out.txt\"> = copy(input(\"/locus/in/x.txt\"));\n";
+    let run = Run::new(&["-n", "2", "--retries", "0", "--fs", c.path_str()], script);
+    assert!(!run.out.status.success());
+    let err = String::from_utf8_lossy(&run.out.stderr);
+    assert!(
+        err.contains("/in/x.txt") && err.contains("no good copy left"),
+        "{err}"
+    );
+    let e = rt.block_on(c.client(1).get("/out.txt")).unwrap_err();
+    assert_eq!(e.code, Errno::ENOENT);
+}
+
+#[test]
+fn scrub_repairs_every_damaged_copy_among_a_thousand_files_and_reports_the_lost_ones() {
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let rt = rt();
+    let body = |i: usize| format!("file {i}\n").repeat(40).into_bytes();
+    let recs = rt.block_on(async {
+        let writers = [c.client(0), c.client(1), c.client(2)];
+        let puts = (0..1000).map(|i| {
+            let w = writers[i % 3].clone();
+            async move { w.put(&format!("/s/f{i}.txt"), &body(i)).await.unwrap() }
+        });
+        let recs = futures_util::future::join_all(puts).await;
+        for w in &writers {
+            w.settled().await;
+        }
+        let mut now = Vec::new();
+        for (i, _) in recs.iter().enumerate() {
+            now.push(writers[0].stat(&format!("/s/f{i}.txt")).await.unwrap());
+        }
+        now
+    });
+    // One copy damaged of 30 files (repaired), both copies of 5 (lost).
+    for (i, rec) in recs.iter().enumerate().take(35) {
+        assert_eq!(rec.holders.len(), 2, "{rec:?}");
+        let path = format!("/s/f{i}.txt");
+        let hows = if i < 30 {
+            &rec.holders[..1]
+        } else {
+            &rec.holders[..]
+        };
+        for &h in hows {
+            damage(&c.stored(h, &path, rec.stamp), ALL[i % 3]);
+        }
+    }
+    let out = c.fs(&["scrub"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert_eq!(counted_in(&said, "repaired /s/"), 30, "{said}");
+    // A lost file is reported by each node that held a damaged copy.
+    let lost: std::collections::BTreeSet<&str> = said
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("lost ")?.split(':').next())
+        .collect();
+    let expected: std::collections::BTreeSet<String> =
+        (30..35).map(|i| format!("/s/f{i}.txt")).collect();
+    assert_eq!(
+        lost,
+        expected.iter().map(String::as_str).collect(),
+        "{said}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("5 file(s) with no good copy left"), "{err}");
+    rt.block_on(async {
+        let reader = c.client(0);
+        for i in 0..1000 {
+            let path = format!("/s/f{i}.txt");
+            let got = reader.get(&path).await;
+            if (30..35).contains(&i) {
+                assert_eq!(got.unwrap_err().code, Errno::EIO, "{path}");
+            } else {
+                assert_eq!(got.unwrap(), body(i), "{path}");
+            }
+        }
+    });
+    // A second scrub finds nothing more to repair.
+    let again = c.fs(&["scrub"]);
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(counted_in(&said, "repaired "), 0, "{said}");
+}
+
+fn counted_in(said: &str, word: &str) -> usize {
+    said.lines()
+        .filter(|l| l.trim_start().starts_with(word))
+        .count()
+}

@@ -1,0 +1,75 @@
+//! Scrubbing a node's store: every copy of a current version it holds is
+//! read and checked against the version's record, at a bounded rate, so
+//! that bytes changed on disk are found before a reader needs them. A bad
+//! copy is set aside and made again from a good holder (checked as any
+//! fetch is); a version with no good copy left is reported lost.
+
+use crate::sums::Mismatch;
+use crate::Client;
+use locus_proto::fs::Kind;
+use locus_proto::FsResult;
+use std::time::{Duration, Instant};
+
+/// What a scrub of one node's store found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Scrubbed {
+    /// Copies of current versions read and checked, and their bytes.
+    pub checked: usize,
+    pub bytes: u64,
+    /// Bad copies made again from a good holder.
+    pub repaired: Vec<(String, Mismatch)>,
+    /// Files with no good copy left: their paths, each with what was wrong
+    /// here.
+    pub lost: Vec<(String, Mismatch)>,
+    /// Copies whose record could not be read (not checked).
+    pub unsure: usize,
+}
+
+impl Client {
+    /// Checks every copy of a current version this client's node stores,
+    /// reading at most `rate` bytes a second (unbounded if `None`).
+    pub async fn scrub(&self, rate: Option<u64>) -> FsResult<Scrubbed> {
+        let me = self.node();
+        let store = self.store().clone();
+        let copies = crate::client::blocking(move || Ok(store.stored())).await?;
+        let mut done = Scrubbed::default();
+        let started = Instant::now();
+        for c in copies {
+            let rec = match self.stat(&c.path).await {
+                Ok(rec) if rec.kind == Kind::File && rec.stamp == c.stamp => rec,
+                // Not the current version: the orphan scan's.
+                Ok(_) => continue,
+                Err(e) if e.code == locus_proto::Errno::ENOENT && !Client::owner_lost(&e) => {
+                    continue
+                }
+                Err(_) => {
+                    done.unsure += 1;
+                    continue;
+                }
+            };
+            let file = self.store().data_path(&c.path, c.stamp);
+            let verdict = self.check_copy(&c.path, &rec, &file).await?;
+            done.checked += 1;
+            done.bytes += c.size;
+            if let Err(why) = verdict {
+                self.set_aside(&c.path, &rec, me, why).await;
+                let mut others = rec.clone();
+                others.holders.retain(|&h| h != me);
+                match self.local_copy_from(&c.path, Some(&others)).await {
+                    Ok(_) => done.repaired.push((c.path.clone(), why)),
+                    Err(e) => {
+                        tracing::warn!("{}: {e}", c.path);
+                        done.lost.push((c.path.clone(), why));
+                    }
+                }
+            }
+            if let Some(rate) = rate.filter(|r| *r > 0) {
+                let due = Duration::from_secs_f64(done.bytes as f64 / rate as f64);
+                if let Some(wait) = due.checked_sub(started.elapsed()) {
+                    tokio::time::sleep(wait).await;
+                }
+            }
+        }
+        Ok(done)
+    }
+}

@@ -1,0 +1,154 @@
+//! Reads hand out only the bytes that were written: a copy is checked
+//! against its version's record (size, and the hash made where it was
+//! written) before it is read on its node or installed as a fetched
+//! replica. A bad copy is set aside on its node and dropped from the
+//! version's holders, and the read goes on from another holder; with none
+//! left it fails with `EIO` naming the path and every node's fault.
+//!
+//! A local copy found good is not hashed again by the same client while
+//! it stays the same file, unchanged (its inode, size and change time): a
+//! task reading an input many times, or many tasks of one worker reading
+//! it, pay once. What changes a copy's bytes without a write through the
+//! kernel (a failing disk) is found by reading it in a new client.
+
+use crate::sums::{self, Content, Mismatch};
+use crate::Client;
+use locus_proto::fs::{NodeId, Record, Request};
+use locus_proto::{Errno, FsError, FsResult};
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// Copies a client remembers as checked before it forgets them all.
+const REMEMBERED: usize = 100_000;
+
+/// A copy's file as the kernel last saw it change.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct FileState {
+    ino: u64,
+    len: u64,
+    ctime_ns: i64,
+}
+
+fn state(meta: &std::fs::Metadata) -> FileState {
+    FileState {
+        ino: meta.ino(),
+        len: meta.len(),
+        ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+    }
+}
+
+/// Local copies found good, by path and stamp.
+#[derive(Default)]
+pub(crate) struct Checked(Mutex<HashMap<(String, u64), FileState>>);
+
+/// What a version's record vouches for: its size, and its hash if made.
+fn vouched(rec: &Record) -> (u64, Option<Content>) {
+    let content = rec.sum.map(|sum| Content {
+        size: rec.size,
+        sum,
+    });
+    (rec.size, content)
+}
+
+/// Whether the file at `file` holds what `rec` vouches for.
+fn check_file(file: &Path, rec: &Record) -> std::io::Result<Result<(), Mismatch>> {
+    let f = File::open(file)?;
+    match vouched(rec) {
+        (_, Some(content)) => sums::check(&f, content),
+        (size, None) => {
+            let len = f.metadata()?.len();
+            Ok(if len == size {
+                Ok(())
+            } else {
+                Err(Mismatch::Size(len))
+            })
+        }
+    }
+}
+
+/// The error of a read that found no good copy: each bad one's node and
+/// fault (none: every holder was dropped before, its copy found bad).
+pub(crate) fn no_good_copy(path: &str, bad: &[(NodeId, Mismatch)]) -> FsError {
+    let faults: Vec<String> = bad
+        .iter()
+        .map(|(node, m)| format!("node {node}: {m}"))
+        .collect();
+    let detail = match faults.is_empty() {
+        true => "no good copy left (the bad ones were set aside)".to_string(),
+        false => format!("no good copy left ({}; set aside)", faults.join(", ")),
+    };
+    FsError::new(Errno::EIO, path).with_detail(detail)
+}
+
+impl Client {
+    /// Checks this node's copy `file` of version `rec` of `path` (once
+    /// while it stays unchanged, for this client).
+    pub(crate) async fn check_local(
+        &self,
+        path: &str,
+        rec: &Record,
+        file: &Path,
+    ) -> FsResult<Result<(), Mismatch>> {
+        let key = (path.to_string(), rec.stamp);
+        let meta = std::fs::metadata(file).map_err(|e| FsError::io(path, &e))?;
+        let now = state(&meta);
+        let checked = &self.checked().0;
+        if checked.lock().expect("checked").get(&key) == Some(&now) {
+            return Ok(Ok(()));
+        }
+        let verdict = self.check_copy(path, rec, file).await?;
+        if verdict.is_ok() {
+            let mut checked = checked.lock().expect("checked");
+            if checked.len() >= REMEMBERED {
+                checked.clear();
+            }
+            checked.insert(key, now);
+        }
+        Ok(verdict)
+    }
+
+    /// Whether the file at `file` holds version `rec` of `path`, read off
+    /// the async threads.
+    pub(crate) async fn check_copy(
+        &self,
+        path: &str,
+        rec: &Record,
+        file: &Path,
+    ) -> FsResult<Result<(), Mismatch>> {
+        let (p, rec, file) = (path.to_string(), rec.clone(), file.to_path_buf());
+        crate::client::blocking(move || check_file(&file, &rec).map_err(|e| FsError::io(&p, &e)))
+            .await
+    }
+
+    /// Sets node `node`'s bad copy of version `rec` of `path` aside and
+    /// drops it from the version's holders, so no reader is sent to it.
+    pub(crate) async fn set_aside(&self, path: &str, rec: &Record, node: NodeId, why: Mismatch) {
+        tracing::warn!(
+            "{path}: node {node}'s copy is bad ({why}): set aside, read from another holder"
+        );
+        let aside = Request::Quarantine {
+            path: path.to_string(),
+            stamp: rec.stamp,
+        };
+        if let Err(e) = self.call(node, aside).await {
+            tracing::warn!("{path}: node {node}'s bad copy not set aside: {e}");
+        }
+        let drop = Request::DropHolder {
+            path: path.to_string(),
+            stamp: rec.stamp,
+            node,
+        };
+        if let Err(e) = self.meta(path, drop).await {
+            tracing::warn!("{path}: node {node} still named a holder: {e}");
+        }
+        self.forget_checked(path, rec.stamp);
+    }
+
+    fn forget_checked(&self, path: &str, stamp: u64) {
+        let key = (path.to_string(), stamp);
+        self.checked().0.lock().expect("checked").remove(&key);
+    }
+}
