@@ -263,7 +263,7 @@ fn scrub_repairs_every_damaged_copy_among_a_thousand_files_and_reports_the_lost_
         "{said}"
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("5 file(s) with no good copy left"), "{err}");
+    assert!(err.contains("5 file(s) with no good copy left"), "{err}\n{said}");
     rt.block_on(async {
         let reader = c.client(0);
         for i in 0..1000 {

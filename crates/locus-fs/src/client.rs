@@ -1582,15 +1582,24 @@ impl Client {
     /// first reachable holder into `dest`. A large file comes over several
     /// streams at once: one stream's receiver, copying into the page cache,
     /// is the bottleneck, not the network.
-    /// Returns the holder it came from.
-    async fn fetch_into(&self, path: &str, rec: &Record, dest: File) -> FsResult<NodeId> {
+    /// Returns the holder it came from, and whether what it sent was of
+    /// the version's size.
+    async fn fetch_into(
+        &self,
+        path: &str,
+        rec: &Record,
+        dest: File,
+    ) -> FsResult<(NodeId, Result<(), Mismatch>)> {
         let (client, path) = (self.clone(), path.to_string());
         let (holders, stamp, size) = (self.remote_holders(rec), rec.stamp, rec.size);
         tokio::task::spawn_blocking(move || {
             let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
             for h in holders {
                 match client.fetch_parts(h, (&path, stamp), size, &dest) {
-                    Ok(()) => return Ok(h),
+                    Ok(sent) => return Ok((h, sent)),
+                    // Gone from its store (or replaced since `rec` was read:
+                    // setting it aside then changes nothing).
+                    Err(e) if e.code == Errno::ENOENT => return Ok((h, Err(Mismatch::Missing))),
                     Err(e) => last = e,
                 }
             }
@@ -1606,17 +1615,14 @@ impl Client {
         (path, stamp): (&str, u64),
         size: u64,
         dest: &File,
-    ) -> FsResult<()> {
+    ) -> FsResult<Result<(), Mismatch>> {
         // A holder on this host is copied from directly, without a socket.
         if self.same_host(node) {
             let copied =
                 self.with_transfer(node, |st| transfer::copy_local(st, (path, stamp), dest))?;
             match copied {
-                Some(n) if n == size => return Ok(()),
-                Some(_) => {
-                    return Err(FsError::new(Errno::EIO, path)
-                        .with_detail(format!("node {node} holds a copy of another size")))
-                }
+                Some(n) if n == size => return Ok(Ok(())),
+                Some(n) => return Ok(Err(Mismatch::Size(n))),
                 None => {}
             }
         }
@@ -1647,12 +1653,12 @@ impl Client {
                 .collect()
         });
         for r in results {
-            if r? != size {
-                return Err(FsError::new(Errno::EIO, path)
-                    .with_detail(format!("node {node} holds a copy of another size")));
+            let n = r?;
+            if n != size {
+                return Ok(Err(Mismatch::Size(n)));
             }
         }
-        Ok(())
+        Ok(Ok(()))
     }
 
     /// Runs `f` on an idle authenticated transfer stream to `node`, returning
@@ -1789,14 +1795,18 @@ impl Client {
                     return Err(crate::verify::no_good_copy(path, &bad));
                 }
                 let (tmp, file) = self.inner.store.temp_file()?;
-                let from = match self.fetch_into(path, &rec, file).await {
-                    Ok(node) => node,
+                let (from, sent) = match self.fetch_into(path, &rec, file).await {
+                    Ok(fetched) => fetched,
                     Err(e) => {
                         self.inner.store.discard(&tmp);
                         return Err(e);
                     }
                 };
-                match self.check_copy(path, &rec, &tmp).await {
+                let verdict = match sent {
+                    Ok(()) => self.check_copy(path, &rec, &tmp).await,
+                    Err(why) => Ok(Err(why)),
+                };
+                match verdict {
                     Ok(Ok(())) => {}
                     Ok(Err(why)) => {
                         self.inner.store.discard(&tmp);
