@@ -35,8 +35,9 @@ fn damage(copy: &Path, how: Damage) {
     let f = std::fs::OpenOptions::new().write(true).open(copy);
     match how {
         Damage::Flip => {
-            let mut four = [0u8; 4];
+            // Four bytes (fewer in a smaller file) from its middle.
             let at = len / 2;
+            let mut four = vec![0u8; (len - at).min(4) as usize];
             std::fs::File::open(copy)
                 .unwrap()
                 .read_exact_at(&mut four, at)
@@ -205,7 +206,7 @@ fn a_task_reading_a_damaged_input_fails_naming_it() {
     assert!(!run.out.status.success());
     let err = String::from_utf8_lossy(&run.out.stderr);
     assert!(
-        err.contains("/in/x.txt") && err.contains("no good copy left"),
+        err.contains("/locus/in/x.txt") && err.contains("every copy found bad"),
         "{err}"
     );
     let e = rt.block_on(c.client(1).get("/out.txt")).unwrap_err();
@@ -263,7 +264,10 @@ fn scrub_repairs_every_damaged_copy_among_a_thousand_files_and_reports_the_lost_
         "{said}"
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("5 file(s) with no good copy left"), "{err}\n{said}");
+    assert!(
+        err.contains("5 file(s) with no good copy left"),
+        "{err}\n{said}"
+    );
     rt.block_on(async {
         let reader = c.client(0);
         for i in 0..1000 {
@@ -286,4 +290,53 @@ fn counted_in(said: &str, word: &str) -> usize {
     said.lines()
         .filter(|l| l.trim_start().starts_with(word))
         .count()
+}
+
+#[test]
+fn a_run_makes_again_a_file_of_its_own_whose_only_copy_went_bad() {
+    // `make`'s output is damaged on disk while `both` waits for `slow`:
+    // `both` finds it bad, `make` runs again, and the run completes right.
+    let script = "app (file o) make() { \"sh\" \"-c\" \"echo made > $0\" o }\n\
+        app (file o) slow() { \"sh\" \"-c\" \"sleep 3; echo waited > $0\" o }\n\
+        app (file o) both(file a, file b) { \"sh\" \"-c\" \"cat $1 $2 > $0\" o a b }\n\
+        file a<\"/locus/m/a.txt\"> = make();\n\
+        file b<\"/locus/m/b.txt\"> = slow();\n\
+        file c<\"/locus/m/c.txt\"> = both(a, b);\n";
+    let dir = tempfile::tempdir().unwrap();
+    let fs_dir = dir.path().join("run/fs");
+    let damaging = {
+        let fs_dir = fs_dir.clone();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while std::time::Instant::now() < deadline {
+                for node in 0..2 {
+                    let stamps = fs_dir.join(format!("node-{node}/data/m"));
+                    for stamp in std::fs::read_dir(&stamps).into_iter().flatten().flatten() {
+                        let copy = stamp.path().join("a.txt");
+                        if copy.exists() {
+                            damage(&copy, Damage::Flip);
+                            return true;
+                        }
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            false
+        })
+    };
+    let run = Run::in_dir(dir, &["-n", "3", "--nodes", "2", "--keep-fs"], script);
+    // Dropped before `run`, whose directory holds the daemons' pid files.
+    let _down = common::FsDown(fs_dir.clone());
+    assert!(damaging.join().unwrap(), "a.txt was never stored");
+    assert!(
+        run.out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
+    let made = run.records("make");
+    assert_eq!(made.len(), 2, "made, then made again");
+    assert!(made.iter().any(|r| r.remade));
+    let client = locus_fs::Client::open(&fs_dir, Default::default()).unwrap();
+    let out = rt().block_on(client.get("/m/c.txt")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out), "made\nwaited\n");
 }

@@ -183,9 +183,6 @@ fn run_losing_node_2(replicas: &str, then_node_3: bool) -> (Run, Vec<record::Tas
     let killer = kill_node_2_after(&run_dir, 8);
     let second =
         then_node_3.then(|| kill_node_when(&run_dir, 3, |done| done.iter().any(|r| r.remade)));
-    // Dropped after every `run` binding below (they hold its directory),
-    // so the file system kept for the checks stops if anything fails.
-    let _down = FsDown(fs_dir.clone());
     let run = Run::in_dir(
         dir,
         &[
@@ -199,7 +196,14 @@ fn run_losing_node_2(replicas: &str, then_node_3: bool) -> (Run, Vec<record::Tas
         ],
         script,
     );
-    let run = run.ok();
+    // Dropped before `run`, which holds the directory with the daemons'
+    // pid files: the file system kept for the checks stops if any fails.
+    let _down = FsDown(fs_dir.clone());
+    assert!(
+        run.out.status.success(),
+        "run failed: {}",
+        String::from_utf8_lossy(&run.out.stderr)
+    );
     let done_before = killer.join().unwrap();
     assert!(done_before < 41, "the daemon was killed after the run");
     if let Some(second) = second {
@@ -356,7 +360,7 @@ fn a_run_fails_naming_every_lost_file_that_no_task_of_it_made() {
     let err = String::from_utf8_lossy(&run.out.stderr);
     assert!(
         err.contains(
-            "lost with their node, and made by no task of this run: /locus/in/a.txt, /locus/in/b.txt\n"
+            "lost (their node gone, or every copy found bad), and made by no task of this run: /locus/in/a.txt, /locus/in/b.txt\n"
         ),
         "{err}"
     );

@@ -22,7 +22,7 @@ use crate::transfer;
 use futures_util::future::join_all;
 use locus_proto::auth::{Channel, Secret};
 use locus_proto::fs::{Entry, Kind, Lease, NodeId, NodeStatus, Record, Request, Response, Sum};
-use locus_proto::{Errno, FsError, FsResult};
+use locus_proto::{Cause, Errno, FsError, FsResult};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Seek, Write};
@@ -34,8 +34,6 @@ use std::time::{Duration, Instant};
 
 /// Entries asked for per `readdir` round trip.
 const PAGE: u32 = 10_000;
-/// How a miss begins whose owner could not be reached (`Client::owner_lost`).
-const OWNER_LOST: &str = "lost? its owner ";
 /// Files at least this large are fetched over several streams at once.
 const PARALLEL_FETCH_MIN: u64 = 16 << 20;
 /// How long a write waits for an owner taking its keys back (`EAGAIN`
@@ -278,7 +276,7 @@ impl Client {
         &self.inner.checked
     }
 
-    fn holds(&self, rec: &Record) -> bool {
+    pub(crate) fn holds(&self, rec: &Record) -> bool {
         !self.inner.diskless && rec.holders.contains(&self.inner.me)
     }
 
@@ -351,8 +349,10 @@ impl Client {
                         retried = true;
                     }
                     Err(e) if e.code == Errno::ENOENT && !tried.is_empty() => {
-                        let detail = format!("{OWNER_LOST}{} cannot be reached", tried[0].subject);
-                        return (Err(e.with_detail(detail)), retried);
+                        let detail =
+                            format!("lost? its owner {} cannot be reached", tried[0].subject);
+                        let lost = Cause::OwnerLost { node: owner };
+                        return (Err(e.with_detail(detail).with_cause(lost)), retried);
                     }
                     // The owner is taking its keys back from the daemon
                     // that acted for it, or serves them again: try it.
@@ -374,7 +374,7 @@ impl Client {
     /// Whether `e` is a miss whose owner could not be reached: the name
     /// may have been lost with it.
     pub fn owner_lost(e: &FsError) -> bool {
-        e.code == Errno::ENOENT && e.detail.starts_with(OWNER_LOST)
+        matches!(e.cause, Some(Cause::OwnerLost { .. }))
     }
 
     /// Resolves, with the error, once node `node`'s daemon has stopped
@@ -448,7 +448,8 @@ impl Client {
     }
 
     /// Whether the current version of file `path` is lost: its name is
-    /// gone, or every node holding its bytes cannot be reached.
+    /// gone, or no node holding its bytes can be reached (or holds good
+    /// ones).
     pub async fn lost(&self, path: &str) -> FsResult<bool> {
         let rec = match self.stat(path).await {
             Ok(rec) => rec,
@@ -458,11 +459,12 @@ impl Client {
         Ok(self.out_of_reach(&rec).await)
     }
 
-    /// Whether every node holding the bytes of version `rec` (one at least)
-    /// cannot be reached.
+    /// Whether every node holding the bytes of version `rec` cannot be
+    /// reached, or none holds them any more (every copy was found bad and
+    /// set aside; a file never written holds no bytes).
     async fn out_of_reach(&self, rec: &Record) -> bool {
         if rec.holders.is_empty() {
-            return false;
+            return rec.size > 0;
         }
         for &h in &rec.holders {
             if self.ping(h).await.is_ok() {
@@ -2102,6 +2104,7 @@ impl Client {
                 self.inner
                     .copies
                     .learn(parent, record.copies, Instant::now());
+                self.written_here(path, &record);
                 self.replicate_rest(path, &record);
                 Ok(Some(record))
             }
@@ -2582,6 +2585,7 @@ impl Client {
                     self.drop_copies(path, replaced.holders, replaced.stamp)
                         .await;
                 }
+                self.written_here(path, &record);
                 self.replicate_rest(path, &record);
                 return Ok(record);
             }

@@ -5,7 +5,7 @@
 
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::fs::{Envelope, NodeId, Request, Response};
-use locus_proto::{frame, Errno, FsError, FsResult};
+use locus_proto::{frame, Cause, Errno, FsError, FsResult};
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,9 +21,6 @@ struct Conn {
     waiters: Waiters,
     alive: Arc<AtomicBool>,
 }
-
-/// How the detail of an error for a daemon that could not be reached starts.
-const UNREACHABLE: &str = "unreachable: ";
 
 /// Where a daemon is and how to prove ourselves to it.
 #[derive(Clone)]
@@ -42,7 +39,8 @@ impl Endpoint {
             Errno::EIO,
             format!("node {} ({} at {})", self.node, self.name, self.addr),
         )
-        .with_detail(format!("{UNREACHABLE}{why}"))
+        .with_detail(format!("unreachable: {why}"))
+        .with_cause(Cause::Unreachable { node: self.node })
     }
 
     /// Opens an authenticated blocking stream on `channel` (connect and
@@ -69,7 +67,7 @@ impl Endpoint {
 
 /// Whether `e` says a daemon could not be reached (not that it refused).
 pub fn is_unreachable(e: &FsError) -> bool {
-    e.code == Errno::EIO && e.detail.starts_with(UNREACHABLE)
+    e.is_unreachable()
 }
 
 /// A client's connection state for one daemon.

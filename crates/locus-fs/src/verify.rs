@@ -14,7 +14,7 @@
 use crate::sums::{self, Content, Mismatch};
 use crate::Client;
 use locus_proto::fs::{NodeId, Record, Request};
-use locus_proto::{Errno, FsError, FsResult};
+use locus_proto::{Cause, Errno, FsError, FsResult};
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
@@ -80,7 +80,9 @@ pub(crate) fn no_good_copy(path: &str, bad: &[(NodeId, Mismatch)]) -> FsError {
         true => "no good copy left (the bad ones were set aside)".to_string(),
         false => format!("no good copy left ({}; set aside)", faults.join(", ")),
     };
-    FsError::new(Errno::EIO, path).with_detail(detail)
+    FsError::new(Errno::EIO, path)
+        .with_detail(detail)
+        .with_cause(Cause::NoGoodCopy)
 }
 
 impl Client {
@@ -101,13 +103,30 @@ impl Client {
         }
         let verdict = self.check_copy(path, rec, file).await?;
         if verdict.is_ok() {
-            let mut checked = checked.lock().expect("checked");
-            if checked.len() >= REMEMBERED {
-                checked.clear();
-            }
-            checked.insert(key, now);
+            self.remember(key, now);
         }
         Ok(verdict)
+    }
+
+    /// Notes this node's copy of version `rec` of `path`, just hashed and
+    /// stored by this client, as checked: reading back what it wrote does
+    /// not hash it again.
+    pub(crate) fn written_here(&self, path: &str, rec: &Record) {
+        if !self.holds(rec) || rec.sum.is_none() {
+            return;
+        }
+        let file = self.store().data_path(path, rec.stamp);
+        if let Ok(meta) = std::fs::metadata(file) {
+            self.remember((path.to_string(), rec.stamp), state(&meta));
+        }
+    }
+
+    fn remember(&self, key: (String, u64), now: FileState) {
+        let mut checked = self.checked().0.lock().expect("checked");
+        if checked.len() >= REMEMBERED {
+            checked.clear();
+        }
+        checked.insert(key, now);
     }
 
     /// Whether the file at `file` holds version `rec` of `path`, read off

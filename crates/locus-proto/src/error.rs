@@ -84,12 +84,27 @@ impl fmt::Display for Errno {
     }
 }
 
-/// An error about one subject (a path, or a node for `EIO`), with optional detail.
+/// Why an error happened, for a caller that decides by it (never by the
+/// error's text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Cause {
+    /// The daemon of `node` could not be reached.
+    Unreachable { node: u32 },
+    /// A miss whose owner, `node`, could not be reached: the name may have
+    /// been lost with it.
+    OwnerLost { node: u32 },
+    /// Every copy of the version was found bad: none is left to read.
+    NoGoodCopy,
+}
+
+/// An error about one subject (a path, or a node for `EIO`), with optional
+/// detail for people and, where a caller acts on it, its cause.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FsError {
     pub code: Errno,
     pub subject: String,
     pub detail: String,
+    pub cause: Option<Cause>,
 }
 
 pub type FsResult<T> = Result<T, FsError>;
@@ -100,7 +115,18 @@ impl FsError {
             code,
             subject: subject.into(),
             detail: String::new(),
+            cause: None,
         }
+    }
+
+    pub fn with_cause(mut self, cause: Cause) -> Self {
+        self.cause = Some(cause);
+        self
+    }
+
+    /// Whether a daemon could not be reached (not that it refused).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self.cause, Some(Cause::Unreachable { .. }))
     }
 
     pub fn with_detail(mut self, detail: impl fmt::Display) -> Self {

@@ -8,4 +8,4 @@ pub mod frame;
 pub mod fs;
 pub mod run;
 
-pub use error::{Errno, FsError, FsResult};
+pub use error::{Cause, Errno, FsError, FsResult};

@@ -16,7 +16,7 @@ use locus_proto::auth::Secret;
 use locus_proto::frame;
 use locus_proto::fs::Record;
 use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, Stats, Task, Work};
-use locus_proto::Errno;
+use locus_proto::{Cause, Errno};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -503,7 +503,12 @@ impl App<'_> {
                     let copy = match self.fs(p)?.local_copy_from(fp, known).await {
                         Ok(copy) => copy,
                         Err(e) => {
-                            if e.code == Errno::ENOENT || is_unreachable(&e) {
+                            // Also lost: every copy found bad (lineage may
+                            // make it again).
+                            let lost = e.code == Errno::ENOENT
+                                || is_unreachable(&e)
+                                || e.cause == Some(Cause::NoGoodCopy);
+                            if lost {
                                 io.lost.push(p.clone());
                             }
                             return Err(fail(p, &e));

@@ -118,7 +118,7 @@ impl Engine {
         }
         if !lost.is_empty() {
             return Err(format!(
-                "lost with their node, and made by no task of this run: {}",
+                "lost (their node gone, or every copy found bad), and made by no task of this run: {}",
                 lost.join(", ")
             ));
         }
