@@ -437,8 +437,12 @@ pub fn status(a: ClusterArgs) -> Result<()> {
         "node", "name", "address", "pid", "state", "records", "files", "bytes", "stats"
     )?;
     let mut down = 0;
+    let mut scrubs = Vec::new();
     for n in &spec.nodes {
         let status = rt.block_on(client.status(n.id));
+        if let Ok(Some(report)) = status.as_ref().map(|s| s.last_scrub.clone()) {
+            scrubs.push((n.id, report));
+        }
         // The daemon says its pid (it may run on another host).
         let pid = match &status {
             Ok(s) => s.pid.to_string(),
@@ -469,8 +473,35 @@ pub fn status(a: ClusterArgs) -> Result<()> {
             }
         }
     }
+    let now = locus_fs::now_ns();
+    for (node, r) in scrubs {
+        let ago = Duration::from_nanos(now.saturating_sub(r.at_ns).max(0) as u64);
+        writeln!(
+            out,
+            "node {node}: last scrub {} ago: {} copies checked ({} bytes), {} repaired, {} with no \
+             good copy left",
+            spoken(ago),
+            r.checked,
+            r.bytes,
+            r.repaired,
+            r.lost.len()
+        )?;
+        for path in &r.lost {
+            writeln!(out, "  lost {path}")?;
+        }
+    }
     if down > 0 {
         bail!("{down} of {} daemons down or degraded", spec.nodes.len());
     }
     Ok(())
+}
+
+/// `d` as people say it: seconds, minutes, hours or days.
+fn spoken(d: Duration) -> String {
+    match d.as_secs() {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s if s < 172_800 => format!("{} h", s / 3600),
+        s => format!("{} days", s / 86_400),
+    }
 }

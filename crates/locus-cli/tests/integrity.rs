@@ -268,6 +268,22 @@ fn scrub_repairs_every_damaged_copy_among_a_thousand_files_and_reports_the_lost_
         err.contains("5 file(s) with no good copy left"),
         "{err}\n{said}"
     );
+    // `fs status` tells each node's last scrub, and the files it lost.
+    let status = String::from_utf8_lossy(&c.fs(&["status"]).stdout).to_string();
+    let scrubs = status
+        .lines()
+        .filter(|l| l.contains(": last scrub "))
+        .count();
+    assert_eq!(scrubs, 3, "{status}");
+    let told: std::collections::BTreeSet<&str> = status
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("lost "))
+        .collect();
+    assert_eq!(
+        told,
+        expected.iter().map(String::as_str).collect(),
+        "{status}"
+    );
     rt.block_on(async {
         let reader = c.client(0);
         for i in 0..1000 {

@@ -4,9 +4,10 @@
 //! copy is set aside and made again from a good holder (checked as any
 //! fetch is); a version with no good copy left is reported lost.
 
+use crate::meta::now_ns;
 use crate::sums::Mismatch;
 use crate::Client;
-use locus_proto::fs::Kind;
+use locus_proto::fs::{Kind, ScrubReport};
 use locus_proto::FsResult;
 use std::time::{Duration, Instant};
 
@@ -69,6 +70,23 @@ impl Client {
                     tokio::time::sleep(wait).await;
                 }
             }
+        }
+        let report = ScrubReport {
+            at_ns: now_ns(),
+            checked: done.checked as u64,
+            bytes: done.bytes,
+            repaired: done.repaired.len() as u64,
+            lost: done.lost.iter().map(|(p, _)| p.clone()).collect(),
+        };
+        let store = self.store().clone();
+        if let Err(e) = crate::client::blocking(move || {
+            store
+                .save_scrub(&report)
+                .map_err(|e| locus_proto::FsError::io("scrub.json", &e))
+        })
+        .await
+        {
+            tracing::warn!("the scrub's report is not kept: {e}");
         }
         Ok(done)
     }

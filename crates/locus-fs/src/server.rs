@@ -605,10 +605,11 @@ impl State {
         // A failing metadata store is reported, not an error of `status`.
         let records = self.meta.record_count().unwrap_or(0);
         let (node, store) = (self.node, self.store.clone());
-        let (usage, capacity) =
-            tokio::task::spawn_blocking(move || (store.usage(), store.capacity()))
-                .await
-                .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?;
+        let (usage, capacity, last_scrub) = tokio::task::spawn_blocking(move || {
+            (store.usage(), store.capacity(), store.last_scrub())
+        })
+        .await
+        .map_err(|e| FsError::new(Errno::EIO, "daemon").with_detail(e))?;
         Ok(Response::Status(NodeStatus {
             node,
             pid: std::process::id(),
@@ -619,6 +620,7 @@ impl State {
             total_bytes: capacity.1,
             meta_error: self.meta.failure().map(|e| e.to_string()),
             stats_answered: self.stats_answered.load(Ordering::Relaxed),
+            last_scrub,
         }))
     }
 }

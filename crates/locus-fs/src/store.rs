@@ -10,7 +10,7 @@
 use crate::copy;
 use crate::private_dir;
 use crate::sums::{self, Content, Mismatch};
-use locus_proto::fs::{StoredCopy, Sum};
+use locus_proto::fs::{ScrubReport, StoredCopy, Sum};
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
 use std::io;
@@ -28,6 +28,8 @@ pub struct Store {
     fetch_locks: PathBuf,
     /// Copies found bad, set aside for a look by hand.
     quarantine: PathBuf,
+    /// What the last scrub found.
+    scrub_report: PathBuf,
 }
 
 /// Held while a client of this node fetches one version of a file; dropping
@@ -79,6 +81,7 @@ impl Store {
             empty: node_dir.join("empty"),
             fetch_locks: node_dir.join("fetch.lock"),
             quarantine: node_dir.join("quarantine"),
+            scrub_report: node_dir.join("scrub.json"),
         };
         private_dir::create(node_dir)?;
         private_dir::create(&store.data)?;
@@ -412,6 +415,19 @@ impl Store {
         }
         let _ = std::fs::remove_dir(file.parent().expect("stamped paths have a parent"));
         Ok(())
+    }
+
+    /// Keeps what a scrub of this store found (replacing the last).
+    pub fn save_scrub(&self, report: &ScrubReport) -> io::Result<()> {
+        let tmp = self.scrub_report.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec(report).map_err(io::Error::other)?)?;
+        std::fs::rename(&tmp, &self.scrub_report)
+    }
+
+    /// What the last scrub of this store found, if one ran.
+    pub fn last_scrub(&self) -> Option<ScrubReport> {
+        let text = std::fs::read(&self.scrub_report).ok()?;
+        serde_json::from_slice(&text).ok()
     }
 
     fn make_parent(&self, dest: &Path, path: &str) -> FsResult<()> {

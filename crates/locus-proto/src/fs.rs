@@ -122,6 +122,23 @@ pub struct NodeStatus {
     /// Records read (`stat`s answered) since the daemon started.
     #[serde(default)]
     pub stats_answered: u64,
+    /// What the last scrub of this node's store found.
+    #[serde(default)]
+    pub last_scrub: Option<ScrubReport>,
+}
+
+/// What a scrub of one node's store found, kept beside the store.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScrubReport {
+    /// When it ended (ns since the epoch).
+    pub at_ns: i64,
+    /// Copies checked, and their bytes.
+    pub checked: u64,
+    pub bytes: u64,
+    /// Bad copies made again from a good one.
+    pub repaired: u64,
+    /// Files with no good copy left.
+    pub lost: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
