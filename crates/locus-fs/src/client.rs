@@ -265,7 +265,6 @@ impl Client {
         self.inner.diskless
     }
 
-    /// Whether this node's store holds a copy of `rec`'s current data.
     /// This node's store (a diskless client's scratch).
     pub(crate) fn store(&self) -> &Store {
         &self.inner.store
@@ -276,6 +275,7 @@ impl Client {
         &self.inner.checked
     }
 
+    /// Whether this node's store holds a copy of `rec`'s current data.
     pub(crate) fn holds(&self, rec: &Record) -> bool {
         !self.inner.diskless && rec.holders.contains(&self.inner.me)
     }
