@@ -619,7 +619,7 @@ wait (o) {{
     );
     let run = common::Run::new(&["-n", "2", "--mount", "--retries", "1"], &script).ok();
     assert!(
-        run.stdout().contains("trace: false,done\n,second\n"),
+        run.stdout().contains("trace: 0,done\n,second\n"),
         "{}",
         run.stdout()
     );
@@ -820,7 +820,7 @@ foreach i in [1:4] {
     let run = common::Run::new(&["-n", "3", "--mount"], script).ok();
     for i in 1..=4 {
         let want =
-            format!("trace: {i},12\n0\nline {i}\nmore\n,line {i}\nmore\n,line {i}\nmore\n,false");
+            format!("trace: {i},12\n0\nline {i}\nmore\n,line {i}\nmore\n,line {i}\nmore\n,0");
         assert!(run.stdout().contains(&want), "{want}\n{}", run.stdout());
     }
 

@@ -80,16 +80,53 @@ fn script_arguments_reach_argv() {
     let script = dir.path().join("args.swift");
     std::fs::write(
         &script,
-        "import sys;\ntrace(argv(\"name\"), argc(), argp(0));\n",
+        "import sys;\n\
+         trace(argv(\"name\"), argv(\"short\"), argv(\"bare\"), argv_contains(\"bare\"));\n\
+         trace(argc(), argp(1), argp(2), argp(0));\n\
+         trace(args());\n",
     )
     .unwrap();
-    let out = common::locus(&["run", script.to_str().unwrap(), "--name=ada", "first"]);
+    let path = script.to_str().unwrap();
+    let args = ["--name=ada", "first", "-short=x", "--bare", "second"];
+    let mut line = vec!["run", path];
+    line.extend(args);
+    let out = common::locus(&line);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "trace: ada,1,first\n");
+    let said = String::from_utf8_lossy(&out.stdout);
+    // As Turbine reads its command line: flags with one dash or two, a
+    // flag without a value is "", argp(0) is the program.
+    assert!(said.contains("trace: ada,x,,1\n"), "{said}");
+    assert!(
+        said.contains(&format!("trace: 2,first,second,{path}\n")),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("trace: {}\n", args.join(" "))),
+        "{said}"
+    );
+    // A flag the script does not accept ends the run naming it.
+    std::fs::write(
+        &script,
+        "import sys;\nargv_accept(\"name\");\ntrace(argc());\n",
+    )
+    .unwrap();
+    let ok = common::locus(&["run", path, "--name=ada", "-5"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let refused = common::locus(&["run", path, "--name=ada", "-other=1"]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("unknown flag: -other; accepted flags are: -name"),
+        "{err}"
+    );
 }
 
 /// `mpiexec.mpich -n N locus run ARGS --run-dir DIR/run SCRIPT`, which must

@@ -4,6 +4,7 @@
 use crate::format::sprintf;
 use crate::json;
 use crate::value::{format_float, Key, Location, Value};
+use crate::CommandLine;
 use locus_lang::ast::{BinOp, UnOp};
 use locus_lang::builtins::{Effect, Pure};
 use std::collections::BTreeMap;
@@ -31,7 +32,7 @@ pub fn range_value(lo: i64, step: i64, k: u64) -> i64 {
 
 /// What builtins may read of the run.
 pub struct Context<'a> {
-    pub args: &'a [String],
+    pub args: &'a CommandLine,
 }
 
 fn int(v: &Value) -> Result<i64, String> {
@@ -367,7 +368,7 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
             hard: true,
             node: false,
         }),
-        Pure::Args => Value::Str(cx.args.join(" ")),
+        Pure::Args => Value::Str(cx.args.args().to_string()),
         Pure::ClockSeconds => Value::Int(since_epoch().as_secs() as i64),
         // Seconds, to the millisecond, as Swift/T's clock() gives them.
         Pure::Clock => Value::Float(since_epoch().as_millis() as f64 / 1000.0),
@@ -375,41 +376,36 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
         // Swift/T's INT_MAX() is Tcl's `format %X -1` with its first F made
         // a 7: the 32-bit maximum, whatever Swift/T's ints hold.
         Pure::IntMax => Value::Int(i32::MAX as i64),
-        Pure::Argc => Value::Int(cx.args.iter().filter(|s| !s.starts_with("--")).count() as i64),
+        Pure::Argc => Value::Int(cx.args.argc() as i64),
         Pure::Argp => {
             let i = int(arg(0)?)?;
-            let positional: Vec<&String> =
-                cx.args.iter().filter(|s| !s.starts_with("--")).collect();
-            match usize::try_from(i).ok().and_then(|i| positional.get(i)) {
-                Some(s) => Value::Str((*s).clone()),
+            match cx.args.argp(i) {
+                Some(s) => Value::Str(s.to_string()),
                 None if a.len() > 1 => Value::Str(string(arg(1)?)?.to_string()),
+                None if i < 0 => return Err(format!("argp({i}): must be 0 or more")),
                 None => {
                     return Err(format!(
-                        "argp({i}): there are {} positional arguments",
-                        positional.len()
+                        "argp({i}): there are only {} arguments",
+                        cx.args.argc()
                     ))
                 }
             }
         }
         Pure::Argv => {
             let key = string(arg(0)?)?;
-            let prefix = format!("--{key}=");
-            match cx.args.iter().find_map(|s| s.strip_prefix(&prefix)) {
+            match cx.args.flag(key) {
                 Some(v) => Value::Str(v.to_string()),
                 None => match a.get(1) {
                     Some(default) => Value::Str(string(default)?.to_string()),
-                    None => return Err(format!("argv: no argument --{key}=… was given")),
+                    None => {
+                        return Err(format!(
+                            "argv(): the command line did not provide '{key}' (-{key}=value)"
+                        ))
+                    }
                 },
             }
         }
-        Pure::ArgvContains => {
-            let key = string(arg(0)?)?;
-            Value::Bool(
-                cx.args
-                    .iter()
-                    .any(|s| s == &format!("--{key}") || s.starts_with(&format!("--{key}="))),
-            )
-        }
+        Pure::ArgvContains => Value::Bool(cx.args.flag(string(arg(0)?)?).is_some()),
         Pure::Getenv => Value::Str(std::env::var(string(arg(0)?)?).unwrap_or_default()),
         Pure::Substring => {
             let s: Vec<char> = string(arg(0)?)?.chars().collect();
@@ -578,22 +574,19 @@ fn pseudo_random() -> f64 {
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// `argv_accept(keys…)`: every `--key=value` argument given is one of `keys`.
-fn argv_accept(args: &[String], keys: &[Value]) -> Result<(), String> {
+/// `argv_accept(keys…)`: every flag given is one of `keys`.
+fn argv_accept(args: &CommandLine, keys: &[Value]) -> Result<(), String> {
     let keys: Vec<&str> = keys.iter().map(string).collect::<Result<_, _>>()?;
-    for arg in args {
-        let Some(named) = arg.strip_prefix("--") else {
-            continue;
-        };
-        let key = named.split_once('=').map_or(named, |(k, _)| k);
-        if !keys.contains(&key) {
-            return Err(format!(
-                "argument --{key} is not accepted (accepted: {})",
-                keys.join(", ")
-            ));
+    match args.unknown_flag(&keys) {
+        None => Ok(()),
+        Some(key) if keys.is_empty() => {
+            Err(format!("unknown flag: -{key} (no flags are accepted)"))
         }
+        Some(key) => Err(format!(
+            "unknown flag: -{key}; accepted flags are: -{}",
+            keys.join(" -")
+        )),
     }
-    Ok(())
 }
 
 /// Evaluates a builtin that produces no value; `Ok(Some(line))` is output
@@ -643,12 +636,17 @@ pub fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<String>, S
     }
 }
 
-/// What `trace(a…)` prints.
+/// What `trace(a…)` prints: a boolean as `1` or `0`, as Turbine, which
+/// keeps booleans as integers, prints them (`toString` still says `true`).
 pub fn trace(a: &[Value]) -> String {
-    format!(
-        "trace: {}",
-        a.iter().map(Value::render).collect::<Vec<_>>().join(",")
-    )
+    let shown: Vec<String> = a
+        .iter()
+        .map(|v| match v {
+            Value::Bool(b) => u8::from(*b).to_string(),
+            v => v.render(),
+        })
+        .collect();
+    format!("trace: {}", shown.join(","))
 }
 
 /// Seconds since the epoch `t` (rounded, as Tcl's `clock format` takes an

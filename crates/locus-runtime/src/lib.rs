@@ -7,6 +7,7 @@
 
 pub mod balancer;
 pub mod builtins;
+mod cmdline;
 pub mod cost;
 pub mod engine;
 pub mod files;
@@ -33,4 +34,5 @@ pub mod value;
 pub mod wire;
 pub mod worker;
 
+pub use cmdline::CommandLine;
 pub use engine::{Counts, Engine, Locality, Progress, RunOptions};

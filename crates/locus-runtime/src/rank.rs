@@ -314,7 +314,7 @@ async fn rank_main(
             storage: Storage::new(layout.clone(), fs),
             locality: opts.locality,
             run_id,
-            args: opts.args,
+            args: crate::CommandLine::new(opts.script.display().to_string(), &opts.args),
             run_dir: opts.run_dir.clone(),
             out: Arc::new(Mutex::new(std::io::stdout())),
             stall: opts.stall,

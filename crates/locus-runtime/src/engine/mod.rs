@@ -91,8 +91,8 @@ pub struct RunOptions {
     pub locality: Locality,
     /// Names the run's directory of unmapped Locus files, `/locus/tmp/<run>/`.
     pub run_id: String,
-    /// Script arguments (`--name=value` and positional).
-    pub args: Vec<String>,
+    /// The script's command line (flags and positional arguments).
+    pub args: crate::CommandLine,
     /// Where unmapped files go when the run has no Locus file system.
     pub run_dir: PathBuf,
     /// Where `trace`/`printf` output goes.
