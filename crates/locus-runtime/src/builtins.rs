@@ -525,8 +525,18 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
         // this machine's byte order.
         Pure::BlobSize => Value::Int(blob(arg(0)?)?.len() as i64),
         Pure::BlobNull => Value::Blob(Vec::new()),
-        Pure::BlobFromString => Value::Blob(string(arg(0)?)?.as_bytes().to_vec()),
-        Pure::StringFromBlob => Value::Str(String::from_utf8_lossy(blob(arg(0)?)?).into_owned()),
+        // A C string, as Turbine stores it: its terminating NUL counts in
+        // the blob's size, and a string read from a blob ends at its first.
+        Pure::BlobFromString => {
+            let mut bytes = string(arg(0)?)?.as_bytes().to_vec();
+            bytes.push(0);
+            Value::Blob(bytes)
+        }
+        Pure::StringFromBlob => {
+            let bytes = blob(arg(0)?)?;
+            let text = bytes.split(|b| *b == 0).next().unwrap_or_default();
+            Value::Str(String::from_utf8_lossy(text).into_owned())
+        }
         Pure::BlobFromFloats => Value::Blob(
             members(arg(0)?)?
                 .values()
