@@ -50,6 +50,16 @@ pub struct Reclaimed {
     pub unread: Vec<NodeId>,
 }
 
+/// What a stored copy is to its path's record.
+pub(crate) enum Judged {
+    /// The copy of the current version, whose record this is.
+    Current(Record),
+    /// No record names it (replaced, removed, or never named).
+    Orphan,
+    /// Its record could not be read (its owner down).
+    Unsure,
+}
+
 /// The newest stored version of each path, with every node holding it.
 fn newest(stored: Vec<(NodeId, Vec<StoredCopy>)>) -> BTreeMap<String, (StoredCopy, Vec<NodeId>)> {
     let mut found: BTreeMap<String, (StoredCopy, Vec<NodeId>)> = BTreeMap::new();
@@ -168,16 +178,13 @@ impl Client {
         };
         for c in copies.iter().filter(|c| c.stored_ns <= before) {
             done.checked += 1;
-            let orphan = match self.stat(&c.path).await {
-                Ok(rec) => rec.kind != Kind::File || rec.stamp != c.stamp,
-                Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => true,
-                Err(_) => {
+            match self.judge(c).await {
+                Judged::Current(_) => continue,
+                Judged::Unsure => {
                     done.unsure += 1;
                     continue;
                 }
-            };
-            if !orphan {
-                continue;
+                Judged::Orphan => {}
             }
             let drop = Request::DropData {
                 path: c.path.clone(),
@@ -187,6 +194,16 @@ impl Client {
                 done.dropped += 1;
                 done.bytes += c.size;
             }
+        }
+    }
+
+    /// What stored copy `c` is to its path's record.
+    pub(crate) async fn judge(&self, c: &StoredCopy) -> Judged {
+        match self.stat(&c.path).await {
+            Ok(rec) if rec.kind == Kind::File && rec.stamp == c.stamp => Judged::Current(rec),
+            Ok(_) => Judged::Orphan,
+            Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => Judged::Orphan,
+            Err(_) => Judged::Unsure,
         }
     }
 

@@ -5,9 +5,10 @@
 //! fetch is); a version with no good copy left is reported lost.
 
 use crate::meta::now_ns;
+use crate::repair::Judged;
 use crate::sums::Mismatch;
 use crate::Client;
-use locus_proto::fs::{Kind, ScrubReport};
+use locus_proto::fs::ScrubReport;
 use locus_proto::FsResult;
 use std::time::{Duration, Instant};
 
@@ -36,14 +37,11 @@ impl Client {
         let mut done = Scrubbed::default();
         let started = Instant::now();
         for c in copies {
-            let rec = match self.stat(&c.path).await {
-                Ok(rec) if rec.kind == Kind::File && rec.stamp == c.stamp => rec,
+            let rec = match self.judge(&c).await {
+                Judged::Current(rec) => rec,
                 // Not the current version: the orphan scan's.
-                Ok(_) => continue,
-                Err(e) if e.code == locus_proto::Errno::ENOENT && !Client::owner_lost(&e) => {
-                    continue
-                }
-                Err(_) => {
+                Judged::Orphan => continue,
+                Judged::Unsure => {
                     done.unsure += 1;
                     continue;
                 }

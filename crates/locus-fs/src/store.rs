@@ -61,6 +61,13 @@ fn each_file(dir: &Path, each: &mut impl FnMut(&Path, &std::fs::Metadata)) {
     }
 }
 
+/// When a file's inode last changed (its bytes, its names), in ns since
+/// the epoch: for a stored copy, when it was put in place.
+pub(crate) fn changed_ns(meta: &std::fs::Metadata) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.ctime() * 1_000_000_000 + meta.ctime_nsec()
+}
+
 fn is_empty(file: &Path) -> bool {
     std::fs::metadata(file).is_ok_and(|m| m.len() == 0)
 }
@@ -351,12 +358,7 @@ impl Store {
             .and_then(|to| copy::whole(&from, &to))
             .and_then(|n| {
                 // What was copied out is what is checked.
-                let verdict = match expect {
-                    (size, Some(sum)) => sums::check(&File::open(&tmp)?, Content { size, sum })?,
-                    (size, None) if n != size => Err(Mismatch::Size(n)),
-                    _ => Ok(()),
-                };
-                match verdict {
+                match sums::check(&File::open(&tmp)?, expect.0, expect.1)? {
                     Ok(()) => std::fs::rename(&tmp, dest).map(|()| Ok(n)),
                     Err(why) => Ok(Err(why)),
                 }
@@ -490,7 +492,6 @@ impl Store {
             else {
                 return;
             };
-            use std::os::unix::fs::MetadataExt;
             copies.push(StoredCopy {
                 path: format!(
                     "/{}",
@@ -503,8 +504,7 @@ impl Store {
                 ),
                 stamp,
                 size: m.len(),
-                // Its inode changed last when it was put in place.
-                stored_ns: m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+                stored_ns: changed_ns(m),
             });
         });
         copies

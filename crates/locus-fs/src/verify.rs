@@ -11,7 +11,7 @@
 //! it, pay once. What changes a copy's bytes without a write through the
 //! kernel (a failing disk) is found by reading it in a new client.
 
-use crate::sums::{self, Content, Mismatch};
+use crate::sums::{self, Mismatch};
 use crate::Client;
 use locus_proto::fs::{NodeId, Record, Request};
 use locus_proto::{Cause, Errno, FsError, FsResult};
@@ -36,7 +36,7 @@ fn state(meta: &std::fs::Metadata) -> FileState {
     FileState {
         ino: meta.ino(),
         len: meta.len(),
-        ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+        ctime_ns: crate::store::changed_ns(meta),
     }
 }
 
@@ -44,29 +44,9 @@ fn state(meta: &std::fs::Metadata) -> FileState {
 #[derive(Default)]
 pub(crate) struct Checked(Mutex<HashMap<(String, u64), FileState>>);
 
-/// What a version's record vouches for: its size, and its hash if made.
-fn vouched(rec: &Record) -> (u64, Option<Content>) {
-    let content = rec.sum.map(|sum| Content {
-        size: rec.size,
-        sum,
-    });
-    (rec.size, content)
-}
-
 /// Whether the file at `file` holds what `rec` vouches for.
 fn check_file(file: &Path, rec: &Record) -> std::io::Result<Result<(), Mismatch>> {
-    let f = File::open(file)?;
-    match vouched(rec) {
-        (_, Some(content)) => sums::check(&f, content),
-        (size, None) => {
-            let len = f.metadata()?.len();
-            Ok(if len == size {
-                Ok(())
-            } else {
-                Err(Mismatch::Size(len))
-            })
-        }
-    }
+    sums::check(&File::open(file)?, rec.size, rec.sum)
 }
 
 /// The error of a read that found no good copy: each bad one's node and
