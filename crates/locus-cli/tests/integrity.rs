@@ -51,6 +51,22 @@ fn damage(copy: &Path, how: Damage) {
     }
 }
 
+/// Writes `bytes` at `path` from node 0 and waits for all its copies;
+/// returns its record then.
+fn put_settled(
+    c: &TestCluster,
+    rt: &tokio::runtime::Runtime,
+    path: &str,
+    bytes: &[u8],
+) -> locus_proto::fs::Record {
+    let w = c.client(0);
+    rt.block_on(async {
+        w.put(path, bytes).await.unwrap();
+        w.settled().await;
+        w.stat(path).await.unwrap()
+    })
+}
+
 /// Files in the node's `quarantine/`.
 fn set_aside(c: &TestCluster, node: u32) -> usize {
     std::fs::read_dir(c.node_dir(node).join("quarantine")).map_or(0, |d| d.count())
@@ -101,11 +117,7 @@ fn with_a_good_copy_left_the_right_bytes_come_back_and_the_bad_copy_is_replaced(
     for (i, how) in ALL.into_iter().enumerate() {
         let path = format!("/r/{how:?}.bin");
         let bytes = content(2_000_000 + i);
-        let rec = rt.block_on(async {
-            writer.put(&path, &bytes).await.unwrap();
-            writer.settled().await;
-            writer.stat(&path).await.unwrap()
-        });
+        let rec = put_settled(&c, &rt, &path, &bytes);
         assert_eq!(rec.holders.len(), 2, "{how:?}: {rec:?}");
         let bad = rec.holders[0];
         let copy = c.stored(bad, &path, rec.stamp);
@@ -137,12 +149,7 @@ fn a_fetch_never_keeps_a_damaged_copy_as_a_replica() {
     let c = TestCluster::up_with(3, &["--replicas", "2"]);
     let rt = rt();
     let bytes = content(1_500_000);
-    let rec = rt.block_on(async {
-        let w = c.client(0);
-        w.put("/f.bin", &bytes).await.unwrap();
-        w.settled().await;
-        w.stat("/f.bin").await.unwrap()
-    });
+    let rec = put_settled(&c, &rt, "/f.bin", &bytes);
     let reader = (0..3).find(|n| !rec.holders.contains(n)).unwrap();
     // The first holder, the one a fetch asks first, is damaged.
     damage(&c.stored(rec.holders[0], "/f.bin", rec.stamp), Damage::Flip);
@@ -159,12 +166,7 @@ fn a_copy_out_by_the_nodes_skips_a_damaged_copy() {
     let c = TestCluster::up_with(3, &["--replicas", "2"]);
     let rt = rt();
     let bytes = content(700_000);
-    let rec = rt.block_on(async {
-        let w = c.client(0);
-        w.put("/e.bin", &bytes).await.unwrap();
-        w.settled().await;
-        w.stat("/e.bin").await.unwrap()
-    });
+    let rec = put_settled(&c, &rt, "/e.bin", &bytes);
     let other = (0..3).find(|n| !rec.holders.contains(n)).unwrap();
     damage(
         &c.stored(rec.holders[0], "/e.bin", rec.stamp),
