@@ -17,7 +17,7 @@ use crate::peer::{is_unreachable, Endpoint, Peer};
 use crate::placement::Placement;
 use crate::ring::Ring;
 use crate::store::Store;
-use crate::sums::{self, Content, Mismatch};
+use crate::sums::{self, Content, Mismatch, Summer};
 use crate::transfer;
 use futures_util::future::join_all;
 use locus_proto::auth::{Channel, Secret};
@@ -1326,6 +1326,7 @@ impl Client {
             file: Some(file),
             may_follow: false,
             follower: None,
+            summer: Some(Summer::default()),
             closed: false,
             _renewal: LeaseGuard(None),
             unclaimed: Some(unclaimed),
@@ -1528,6 +1529,7 @@ impl Client {
             file: Some(file),
             may_follow: true,
             follower: None,
+            summer: Some(Summer::default()),
             closed: false,
             _renewal: renewal,
             unclaimed: None,
@@ -1591,7 +1593,7 @@ impl Client {
         path: &str,
         rec: &Record,
         dest: File,
-    ) -> FsResult<(NodeId, Result<(), Mismatch>)> {
+    ) -> FsResult<(NodeId, Result<Option<Content>, Mismatch>)> {
         let (client, path) = (self.clone(), path.to_string());
         let (holders, stamp, size) = (self.remote_holders(rec), rec.stamp, rec.size);
         tokio::task::spawn_blocking(move || {
@@ -1617,15 +1619,14 @@ impl Client {
         (path, stamp): (&str, u64),
         size: u64,
         dest: &File,
-    ) -> FsResult<Result<(), Mismatch>> {
-        // A holder on this host is copied from directly, without a socket.
+    ) -> FsResult<Result<Option<Content>, Mismatch>> {
+        // A holder on this host is copied from directly, without a socket,
+        // its bytes hashed as they pass.
         if self.same_host(node) {
             let copied =
                 self.with_transfer(node, |st| transfer::copy_local(st, (path, stamp), dest))?;
-            match copied {
-                Some(n) if n == size => return Ok(Ok(())),
-                Some(n) => return Ok(Err(Mismatch::Size(n))),
-                None => {}
+            if let Some(content) = copied {
+                return Ok(Ok(Some(content)));
             }
         }
         let streams = if size >= PARALLEL_FETCH_MIN {
@@ -1660,7 +1661,7 @@ impl Client {
                 return Ok(Err(Mismatch::Size(n)));
             }
         }
-        Ok(Ok(()))
+        Ok(Ok(None))
     }
 
     /// Runs `f` on an idle authenticated transfer stream to `node`, returning
@@ -1805,7 +1806,8 @@ impl Client {
                     }
                 };
                 let verdict = match sent {
-                    Ok(()) => self.check_copy(path, &rec, &tmp).await,
+                    Ok(Some(copied)) => Ok(sums::judge(copied, rec.size, rec.sum)),
+                    Ok(None) => self.check_copy(path, &rec, &tmp).await,
                     Err(why) => Ok(Err(why)),
                 };
                 match verdict {
@@ -1823,6 +1825,7 @@ impl Client {
                     }
                 }
                 self.inner.store.install(&tmp, path, rec.stamp)?;
+                self.checked_here(path, &rec);
                 break;
             }
         }
@@ -1898,6 +1901,7 @@ impl Client {
             path,
             local,
             mode: 0o644,
+            written: None,
         })
     }
 
@@ -2104,7 +2108,7 @@ impl Client {
                 self.inner
                     .copies
                     .learn(parent, record.copies, Instant::now());
-                self.written_here(path, &record);
+                self.checked_here(path, &record);
                 self.replicate_rest(path, &record);
                 Ok(Some(record))
             }
@@ -2585,7 +2589,7 @@ impl Client {
                     self.drop_copies(path, replaced.holders, replaced.stamp)
                         .await;
                 }
-                self.written_here(path, &record);
+                self.checked_here(path, &record);
                 self.replicate_rest(path, &record);
                 return Ok(record);
             }
@@ -2663,6 +2667,9 @@ pub struct Output {
     lease: Lease,
     /// The permission bits it gets if it is new.
     mode: u32,
+    /// What a writer of this client wrote, hashed as it was written (a
+    /// program's output is read once it is done).
+    written: Option<Content>,
 }
 
 /// Where a file's data is on this node, once `local_copy` made it local.
@@ -2707,6 +2714,10 @@ pub struct Writer {
     may_follow: bool,
     /// That copy, from the first `write` on.
     follower: Option<Follower>,
+    /// The bytes hashed as they are written, while they are only appended
+    /// from the start (`None` once the file is touched otherwise: it is
+    /// read at `close`).
+    summer: Option<Summer>,
     closed: bool,
     _renewal: LeaseGuard,
     /// A new file of a held directory, not yet named to any daemon.
@@ -2723,6 +2734,7 @@ impl Writer {
     pub fn file(&mut self) -> &mut File {
         self.may_follow = false;
         self.follower = None;
+        self.summer = None;
         self.file.as_mut().expect("open until closed")
     }
 
@@ -2755,12 +2767,7 @@ impl Writer {
         }
         self.closed = true;
         drop(self.file.take().expect("open until closed"));
-        let (tmp, path) = (self.tmp.clone(), self.path.clone());
-        let content = blocking(move || {
-            let file = File::open(&tmp).map_err(|e| FsError::io(&path, &e))?;
-            sums::of_file(&file).map_err(|e| FsError::io(&path, &e))
-        })
-        .await?;
+        let content = self.content().await?;
         let size = content.size;
         // A copy on a node that does not answer would not count: the
         // replica goes to the next node that does.
@@ -2791,6 +2798,14 @@ impl Writer {
                 replacing,
             )
             .await
+    }
+
+    /// What the written file holds: hashed as written if it was only
+    /// appended to, else read.
+    async fn content(&mut self) -> FsResult<Content> {
+        let (tmp, path) = (self.tmp.clone(), self.path.clone());
+        let written = self.summer.take().map(Summer::finish);
+        blocking(move || content_of(&path, &tmp, written)).await
     }
 
     /// Closes a writer that wrote nothing: a file it created stays, empty,
@@ -2848,11 +2863,13 @@ impl Writer {
         self.closed = true;
         self.file.take();
         let mode = self.unclaimed.take().map_or(0o644, |u| u.mode);
+        let written = self.summer.take().map(Summer::finish);
         let out = Output {
             path: self.path.clone(),
             local: self.tmp.clone(),
             lease: self.lease,
             mode,
+            written,
         };
         let held = self.client.held_parent(&self.path).map(|(h, _)| h);
         (out, held)
@@ -2906,7 +2923,11 @@ impl Write for Writer {
         if std::mem::take(&mut self.may_follow) {
             self.follower = self.client.follower(&self.tmp, self.target, self.copies);
         }
-        self.file.as_mut().expect("open until closed").write(buf)
+        let n = self.file.as_mut().expect("open until closed").write(buf)?;
+        if let Some(summer) = &mut self.summer {
+            summer.update(&buf[..n]);
+        }
+        Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -2984,14 +3005,21 @@ impl Output {
 /// What the file a program wrote for `out` holds (`EISDIR` for a
 /// directory), read off the async threads.
 async fn output_content(out: &Output) -> FsResult<Content> {
-    let (path, local) = (out.path.clone(), out.local.clone());
-    blocking(move || {
-        let file = File::open(&local).map_err(|e| FsError::io(&path, &e))?;
-        let meta = file.metadata().map_err(|e| FsError::io(&path, &e))?;
-        if meta.is_dir() {
-            return Err(FsError::new(Errno::EISDIR, path));
-        }
-        sums::of_file(&file).map_err(|e| FsError::io(&path, &e))
-    })
-    .await
+    let (path, local, written) = (out.path.clone(), out.local.clone(), out.written);
+    blocking(move || content_of(&path, &local, written)).await
+}
+
+/// What file `local`, written for `path`, holds: `written`, hashed by its
+/// writer as it wrote, while the file is as long as that; else read.
+fn content_of(path: &str, local: &Path, written: Option<Content>) -> FsResult<Content> {
+    let io_err = |e: &io::Error| FsError::io(path, e);
+    let file = File::open(local).map_err(|e| io_err(&e))?;
+    let meta = file.metadata().map_err(|e| io_err(&e))?;
+    if meta.is_dir() {
+        return Err(FsError::new(Errno::EISDIR, path));
+    }
+    match written {
+        Some(c) if meta.len() == c.size => Ok(c),
+        _ => sums::of_file(&file).map_err(|e| io_err(&e)),
+    }
 }

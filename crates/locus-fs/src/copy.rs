@@ -5,6 +5,7 @@
 //! splices page by page, a fifth slower than reading and writing 1 MiB at a
 //! time: 256 MiB from the page cache, 4.2 against 5.1-5.3 GB/s here.
 
+use crate::sums::{self, Content, Summer};
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -21,19 +22,51 @@ pub fn whole(from: &File, to: &File) -> io::Result<u64> {
 
 /// `whole`, given `from`'s metadata (read by the caller already).
 pub fn whole_known(from: &File, meta: &Metadata, to: &File) -> io::Result<u64> {
+    match each_piece(from, meta, to, |_| {})? {
+        Copied::Reflinked => Ok(meta.len()),
+        Copied::Through(n) => Ok(n),
+    }
+}
+
+/// `whole_known`, also saying what the bytes copied are: hashed as they
+/// pass through the buffer (a reflinked copy is read).
+pub fn whole_summed(from: &File, meta: &Metadata, to: &File) -> io::Result<Content> {
+    let mut summer = Summer::default();
+    match each_piece(from, meta, to, |bytes| summer.update(bytes))? {
+        Copied::Reflinked => sums::of_file(from),
+        Copied::Through(_) => Ok(summer.finish()),
+    }
+}
+
+enum Copied {
+    /// `to` shares `from`'s blocks.
+    Reflinked,
+    /// This many bytes went through the buffer, each piece shown to the
+    /// caller in order.
+    Through(u64),
+}
+
+fn each_piece(
+    from: &File,
+    meta: &Metadata,
+    to: &File,
+    mut seen: impl FnMut(&[u8]),
+) -> io::Result<Copied> {
     if meta.is_dir() {
         return Err(io::Error::from_raw_os_error(libc::EISDIR));
     }
-    let len = meta.len();
     if reflink(from, to) {
-        return Ok(len);
+        return Ok(Copied::Reflinked);
     }
-    let mut buf = buffer(len);
+    let mut buf = buffer(meta.len());
     let mut at = 0;
     loop {
         match piece(from, to, at, &mut buf)? {
-            0 => return Ok(at),
-            n => at += n as u64,
+            0 => return Ok(Copied::Through(at)),
+            n => {
+                seen(&buf[..n]);
+                at += n as u64;
+            }
         }
     }
 }

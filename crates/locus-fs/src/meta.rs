@@ -1285,7 +1285,7 @@ mod tests {
             mtime_ns: 5,
             holder: 4,
             replicas: vec![4, 6],
-            sum: Some([7; 32]),
+            sum: Some([7; 16]),
         };
         match meta.write(commit).await {
             Response::Committed { record, replaced } => {
@@ -1293,7 +1293,7 @@ mod tests {
                     (record.version, record.stamp, record.holders, record.lock),
                     (1, 1, vec![4, 6], None)
                 );
-                assert_eq!(record.sum, Some([7; 32]));
+                assert_eq!(record.sum, Some([7; 16]));
                 assert_eq!((replaced.version, replaced.stamp), (0, 0));
             }
             other => panic!("{other:?}"),

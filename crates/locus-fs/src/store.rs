@@ -318,11 +318,10 @@ impl Store {
         if meta.is_file() && meta.len() == 0 {
             return self
                 .install_empty(path, stamp)
-                .map(|()| sums::of_bytes_content(b""));
+                .map(|()| sums::of_bytes(b""));
         }
         let (tmp, to) = self.temp_file()?;
-        let copied = copy::whole_known(&from, &meta, &to)
-            .and_then(|_| sums::of_file(&File::open(&tmp)?))
+        let copied = copy::whole_summed(&from, &meta, &to)
             .map_err(|e| host_err(&e))
             .and_then(|content| self.install(&tmp, path, stamp).map(|()| content));
         if copied.is_err() {
@@ -355,11 +354,11 @@ impl Store {
         tmp_name.push(format!(".locus-{}", std::process::id()));
         let tmp = dest.with_file_name(tmp_name);
         let copied = File::create(&tmp)
-            .and_then(|to| copy::whole(&from, &to))
-            .and_then(|n| {
+            .and_then(|to| copy::whole_summed(&from, &from.metadata()?, &to))
+            .and_then(|content| {
                 // What was copied out is what is checked.
-                match sums::check(&File::open(&tmp)?, expect.0, expect.1)? {
-                    Ok(()) => std::fs::rename(&tmp, dest).map(|()| Ok(n)),
+                match sums::judge(content, expect.0, expect.1) {
+                    Ok(()) => std::fs::rename(&tmp, dest).map(|()| Ok(content.size)),
                     Err(why) => Ok(Err(why)),
                 }
             })

@@ -5,6 +5,7 @@
 use crate::copy;
 use crate::path::checked;
 use crate::store::Store;
+use crate::sums::Content;
 use locus_proto::fs::{TransferReply, TransferRequest};
 use locus_proto::{frame, Errno, FsError, FsResult};
 use std::fs::File;
@@ -138,13 +139,13 @@ pub fn fetch(
 /// Client side, for a holder on this host: copies copy `stamp` of `path`
 /// from the holder's store into `dest` directly (no socket), if this
 /// process can open the holder's file and it is the one the holder named
-/// (same device and inode).
+/// (same device and inode); returns what it copied, hashed on the way.
 /// `Ok(Ok(None))`: it cannot, fetch over the network.
 pub fn copy_local(
     stream: &mut TcpStream,
     (path, stamp): (&str, u64),
     dest: &File,
-) -> io::Result<FsResult<Option<u64>>> {
+) -> io::Result<FsResult<Option<Content>>> {
     let (file, dev, ino) = match locate(stream, (path, stamp))? {
         Ok(Some(located)) => located,
         Ok(None) => return Ok(Err(FsError::new(Errno::ENOENT, path))),
@@ -158,7 +159,7 @@ pub fn copy_local(
         _ => return Ok(Ok(None)),
     };
     // A failure here (a full disk) is this node's, not the holder's.
-    Ok(copy::whole_known(&src, &meta, dest)
+    Ok(copy::whole_summed(&src, &meta, dest)
         .map(Some)
         .map_err(|e| FsError::io(path, &e)))
 }

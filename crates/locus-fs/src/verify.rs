@@ -89,10 +89,10 @@ impl Client {
     }
 
     /// Notes this node's copy of version `rec` of `path`, just hashed and
-    /// stored by this client, as checked: reading back what it wrote does
-    /// not hash it again.
-    pub(crate) fn written_here(&self, path: &str, rec: &Record) {
-        if !self.holds(rec) || rec.sum.is_none() {
+    /// stored by this client (written, or fetched and checked), as checked:
+    /// reading back what it wrote or fetched does not hash it again.
+    pub(crate) fn checked_here(&self, path: &str, rec: &Record) {
+        if rec.sum.is_none() {
             return;
         }
         let file = self.store().data_path(path, rec.stamp);

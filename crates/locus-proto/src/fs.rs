@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 /// Index of a node (and of its daemon) in the cluster's node list.
 pub type NodeId = u32;
 
-/// The BLAKE3 hash of a version's bytes.
-pub type Sum = [u8; 32];
+/// What vouches for a version's bytes: the XXH3-128 hash of the XXH3-128
+/// hashes of its 1 MiB chunks and its size (`locus_fs::sums`).
+pub type Sum = [u8; 16];
 
 /// How a stored copy differs from the version its record names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

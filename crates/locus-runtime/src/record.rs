@@ -138,13 +138,13 @@ impl Seen {
     }
 }
 
-/// The BLAKE3 hash of the bytes of host file `path`, in hex, read off the
-/// async threads; `None` if it cannot be read.
+/// The hash of the bytes of host file `path` (as a Locus file's record
+/// vouches for its bytes), in hex, read off the async threads; `None` if it
+/// cannot be read.
 pub async fn hash_of(path: PathBuf) -> Option<String> {
     let hash = move || -> io::Result<String> {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update_reader(std::fs::File::open(&path)?)?;
-        Ok(hasher.finalize().to_hex().to_string())
+        let content = locus_fs::sums::of_file(&std::fs::File::open(&path)?)?;
+        Ok(locus_fs::sums::hex(&content.sum))
     };
     tokio::task::spawn_blocking(hash).await.ok()?.ok()
 }
