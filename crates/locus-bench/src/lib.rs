@@ -19,5 +19,6 @@ pub mod outputs;
 pub mod replicas;
 mod report;
 pub mod resume;
+pub mod scrub;
 pub mod tasks;
 mod workspace;

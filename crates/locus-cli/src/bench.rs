@@ -5,7 +5,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 use locus_bench::emulated::{ClusterOpts, Deployed, HostCpus};
 use locus_bench::filecopy::{self, Scaling};
-use locus_bench::{check, io, mapreduce, meta, meta_cluster, outputs, tasks};
+use locus_bench::{check, io, mapreduce, meta, meta_cluster, outputs, scrub, tasks};
 use locus_fs::Durability;
 use locus_launch::{Daemons, Emulation, Rate};
 use std::path::PathBuf;
@@ -369,6 +369,19 @@ pub enum BenchCommand {
         #[arg(long, value_delimiter = ',', default_value = "1,2")]
         replicas: Vec<u32>,
     },
+    /// How fast a scrub checks a node's copies from the disk, beside
+    /// reading files of the same sizes.
+    Scrub {
+        #[command(flatten)]
+        common: Common,
+        #[arg(long, default_value_t = 4)]
+        files: u32,
+        /// MiB per file.
+        #[arg(long, default_value_t = 256)]
+        size_mib: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -578,6 +591,19 @@ pub fn run(b: BenchCommand) -> Result<()> {
             files,
             size: size_mib << 20,
             creates,
+            rounds,
+            daemons: common.daemons()?,
+            dir: common.dir,
+            keep: common.keep,
+        }),
+        BenchCommand::Scrub {
+            common,
+            files,
+            size_mib,
+            rounds,
+        } => scrub::run(scrub::ScrubOpts {
+            files,
+            size: size_mib << 20,
             rounds,
             daemons: common.daemons()?,
             dir: common.dir,

@@ -3,6 +3,7 @@
 
 use crate::format::sprintf;
 use crate::json;
+use crate::strings;
 use crate::value::{format_float, Key, Location, Value};
 use crate::CommandLine;
 use locus_lang::ast::{BinOp, UnOp};
@@ -415,48 +416,23 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
         }
         Pure::Find => {
             let (s, sub) = (string(arg(0)?)?, string(arg(1)?)?);
-            let start = int(arg(2)?)?.max(0) as usize;
-            Value::Int(
-                s.get(start..)
-                    .and_then(|r| r.find(sub))
-                    .map_or(-1, |i| (i + start) as i64),
-            )
+            Value::Int(strings::find(s, sub, int(arg(2)?)?, int(arg(3)?)?))
         }
         Pure::Replace => {
-            Value::Str(string(arg(0)?)?.replacen(string(arg(1)?)?, string(arg(2)?)?, 1))
+            let (s, sub, rep) = (string(arg(0)?)?, string(arg(1)?)?, string(arg(2)?)?);
+            Value::Str(strings::replace(s, sub, rep, int(arg(3)?)?))
         }
         Pure::ReplaceAll => {
             let (s, sub, rep) = (string(arg(0)?)?, string(arg(1)?)?, string(arg(2)?)?);
-            let start = a.get(3).map(int).transpose()?.unwrap_or(0).max(0) as usize;
-            let start = (0..=start.min(s.len()))
-                .rev()
-                .find(|i| s.is_char_boundary(*i))
-                .unwrap_or(0);
-            Value::Str(format!("{}{}", &s[..start], s[start..].replace(sub, rep)))
+            let start = a.get(3).map(int).transpose()?.unwrap_or(0);
+            let end = a.get(4).map(int).transpose()?;
+            Value::Str(strings::replace_all(s, sub, rep, start, end))
         }
         Pure::StringCount => {
             let (s, sub) = (string(arg(0)?)?, string(arg(1)?)?);
-            let chars: Vec<char> = s.chars().collect();
-            let start = a
-                .get(2)
-                .map(int)
-                .transpose()?
-                .unwrap_or(0)
-                .clamp(0, chars.len() as i64);
+            let start = a.get(2).map(int).transpose()?.unwrap_or(0);
             let end = a.get(3).map(int).transpose()?.unwrap_or(-1);
-            let end = if end < 0 {
-                chars.len() as i64
-            } else {
-                end.min(chars.len() as i64)
-            };
-            let window: String = chars[start as usize..end.max(start) as usize]
-                .iter()
-                .collect();
-            Value::Int(if sub.is_empty() {
-                0
-            } else {
-                window.matches(sub).count() as i64
-            })
+            Value::Int(strings::count(s, sub, start, end))
         }
         Pure::IsInt => Value::Bool(string(arg(0)?)?.trim().parse::<i64>().is_ok()),
         Pure::Hash => {
@@ -480,11 +456,14 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
                 .collect();
             array(picked)
         }
-        Pure::Split => array(
-            string(arg(0)?)?
-                .split(string(arg(1)?)?)
-                .map(|p| Value::Str(p.to_string())),
-        ),
+        Pure::Split => {
+            let delimiters = a.get(1).map(string).transpose()?;
+            array(
+                strings::split(string(arg(0)?)?, delimiters)
+                    .into_iter()
+                    .map(Value::Str),
+            )
+        }
         Pure::Join => {
             let parts: Vec<String> = members(arg(0)?)?.values().map(Value::render).collect();
             Value::Str(parts.join(string(arg(1)?)?))

@@ -30,6 +30,7 @@ pub mod server;
 pub mod spawn;
 pub mod storage;
 pub mod store;
+mod strings;
 pub mod value;
 pub mod wire;
 pub mod worker;
