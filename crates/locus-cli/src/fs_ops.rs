@@ -210,6 +210,13 @@ pub enum FsOp {
     Cat {
         #[command(flatten)]
         c: ClientArgs,
+        /// Print from this byte on (only the 1 MiB chunks read are checked
+        /// where this node keeps the file).
+        #[arg(long)]
+        offset: Option<u64>,
+        /// Print at most this many bytes.
+        #[arg(long)]
+        length: Option<u64>,
         #[arg(value_parser = locus_path)]
         path: String,
     },
@@ -416,9 +423,23 @@ async fn run_op(op: FsOp) -> Result<()> {
                 locus_fs::stage::get_tree(&client, &path, &local, Via::Client).await?;
             }
         }
-        FsOp::Cat { c, path } => {
+        FsOp::Cat {
+            c,
+            offset: None,
+            length: None,
+            path,
+        } => {
             let mut f = c.client()?.open_read(&path).await?;
             std::io::copy(&mut f, &mut out)?;
+        }
+        FsOp::Cat {
+            c,
+            offset,
+            length,
+            path,
+        } => {
+            let (offset, length) = (offset.unwrap_or(0), length.unwrap_or(u64::MAX));
+            out.write_all(&c.client()?.read_range(&path, offset, length).await?)?;
         }
         FsOp::Locate { c, path } => {
             let client = c.client()?;

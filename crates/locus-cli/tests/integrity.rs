@@ -358,3 +358,88 @@ fn a_run_makes_again_a_file_of_its_own_whose_only_copy_went_bad() {
     let out = rt().block_on(client.get("/m/c.txt")).unwrap();
     assert_eq!(String::from_utf8_lossy(&out), "made\nwaited\n");
 }
+
+/// Flips four bytes of `copy` at `at`.
+fn flip_at(copy: &Path, at: u64) {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(copy)
+        .unwrap();
+    let mut four = [0u8; 4];
+    f.read_exact_at(&mut four, at).unwrap();
+    f.write_all_at(&four.map(|b| b ^ 0x5a), at).unwrap();
+}
+
+const MIB: usize = 1 << 20;
+
+#[test]
+fn a_damaged_chunk_of_a_big_file_is_found_by_a_read_of_that_range_alone() {
+    let c = TestCluster::up(2);
+    let rt = rt();
+    let bytes = content(100 * MIB + 5);
+    let rec = rt.block_on(c.client(0).put("/big.bin", &bytes)).unwrap();
+    flip_at(&c.stored(0, "/big.bin", rec.stamp), 50 * MIB as u64 + 100);
+    // A new client remembers no check: a range elsewhere reads right,
+    // which it could not if the whole file were checked.
+    let reader = c.client(0);
+    let elsewhere = rt
+        .block_on(reader.read_range("/big.bin", 10 * MIB as u64 - 7, 4096))
+        .unwrap();
+    assert_eq!(elsewhere, bytes[10 * MIB - 7..][..4096]);
+    let tail = rt
+        .block_on(reader.read_range("/big.bin", 100 * MIB as u64, 100))
+        .unwrap();
+    assert_eq!(tail, bytes[100 * MIB..], "fewer bytes at the end");
+    let out = c.fs(&[
+        "cat", "--node", "0", "--offset", "1048576", "--length", "10", "/big.bin",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, bytes[MIB..][..10]);
+    // The damaged range: EIO naming the path, the node and the chunk.
+    let e = rt
+        .block_on(reader.read_range("/big.bin", 50 * MIB as u64 + 90, 64))
+        .unwrap_err();
+    assert_eq!(e.code, Errno::EIO, "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("/big.bin") && msg.contains("node 0") && msg.contains("50..51 MiB"),
+        "{msg}"
+    );
+    let out = c.fs(&[
+        "cat", "--node", "0", "--offset", "52428800", "--length", "200", "/big.bin",
+    ]);
+    assert!(!out.status.success(), "damaged bytes served");
+    assert!(out.stdout.is_empty());
+    assert_eq!(set_aside(&c, 0), 1);
+}
+
+#[test]
+fn a_damaged_chunk_read_by_its_range_is_read_from_another_copy_and_replaced() {
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let rt = rt();
+    let bytes = content(20 * MIB + 3);
+    let rec = put_settled(&c, &rt, "/big.bin", &bytes);
+    let bad = rec.holders[0];
+    let copy = c.stored(bad, "/big.bin", rec.stamp);
+    flip_at(&copy, 7 * MIB as u64 + 1);
+    let got = rt
+        .block_on(c.client(bad).read_range("/big.bin", 7 * MIB as u64, 4096))
+        .unwrap();
+    assert_eq!(got, bytes[7 * MIB..][..4096]);
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        bytes,
+        "a good copy in its place"
+    );
+    assert_eq!(set_aside(&c, bad), 1);
+    let now = rt.block_on(c.client(bad).stat("/big.bin")).unwrap();
+    assert!(
+        now.holders.contains(&bad) && now.holders.len() >= 2,
+        "{now:?}"
+    );
+}

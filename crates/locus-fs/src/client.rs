@@ -17,7 +17,7 @@ use crate::peer::{is_unreachable, Endpoint, Peer};
 use crate::placement::Placement;
 use crate::ring::Ring;
 use crate::store::Store;
-use crate::sums::{self, Content, Mismatch, Summer};
+use crate::sums::{self, Chunks, Content, Mismatch, Summer};
 use crate::transfer;
 use futures_util::future::join_all;
 use locus_proto::auth::{Channel, Secret};
@@ -1593,7 +1593,7 @@ impl Client {
         path: &str,
         rec: &Record,
         dest: File,
-    ) -> FsResult<(NodeId, Result<Option<Content>, Mismatch>)> {
+    ) -> FsResult<(NodeId, Result<Option<Chunks>, Mismatch>)> {
         let (client, path) = (self.clone(), path.to_string());
         let (holders, stamp, size) = (self.remote_holders(rec), rec.stamp, rec.size);
         tokio::task::spawn_blocking(move || {
@@ -1619,7 +1619,7 @@ impl Client {
         (path, stamp): (&str, u64),
         size: u64,
         dest: &File,
-    ) -> FsResult<Result<Option<Content>, Mismatch>> {
+    ) -> FsResult<Result<Option<Chunks>, Mismatch>> {
         // A holder on this host is copied from directly, without a socket,
         // its bytes hashed as they pass.
         if self.same_host(node) {
@@ -1806,7 +1806,7 @@ impl Client {
                     }
                 };
                 let verdict = match sent {
-                    Ok(Some(copied)) => Ok(sums::judge(copied, rec.size, rec.sum)),
+                    Ok(Some(copied)) => Ok(crate::verify::judge_copied(&tmp, &copied, &rec)),
                     Ok(None) => self.check_copy(path, &rec, &tmp).await,
                     Err(why) => Ok(Err(why)),
                 };
@@ -2669,7 +2669,7 @@ pub struct Output {
     mode: u32,
     /// What a writer of this client wrote, hashed as it was written (a
     /// program's output is read once it is done).
-    written: Option<Content>,
+    written: Option<Chunks>,
 }
 
 /// Where a file's data is on this node, once `local_copy` made it local.
@@ -3005,21 +3005,24 @@ impl Output {
 /// What the file a program wrote for `out` holds (`EISDIR` for a
 /// directory), read off the async threads.
 async fn output_content(out: &Output) -> FsResult<Content> {
-    let (path, local, written) = (out.path.clone(), out.local.clone(), out.written);
+    let (path, local, written) = (out.path.clone(), out.local.clone(), out.written.clone());
     blocking(move || content_of(&path, &local, written)).await
 }
 
 /// What file `local`, written for `path`, holds: `written`, hashed by its
-/// writer as it wrote, while the file is as long as that; else read.
-fn content_of(path: &str, local: &Path, written: Option<Content>) -> FsResult<Content> {
+/// writer as it wrote, while the file is as long as that; else read. Its
+/// chunks' hashes are kept with it.
+fn content_of(path: &str, local: &Path, written: Option<Chunks>) -> FsResult<Content> {
     let io_err = |e: &io::Error| FsError::io(path, e);
     let file = File::open(local).map_err(|e| io_err(&e))?;
     let meta = file.metadata().map_err(|e| io_err(&e))?;
     if meta.is_dir() {
         return Err(FsError::new(Errno::EISDIR, path));
     }
-    match written {
-        Some(c) if meta.len() == c.size => Ok(c),
-        _ => sums::of_file(&file).map_err(|e| io_err(&e)),
-    }
+    let chunks = match written {
+        Some(c) if meta.len() == c.size => c,
+        _ => sums::of_file(&file).map_err(|e| io_err(&e))?,
+    };
+    sums::keep(&file, &chunks);
+    Ok(chunks.content())
 }

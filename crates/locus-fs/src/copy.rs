@@ -5,7 +5,7 @@
 //! splices page by page, a fifth slower than reading and writing 1 MiB at a
 //! time: 256 MiB from the page cache, 4.2 against 5.1-5.3 GB/s here.
 
-use crate::sums::{self, Content, Summer};
+use crate::sums::{self, Chunks, Summer};
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -30,7 +30,7 @@ pub fn whole_known(from: &File, meta: &Metadata, to: &File) -> io::Result<u64> {
 
 /// `whole_known`, also saying what the bytes copied are: hashed as they
 /// pass through the buffer (a reflinked copy is read).
-pub fn whole_summed(from: &File, meta: &Metadata, to: &File) -> io::Result<Content> {
+pub fn whole_summed(from: &File, meta: &Metadata, to: &File) -> io::Result<Chunks> {
     let mut summer = Summer::default();
     match each_piece(from, meta, to, |bytes| summer.update(bytes))? {
         Copied::Reflinked => sums::of_file(from),

@@ -16,6 +16,7 @@ pub mod path;
 pub mod peer;
 pub mod placement;
 pub mod private_dir;
+mod ranged;
 mod repair;
 pub mod replicate;
 pub mod ring;

@@ -322,6 +322,10 @@ impl Store {
         }
         let (tmp, to) = self.temp_file()?;
         let copied = copy::whole_summed(&from, &meta, &to)
+            .map(|chunks| {
+                sums::keep(&to, &chunks);
+                chunks.content()
+            })
             .map_err(|e| host_err(&e))
             .and_then(|content| self.install(&tmp, path, stamp).map(|()| content));
         if copied.is_err() {
@@ -357,7 +361,7 @@ impl Store {
             .and_then(|to| copy::whole_summed(&from, &from.metadata()?, &to))
             .and_then(|content| {
                 // What was copied out is what is checked.
-                match sums::judge(content, expect.0, expect.1) {
+                match sums::judge(content.content(), expect.0, expect.1) {
                     Ok(()) => std::fs::rename(&tmp, dest).map(|()| Ok(content.size)),
                     Err(why) => Ok(Err(why)),
                 }

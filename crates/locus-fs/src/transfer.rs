@@ -5,7 +5,7 @@
 use crate::copy;
 use crate::path::checked;
 use crate::store::Store;
-use crate::sums::Content;
+use crate::sums::Chunks;
 use locus_proto::fs::{TransferReply, TransferRequest};
 use locus_proto::{frame, Errno, FsError, FsResult};
 use std::fs::File;
@@ -145,7 +145,7 @@ pub fn copy_local(
     stream: &mut TcpStream,
     (path, stamp): (&str, u64),
     dest: &File,
-) -> io::Result<FsResult<Option<Content>>> {
+) -> io::Result<FsResult<Option<Chunks>>> {
     let (file, dev, ino) = match locate(stream, (path, stamp))? {
         Ok(Some(located)) => located,
         Ok(None) => return Ok(Err(FsError::new(Errno::ENOENT, path))),

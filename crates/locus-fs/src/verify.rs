@@ -11,7 +11,7 @@
 //! it, pay once. What changes a copy's bytes without a write through the
 //! kernel (a failing disk) is found by reading it in a new client.
 
-use crate::sums::{self, Mismatch};
+use crate::sums::{self, Chunks, Mismatch};
 use crate::Client;
 use locus_proto::fs::{NodeId, Record, Request};
 use locus_proto::{Cause, Errno, FsError, FsResult};
@@ -49,6 +49,18 @@ fn check_file(file: &Path, rec: &Record) -> std::io::Result<Result<(), Mismatch>
     sums::check(&File::open(file)?, rec.size, rec.sum)
 }
 
+/// Whether `copied`, the chunks of the bytes copied into `file`, are
+/// version `rec`'s; if so `file` keeps them.
+pub(crate) fn judge_copied(file: &Path, copied: &Chunks, rec: &Record) -> Result<(), Mismatch> {
+    let verdict = sums::judge(copied.content(), rec.size, rec.sum);
+    if verdict.is_ok() && rec.sum.is_some() {
+        if let Ok(f) = File::open(file) {
+            sums::keep(&f, copied);
+        }
+    }
+    verdict
+}
+
 /// The error of a read that found no good copy: each bad one's node and
 /// fault (none: every holder was dropped before, its copy found bad).
 pub(crate) fn no_good_copy(path: &str, bad: &[(NodeId, Mismatch)]) -> FsError {
@@ -83,7 +95,11 @@ impl Client {
         }
         let verdict = self.check_copy(path, rec, file).await?;
         if verdict.is_ok() {
-            self.remember(key, now);
+            // As it is now: a check that kept the chunks' hashes with it
+            // changed its change time.
+            if let Ok(meta) = std::fs::metadata(file) {
+                self.remember(key, state(&meta));
+            }
         }
         Ok(verdict)
     }

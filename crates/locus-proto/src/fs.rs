@@ -18,6 +18,9 @@ pub enum Mismatch {
     Size(u64),
     /// Its bytes hash to something else.
     Bytes,
+    /// The bytes of this chunk (of `locus_fs::sums::CHUNK` bytes, from 0)
+    /// hash to something else.
+    Chunk(u64),
     /// It is gone from the store that holds it.
     Missing,
 }
@@ -27,6 +30,12 @@ impl std::fmt::Display for Mismatch {
         match self {
             Mismatch::Size(n) => write!(f, "the copy holds {n} bytes"),
             Mismatch::Bytes => f.write_str("the copy's bytes are not the ones written"),
+            Mismatch::Chunk(k) => write!(
+                f,
+                "the copy's bytes {}..{} MiB are not the ones written",
+                k,
+                k + 1
+            ),
             Mismatch::Missing => f.write_str("the copy is gone"),
         }
     }

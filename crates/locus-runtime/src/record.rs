@@ -143,7 +143,7 @@ impl Seen {
 /// cannot be read.
 pub async fn hash_of(path: PathBuf) -> Option<String> {
     let hash = move || -> io::Result<String> {
-        let content = locus_fs::sums::of_file(&std::fs::File::open(&path)?)?;
+        let content = locus_fs::sums::of_file(&std::fs::File::open(&path)?)?.content();
         Ok(locus_fs::sums::hex(&content.sum))
     };
     tokio::task::spawn_blocking(hash).await.ok()?.ok()
