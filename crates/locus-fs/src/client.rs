@@ -2768,7 +2768,6 @@ impl Writer {
         self.closed = true;
         drop(self.file.take().expect("open until closed"));
         let content = self.content().await?;
-        let size = content.size;
         // A copy on a node that does not answer would not count: the
         // replica goes to the next node that does.
         let follower = match self.follower.take() {
@@ -2778,7 +2777,7 @@ impl Writer {
         let made = match follower {
             Some(f) => {
                 let (node, path, token) = (f.node, self.path.clone(), self.lease.token);
-                match blocking(move || f.finish(&path, token, size)).await {
+                match blocking(move || f.finish(&path, token, content)).await {
                     Ok(()) => vec![node],
                     Err(e) => {
                         tracing::debug!("{}: replica copy while writing: {e}", self.path);

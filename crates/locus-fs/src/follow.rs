@@ -6,6 +6,7 @@
 
 use crate::copy;
 use crate::store::Store;
+use crate::sums::{self, Chunks, Content, Summer};
 use locus_proto::fs::NodeId;
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
@@ -25,7 +26,8 @@ pub struct Follower {
     store: Store,
     tmp: PathBuf,
     state: Arc<State>,
-    thread: Option<JoinHandle<io::Result<u64>>>,
+    /// The copy's bytes and their chunks, hashed as they were copied.
+    thread: Option<JoinHandle<io::Result<(File, Chunks)>>>,
 }
 
 #[derive(Default)]
@@ -50,7 +52,12 @@ impl Follower {
             .name("locus-follow".into())
             .spawn({
                 let state = state.clone();
-                move || copy_as_written(&from, &to, &state.done, &state.cancelled)
+                move || {
+                    let mut summer = Summer::default();
+                    let sum = |bytes: &[u8]| summer.update(bytes);
+                    follow(&from, &to, (&state.done, &state.cancelled), sum)?;
+                    Ok((to, summer.finish()))
+                }
             });
         match spawned {
             Ok(thread) => Ok(Follower {
@@ -67,18 +74,27 @@ impl Follower {
         }
     }
 
-    /// Once the writer wrote its last byte: waits for the copy of all
-    /// `size` bytes and stores it as copy `stamp` of `path` on its node.
-    pub fn finish(mut self, path: &str, stamp: u64, size: u64) -> FsResult<()> {
+    /// Once the writer wrote its last byte: waits for the copy and, if it
+    /// holds what the writer wrote (`written`), stores it as copy `stamp`
+    /// of `path` on its node.
+    pub fn finish(mut self, path: &str, stamp: u64, written: Content) -> FsResult<()> {
         self.state.done.store(true, Ordering::Release);
         let thread = self.thread.take().expect("finished once");
-        let copied = match thread.join() {
-            Ok(Ok(n)) if n == size => self.store.install(&self.tmp, path, stamp),
-            Ok(Ok(n)) => Err(FsError::new(Errno::EIO, path)
-                .with_detail(format!("replica copy has {n} of {size} bytes"))),
-            Ok(Err(e)) => Err(FsError::io(path, &e)),
-            Err(_) => Err(FsError::new(Errno::EIO, path).with_detail("replica copy panicked")),
-        };
+        let copied =
+            match thread.join() {
+                Ok(Ok((file, chunks))) => {
+                    match sums::judge(chunks.content(), written.size, Some(written.sum)) {
+                        Ok(()) => {
+                            sums::keep(&file, &chunks);
+                            self.store.install(&self.tmp, path, stamp)
+                        }
+                        Err(why) => Err(FsError::new(Errno::EIO, path)
+                            .with_detail(format!("replica copy: {why}"))),
+                    }
+                }
+                Ok(Err(e)) => Err(FsError::io(path, &e)),
+                Err(_) => Err(FsError::new(Errno::EIO, path).with_detail("replica copy panicked")),
+            };
         if copied.is_err() {
             self.store.discard(&self.tmp);
         }
@@ -106,6 +122,16 @@ pub fn copy_as_written(
     done: &AtomicBool,
     cancelled: &AtomicBool,
 ) -> io::Result<u64> {
+    follow(from, to, (done, cancelled), |_| {})
+}
+
+/// `copy_as_written`, showing each piece copied to `seen`, in order.
+fn follow(
+    from: &File,
+    to: &File,
+    (done, cancelled): (&AtomicBool, &AtomicBool),
+    mut seen: impl FnMut(&[u8]),
+) -> io::Result<u64> {
     let mut buf = vec![0; copy::PIECE];
     let mut at = 0;
     loop {
@@ -115,7 +141,10 @@ pub fn copy_as_written(
         loop {
             match copy::piece(from, to, at, &mut buf)? {
                 0 => break,
-                n => at += n as u64,
+                n => {
+                    seen(&buf[..n]);
+                    at += n as u64;
+                }
             }
             if cancelled.load(Ordering::Acquire) {
                 return Ok(at);
@@ -144,18 +173,23 @@ mod tests {
         for _ in 0..20 {
             file.write_all(&chunk).unwrap();
         }
-        follower.finish("/d/f", 9, 6_000_000).unwrap();
+        let written = sums::of_bytes(&chunk.repeat(20));
+        follower.finish("/d/f", 9, written).unwrap();
         let copy = Store::open(&theirs).unwrap().data_path("/d/f", 9);
-        assert_eq!(std::fs::read(copy).unwrap().len(), 6_000_000);
+        assert_eq!(std::fs::read(&copy).unwrap(), chunk.repeat(20));
+        let kept = sums::kept(&File::open(&copy).unwrap(), written);
+        assert!(kept.is_some(), "the replica keeps its chunks' hashes");
         // Cancelled (dropped) while the writer writes: no file is left.
         let follower = Follower::start(1, &theirs, &tmp).unwrap();
         file.write_all(&chunk).unwrap();
         drop(follower);
         assert_eq!(std::fs::read_dir(theirs.join("tmp")).unwrap().count(), 0);
-        // A size that does not match what was written: not stored.
-        let follower = Follower::start(1, &theirs, &tmp).unwrap();
-        let e = follower.finish("/d/g", 9, 1).unwrap_err();
-        assert_eq!(e.code, Errno::EIO);
-        assert!(!Store::open(&theirs).unwrap().data_path("/d/g", 9).exists());
+        // A copy that does not hold what was written: not stored.
+        for other in [sums::of_bytes(b"x"), sums::of_bytes(&vec![8u8; 6_300_000])] {
+            let follower = Follower::start(1, &theirs, &tmp).unwrap();
+            let e = follower.finish("/d/g", 9, other).unwrap_err();
+            assert_eq!(e.code, Errno::EIO);
+            assert!(!Store::open(&theirs).unwrap().data_path("/d/g", 9).exists());
+        }
     }
 }
