@@ -1690,8 +1690,16 @@ impl Client {
         }
     }
 
-    fn push_to(&self, node: NodeId, src: &Path, (path, stamp): (&str, u64)) -> FsResult<u64> {
-        self.with_transfer(node, |s| transfer::push(s, src, (path, stamp)))
+    /// Pushes `src` to `node` as copy `stamp` of `path`, kept there only
+    /// if it holds what `sum` says.
+    fn push_to(
+        &self,
+        node: NodeId,
+        src: &Path,
+        (path, stamp): (&str, u64),
+        sum: Option<Sum>,
+    ) -> FsResult<u64> {
+        self.with_transfer(node, |s| transfer::push(s, src, (path, stamp), sum))
     }
 
     /// Makes the current data of `path` present in this node's store and
@@ -2057,7 +2065,13 @@ impl Client {
         let store = &self.inner.store;
         let copies = self.inner.copies.in_dir(parent, Instant::now());
         let replicas = self
-            .push_replicas(&out.local, path, token, me, &[], before_publishing(copies))
+            .push_replicas(
+                &out.local,
+                (path, token, Some(content.sum)),
+                me,
+                &[],
+                before_publishing(copies),
+            )
             .await;
         let installed = match content.size {
             0 => store.install_empty(path, token),
@@ -2285,14 +2299,23 @@ impl Client {
         for i in imports {
             copied.push(i.await.map_err(blocking_failed).and_then(|r| r));
         }
-        let made: Vec<NodeId> = copies
-            .iter()
-            .zip(&copied)
-            .filter(|(_, r)| r.is_ok())
-            .map(|(n, _)| *n)
-            .collect();
+        // A replica counts if it holds what the first copy does (the
+        // source may change while they read it).
+        let first = copied[0].as_ref().ok().copied();
+        let (mut made, mut differ) = (Vec::new(), Vec::new());
+        for (&node, c) in copies.iter().zip(&copied) {
+            match c {
+                Ok(c) if Some(*c) == first => made.push(node),
+                Ok(_) => differ.push(node),
+                Err(_) => {}
+            }
+        }
         match copied.swap_remove(0) {
             Ok(content) => {
+                if !differ.is_empty() {
+                    tracing::warn!("{path}: changed while copied in; copies on {differ:?} dropped");
+                    self.drop_copies(&path, differ, lease.token).await;
+                }
                 let replacing = replacing.as_ref();
                 self.publish(&path, lease.token, content, made, replacing)
                     .await
@@ -2401,10 +2424,7 @@ impl Client {
         placing: (NodeId, u32, &[NodeId]),
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
-        let copies = match self
-            .place_bytes(src, (path, token, content.size), placing)
-            .await
-        {
+        let copies = match self.place_bytes(src, (path, token, content), placing).await {
             Ok(c) => c,
             Err(e) => {
                 self.give_up(path, token, replacing.is_none()).await;
@@ -2423,9 +2443,10 @@ impl Client {
     async fn place_bytes(
         &self,
         src: &Path,
-        (path, stamp, size): (&str, u64, u64),
+        (path, stamp, content): (&str, u64, Content),
         (target, copies, made): (NodeId, u32, &[NodeId]),
     ) -> FsResult<Vec<NodeId>> {
+        let sum = Some(content.sum);
         let here = target == self.inner.me && !self.inner.diskless;
         let wanted = match here {
             true => before_publishing(copies),
@@ -2433,18 +2454,21 @@ impl Client {
         };
         let wanted = wanted.saturating_sub(made.len() as u32);
         let pushed = self
-            .push_replicas(src, path, stamp, target, made, wanted)
+            .push_replicas(src, (path, stamp, sum), target, made, wanted)
             .await;
         let replicas: Vec<NodeId> = made.iter().copied().chain(pushed).collect();
         let placed = if here {
-            let installed = self.inner.store.install_sized(src, path, stamp, size);
+            let installed = self
+                .inner
+                .store
+                .install_sized(src, path, stamp, content.size);
             if installed.is_err() {
                 self.inner.store.discard(src);
             }
             installed
         } else {
             let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
-            let pushed = blocking(move || c.push_to(target, &l, (&p, stamp))).await;
+            let pushed = blocking(move || c.push_to(target, &l, (&p, stamp), sum)).await;
             self.inner.store.discard(src);
             pushed.map(drop)
         };
@@ -2462,8 +2486,7 @@ impl Client {
     async fn push_replicas(
         &self,
         src: &Path,
-        path: &str,
-        stamp: u64,
+        (path, stamp, sum): (&str, u64, Option<Sum>),
         holder: NodeId,
         have: &[NodeId],
         wanted: u32,
@@ -2478,12 +2501,19 @@ impl Client {
                 break;
             }
             let copied = if self.same_host(node) {
-                self.import_on(node, path, stamp, src).await.map(|c| c.size)
+                self.import_on(node, path, stamp, src).await.map(Some)
             } else {
                 let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
-                blocking(move || c.push_to(node, &l, (&p, stamp))).await
+                blocking(move || c.push_to(node, &l, (&p, stamp), sum))
+                    .await
+                    .map(|_| None)
             };
             match copied {
+                // A copy on this host was hashed as it was made.
+                Ok(Some(c)) if sum.is_some_and(|sum| c.sum != sum) => {
+                    tracing::warn!("{path}: the replica made on node {node} differs; dropped");
+                    self.drop_copies(path, vec![node], stamp).await;
+                }
                 Ok(_) => made.push(node),
                 Err(e) => tracing::debug!("{path}: no replica on node {node}: {e}"),
             }
@@ -2524,8 +2554,7 @@ impl Client {
             let made = c
                 .push_replicas(
                     &src,
-                    &path,
-                    rec.stamp,
+                    (&path, rec.stamp, rec.sum),
                     rec.holders[0],
                     &rec.holders,
                     missing,

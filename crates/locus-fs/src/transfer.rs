@@ -5,8 +5,8 @@
 use crate::copy;
 use crate::path::checked;
 use crate::store::Store;
-use crate::sums::Chunks;
-use locus_proto::fs::{TransferReply, TransferRequest};
+use crate::sums::{self, Chunks};
+use locus_proto::fs::{Sum, TransferReply, TransferRequest};
 use locus_proto::{frame, Errno, FsError, FsResult};
 use std::fs::File;
 use std::io::{self, Write};
@@ -58,10 +58,15 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
                 let reply = located.unwrap_or_else(TransferReply::Err);
                 stream.write_all(&frame::encode(&reply)?)?;
             }
-            TransferRequest::Push { path, stamp, size } => {
+            TransferRequest::Push {
+                path,
+                stamp,
+                size,
+                sum,
+            } => {
                 // After a failed push the byte stream may be out of step:
                 // answer, then close the connection.
-                let failed = receive(&mut stream, store, &path, stamp, size).err();
+                let failed = receive(&mut stream, store, (&path, stamp), (size, sum)).err();
                 let reply = match &failed {
                     None => TransferReply::Ready { size },
                     Some(e) => TransferReply::Err(e.clone()),
@@ -86,19 +91,24 @@ fn reply_err(stream: &mut TcpStream, e: FsError) -> io::Result<()> {
     stream.write_all(&frame::encode(&TransferReply::Err(e))?)
 }
 
-/// Reads exactly `size` bytes from `stream` into a temporary file and installs
-/// it as copy `stamp` of `path`.
+/// Reads exactly `size` bytes from `stream` into a temporary file and, if
+/// they hash to `sum` (when given), installs it as copy `stamp` of `path`.
 fn receive(
     stream: &mut TcpStream,
     store: &Store,
-    path: &str,
-    stamp: u64,
-    size: u64,
+    (path, stamp): (&str, u64),
+    (size, sum): (u64, Option<Sum>),
 ) -> FsResult<()> {
     checked(path)?;
     let (tmp, file) = store.temp_file()?;
     let result = match receive_into(stream, (path, &file), 0, size) {
-        Ok(_) => store.install(&tmp, path, stamp),
+        Ok(_) => match File::open(&tmp).and_then(|f| sums::check(&f, size, sum)) {
+            Ok(Ok(())) => store.install(&tmp, path, stamp),
+            Ok(Err(why)) => {
+                Err(FsError::new(Errno::EIO, path).with_detail(format!("the pushed copy: {why}")))
+            }
+            Err(e) => Err(FsError::io(path, &e)),
+        },
         Err(e) => {
             Err(this_side(&e).unwrap_or_else(|| FsError::new(Errno::EIO, path).with_detail(e)))
         }
@@ -189,6 +199,7 @@ pub fn push(
     stream: &mut TcpStream,
     src: &Path,
     (path, stamp): (&str, u64),
+    sum: Option<Sum>,
 ) -> io::Result<FsResult<u64>> {
     // Nothing is sent yet: a file that cannot be read is this side's error.
     let opened = File::open(src).and_then(|f| Ok((f.metadata()?.len(), f)));
@@ -200,6 +211,7 @@ pub fn push(
         path: path.to_string(),
         stamp,
         size,
+        sum,
     })?)?;
     send_range(&file, stream, 0, size)?;
     Ok(match read_reply(stream)? {
@@ -386,12 +398,57 @@ mod tests {
         let mut stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut peer, _) = listener.accept().unwrap();
         let missing = Path::new("/nonexistent/locus-push-source");
-        let e = push(&mut stream, missing, ("/f", 1)).unwrap().unwrap_err();
+        let e = push(&mut stream, missing, ("/f", 1), None)
+            .unwrap()
+            .unwrap_err();
         assert_eq!(e.code, Errno::ENOENT, "{e}");
         // The stream is still in step: the peer got no byte.
         drop(stream);
         let mut got = Vec::new();
         peer.read_to_end(&mut got).unwrap();
         assert!(got.is_empty());
+    }
+
+    #[test]
+    fn a_pushed_copy_is_kept_only_if_it_holds_what_its_sum_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("node")).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let served = std::thread::spawn(move || {
+            for _ in 0..2 {
+                let (peer, _) = listener.accept().unwrap();
+                serve(peer, &store).unwrap();
+            }
+        });
+        let src = dir.path().join("src");
+        let bytes = vec![3u8; 3 * sums::CHUNK + 11];
+        std::fs::write(&src, &bytes).unwrap();
+        let right = sums::of_bytes(&bytes).sum;
+        let mut stream = TcpStream::connect(addr).unwrap();
+        let pushed = push(&mut stream, &src, ("/d/f", 7), Some(right)).unwrap();
+        assert_eq!(pushed.unwrap(), bytes.len() as u64);
+        drop(stream);
+        let wrong = sums::of_bytes(b"other bytes").sum;
+        let mut stream = TcpStream::connect(addr).unwrap();
+        let e = push(&mut stream, &src, ("/d/g", 7), Some(wrong))
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(e.code, Errno::EIO, "{e}");
+        drop(stream);
+        served.join().unwrap();
+        let store = Store::open(&dir.path().join("node")).unwrap();
+        let kept = File::open(store.data_path("/d/f", 7)).unwrap();
+        assert_eq!(sums::of_file(&kept).unwrap().content().sum, right);
+        assert!(
+            !store.data_path("/d/g", 7).exists(),
+            "a copy that differs is not kept"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("node/tmp"))
+                .unwrap()
+                .count(),
+            0
+        );
     }
 }

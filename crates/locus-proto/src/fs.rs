@@ -621,9 +621,14 @@ pub enum TransferRequest {
         offset: u64,
         len: u64,
     },
-    /// Store `size` raw bytes that follow as copy `stamp` of `path`;
-    /// answered by `Ready`.
-    Push { path: String, stamp: u64, size: u64 },
+    /// Store `size` raw bytes that follow as copy `stamp` of `path`, if
+    /// they hash to `sum` (when given); answered by `Ready`.
+    Push {
+        path: String,
+        stamp: u64,
+        size: u64,
+        sum: Option<Sum>,
+    },
     /// Where stored copy `stamp` of `path` is on the holder's host; answered
     /// by `Located`, for a reader on the same host to copy the file itself.
     Locate { path: String, stamp: u64 },
