@@ -88,9 +88,14 @@ pub enum Work {
         stdout: Option<Arg>,
         stderr: Option<Arg>,
         /// The app's output files: each must have been written when it
-        /// exits 0, named on its command line or not.
+        /// exits 0, named on its command line or not (but `unmapped`).
         #[serde(default)]
         outputs: Vec<String>,
+        /// Those of `outputs` the script did not map (named by the run):
+        /// made empty before the program starts, as Swift/T makes them, so
+        /// one it does not write is an empty file, not a missing output.
+        #[serde(default)]
+        unmapped: Vec<String>,
         /// `@timeout`, in seconds (else the run's `--task-timeout`).
         #[serde(default)]
         timeout: Option<f64>,

@@ -466,7 +466,12 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
         }
         Pure::Join => {
             let parts: Vec<String> = members(arg(0)?)?.values().map(Value::render).collect();
-            Value::Str(parts.join(string(arg(1)?)?))
+            let separator = a.get(1).map(string).transpose()?.unwrap_or(" ");
+            Value::Str(parts.join(separator))
+        }
+        Pure::JoinArgs => {
+            let parts: Vec<String> = a[1..].iter().map(Value::render).collect();
+            Value::Str(parts.join(string(arg(0)?)?))
         }
         Pure::Trim => Value::Str(string(arg(0)?)?.trim().to_string()),
         Pure::ToUpper => Value::Str(string(arg(0)?)?.to_uppercase()),

@@ -71,7 +71,8 @@ impl Resume {
         })
     }
 
-    fn is_temp(&self, path: &str) -> bool {
+    /// Whether `path` is a name the run gave a file the script did not map.
+    pub fn is_temp(&self, path: &str) -> bool {
         path.starts_with(&format!("{LOCUS_PREFIX}/tmp/")) || path.starts_with(&self.host_temp)
     }
 

@@ -310,12 +310,14 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             stdout,
             stderr,
             outputs,
+            unmapped,
             timeout,
         } => {
             let app = App {
                 cfg,
                 func: &task.func,
                 id: task.id,
+                unmapped,
                 known: fresh(task.stats.as_ref()),
                 timeout: timeout
                     .map(std::time::Duration::from_secs_f64)
@@ -453,6 +455,8 @@ struct App<'a> {
     timeout: Option<std::time::Duration>,
     /// Its inputs' records as its placement read them, while fresh.
     known: &'a [(String, Record)],
+    /// Its outputs the script did not map.
+    unmapped: &'a [String],
 }
 
 /// How long the records a task's placement read of its inputs are used for
@@ -469,7 +473,7 @@ fn fresh(stats: Option<&Stats>) -> &[(String, Record)] {
     }
 }
 
-impl App<'_> {
+impl<'a> App<'a> {
     fn fs(&self, path: &str) -> Result<&Client, String> {
         self.cfg.fs.as_ref().ok_or_else(|| {
             format!(
@@ -556,6 +560,45 @@ impl App<'_> {
         }
     }
 
+    /// Makes each output the script did not map an empty file where the
+    /// program will find it (`staged`: its Locus outputs' private files), as
+    /// Swift/T makes them before an app runs; returns those it made. A Locus
+    /// one not on its command line is staged too, to be published empty,
+    /// except through the mount (where the program may write it itself).
+    fn make_unmapped(&self, staged: &mut Vec<Output>) -> Result<Vec<&'a str>, String> {
+        let fail =
+            |p: &str, e: &dyn std::fmt::Display| format!("app '{}': making {p}: {e}", self.func);
+        let mut made = Vec::new();
+        for p in self.unmapped {
+            let local = match fs_path(p) {
+                Some(fp) => match staged.iter().find(|o| o.path == fp) {
+                    Some(out) => out.local.clone(),
+                    None if self.cfg.mounted.is_some() => continue,
+                    None => {
+                        let out = self.fs(p)?.output(fp).map_err(|e| fail(p, &e))?;
+                        let local = out.local.clone();
+                        staged.push(out);
+                        local
+                    }
+                },
+                None => PathBuf::from(p),
+            };
+            let created = local
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .truncate(false)
+                        .write(true)
+                        .open(&local)
+                });
+            created.map_err(|e| fail(p, &e))?;
+            made.push(p.as_str());
+        }
+        Ok(made)
+    }
+
     /// The hash of the bytes at `local`, when the run records hashes.
     async fn hash(&self, local: &std::path::Path) -> Option<String> {
         match self.cfg.record_hashes {
@@ -617,6 +660,7 @@ impl App<'_> {
         if let Some(e) = failure {
             return Err(e);
         }
+        let made_empty = self.make_unmapped(&mut outputs.pending)?;
         let files = staged.split_off(argv.len());
         let words: Vec<String> = staged.into_iter().flatten().collect();
         io.stage_us = staging.elapsed().as_micros() as u64;
@@ -662,6 +706,7 @@ impl App<'_> {
                 Some(0) => declared
                     .iter()
                     .zip(&before)
+                    .filter(|(p, _)| !made_empty.contains(&p.as_str()))
                     .find(|(p, was)| !outputs.written(p, was, started))
                     // Nextflow's rule: a program that says it succeeded but
                     // did not write what it must have written failed.

@@ -11,3 +11,5 @@ string P[] = split("a,b;c", ",;");
 trace(size(P), string_join(P, "+"));
 string E[] = split("", ",");
 trace(size(E));
+string J[] = ["x", "y", "z"];
+trace(string_join(J), join(J, "-"), join_args("/", "a", 1, 2.5));

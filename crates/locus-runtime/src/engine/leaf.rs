@@ -339,6 +339,12 @@ impl Engine {
             stdout,
             stderr,
             outputs: out_files.iter().map(|(_, p)| p.clone()).collect(),
+            unmapped: out_files
+                .iter()
+                .map(|(_, p)| p)
+                .filter(|p| resume.is_temp(p))
+                .cloned()
+                .collect(),
             timeout,
         };
         let declared: Vec<String> = out_files.iter().map(|(_, p)| p.clone()).collect();
