@@ -18,7 +18,7 @@ int n = toInt(argv("n", "8"));
 string hosts[] = hostmapList();
 foreach i in [0:n-1] {
   string file_name = sprintf("/locus/copy/f%i.dat", i);
-  set_rank(file_name, hostmapOneWorker(hosts[i %% size(hosts)])) => {
+  set_rank(file_name, hostmapOneWorkerRank(hosts[i %% size(hosts)])) => {
     int rank1 = get_rank(file_name);
     location L1 = location(rank1, SOFT, RANK);
     file f<file_name> = @location=L1 write_file();

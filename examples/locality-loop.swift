@@ -20,7 +20,7 @@ main {
   string hosts[] = hostmapList();
   file made[];
   foreach i in [0:n-1] {
-    int r = hostmapOneWorker(hosts[i %% size(hosts)]);
+    int r = hostmapOneWorkerRank(hosts[i %% size(hosts)]);
     file d<sprintf("/locus/input/%i.dat", i)> = @location=location(r, HARD, NODE) make_input(256);
     made[i] = d;
   }

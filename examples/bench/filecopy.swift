@@ -51,7 +51,7 @@ main {
   foreach i in [0:n-1] {
     file f<sprintf("%s/f%i.dat", dir, i)>;
     if (dp == "informed") {
-      int w = hostmapOneWorker(hosts[i %% size(hosts)]);
+      int w = hostmapOneWorkerRank(hosts[i %% size(hosts)]);
       f = @location=location(w, HARD, NODE) write_task(chunk, count);
     } else {
       f = write_task(chunk, count);

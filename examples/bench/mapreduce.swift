@@ -73,7 +73,7 @@ main {
   foreach i in [0:n-1] {
     // Inputs written evenly over the nodes, as if staged there beforehand
     // (where they are stored is still up to --placement).
-    int home = hostmapOneWorker(hosts[i %% size(hosts)]);
+    int home = hostmapOneWorkerRank(hosts[i %% size(hosts)]);
     file text<sprintf("%s/in-%i.txt", dir, i)> = @location=location(home, HARD, NODE) generate(bytes);
     file words<sprintf("%s/words-%i.txt", dir, i)>;
     if (dp == "informed") {

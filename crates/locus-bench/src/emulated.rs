@@ -309,7 +309,8 @@ pub fn run_config(
         replicas: 1,
         log: Some(log.clone()),
     };
-    let code = launch_ranks(&run, |_| Ok(())).map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?;
+    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(()))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?;
     if code != 0 {
         let out = std::fs::read_to_string(&log).unwrap_or_default();
         let tail: Vec<&str> = out.lines().rev().take(5).collect();

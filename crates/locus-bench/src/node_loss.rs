@@ -69,7 +69,7 @@ fn run_once(
         replicas: 1,
         log: Some(log.clone()),
     };
-    let code = launch_ranks(&run, |_| Ok(())).map_err(anyhow::Error::msg)?;
+    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
     if let Some(k) = killer {
         k.join()
             .map_err(|_| anyhow::anyhow!("the killer thread panicked"))??;

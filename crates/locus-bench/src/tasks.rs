@@ -71,7 +71,7 @@ fn kept_run(
         replicas: 1,
         log: Some(log.clone()),
     };
-    let code = launch_ranks(&run, |_| Ok(())).map_err(anyhow::Error::msg)?;
+    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
     if code != 0 {
         bail!(
             "{name}: {}",

@@ -108,6 +108,11 @@ pub struct RunArgs {
     /// (with a file system of one daemon per host, unless --fs is given).
     #[command(flatten)]
     pub site: LauncherArgs,
+    /// Before the first task, copy host file or tree SRC into the run's
+    /// file system as Locus path DST (`--stage-in data:/locus/inputs`), as
+    /// `locus fs put -r` does; repeatable.
+    #[arg(long, value_name = "SRC:DST", value_parser = stage_in_pair)]
+    pub stage_in: Vec<(PathBuf, String)>,
     /// When the run succeeds, copy Locus file or tree SRC (e.g.
     /// /locus/results) to host path DST, as `locus fs get -r` does.
     #[arg(long, num_args = 2, value_names = ["SRC", "DST"])]
@@ -265,7 +270,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         replicas: a.replicas.count,
         log: None,
     };
-    let code = launch_ranks(&run, |fs_dir| match &stage_out {
+    let stage_in = |fs_dir: &Path| {
+        a.stage_in.iter().try_for_each(|(src, dst)| {
+            put(fs_dir, src, dst).map_err(|e| format!("--stage-in {}:{dst}: {e:#}", src.display()))
+        })
+    };
+    let code = launch_ranks(&run, stage_in, |fs_dir| match &stage_out {
         Some((src, dst)) => stage(fs_dir, src, dst).map_err(|e| format!("--stage-out: {e:#}")),
         None => Ok(()),
     })
@@ -285,6 +295,32 @@ pub fn run(a: RunArgs) -> Result<()> {
         std::process::exit(code);
     }
     Ok(())
+}
+
+/// `SRC:DST` of `--stage-in`: a host path, and the Locus path after its
+/// last `:/locus` (a host path may hold colons).
+fn stage_in_pair(s: &str) -> Result<(PathBuf, String), String> {
+    let (src, dst) = s
+        .rfind(":/locus")
+        .filter(|&i| i > 0)
+        .map(|i| (&s[..i], &s[i + 1..]))
+        .filter(|(_, dst)| *dst == "/locus" || locus_runtime::files::fs_path(dst).is_some())
+        .ok_or_else(|| format!("'{s}' is not SRC:DST with DST a /locus/ path"))?;
+    Ok((PathBuf::from(src), dst.to_string()))
+}
+
+/// Copies host file or tree `src` into the file system in `fs_dir` as
+/// Locus path `dst`.
+fn put(fs_dir: &Path, src: &Path, dst: &str) -> Result<()> {
+    fs_ops::run(FsOp::Put {
+        c: ClientArgs::of(ClusterArgs {
+            dir: fs_dir.to_path_buf(),
+        }),
+        recursive: true,
+        via: ViaArgs::auto(),
+        local: src.to_path_buf(),
+        path: fs_ops::locus_path(dst).map_err(anyhow::Error::msg)?,
+    })
 }
 
 /// Copies Locus tree `src` out of the file system in `fs_dir` to `dst`.

@@ -137,11 +137,11 @@ fn cluster_up_run_down_leaves_nothing_behind() {
 app (file o) make() { "sh" "-c" "head -c 100000 /dev/zero" @stdout=o; }
 app (file o) count(file i) { "wc" "-c" i @stdout=o; }
 string hosts[] = hostmapList();
-file f<"/locus/data/f.bin"> = @location=location(hostmapOneWorker(hosts[1]), HARD, NODE) make();
-file c<"/locus/data/c.txt"> = @location=location(hostmapOneWorker(hosts[0]), HARD, NODE) count(f);
+file f<"/locus/data/f.bin"> = @location=location(hostmapOneWorkerRank(hosts[1]), HARD, NODE) make();
+file c<"/locus/data/c.txt"> = @location=location(hostmapOneWorkerRank(hosts[0]), HARD, NODE) count(f);
 trace(read(c));
 app (file o) cgroup() { "cat" "/proc/self/cgroup" @stdout=o; }
-file g = @location=location(hostmapOneWorker(hosts[1]), HARD, NODE) cgroup();
+file g = @location=location(hostmapOneWorkerRank(hosts[1]), HARD, NODE) cgroup();
 trace(read(g));
 "#,
     )

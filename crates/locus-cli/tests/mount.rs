@@ -841,3 +841,46 @@ foreach i in [1:2] {
         assert!(run.stdout().contains(&want), "{want}\n{}", run.stdout());
     }
 }
+
+/// Flips four bytes in the middle of the stored copy `copy`.
+fn damage(copy: &Path) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(copy)
+        .unwrap();
+    let at = f.metadata().unwrap().len() / 2;
+    let mut four = [0u8; 4];
+    f.read_exact_at(&mut four, at).unwrap();
+    f.write_all_at(&four.map(|b| b ^ 0x5a), at).unwrap();
+}
+
+#[test]
+fn a_damaged_copy_is_never_read_through_the_mount() {
+    if !can_mount() {
+        return;
+    }
+    let rt = rt();
+    let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    // One copy: the open fails with EIO, no byte handed out.
+    let c = TestCluster::up(2);
+    let rec = rt.block_on(c.client(0).put("/m/bad.bin", &bytes)).unwrap();
+    damage(&c.stored(0, "/m/bad.bin", rec.stamp));
+    let m = Mount::of(&c, 0);
+    let e = std::fs::read(m.at("/m/bad.bin")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EIO), "{e}");
+    drop(m);
+    // Two copies: the right bytes, from the good one.
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let w = c.client(0);
+    let rec = rt.block_on(async {
+        w.put("/m/bad.bin", &bytes).await.unwrap();
+        w.settled().await;
+        w.stat("/m/bad.bin").await.unwrap()
+    });
+    let bad = rec.holders[0];
+    damage(&c.stored(bad, "/m/bad.bin", rec.stamp));
+    let m = Mount::of(&c, bad);
+    assert_eq!(std::fs::read(m.at("/m/bad.bin")).unwrap(), bytes);
+}

@@ -65,11 +65,13 @@ pub struct RankLaunch {
     pub log: Option<PathBuf>,
 }
 
-/// Runs all ranks; returns the exit code of the run. After a run that
-/// succeeded, `after` gets the file system's directory while it still
-/// serves (to stage results out).
+/// Runs all ranks; returns the exit code of the run. Once the file system
+/// serves and before any rank starts, `before` gets its directory (to
+/// stage inputs in; its error ends the run); after a run that succeeded,
+/// `after` gets it while it still serves (to stage results out).
 pub fn launch_ranks(
     r: &RankLaunch,
+    before: impl FnOnce(&Path) -> Result<(), String>,
     after: impl FnOnce(&Path) -> Result<(), String>,
 ) -> Result<i32, String> {
     let (size, servers) = (r.size, r.rank.servers);
@@ -138,7 +140,7 @@ pub fn launch_ranks(
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;
                 fs_launcher = Some(launcher);
             }
-            run_site(r, site, *hosts, &role_file)
+            before(&fs_dir).and_then(|()| run_site(r, site, *hosts, &role_file))
         }
         On::This { nodes } => {
             let daemons = Daemons {
@@ -157,21 +159,13 @@ pub fn launch_ranks(
             }
             .map_err(|e| format!("starting the run's file system: {e}"))?;
             let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
-            run_here(
-                r,
-                &role_file,
-                &Layout::emulated_names(size, servers, &names),
-                &[],
-            )
+            let layout = Layout::emulated_names(size, servers, &names);
+            before(&fs_dir).and_then(|()| run_here(r, &role_file, &layout, &[]))
         }
         On::Emulated(hosts) => {
             let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
-            run_here(
-                r,
-                &role_file,
-                &Layout::emulated_names(size, servers, &names),
-                hosts,
-            )
+            let layout = Layout::emulated_names(size, servers, &names);
+            before(&fs_dir).and_then(|()| run_here(r, &role_file, &layout, hosts))
         }
     };
     let result = match result {

@@ -3,6 +3,7 @@
 
 use crate::format::sprintf;
 use crate::json;
+use crate::paths;
 use crate::strings;
 use crate::value::{format_float, Key, Location, Value};
 use crate::CommandLine;
@@ -171,6 +172,64 @@ fn mean_std(name: &str, m: &BTreeMap<Key, Value>) -> Result<(f64, f64), String> 
 }
 
 /// Evaluates a builtin of values: the values of its outputs.
+/// One of the `json_encode_*` family: an array's or an object's members
+/// (with `_contents`, without the brackets), their names and how they are
+/// written taken from the leading arguments.
+fn json_encode(op: Pure, a: &[Value]) -> Result<Value, String> {
+    use json::Encoding;
+    /// How the members are written: by type, by type names, by format.
+    enum By {
+        Infer,
+        Retype,
+        Format,
+    }
+    let (object, contents, by) = match op {
+        Pure::JsonEncodeArray => (false, false, By::Infer),
+        Pure::JsonEncodeArrayContents => (false, true, By::Infer),
+        Pure::JsonEncodeArrayRetype => (false, false, By::Retype),
+        Pure::JsonEncodeArrayContentsRetype => (false, true, By::Retype),
+        Pure::JsonEncodeArrayFormat => (false, false, By::Format),
+        Pure::JsonEncodeArrayContentsFormat => (false, true, By::Format),
+        Pure::JsonEncodeObject => (true, false, By::Infer),
+        Pure::JsonEncodeObjectContents => (true, true, By::Infer),
+        Pure::JsonEncodeObjectRetype => (true, false, By::Retype),
+        Pure::JsonEncodeObjectContentsRetype => (true, true, By::Retype),
+        Pure::JsonEncodeObjectFormat => (true, false, By::Format),
+        _ => (true, true, By::Format),
+    };
+    let name = op.name();
+    let lead = |i: usize| {
+        a.get(i)
+            .ok_or_else(|| format!("{name}: missing argument {}", i + 1))
+    };
+    let strings = |i: usize| -> Result<Vec<String>, String> {
+        members(lead(i)?)?
+            .values()
+            .map(|s| string(s).map(String::from))
+            .collect()
+    };
+    let names = match object {
+        true => Some(strings(0)?),
+        false => None,
+    };
+    let at = usize::from(object);
+    let types;
+    let (how, values) = match by {
+        By::Infer => (Encoding::Infer, &a[at..]),
+        By::Retype => {
+            types = strings(at)?;
+            (Encoding::Types(&types), &a[at + 1..])
+        }
+        By::Format => (Encoding::Format(string(lead(at)?)?), &a[at + 1..]),
+    };
+    let members = json::encode(name, names.as_deref(), how, values)?;
+    Ok(Value::Str(match (contents, object) {
+        (true, _) => members,
+        (false, false) => format!("[{members}]"),
+        (false, true) => format!("{{{members}}}"),
+    }))
+}
+
 pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
     let name = op.name();
     let arg = |i: usize| {
@@ -504,7 +563,43 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
             }
             Value::Int(lo + (pseudo_random() * (hi - lo) as f64) as i64)
         }
+        Pure::Dirname | Pure::DirnameString => Value::Str(paths::dirname(string(arg(0)?)?)),
+        Pure::Basename | Pure::BasenameString => Value::Str(paths::basename(string(arg(0)?)?)),
+        Pure::Rootname | Pure::RootnameString => Value::Str(paths::rootname(string(arg(0)?)?)),
+        Pure::Extension | Pure::ExtensionString => Value::Str(paths::extension(string(arg(0)?)?)),
+        Pure::Realpath => Value::File(paths::realpath(string(arg(0)?)?)),
+        Pure::RealpathString => Value::Str(paths::realpath(string(arg(0)?)?)),
         Pure::JsonGet => Value::Str(json::get(string(arg(0)?)?, string(arg(1)?)?)?),
+        Pure::JsonGetInt | Pure::JsonGetFloat | Pure::JsonGetBoolean => {
+            let got = Value::Str(json::get(string(arg(0)?)?, string(arg(1)?)?)?);
+            let parse = match op {
+                Pure::JsonGetInt => Pure::ParseInt,
+                Pure::JsonGetFloat => Pure::ParseFloat,
+                _ => Pure::ParseBool,
+            };
+            return pure(parse, &[got], cx);
+        }
+        Pure::JsonType => Value::Str(json::type_of(string(arg(0)?)?, string(arg(1)?)?)?),
+        Pure::JsonArraySize => {
+            Value::Int(json::array_size(string(arg(0)?)?, string(arg(1)?)?)? as i64)
+        }
+        Pure::JsonObjectNames => {
+            Value::Str(json::object_names(string(arg(0)?)?, string(arg(1)?)?)?)
+        }
+        Pure::JsonArrayify => Value::Str(format!("[{}]", string(arg(0)?)?)),
+        Pure::JsonObjectify => Value::Str(format!("{{{}}}", string(arg(0)?)?)),
+        Pure::JsonEncodeArray
+        | Pure::JsonEncodeArrayContents
+        | Pure::JsonEncodeArrayRetype
+        | Pure::JsonEncodeArrayContentsRetype
+        | Pure::JsonEncodeArrayFormat
+        | Pure::JsonEncodeArrayContentsFormat
+        | Pure::JsonEncodeObject
+        | Pure::JsonEncodeObjectContents
+        | Pure::JsonEncodeObjectRetype
+        | Pure::JsonEncodeObjectContentsRetype
+        | Pure::JsonEncodeObjectFormat
+        | Pure::JsonEncodeObjectContentsFormat => json_encode(op, a)?,
         // Blobs hold floats as C doubles and ints as 64-bit integers, in
         // this machine's byte order.
         Pure::BlobSize => Value::Int(blob(arg(0)?)?.len() as i64),

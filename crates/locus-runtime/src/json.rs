@@ -3,6 +3,7 @@
 //! document itself), answered as Swift/T's Python helpers answer: values
 //! as Python's `str()` prints them, keys in the document's order.
 
+use crate::value::Value;
 use serde_json::Value as Json;
 
 /// The value at `path` in the JSON text `doc`.
@@ -29,14 +30,14 @@ pub fn get(text: &str, path: &str) -> Result<String, String> {
     Ok(python_str(at(&doc, path)?))
 }
 
-/// `json_type(f, path)`: `string`, `list`, `dict`, `int`, `float`,
-/// `boolean` or `null`.
+/// `json_type(J, path)`: `string`, `int`, `float`, `array`, `object` or
+/// `null` (and `boolean`, where Swift/T's helper fails).
 pub fn type_of(text: &str, path: &str) -> Result<String, String> {
     let doc = parse(text)?;
     Ok(match at(&doc, path)? {
         Json::String(_) => "string",
-        Json::Array(_) => "list",
-        Json::Object(_) => "dict",
+        Json::Array(_) => "array",
+        Json::Object(_) => "object",
         Json::Number(n) if n.is_f64() => "float",
         Json::Number(_) => "int",
         Json::Bool(_) => "boolean",
@@ -45,23 +46,139 @@ pub fn type_of(text: &str, path: &str) -> Result<String, String> {
     .into())
 }
 
-/// `json_list_length(f, path)`: the length of the list at `path`.
-pub fn list_length(text: &str, path: &str) -> Result<String, String> {
-    let doc = parse(text)?;
-    match at(&doc, path)? {
-        Json::Array(items) => Ok(items.len().to_string()),
-        _ => Err(format!("json_list_length: '{path}' is not a list")),
+/// `json_array_size(J, path)`: the length of the array at `path`.
+pub fn array_size(text: &str, path: &str) -> Result<usize, String> {
+    match at(&parse(text)?, path)? {
+        Json::Array(items) => Ok(items.len()),
+        _ => Err(format!("json: '{path}' is not an array")),
     }
 }
 
-/// `json_dict_entries(f, path)`: the keys of the dict at `path`, joined
-/// by commas.
-pub fn dict_entries(text: &str, path: &str) -> Result<String, String> {
-    let doc = parse(text)?;
-    match at(&doc, path)? {
+/// `json_object_names(J, path)`: the names of the object at `path`, in
+/// order, joined by commas.
+pub fn object_names(text: &str, path: &str) -> Result<String, String> {
+    match at(&parse(text)?, path)? {
         Json::Object(map) => Ok(map.keys().cloned().collect::<Vec<_>>().join(",")),
-        _ => Err(format!("json_dict_entries: '{path}' is not a dict")),
+        _ => Err(format!("json: '{path}' is not an object")),
     }
+}
+
+/// `json_list_length(f, path)`: `json_array_size` of a file's text.
+pub fn list_length(text: &str, path: &str) -> Result<String, String> {
+    array_size(text, path).map(|n| n.to_string())
+}
+
+/// `json_dict_entries(f, path)`: `json_object_names` of a file's text.
+pub fn dict_entries(text: &str, path: &str) -> Result<String, String> {
+    object_names(text, path)
+}
+
+/// How `json_encode_*` writes each value.
+pub enum Encoding<'a> {
+    /// By its Swift type: numbers bare, strings quoted, booleans as the
+    /// integers Turbine keeps them as.
+    Infer,
+    /// By a type name each (`int`, `float`, `string`, `boolean`, `array`,
+    /// `object`, `json`, `null`, or their letters `A B J N O`).
+    Types(&'a [String]),
+    /// By a `%` specifier each, in one string (`"%i %0.2f %s"`; `%A %B %J
+    /// %N %O` as the type letters).
+    Format(&'a str),
+}
+
+/// The members of a JSON array (no `names`) or object, comma-separated,
+/// as Turbine's `json_encode_*` writes them (`name` is the builtin's, for
+/// messages).
+pub fn encode(
+    name: &str,
+    names: Option<&[String]>,
+    how: Encoding,
+    values: &[Value],
+) -> Result<String, String> {
+    let count = |what: &str, n: usize| match n == values.len() {
+        true => Ok(()),
+        false => Err(format!(
+            "{name}(): length of {what} ({n}) not equal to length of given values ({})",
+            values.len()
+        )),
+    };
+    if let Some(names) = names {
+        count("names", names.len())?;
+    }
+    let specs: Vec<String> = match how {
+        Encoding::Infer => Vec::new(),
+        Encoding::Types(types) => {
+            count("types", types.len())?;
+            types.to_vec()
+        }
+        Encoding::Format(fmt) => {
+            let specs: Vec<String> = fmt
+                .split([' ', '\t', '\n', '\r'])
+                .map(String::from)
+                .collect();
+            count("specifiers", specs.len())?;
+            if let Some(bad) = specs.iter().find(|s| !s.starts_with('%')) {
+                return Err(format!("{name}(): format token without %: '{bad}'"));
+            }
+            specs
+        }
+    };
+    let tokens = values.iter().enumerate().map(|(i, v)| {
+        let prefix = names.map_or(String::new(), |n| format!("\"{}\":", n[i]));
+        let token = match specs.get(i) {
+            None => inferred(name, v)?,
+            Some(spec) => as_spec(name, spec, v)?,
+        };
+        Ok(prefix + &token)
+    });
+    Ok(tokens.collect::<Result<Vec<String>, String>>()?.join(", "))
+}
+
+/// Turbine's text of a value (a boolean is the integer it keeps).
+fn tcl_text(v: &Value) -> String {
+    match v {
+        Value::Bool(b) => u8::from(*b).to_string(),
+        other => other.render(),
+    }
+}
+
+fn inferred(name: &str, v: &Value) -> Result<String, String> {
+    match v {
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) => Ok(tcl_text(v)),
+        Value::Str(s) => Ok(format!("\"{s}\"")),
+        other => Err(format!("{name}(): cannot encode {}", other.render())),
+    }
+}
+
+/// `v` written as `spec` says: a type name or a `%` specifier.
+fn as_spec(name: &str, spec: &str, v: &Value) -> Result<String, String> {
+    let text = tcl_text(v);
+    let number = || {
+        text.trim()
+            .parse::<f64>()
+            .map_err(|_| format!("{name}(): cannot convert '{text}' to a number"))
+    };
+    let kind = match spec.strip_prefix('%') {
+        Some(_) => spec.chars().last().map(String::from).unwrap_or_default(),
+        None => spec.to_string(),
+    };
+    Ok(match kind.as_str() {
+        "f" => crate::format::sprintf(spec, &[Value::Float(number()?)])?,
+        "i" => crate::format::sprintf(spec, &[Value::Int(number()?.trunc() as i64)])?,
+        "s" => format!("\"{}\"", crate::format::sprintf(spec, &[Value::Str(text)])?),
+        "int" => (number()?.trunc() as i64).to_string(),
+        "float" => Value::Float(number()?).render(),
+        "string" => format!("\"{text}\""),
+        "array" | "A" => format!("[ {text} ]"),
+        "boolean" | "B" => match number()? == 0.0 {
+            true => "false".into(),
+            false => "true".into(),
+        },
+        "json" | "J" => text,
+        "null" | "N" => "null".into(),
+        "object" | "O" => format!("{{ {text} }}"),
+        _ => return Err(format!("{name}(): unknown format: '{spec}'")),
+    })
 }
 
 /// Python's `str()` of the value `json.loads` gives.
@@ -166,8 +283,12 @@ mod tests {
         assert_eq!(get(DOC, "sizes").unwrap(), "[1, 2.5, 1e-07, 1e+16]");
         assert_eq!(get(DOC, "ok").unwrap(), "True");
         assert_eq!(get(DOC, "nested").unwrap(), r#"{'z': None, 'a': "it's"}"#);
-        assert_eq!(type_of(DOC, "nested").unwrap(), "dict");
-        assert_eq!(type_of(DOC, "sizes").unwrap(), "list");
+        assert_eq!(type_of(DOC, "nested").unwrap(), "object");
+        assert_eq!(type_of(DOC, "sizes").unwrap(), "array");
+        assert_eq!(type_of(DOC, "sizes,1").unwrap(), "float");
+        assert_eq!(type_of(DOC, "nested,z").unwrap(), "null");
+        assert_eq!(array_size(DOC, "sizes").unwrap(), 4);
+        assert_eq!(object_names(DOC, "nested").unwrap(), "z,a");
         assert_eq!(type_of(DOC, "n").unwrap(), "int");
         assert_eq!(list_length(DOC, "sizes").unwrap(), "4");
         assert_eq!(dict_entries(DOC, "nested").unwrap(), "z,a");
@@ -178,5 +299,54 @@ mod tests {
         assert_eq!(python_float(100.0), "100.0");
         assert_eq!(python_float(0.0001), "0.0001");
         assert_eq!(python_float(123456789012345680.0), "1.2345678901234568e+17");
+    }
+
+    #[test]
+    fn values_are_encoded_as_turbine_encodes_them() {
+        let v = [
+            Value::Int(1),
+            Value::Float(2.5),
+            Value::Str("x".into()),
+            Value::Bool(true),
+        ];
+        let names: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let enc = |names, how| encode("json_encode", names, how, &v);
+        assert_eq!(enc(None, Encoding::Infer).unwrap(), r#"1, 2.5, "x", 1"#);
+        assert_eq!(
+            enc(Some(&names[..]), Encoding::Infer).unwrap(),
+            r#""a":1, "b":2.5, "c":"x", "d":1"#
+        );
+        let types: Vec<String> = ["float", "int", "string", "boolean"]
+            .map(String::from)
+            .to_vec();
+        let e = encode("f", None, Encoding::Types(&types), &v[..3]).unwrap_err();
+        assert!(
+            e.contains("length of types (4) not equal to length of given values (3)"),
+            "{e}"
+        );
+        let nums = [
+            Value::Int(3),
+            Value::Float(2.7),
+            Value::Int(0),
+            Value::Str("[1,2]".into()),
+        ];
+        let types: Vec<String> = ["float", "int", "B", "J"].map(String::from).to_vec();
+        assert_eq!(
+            encode("f", None, Encoding::Types(&types), &nums).unwrap(),
+            "3.0, 2, false, [1,2]"
+        );
+        assert_eq!(
+            encode("f", None, Encoding::Format("%i %0.2f %s %A"), &nums).unwrap(),
+            r#"3, 2.70, "0", [ [1,2] ]"#
+        );
+        let e = encode("f", None, Encoding::Format("%i x %s %A"), &nums).unwrap_err();
+        assert!(e.contains("format token without %: 'x'"), "{e}");
+        let e = encode(
+            "f",
+            None,
+            Encoding::Types(&["int".into()]),
+            &[Value::Str("z".into())],
+        );
+        assert!(e.unwrap_err().contains("cannot convert 'z'"));
     }
 }

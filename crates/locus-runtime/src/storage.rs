@@ -4,28 +4,75 @@
 //! builtins (`read`, `write`, …) when their path is a Locus file.
 
 use crate::builtins::{array, string, wildcard};
-use crate::files::fs_path;
+use crate::files::{fs_path, LOCUS_PREFIX};
 use crate::json;
 use crate::layout::Layout;
 use crate::record::Seen;
+use crate::text_files;
 use crate::value::{Location, Value};
 use locus_fs::Client;
 use locus_lang::builtins::Run;
 use locus_proto::fs::{Kind, NodeId};
 use locus_proto::run::{Held, Rank, Stats};
-use std::sync::Arc;
+use locus_proto::{Errno, FsError};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 pub struct Storage {
     pub layout: Arc<Layout>,
     /// This server's node's file-system client, and the file system's node
     /// names by id, when the run has one.
     pub fs: Option<(Client, Vec<String>)>,
+    /// The files `mktemp` made, removed when the run ends (as Turbine
+    /// removes them, unless `SWIFT_TMP_AUTODELETE=0`).
+    temps: Mutex<Vec<PathBuf>>,
 }
 
 impl Storage {
     pub fn new(layout: Arc<Layout>, fs: Option<(Client, Vec<String>)>) -> Storage {
-        Storage { layout, fs }
+        Storage {
+            layout,
+            fs,
+            temps: Mutex::default(),
+        }
     }
+
+    /// A new empty host file, as Turbine's `mktemp` makes it: in
+    /// `$SWIFT_TMP`, else `$TMP`, else `/tmp`.
+    fn mktemp(&self, name: &str) -> Result<String, String> {
+        let dir = ["SWIFT_TMP", "TMP"]
+            .iter()
+            .find_map(std::env::var_os)
+            .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+        let file = tempfile::Builder::new()
+            .prefix(".turbine")
+            .tempfile_in(&dir)
+            .and_then(|f| f.keep().map_err(|e| e.error))
+            .map_err(|e| format!("{name}: making a temporary file in {}: {e}", dir.display()))?;
+        let path = file.1;
+        self.temps.lock().expect("temps").push(path.clone());
+        Ok(path.display().to_string())
+    }
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        if std::env::var("SWIFT_TMP_AUTODELETE").is_ok_and(|v| v.trim() == "0") {
+            return;
+        }
+        for f in self.temps.get_mut().expect("temps").drain(..) {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
+/// A file-system error naming its file as the script does (`/locus/a`,
+/// not the file system's `/a`).
+fn as_written(mut e: FsError) -> FsError {
+    if e.subject.starts_with('/') {
+        e.subject = format!("{LOCUS_PREFIX}{}", e.subject);
+    }
+    e
 }
 
 /// Argument `i` as text (a string or a file's path).
@@ -75,7 +122,7 @@ impl Storage {
         let holders = client
             .locate(fp)
             .await
-            .map_err(|e| format!("{name}({path}): {e}"))?;
+            .map_err(|e| format!("{name}({path}): {}", as_written(e)))?;
         let first = holders
             .first()
             .ok_or_else(|| format!("{name}({path}): the file has no data yet"))?;
@@ -112,7 +159,15 @@ impl Storage {
                 self.set_rank(a).await?;
                 return Ok(None);
             }
-            Run::HostmapOneWorker => Value::Int(self.worker_on(name, &text(a, 0, name)?)? as i64),
+            // A host's ranks that run tasks are its workers.
+            Run::HostmapOneWorkerRank | Run::HostmapOneRank => {
+                Value::Int(self.worker_on(name, &text(a, 0, name)?)? as i64)
+            }
+            Run::HostmapOneWorker | Run::HostmapOne => Value::Location(Location {
+                rank: self.worker_on(name, &text(a, 0, name)?)? as i64,
+                hard: true,
+                node: false,
+            }),
             Run::TurbineWorkers => Value::Int(self.layout.workers() as i64),
             // Every server runs an engine here.
             Run::AdlbServers => Value::Int(self.layout.servers as i64),
@@ -122,10 +177,11 @@ impl Storage {
                     .map(|n| Value::Str(self.layout.nodes[n as usize].clone())),
             ),
             Run::RandomWorker => Value::Location(Location {
-                rank: rand::random::<u32>() as i64 % self.layout.workers() as i64,
+                rank: self.random_worker(),
                 hard: true,
                 node: false,
             }),
+            Run::RandomWorkerRank => Value::Int(self.random_worker()),
             Run::Write => {
                 let path = dst.ok_or("write: its output has no path")?;
                 let data = a.first().map(Value::render).unwrap_or_default();
@@ -134,12 +190,38 @@ impl Storage {
             }
             Run::Read => Value::Str(self.read_text(name, a).await?),
             Run::BlobRead => Value::Blob(self.read(name, a).await?),
-            Run::FileLines => array(
-                self.read_text(name, a)
-                    .await?
-                    .lines()
-                    .map(|l| Value::Str(l.to_string())),
-            ),
+            Run::FileLines => {
+                let comment = a.get(1).map_or(Ok("#".to_string()), |_| text(a, 1, name))?;
+                let text = self.read_text(name, a).await?;
+                Value::Container(
+                    text_files::lines(&text, &comment).map_err(|e| format!("{name}: {e}"))?,
+                )
+            }
+            Run::FileChunks => {
+                let delimiter = a
+                    .get(1)
+                    .map_or(Ok("----".to_string()), |_| text(a, 1, name))?;
+                let comment = a.get(2).map_or(Ok("#".to_string()), |_| text(a, 2, name))?;
+                let text = self.read_text(name, a).await?;
+                let chunks = text_files::chunks(&text, &delimiter, &comment)
+                    .map_err(|e| format!("{name}: {e}"))?;
+                array(chunks.into_iter().map(Value::Str))
+            }
+            Run::MktempString => Value::Str(self.mktemp(name)?),
+            Run::Mktemp => Value::File(self.mktemp(name)?),
+            Run::WriteArrayString | Run::WriteArrayStringOrdered => {
+                let path = dst.ok_or_else(|| format!("{name}: its output has no path"))?;
+                let members = match a.first() {
+                    Some(Value::Container(m)) => m,
+                    _ => return Err(format!("{name}: its first argument is not an array")),
+                };
+                let data = match op {
+                    Run::WriteArrayString => text_files::key_value_lines(members),
+                    _ => text_files::ordered_lines(members).map_err(|e| format!("{name}: {e}"))?,
+                };
+                self.write_file(path, &data).await?;
+                Value::File(path.to_string())
+            }
             Run::FileExists => {
                 let path = text(a, 0, name)?;
                 Value::Bool(match fs_path(&path) {
@@ -147,7 +229,7 @@ impl Storage {
                     None => std::path::Path::new(&path).exists(),
                 })
             }
-            Run::FileSize | Run::FileType | Run::FileMtime => {
+            Run::FileSize | Run::FileType | Run::FileTypeString | Run::FileMtime => {
                 let path = text(a, 0, name)?;
                 let (size, mtime, kind) = self.stat(name, &path).await?;
                 match op {
@@ -160,16 +242,20 @@ impl Storage {
                 let pattern = text(a, 0, name)?;
                 array(self.glob(&pattern).await?.into_iter().map(Value::File))
             }
-            Run::JsonType | Run::JsonListLength | Run::JsonDictEntries => {
+            Run::JsonListLength | Run::JsonDictEntries => {
                 let doc = self.read_text(name, a).await?;
                 let path = text(a, 1, name)?;
                 Value::Str(match op {
-                    Run::JsonType => json::type_of(&doc, &path),
                     Run::JsonListLength => json::list_length(&doc, &path),
                     _ => json::dict_entries(&doc, &path),
                 }?)
             }
         }))
+    }
+
+    /// A worker's rank, drawn at random.
+    fn random_worker(&self) -> i64 {
+        rand::random::<u32>() as i64 % self.layout.workers() as i64
     }
 
     /// The bytes of the file named by argument 0: a Locus or a host file.
@@ -180,7 +266,7 @@ impl Storage {
                 .client(name, &path)?
                 .get(fp)
                 .await
-                .map_err(|e| format!("{name}({path}): {e}"))?,
+                .map_err(|e| format!("{name}({path}): {}", as_written(e)))?,
             None => std::fs::read(&path).map_err(|e| format!("{name}({path}): {e}"))?,
         };
         Ok(bytes)
@@ -200,7 +286,7 @@ impl Storage {
                 .client(name, path)?
                 .stat(fp)
                 .await
-                .map_err(|e| err(&e))?;
+                .map_err(|e| err(&as_written(e)))?;
             let kind = if rec.kind == Kind::Dir {
                 "directory"
             } else {
@@ -248,10 +334,12 @@ impl Storage {
                     Some(("", _)) | None => "/",
                     Some((d, _)) => d,
                 };
-                self.client("glob", pattern)?
-                    .readdir(fs_dir)
-                    .await
-                    .map_err(|e| format!("glob({pattern}): {e}"))?
+                // As Tcl's `glob -nocomplain`: no directory, no match.
+                let entries = match self.client("glob", pattern)?.readdir(fs_dir).await {
+                    Err(e) if matches!(e.code, Errno::ENOENT | Errno::ENOTDIR) => Vec::new(),
+                    listed => listed.map_err(|e| format!("glob({pattern}): {}", as_written(e)))?,
+                };
+                entries
                     .into_iter()
                     .filter(|e| {
                         e.kind == Kind::File && wildcard(last.as_bytes(), e.name.as_bytes())
@@ -323,7 +411,7 @@ impl Storage {
                 self.client("write", path)?
                     .put(fp, data.as_bytes())
                     .await
-                    .map_err(|e| fail(&e))?;
+                    .map_err(|e| fail(&as_written(e)))?;
             }
             None => {
                 if let Some(dir) = std::path::Path::new(path).parent() {

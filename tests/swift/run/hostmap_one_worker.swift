@@ -1,2 +1,2 @@
 import location;
-trace(hostmapOneWorker("node0"));
+trace(hostmapOneWorkerRank("node0"));

@@ -1,2 +1,2 @@
 import location;
-trace(hostmapOneWorker("nowhere"));
+trace(hostmapOneWorkerRank("nowhere"));

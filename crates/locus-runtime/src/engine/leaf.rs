@@ -101,7 +101,10 @@ impl Engine {
             Builtin::Pure(p) => builtins::pure(p, a, &cx),
             Builtin::Run(r) => {
                 let dst = match (r, outs.first()) {
-                    (Run::Write, Some(o)) => Some(self.path(frame.get(*o)).await),
+                    (
+                        Run::Write | Run::WriteArrayString | Run::WriteArrayStringOrdered,
+                        Some(o),
+                    ) => Some(self.path(frame.get(*o)).await),
                     _ => None,
                 };
                 // Boxed, as the task builtins: every statement's future

@@ -1,3 +1,4 @@
-// EXPECT-ERROR: 3: argument 1 of 'json_type' must be file, not string
+// EXPECT-ERROR: 4: argument 1 of 'json_type' must be string, not file
 import json;
-trace(json_type("{}", ""));
+file f = input("x.json");
+trace(json_type(f, ""));

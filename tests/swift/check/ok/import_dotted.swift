@@ -1,4 +1,4 @@
 import io;
 import location;
-int r = hostmapOneWorker("node1");
+int r = hostmapOneWorkerRank("node1");
 trace(r);
