@@ -97,17 +97,21 @@ pub(crate) fn drain(mut f: std::fs::File) -> std::io::Result<u64> {
     }
 }
 
-/// Accumulated time of one kind of operation.
-#[derive(Default, Clone, Copy)]
+/// How long each file took, by kind of operation. Rates are medians over
+/// files: on this kind of VM one operation in several is slowed several
+/// times over by the host (the kernel's own writes of a file take 3-4x as
+/// long, whoever makes them), and a sum per round would let one such file
+/// decide a round.
+#[derive(Default)]
 struct Times {
-    raw_write: Duration,
-    raw_read: Duration,
-    raw_copy: Duration,
-    raw_tcp: Duration,
-    write: Duration,
-    read: Duration,
-    fetch: Duration,
-    fetch_tcp: Duration,
+    raw_write: Vec<Duration>,
+    raw_read: Vec<Duration>,
+    raw_copy: Vec<Duration>,
+    raw_tcp: Vec<Duration>,
+    write: Vec<Duration>,
+    read: Vec<Duration>,
+    fetch: Vec<Duration>,
+    fetch_tcp: Vec<Duration>,
 }
 
 struct Round<'a> {
@@ -223,35 +227,35 @@ impl Round<'_> {
         for i in 0..files {
             let locus_first = i % 2 == 0;
             if locus_first {
-                t.write += self.write(i).await?;
+                t.write.push(self.write(i).await?);
             }
-            t.raw_write += self.raw_write(i)?;
+            t.raw_write.push(self.raw_write(i)?);
             if !locus_first {
-                t.write += self.write(i).await?;
+                t.write.push(self.write(i).await?);
             }
         }
         for i in 0..files {
-            t.read += self.read(self.writer, i).await?;
-            t.raw_read += self.raw_read(i)?;
+            t.read.push(self.read(self.writer, i).await?);
+            t.raw_read.push(self.raw_read(i)?);
         }
         for i in 0..files {
             let locus_first = i % 2 == 1;
             if locus_first {
-                t.fetch += self.fetch(self.reader, i).await?;
+                t.fetch.push(self.fetch(self.reader, i).await?);
             }
-            t.raw_copy += self.raw_copy(i)?;
+            t.raw_copy.push(self.raw_copy(i)?);
             if !locus_first {
-                t.fetch += self.fetch(self.reader, i).await?;
+                t.fetch.push(self.fetch(self.reader, i).await?);
             }
         }
         for i in 0..files {
             let locus_first = i % 2 == 0;
             if locus_first {
-                t.fetch_tcp += self.fetch(self.tcp_reader, i).await?;
+                t.fetch_tcp.push(self.fetch(self.tcp_reader, i).await?);
             }
-            t.raw_tcp += self.raw_tcp(i)?;
+            t.raw_tcp.push(self.raw_tcp(i)?);
             if !locus_first {
-                t.fetch_tcp += self.fetch(self.tcp_reader, i).await?;
+                t.fetch_tcp.push(self.fetch(self.tcp_reader, i).await?);
             }
         }
         Ok(())
@@ -266,7 +270,7 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
     let ws = Workspace::start(&root, 3, &opts.daemons, opts.keep)?;
     println!("{}", crate::machine::describe());
     println!(
-        "io: {} files x {} MiB per round, {} rounds after a warm-up (median shown); \
+        "io: {} files x {} MiB per round, {} rounds after a warm-up (median of the files); \
          writer on node 0, remote readers on node 1 (same-host copy) and node 2 (TCP); \
          raw dd in {}",
         opts.files,
@@ -281,8 +285,8 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let total = (opts.files as u64 * opts.size) as f64 / 1e9;
-    let mut rounds = Vec::new();
+    let gb = opts.size as f64 / 1e9;
+    let mut t = Times::default();
     // Round 0 warms up and is not counted.
     for n in 0..=opts.rounds.max(1) {
         let round = Round {
@@ -294,21 +298,19 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
             size: opts.size,
         };
         rt.block_on(writer.mkdir_all(&round.dir))?;
-        let mut t = Times::default();
-        rt.block_on(round.run(opts.files, &mut t))?;
+        let mut warm_up = Times::default();
+        let times = if n == 0 { &mut warm_up } else { &mut t };
+        rt.block_on(round.run(opts.files, times))?;
         std::fs::remove_dir_all(&round.raw)?;
         rt.block_on(writer.remove_all(&round.dir))?;
-        if n > 0 {
-            rounds.push(t);
-        }
     }
-    let gbps = |f: fn(&Times) -> Duration| {
-        median(rounds.iter().map(|t| total / f(t).as_secs_f64()).collect())
+    let gbps = |f: fn(&Times) -> &Vec<Duration>| {
+        median(f(&t).iter().map(|d| gb / d.as_secs_f64()).collect())
     };
-    let (w, raw_w) = (gbps(|t| t.write), gbps(|t| t.raw_write));
-    let (r, raw_r) = (gbps(|t| t.read), gbps(|t| t.raw_read));
-    let (f, raw_c) = (gbps(|t| t.fetch), gbps(|t| t.raw_copy));
-    let (ft, raw_t) = (gbps(|t| t.fetch_tcp), gbps(|t| t.raw_tcp));
+    let (w, raw_w) = (gbps(|t| &t.write), gbps(|t| &t.raw_write));
+    let (r, raw_r) = (gbps(|t| &t.read), gbps(|t| &t.raw_read));
+    let (f, raw_c) = (gbps(|t| &t.fetch), gbps(|t| &t.raw_copy));
+    let (ft, raw_t) = (gbps(|t| &t.fetch_tcp), gbps(|t| &t.raw_tcp));
     header("GB/s", "baseline");
     row_precise("local write (vs dd write)", w, raw_w);
     row_precise("local read (vs dd read)", r, raw_r);
