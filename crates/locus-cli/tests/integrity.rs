@@ -443,3 +443,28 @@ fn a_damaged_chunk_read_by_its_range_is_read_from_another_copy_and_replaced() {
         "{now:?}"
     );
 }
+
+#[test]
+fn a_fetch_over_the_network_checks_what_each_of_its_streams_receives() {
+    let c = TestCluster::up_with(3, &["--replicas", "2"]);
+    let rt = rt();
+    // Under and over the size fetched by several streams at once.
+    for len in [700_000, 20 * MIB + 3] {
+        for how in ALL {
+            let path = format!("/tcp/{how:?}-{len}.bin");
+            let bytes = content(len);
+            let rec = put_settled(&c, &rt, &path, &bytes);
+            let reader = (0..3).find(|n| !rec.holders.contains(n)).unwrap();
+            damage(&c.stored(rec.holders[0], &path, rec.stamp), how);
+            let got = rt.block_on(c.tcp_client(reader).get(&path)).unwrap();
+            assert_eq!(got, bytes, "{how:?}, {len} bytes");
+            let kept = std::fs::File::open(c.stored(reader, &path, rec.stamp)).unwrap();
+            let version = locus_fs::sums::Content {
+                size: rec.size,
+                sum: rec.sum.unwrap(),
+            };
+            let chunks = locus_fs::sums::kept(&kept, version);
+            assert_eq!(chunks.is_some(), len > MIB, "{how:?}: its chunks' hashes kept");
+        }
+    }
+}

@@ -1592,10 +1592,15 @@ impl Client {
         &self,
         path: &str,
         rec: &Record,
-        dest: File,
-    ) -> FsResult<(NodeId, Result<Option<Chunks>, Mismatch>)> {
+        tmp: &Path,
+    ) -> FsResult<(NodeId, Result<Chunks, Mismatch>)> {
         let (client, path) = (self.clone(), path.to_string());
         let (holders, stamp, size) = (self.remote_holders(rec), rec.stamp, rec.size);
+        let dest = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(tmp)
+            .map_err(|e| FsError::io(&path, &e))?;
         tokio::task::spawn_blocking(move || {
             let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
             for h in holders {
@@ -1619,14 +1624,14 @@ impl Client {
         (path, stamp): (&str, u64),
         size: u64,
         dest: &File,
-    ) -> FsResult<Result<Option<Chunks>, Mismatch>> {
+    ) -> FsResult<Result<Chunks, Mismatch>> {
         // A holder on this host is copied from directly, without a socket,
         // its bytes hashed as they pass.
         if self.same_host(node) {
             let copied =
                 self.with_transfer(node, |st| transfer::copy_local(st, (path, stamp), dest))?;
-            if let Some(content) = copied {
-                return Ok(Ok(Some(content)));
+            if let Some(chunks) = copied {
+                return Ok(Ok(chunks));
             }
         }
         let streams = if size >= PARALLEL_FETCH_MIN {
@@ -1634,16 +1639,21 @@ impl Client {
         } else {
             1
         };
-        let part = size.div_ceil(streams);
-        let results: Vec<FsResult<u64>> = std::thread::scope(|s| {
+        // Parts start at chunks, each hashed by its stream as it lands.
+        let part = size.div_ceil(streams).next_multiple_of(sums::CHUNK as u64);
+        let results: Vec<FsResult<(u64, Vec<u64>)>> = std::thread::scope(|s| {
             let parts: Vec<_> = (0..streams)
                 .map(|k| {
                     // The last part asks for everything left, however long.
                     let len = if k + 1 == streams { u64::MAX } else { part };
                     s.spawn(move || {
-                        self.with_transfer(node, |st| {
-                            transfer::fetch(st, (path, stamp), k * part, len, dest)
-                        })
+                        let mut trail = sums::Trailing::new(dest, k * part);
+                        let size = self.with_transfer(node, |st| {
+                            let landed = |at| trail.landed(at);
+                            transfer::fetch(st, (path, stamp), (k * part, len), dest, landed)
+                        })?;
+                        let sums = trail.finish().map_err(|e| FsError::io(path, &e))?;
+                        Ok((size, sums))
                     })
                 })
                 .collect();
@@ -1655,13 +1665,18 @@ impl Client {
                 })
                 .collect()
         });
+        let mut chunks = Chunks {
+            size,
+            sums: Vec::new(),
+        };
         for r in results {
-            let n = r?;
+            let (n, sums) = r?;
             if n != size {
                 return Ok(Err(Mismatch::Size(n)));
             }
+            chunks.sums.extend(sums);
         }
-        Ok(Ok(None))
+        Ok(Ok(chunks))
     }
 
     /// Runs `f` on an idle authenticated transfer stream to `node`, returning
@@ -1805,32 +1820,22 @@ impl Client {
                 if rec.holders.is_empty() {
                     return Err(crate::verify::no_good_copy(path, &bad));
                 }
-                let (tmp, file) = self.inner.store.temp_file()?;
-                let (from, sent) = match self.fetch_into(path, &rec, file).await {
+                let (tmp, _) = self.inner.store.temp_file()?;
+                let (from, sent) = match self.fetch_into(path, &rec, &tmp).await {
                     Ok(fetched) => fetched,
                     Err(e) => {
                         self.inner.store.discard(&tmp);
                         return Err(e);
                     }
                 };
-                let verdict = match sent {
-                    Ok(Some(copied)) => Ok(crate::verify::judge_copied(&tmp, &copied, &rec)),
-                    Ok(None) => self.check_copy(path, &rec, &tmp).await,
-                    Err(why) => Ok(Err(why)),
-                };
-                match verdict {
-                    Ok(Ok(())) => {}
-                    Ok(Err(why)) => {
-                        self.inner.store.discard(&tmp);
-                        self.set_aside(path, &rec, from, why).await;
-                        rec.holders.retain(|&h| h != from);
-                        bad.push((from, why));
-                        continue;
-                    }
-                    Err(e) => {
-                        self.inner.store.discard(&tmp);
-                        return Err(e);
-                    }
+                let verdict =
+                    sent.and_then(|copied| crate::verify::judge_copied(&tmp, &copied, &rec));
+                if let Err(why) = verdict {
+                    self.inner.store.discard(&tmp);
+                    self.set_aside(path, &rec, from, why).await;
+                    rec.holders.retain(|&h| h != from);
+                    bad.push((from, why));
+                    continue;
                 }
                 self.inner.store.install(&tmp, path, rec.stamp)?;
                 self.checked_here(path, &rec);

@@ -219,6 +219,63 @@ fn read_chunk(file: &File, k: u64, buf: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
+/// Hashes a range of a file, starting at a chunk's start, as its bytes
+/// land in order (a fetch's part): each chunk once it is whole, read back
+/// while the page cache still holds it.
+pub struct Trailing<'f> {
+    file: &'f File,
+    /// Where the next chunk to hash starts.
+    next: u64,
+    /// How far the bytes have landed.
+    upto: u64,
+    sums: Vec<u64>,
+    buf: Vec<u8>,
+}
+
+impl<'f> Trailing<'f> {
+    pub fn new(file: &'f File, start: u64) -> Trailing<'f> {
+        debug_assert_eq!(
+            start % CHUNK as u64,
+            0,
+            "a range hashed by chunks starts one"
+        );
+        Trailing {
+            file,
+            next: start,
+            upto: start,
+            sums: Vec::new(),
+            buf: Vec::new(),
+        }
+    }
+
+    /// The bytes up to `upto` have landed: hashes the chunks now whole.
+    pub fn landed(&mut self, upto: u64) -> io::Result<()> {
+        self.upto = self.upto.max(upto);
+        while self.next + CHUNK as u64 <= self.upto {
+            self.hash_next(CHUNK)?;
+        }
+        Ok(())
+    }
+
+    fn hash_next(&mut self, len: usize) -> io::Result<()> {
+        self.buf.resize(len, 0);
+        self.file.read_exact_at(&mut self.buf, self.next)?;
+        self.sums.push(chunk_sum(&self.buf));
+        self.next += len as u64;
+        Ok(())
+    }
+
+    /// The hashes of the range's chunks (its last one may be short: the
+    /// file's end).
+    pub fn finish(mut self) -> io::Result<Vec<u64>> {
+        let rest = (self.upto - self.next) as usize;
+        if rest > 0 {
+            self.hash_next(rest)?;
+        }
+        Ok(self.sums)
+    }
+}
+
 /// Whether chunks `range` of `file` hash as `chunks` says; the first that
 /// does not, if any.
 pub fn check_chunks(

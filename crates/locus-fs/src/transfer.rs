@@ -101,7 +101,7 @@ fn receive(
 ) -> FsResult<()> {
     checked(path)?;
     let (tmp, file) = store.temp_file()?;
-    let result = match receive_into(stream, (path, &file), 0, size) {
+    let result = match receive_into(stream, (path, &file), (0, size), |_| Ok(())) {
         Ok(_) => match File::open(&tmp).and_then(|f| sums::check(&f, size, sum)) {
             Ok(Ok(())) => store.install(&tmp, path, stamp),
             Ok(Err(why)) => {
@@ -120,14 +120,15 @@ fn receive(
 }
 
 /// Client side: fetches up to `len` bytes of copy `stamp` of `path` from
-/// `offset` into the same range of `dest`; returns the whole file's size. An
-/// `Err` of the outer result means the connection is unusable.
+/// `offset` into the same range of `dest`, telling `landed` how far the
+/// bytes in `dest` reach after each piece; returns the whole file's size.
+/// An `Err` of the outer result means the connection is unusable.
 pub fn fetch(
     stream: &mut TcpStream,
     (path, stamp): (&str, u64),
-    offset: u64,
-    len: u64,
+    (offset, len): (u64, u64),
     dest: &File,
+    landed: impl FnMut(u64) -> io::Result<()>,
 ) -> io::Result<FsResult<u64>> {
     let req = TransferRequest::Fetch {
         path: path.to_string(),
@@ -142,7 +143,7 @@ pub fn fetch(
         TransferReply::Located { .. } => return Err(unexpected()),
     };
     let (start, n) = range(size, offset, len);
-    receive_into(stream, (path, dest), start, n)?;
+    receive_into(stream, (path, dest), (start, n), landed)?;
     Ok(Ok(size))
 }
 
@@ -288,8 +289,8 @@ pub fn this_side(e: &io::Error) -> Option<FsError> {
 fn receive_into(
     stream: &mut TcpStream,
     (path, dest): (&str, &File),
-    offset: u64,
-    size: u64,
+    (offset, size): (u64, u64),
+    mut landed: impl FnMut(u64) -> io::Result<()>,
 ) -> io::Result<u64> {
     let pipe = Pipe::new()?;
     let (sock, file) = (stream.as_raw_fd(), dest.as_raw_fd());
@@ -330,6 +331,7 @@ fn receive_into(
             .map_err(|e| on_this_side(path, e))?;
         }
         left -= n as u64;
+        landed(at as u64)?;
     }
     Ok(size)
 }
