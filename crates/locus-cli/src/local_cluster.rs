@@ -3,9 +3,12 @@
 use crate::fs_ops::ClusterArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
+
 use locus_fs::cluster::CLUSTER_FILE;
 use locus_fs::meta::Durability;
-use locus_fs::{Client, ClientOptions, ClusterSpec, JoinConfig, Placement, ServeConfig, Upkeep};
+use locus_fs::{
+    made_by_note, Client, ClientOptions, ClusterSpec, JoinConfig, Placement, ServeConfig, Upkeep,
+};
 use locus_launch::site::{self, Deploy, Site, SiteLauncher};
 use locus_launch::{daemons, running_pid, Daemons};
 use std::io::Write;
@@ -344,8 +347,13 @@ pub fn scrub(a: ScrubArgs) -> Result<()> {
         for (path, why) in &done.repaired {
             println!("  repaired {path}: {why}");
         }
-        for (path, why) in &done.lost {
-            println!("  lost {path}: {why}, and no other node holds a good copy");
+        for l in &done.lost {
+            println!(
+                "  lost {}: {}, and no other node holds a good copy{}",
+                l.path,
+                l.why,
+                made_by_note(l.made_by.as_deref())
+            );
         }
         lost += done.lost.len();
     }
@@ -486,8 +494,8 @@ pub fn status(a: ClusterArgs) -> Result<()> {
             r.repaired,
             r.lost.len()
         )?;
-        for path in &r.lost {
-            writeln!(out, "  lost {path}")?;
+        for (path, made_by) in &r.lost {
+            writeln!(out, "  lost {path}{}", made_by_note(made_by.as_deref()))?;
         }
     }
     if down > 0 {

@@ -464,7 +464,52 @@ fn a_fetch_over_the_network_checks_what_each_of_its_streams_receives() {
                 sum: rec.sum.unwrap(),
             };
             let chunks = locus_fs::sums::kept(&kept, version);
-            assert_eq!(chunks.is_some(), len > MIB, "{how:?}: its chunks' hashes kept");
+            assert_eq!(
+                chunks.is_some(),
+                len > MIB,
+                "{how:?}: its chunks' hashes kept"
+            );
         }
     }
+}
+
+#[test]
+fn a_lost_output_of_a_run_is_listed_with_the_task_that_made_it() {
+    let script = "app (file o) make() { \"sh\" \"-c\" \"echo made > $0\" o }\n\
+        file a<\"/locus/m/a.txt\"> = make();\n";
+    let dir = tempfile::tempdir().unwrap();
+    let fs_dir = dir.path().join("run/fs");
+    let run = Run::in_dir(dir, &["--keep-fs"], script).ok();
+    let _down = common::FsDown(fs_dir.clone());
+    let client = locus_fs::Client::open(&fs_dir, Default::default()).unwrap();
+    let rec = rt().block_on(client.stat("/m/a.txt")).unwrap();
+    let made_by = rec.made_by.clone().expect("the record names its task");
+    assert!(
+        made_by.starts_with("app 'make' at ")
+            && made_by.contains("t.swift:2:")
+            && made_by.ends_with(&format!("in run {}", run.run_dir().display())),
+        "{made_by}"
+    );
+    let node = rec.holders[0];
+    let copy = locus_fs::store::Store::open(&fs_dir.join(format!("node-{node}")))
+        .unwrap()
+        .data_path("/m/a.txt", rec.stamp);
+    damage(&copy, Damage::Flip);
+    let fs = |args: &[&str]| {
+        let dir = fs_dir.to_str().unwrap();
+        common::locus(&[&["fs"], args, &["--dir", dir]].concat())
+    };
+    let scrub = fs(&["scrub"]);
+    let said = String::from_utf8_lossy(&scrub.stdout);
+    assert!(!scrub.status.success(), "{said}");
+    assert!(
+        said.contains("lost /m/a.txt: ") && said.contains(&made_by),
+        "{said}"
+    );
+    let status = fs(&["status"]);
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        said.contains(&format!("  lost /m/a.txt (made by {made_by})")),
+        "{said}"
+    );
 }

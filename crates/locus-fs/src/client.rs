@@ -1915,6 +1915,7 @@ impl Client {
             local,
             mode: 0o644,
             written: None,
+            made_by: None,
         })
     }
 
@@ -2034,10 +2035,15 @@ impl Client {
         let target = claimed.target.unwrap_or(self.inner.me);
         let replacing = claimed.replacing;
         let _renewal = self.keep_lease(path, lease);
+        let version = NewVersion {
+            token: lease.token,
+            content,
+            made_by: out.made_by.as_deref(),
+        };
         self.finish_write(
             &out.local,
             path,
-            (lease.token, content),
+            version,
             (target, claimed.copies, &[]),
             replacing.as_ref(),
         )
@@ -2322,8 +2328,8 @@ impl Client {
                     self.drop_copies(&path, differ, lease.token).await;
                 }
                 let replacing = replacing.as_ref();
-                self.publish(&path, lease.token, content, made, replacing)
-                    .await
+                let version = NewVersion::plain(lease.token, content);
+                self.publish(&path, version, made, replacing).await
             }
             Err(e) => {
                 // Copied in or not, an unpublished stamp is not kept.
@@ -2425,10 +2431,11 @@ impl Client {
         &self,
         src: &Path,
         path: &str,
-        (token, content): (u64, Content),
+        version: NewVersion<'_>,
         placing: (NodeId, u32, &[NodeId]),
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
+        let (token, content) = (version.token, version.content);
         let copies = match self.place_bytes(src, (path, token, content), placing).await {
             Ok(c) => c,
             Err(e) => {
@@ -2436,7 +2443,7 @@ impl Client {
                 return Err(e);
             }
         };
-        self.publish(path, token, content, copies, replacing).await
+        self.publish(path, version, copies, replacing).await
     }
 
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
@@ -2586,11 +2593,15 @@ impl Client {
     async fn publish(
         &self,
         path: &str,
-        token: u64,
-        content: Content,
+        version: NewVersion<'_>,
         copies: Vec<NodeId>,
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
+        let NewVersion {
+            token,
+            content,
+            made_by,
+        } = version;
         let req = Request::CommitWrite {
             path: path.to_string(),
             token,
@@ -2599,6 +2610,7 @@ impl Client {
             holder: copies[0],
             replicas: copies[1..].to_vec(),
             sum: Some(content.sum),
+            made_by: made_by.map(String::from),
         };
         let mut answer = self.meta(path, req.clone()).await;
         if matches!(&answer, Err(e) if Client::owner_lost(e)) {
@@ -2690,6 +2702,25 @@ impl Client {
     }
 }
 
+/// A version about to be committed: the write lock's token that names its
+/// copies, what it holds, and the run's task that made it, if one did.
+struct NewVersion<'a> {
+    token: u64,
+    content: Content,
+    made_by: Option<&'a str>,
+}
+
+impl NewVersion<'_> {
+    /// A version no run's task made (a library writer's, an import).
+    fn plain(token: u64, content: Content) -> NewVersion<'static> {
+        NewVersion {
+            token,
+            content,
+            made_by: None,
+        }
+    }
+}
+
 /// A file a program writes in a private place, then publishes with
 /// `Client::commit` (or drops with `Client::discard`).
 #[derive(Debug, Clone)]
@@ -2704,6 +2735,8 @@ pub struct Output {
     /// What a writer of this client wrote, hashed as it was written (a
     /// program's output is read once it is done).
     written: Option<Chunks>,
+    /// The run's task that writes it (`Record::made_by`).
+    made_by: Option<String>,
 }
 
 /// Where a file's data is on this node, once `local_copy` made it local.
@@ -2826,7 +2859,7 @@ impl Writer {
             .finish_write(
                 &self.tmp,
                 &self.path,
-                (self.lease.token, content),
+                NewVersion::plain(self.lease.token, content),
                 (self.target, self.copies, &made),
                 replacing,
             )
@@ -2903,6 +2936,7 @@ impl Writer {
             lease: self.lease,
             mode,
             written,
+            made_by: None,
         };
         let held = self.client.held_parent(&self.path).map(|(h, _)| h);
         (out, held)
@@ -3022,6 +3056,11 @@ impl NewFile {
 }
 
 impl Output {
+    /// Names the run's task that writes it, kept in its record.
+    pub fn made_by(&mut self, task: String) {
+        self.made_by = Some(task);
+    }
+
     /// The record of this file's first version, `size` bytes hashing to
     /// `sum` on `holders`.
     fn first_version(&self, size: u64, sum: Option<Sum>, holders: Vec<NodeId>) -> Record {
@@ -3031,6 +3070,7 @@ impl Output {
         record.version = 1;
         record.stamp = self.lease.token;
         record.holders = holders;
+        record.made_by.clone_from(&self.made_by);
         record
     }
 }

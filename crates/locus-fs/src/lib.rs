@@ -36,6 +36,6 @@ pub use follow::copy_as_written;
 pub use meta::{now_ns, Durability};
 pub use placement::Placement;
 pub use repair::{Rebuilt, Reclaimed};
-pub use scrub::Scrubbed;
+pub use scrub::{made_by_note, Lost, Scrubbed};
 pub use serve::{serve, JoinConfig, ServeConfig};
 pub use upkeep::Upkeep;

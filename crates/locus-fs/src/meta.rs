@@ -843,6 +843,7 @@ impl<'t> Shard<'t> {
                 holder,
                 replicas,
                 sum,
+                made_by,
             } => {
                 let replaced = self.get(path)?;
                 if replaced.lock.map(|l| l.token) != Some(*token) {
@@ -851,6 +852,7 @@ impl<'t> Shard<'t> {
                 let mut rec = replaced.clone();
                 rec.size = *size;
                 rec.sum = *sum;
+                rec.made_by.clone_from(made_by);
                 rec.mtime_ns = *mtime_ns;
                 rec.version += 1;
                 rec.stamp = *token;
@@ -1286,6 +1288,7 @@ mod tests {
             holder: 4,
             replicas: vec![4, 6],
             sum: Some([7; 16]),
+            made_by: None,
         };
         match meta.write(commit).await {
             Response::Committed { record, replaced } => {

@@ -20,11 +20,24 @@ pub struct Scrubbed {
     pub bytes: u64,
     /// Bad copies made again from a good holder.
     pub repaired: Vec<(String, Mismatch)>,
-    /// Files with no good copy left: their paths, each with what was wrong
-    /// here.
-    pub lost: Vec<(String, Mismatch)>,
+    /// Files with no good copy left.
+    pub lost: Vec<Lost>,
     /// Copies whose record could not be read (not checked).
     pub unsure: usize,
+}
+
+/// A file with no good copy left: what was wrong with the copy here, and
+/// the run's task that made it, if one did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub path: String,
+    pub why: Mismatch,
+    pub made_by: Option<String>,
+}
+
+/// How a lost file's line ends: what made it, where a run's task did.
+pub fn made_by_note(made_by: Option<&str>) -> String {
+    made_by.map_or(String::new(), |m| format!(" (made by {m})"))
 }
 
 impl Client {
@@ -58,7 +71,11 @@ impl Client {
                     Ok(_) => done.repaired.push((c.path.clone(), why)),
                     Err(e) => {
                         tracing::warn!("{}: {e}", c.path);
-                        done.lost.push((c.path.clone(), why));
+                        done.lost.push(Lost {
+                            path: c.path.clone(),
+                            why,
+                            made_by: rec.made_by.clone(),
+                        });
                     }
                 }
             }
@@ -74,7 +91,11 @@ impl Client {
             checked: done.checked as u64,
             bytes: done.bytes,
             repaired: done.repaired.len() as u64,
-            lost: done.lost.iter().map(|(p, _)| p.clone()).collect(),
+            lost: done
+                .lost
+                .iter()
+                .map(|l| (l.path.clone(), l.made_by.clone()))
+                .collect(),
         };
         let store = self.store().clone();
         if let Err(e) = crate::client::blocking(move || {

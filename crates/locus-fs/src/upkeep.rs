@@ -74,8 +74,13 @@ pub(crate) async fn look_after(dir: PathBuf, node: NodeId, upkeep: Upkeep) {
                     done.repaired.len(),
                     done.lost.len()
                 );
-                for (path, why) in &done.lost {
-                    tracing::warn!("scrub: {path}: {why}, and no other node holds a good copy");
+                for l in &done.lost {
+                    tracing::warn!(
+                        "scrub: {}: {}, and no other node holds a good copy{}",
+                        l.path,
+                        l.why,
+                        crate::scrub::made_by_note(l.made_by.as_deref())
+                    );
                 }
             }
             Err(e) => tracing::warn!("scrub: {e}"),

@@ -72,6 +72,10 @@ pub struct Record {
     /// every copy read or made is checked against it (`None`: a directory,
     /// or a version whose hash was not made).
     pub sum: Option<Sum>,
+    /// What made the current version, when a run's task did (`app 'f' at
+    /// wf.swift:3:5 in run /path/run`): a file lost with its copies says
+    /// what would make it again.
+    pub made_by: Option<String>,
 }
 
 /// A write lock: the writer's token and the end of its lease (the daemon's
@@ -103,6 +107,7 @@ impl Record {
             lock: None,
             copies: 0,
             sum: None,
+            made_by: None,
         }
     }
 }
@@ -147,8 +152,9 @@ pub struct ScrubReport {
     pub bytes: u64,
     /// Bad copies made again from a good one.
     pub repaired: u64,
-    /// Files with no good copy left.
-    pub lost: Vec<String>,
+    /// Files with no good copy left, each with what made it if a run's
+    /// task did (`Record::made_by`).
+    pub lost: Vec<(String, Option<String>)>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -224,6 +230,8 @@ pub enum Request {
         replicas: Vec<NodeId>,
         /// The hash of its bytes.
         sum: Option<Sum>,
+        /// The run's task that made it, if one did (`Record::made_by`).
+        made_by: Option<String>,
     },
     /// Sets the permission bits and/or modification time (`chmod`,
     /// `utimens`); answers with the record.

@@ -316,6 +316,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             let app = App {
                 cfg,
                 func: &task.func,
+                at: &task.at,
                 id: task.id,
                 unmapped,
                 known: fresh(task.stats.as_ref()),
@@ -450,6 +451,8 @@ async fn system(
 struct App<'a> {
     cfg: &'a WorkerConfig,
     func: &'a str,
+    /// Where the script calls it.
+    at: &'a str,
     id: u64,
     /// `@timeout`, else the run's `--task-timeout`.
     timeout: Option<std::time::Duration>,
@@ -751,6 +754,15 @@ impl<'a> App<'a> {
             ));
         }
         let committing = Instant::now();
+        let made_by = format!(
+            "app '{}' at {} in run {}",
+            self.func,
+            self.at,
+            cfg.run_dir.display()
+        );
+        for out in &mut outputs.pending {
+            out.made_by(made_by.clone());
+        }
         let records = match (self.cfg.fs.as_ref(), outputs.pending.is_empty()) {
             (Some(fs), false) => fs.commit_all(&outputs.pending).await,
             _ => Vec::new(),
