@@ -262,10 +262,24 @@ impl Round<'_> {
     }
 }
 
-pub fn run(opts: IoOpts) -> anyhow::Result<()> {
-    if opts.size == 0 || !opts.size.is_multiple_of(MIB) {
-        anyhow::bail!("--size must be a positive multiple of 1 MiB");
+/// Refuses file sizes the data benchmarks cannot write in 1 MiB pieces.
+pub(crate) fn whole_mib(size: u64) -> anyhow::Result<()> {
+    match size > 0 && size.is_multiple_of(MIB) {
+        true => Ok(()),
+        false => anyhow::bail!("--size-mib must be positive"),
     }
+}
+
+/// The runtime a data benchmark's clients run on.
+pub(crate) fn two_threads() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+pub fn run(opts: IoOpts) -> anyhow::Result<()> {
+    whole_mib(opts.size)?;
     let root = opts.dir.clone().unwrap_or_else(|| default_root("io"));
     let ws = Workspace::start(&root, 3, &opts.daemons, opts.keep)?;
     println!("{}", crate::machine::describe());
@@ -281,10 +295,7 @@ pub fn run(opts: IoOpts) -> anyhow::Result<()> {
     let writer = ws.client(0)?;
     let reader = ws.client(1)?;
     let tcp_reader = ws.client_over_tcp(2)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = two_threads()?;
     let gb = opts.size as f64 / 1e9;
     let mut t = Times::default();
     // Round 0 warms up and is not counted.

@@ -5,7 +5,7 @@
 //! after a `sync`, file by file: nothing else on the machine is evicted);
 //! rounds alternate which side goes first.
 
-use crate::io::{drain, settle, MIB};
+use crate::io::{drain, settle, two_threads, whole_mib, MIB};
 use crate::report::{header, median, row_precise, target};
 use crate::workspace::{default_root, Workspace};
 use locus_launch::Daemons;
@@ -45,9 +45,7 @@ fn bytes_of(i: u32, size: u64) -> impl Iterator<Item = Vec<u8>> {
 }
 
 pub fn run(opts: ScrubOpts) -> anyhow::Result<()> {
-    if opts.size == 0 || !opts.size.is_multiple_of(MIB) {
-        anyhow::bail!("--size must be a positive multiple of 1 MiB");
-    }
+    whole_mib(opts.size)?;
     let root = opts.dir.clone().unwrap_or_else(|| default_root("scrub"));
     let ws = Workspace::start(&root, 1, &opts.daemons, opts.keep)?;
     println!("{}", crate::machine::describe());
@@ -60,10 +58,7 @@ pub fn run(opts: ScrubOpts) -> anyhow::Result<()> {
         ws.raw_root.display()
     );
     let client = ws.client(0)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
+    let rt = two_threads()?;
     let raw = ws.raw_dir("files")?;
     rt.block_on(client.mkdir_all("/scrub"))?;
     for i in 0..opts.files {

@@ -35,6 +35,18 @@ impl Common {
     }
 }
 
+/// The large files a data benchmark moves in each round, and its rounds.
+#[derive(Args)]
+pub struct LargeFiles {
+    #[arg(long, default_value_t = 4)]
+    files: u32,
+    /// MiB per file.
+    #[arg(long, default_value_t = 256)]
+    size_mib: u64,
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+}
+
 /// The emulated cluster a workflow benchmark runs on.
 #[derive(Args)]
 pub struct EmulatedArgs {
@@ -374,25 +386,15 @@ pub enum BenchCommand {
     Scrub {
         #[command(flatten)]
         common: Common,
-        #[arg(long, default_value_t = 4)]
-        files: u32,
-        /// MiB per file.
-        #[arg(long, default_value_t = 256)]
-        size_mib: u64,
-        #[arg(long, default_value_t = 3)]
-        rounds: u32,
+        #[command(flatten)]
+        set: LargeFiles,
     },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
         common: Common,
-        #[arg(long, default_value_t = 4)]
-        files: u32,
-        /// MiB per file.
-        #[arg(long, default_value_t = 256)]
-        size_mib: u64,
-        #[arg(long, default_value_t = 3)]
-        rounds: u32,
+        #[command(flatten)]
+        set: LargeFiles,
     },
 }
 
@@ -596,28 +598,18 @@ pub fn run(b: BenchCommand) -> Result<()> {
             dir: common.dir,
             keep: common.keep,
         }),
-        BenchCommand::Scrub {
-            common,
-            files,
-            size_mib,
-            rounds,
-        } => scrub::run(scrub::ScrubOpts {
-            files,
-            size: size_mib << 20,
-            rounds,
+        BenchCommand::Scrub { common, set } => scrub::run(scrub::ScrubOpts {
+            files: set.files,
+            size: set.size_mib << 20,
+            rounds: set.rounds,
             daemons: common.daemons()?,
             dir: common.dir,
             keep: common.keep,
         }),
-        BenchCommand::Io {
-            common,
-            files,
-            size_mib,
-            rounds,
-        } => io::run(io::IoOpts {
-            files,
-            size: size_mib << 20,
-            rounds,
+        BenchCommand::Io { common, set } => io::run(io::IoOpts {
+            files: set.files,
+            size: set.size_mib << 20,
+            rounds: set.rounds,
             daemons: common.daemons()?,
             dir: common.dir,
             keep: common.keep,

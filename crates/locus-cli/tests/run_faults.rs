@@ -401,7 +401,9 @@ fn kill_a_worker_mid_run(args: &[&str], victim: u32) {
     let script = naps(&out, "0.4567", 12);
     let (child, run_dir) = start_with(dir.path(), &script, args);
     let worker = entry(&run_dir, victim).pid;
-    while processes_with("sleep 0.4567").len() < 3 {
+    // Every worker busy with a task (each shows as its `sh -c "sleep …"`
+    // and that shell's `sleep`): the victim is mid-run, not starting.
+    while processes_with("sleep 0.4567").len() < 6 {
         std::thread::sleep(Duration::from_millis(10));
     }
     // SAFETY: a signal to a rank of the run this test started.

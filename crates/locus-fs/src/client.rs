@@ -1735,12 +1735,7 @@ impl Client {
     /// asked only if it no longer leads to the bytes.
     pub async fn local_copy_from(&self, path: &str, known: Option<&Record>) -> FsResult<LocalCopy> {
         let path = normalise(path)?;
-        // A new file of a held directory is read once it is published.
-        if let Some((held, name)) = self.held_parent(&path) {
-            if matches!(held.known(name), Some(Known::Pending(_))) {
-                held.flushed().await;
-            }
-        }
+        self.published(&path).await;
         let mut rec = match known {
             Some(rec) => rec.clone(),
             None => self.stat(&path).await?,
@@ -1761,6 +1756,16 @@ impl Client {
                     attempts += 1;
                 }
                 other => return other,
+            }
+        }
+    }
+
+    /// Waits until normalised `path`, if a new file of a held directory,
+    /// is published: it is read once it is.
+    pub(crate) async fn published(&self, path: &str) {
+        if let Some((held, name)) = self.held_parent(path) {
+            if matches!(held.known(name), Some(Known::Pending(_))) {
+                held.flushed().await;
             }
         }
     }

@@ -65,6 +65,7 @@ impl Client {
     /// local and checked whole, as `local_copy` does.
     pub async fn read_range(&self, path: &str, offset: u64, len: u64) -> FsResult<Vec<u8>> {
         let path = normalise(path)?;
+        self.published(&path).await;
         let mut rec = self.stat(&path).await?;
         if self.holds(&rec) {
             let file = self.store().data_path(&path, rec.stamp);
