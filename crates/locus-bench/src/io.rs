@@ -16,7 +16,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub struct IoOpts {
+/// What a data benchmark (`bench io`, `bench scrub`) moves: files of one
+/// size, per round, over rounds, on daemons started in a scratch directory.
+pub struct DataOpts {
     pub files: u32,
     /// Bytes per file (a multiple of 1 MiB).
     pub size: u64,
@@ -278,7 +280,7 @@ pub(crate) fn two_threads() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-pub fn run(opts: IoOpts) -> anyhow::Result<()> {
+pub fn run(opts: DataOpts) -> anyhow::Result<()> {
     whole_mib(opts.size)?;
     let root = opts.dir.clone().unwrap_or_else(|| default_root("io"));
     let ws = Workspace::start(&root, 3, &opts.daemons, opts.keep)?;

@@ -5,24 +5,13 @@
 //! after a `sync`, file by file: nothing else on the machine is evicted);
 //! rounds alternate which side goes first.
 
-use crate::io::{drain, settle, two_threads, whole_mib, MIB};
+use crate::io::{drain, settle, two_threads, whole_mib, DataOpts, MIB};
 use crate::report::{header, median, row_precise, target};
 use crate::workspace::{default_root, Workspace};
-use locus_launch::Daemons;
 use std::io::Write;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-pub struct ScrubOpts {
-    pub files: u32,
-    /// Bytes per file (a multiple of 1 MiB).
-    pub size: u64,
-    pub rounds: u32,
-    pub dir: Option<PathBuf>,
-    pub keep: bool,
-    pub daemons: Daemons,
-}
 
 /// Drops every file under `dir` from the page cache.
 fn evict(dir: &Path) -> std::io::Result<()> {
@@ -44,7 +33,7 @@ fn bytes_of(i: u32, size: u64) -> impl Iterator<Item = Vec<u8>> {
     (0..size / MIB).map(move |k| vec![(i as u64 * 31 + k) as u8; MIB as usize])
 }
 
-pub fn run(opts: ScrubOpts) -> anyhow::Result<()> {
+pub fn run(opts: DataOpts) -> anyhow::Result<()> {
     whole_mib(opts.size)?;
     let root = opts.dir.clone().unwrap_or_else(|| default_root("scrub"));
     let ws = Workspace::start(&root, 1, &opts.daemons, opts.keep)?;

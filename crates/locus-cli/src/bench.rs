@@ -47,6 +47,19 @@ pub struct LargeFiles {
     rounds: u32,
 }
 
+impl LargeFiles {
+    fn opts(self, common: Common) -> Result<io::DataOpts> {
+        Ok(io::DataOpts {
+            files: self.files,
+            size: self.size_mib << 20,
+            rounds: self.rounds,
+            daemons: common.daemons()?,
+            dir: common.dir,
+            keep: common.keep,
+        })
+    }
+}
+
 /// The emulated cluster a workflow benchmark runs on.
 #[derive(Args)]
 pub struct EmulatedArgs {
@@ -598,21 +611,7 @@ pub fn run(b: BenchCommand) -> Result<()> {
             dir: common.dir,
             keep: common.keep,
         }),
-        BenchCommand::Scrub { common, set } => scrub::run(scrub::ScrubOpts {
-            files: set.files,
-            size: set.size_mib << 20,
-            rounds: set.rounds,
-            daemons: common.daemons()?,
-            dir: common.dir,
-            keep: common.keep,
-        }),
-        BenchCommand::Io { common, set } => io::run(io::IoOpts {
-            files: set.files,
-            size: set.size_mib << 20,
-            rounds: set.rounds,
-            daemons: common.daemons()?,
-            dir: common.dir,
-            keep: common.keep,
-        }),
+        BenchCommand::Scrub { common, set } => scrub::run(set.opts(common)?),
+        BenchCommand::Io { common, set } => io::run(set.opts(common)?),
     }
 }
