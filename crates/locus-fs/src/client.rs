@@ -1737,8 +1737,11 @@ impl Client {
         let path = normalise(path)?;
         self.published(&path).await;
         let mut rec = match known {
-            Some(rec) => rec.clone(),
-            None => self.stat(&path).await?,
+            // Seen while a version was being written (one made again, say)
+            // or before any was closed: its empty last version may be gone
+            // by now.
+            Some(rec) if rec.lock.is_none() && rec.version > 0 => rec.clone(),
+            _ => self.stat(&path).await?,
         };
         let mut attempts = 0;
         loop {
