@@ -1586,26 +1586,25 @@ impl Client {
     /// first reachable holder into `dest`. A large file comes over several
     /// streams at once: one stream's receiver, copying into the page cache,
     /// is the bottleneck, not the network.
-    /// Returns the holder it came from, and whether what it sent was of
-    /// the version's size.
+    /// Returns the holder it came from, and whether what it sent is the
+    /// version (hashed as it came; a good copy keeps its chunks' hashes).
     async fn fetch_into(
         &self,
         path: &str,
         rec: &Record,
-        tmp: &Path,
-    ) -> FsResult<(NodeId, Result<Chunks, Mismatch>)> {
-        let (client, path) = (self.clone(), path.to_string());
-        let (holders, stamp, size) = (self.remote_holders(rec), rec.stamp, rec.size);
-        let dest = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(tmp)
-            .map_err(|e| FsError::io(&path, &e))?;
+        dest: File,
+    ) -> FsResult<(NodeId, Result<(), Mismatch>)> {
+        let (client, path, rec) = (self.clone(), path.to_string(), rec.clone());
+        let holders = self.remote_holders(&rec);
         tokio::task::spawn_blocking(move || {
             let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
             for h in holders {
-                match client.fetch_parts(h, (&path, stamp), size, &dest) {
-                    Ok(sent) => return Ok((h, sent)),
+                match client.fetch_parts(h, (&path, rec.stamp), rec.size, &dest) {
+                    Ok(sent) => {
+                        let verdict = sent
+                            .and_then(|chunks| crate::verify::judge_copied(&dest, &chunks, &rec));
+                        return Ok((h, verdict));
+                    }
                     // Gone from its store (or replaced since `rec` was read:
                     // setting it aside then changes nothing).
                     Err(e) if e.code == Errno::ENOENT => return Ok((h, Err(Mismatch::Missing))),
@@ -1828,17 +1827,15 @@ impl Client {
                 if rec.holders.is_empty() {
                     return Err(crate::verify::no_good_copy(path, &bad));
                 }
-                let (tmp, _) = self.inner.store.temp_file()?;
-                let (from, sent) = match self.fetch_into(path, &rec, &tmp).await {
+                let (tmp, file) = self.inner.store.temp_file()?;
+                let (from, sent) = match self.fetch_into(path, &rec, file).await {
                     Ok(fetched) => fetched,
                     Err(e) => {
                         self.inner.store.discard(&tmp);
                         return Err(e);
                     }
                 };
-                let verdict =
-                    sent.and_then(|copied| crate::verify::judge_copied(&tmp, &copied, &rec));
-                if let Err(why) = verdict {
+                if let Err(why) = sent {
                     self.inner.store.discard(&tmp);
                     self.set_aside(path, &rec, from, why).await;
                     rec.holders.retain(|&h| h != from);

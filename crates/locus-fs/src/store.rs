@@ -152,10 +152,15 @@ impl Store {
     }
 
     /// A new, empty temporary file in this store.
+    /// (Open for reading too: what is written is hashed back from it.)
     pub fn temp_file(&self) -> FsResult<(PathBuf, File)> {
         let path = self.temp_name();
-        let file =
-            File::create_new(&path).map_err(|e| FsError::io(path.display().to_string(), &e))?;
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| FsError::io(path.display().to_string(), &e))?;
         Ok((path, file))
     }
 

@@ -102,7 +102,7 @@ fn receive(
     checked(path)?;
     let (tmp, file) = store.temp_file()?;
     let result = match receive_into(stream, (path, &file), (0, size), |_| Ok(())) {
-        Ok(_) => match File::open(&tmp).and_then(|f| sums::check(&f, size, sum)) {
+        Ok(_) => match sums::check(&file, size, sum) {
             Ok(Ok(())) => store.install(&tmp, path, stamp),
             Ok(Err(why)) => {
                 Err(FsError::new(Errno::EIO, path).with_detail(format!("the pushed copy: {why}")))

@@ -51,12 +51,10 @@ fn check_file(file: &Path, rec: &Record) -> std::io::Result<Result<(), Mismatch>
 
 /// Whether `copied`, the chunks of the bytes copied into `file`, are
 /// version `rec`'s; if so `file` keeps them.
-pub(crate) fn judge_copied(file: &Path, copied: &Chunks, rec: &Record) -> Result<(), Mismatch> {
+pub(crate) fn judge_copied(file: &File, copied: &Chunks, rec: &Record) -> Result<(), Mismatch> {
     let verdict = sums::judge(copied.content(), rec.size, rec.sum);
     if verdict.is_ok() && rec.sum.is_some() {
-        if let Ok(f) = File::open(file) {
-            sums::keep(&f, copied);
-        }
+        sums::keep(file, copied);
     }
     verdict
 }

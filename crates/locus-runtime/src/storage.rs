@@ -66,6 +66,14 @@ impl Drop for Storage {
     }
 }
 
+/// Argument `i` as text, or `default` where the call leaves it out.
+fn text_or(a: &[Value], i: usize, name: &str, default: &str) -> Result<String, String> {
+    match a.get(i) {
+        Some(_) => text(a, i, name),
+        None => Ok(default.to_string()),
+    }
+}
+
 /// A file-system error naming its file as the script does (`/locus/a`,
 /// not the file system's `/a`).
 fn as_written(mut e: FsError) -> FsError {
@@ -191,17 +199,15 @@ impl Storage {
             Run::Read => Value::Str(self.read_text(name, a).await?),
             Run::BlobRead => Value::Blob(self.read(name, a).await?),
             Run::FileLines => {
-                let comment = a.get(1).map_or(Ok("#".to_string()), |_| text(a, 1, name))?;
+                let comment = text_or(a, 1, name, "#")?;
                 let text = self.read_text(name, a).await?;
                 Value::Container(
                     text_files::lines(&text, &comment).map_err(|e| format!("{name}: {e}"))?,
                 )
             }
             Run::FileChunks => {
-                let delimiter = a
-                    .get(1)
-                    .map_or(Ok("----".to_string()), |_| text(a, 1, name))?;
-                let comment = a.get(2).map_or(Ok("#".to_string()), |_| text(a, 2, name))?;
+                let delimiter = text_or(a, 1, name, "----")?;
+                let comment = text_or(a, 2, name, "#")?;
                 let text = self.read_text(name, a).await?;
                 let chunks = text_files::chunks(&text, &delimiter, &comment)
                     .map_err(|e| format!("{name}: {e}"))?;
