@@ -40,6 +40,9 @@ const PARALLEL_FETCH_MIN: u64 = 16 << 20;
 /// from the daemon that acted for it) before the error is the answer.
 const RETURN_WAIT: Duration = Duration::from_secs(90);
 const FETCH_STREAMS: u64 = 4;
+/// Versions an unlink removes, one after another, while a writer that had
+/// the file open keeps closing new ones.
+const REMOVE_TRIES: u32 = 8;
 
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -500,13 +503,19 @@ impl Client {
                 Some(Known::Published) | None => {}
             }
         }
-        let got = self.record(&path).await;
+        self.named_record(&path).await
+    }
+
+    /// The record of normalised `path`, waiting for a create between its two
+    /// steps to make it.
+    async fn named_record(&self, path: &str) -> FsResult<Record> {
+        let got = self.record(path).await;
         // A miss whose name's entry is kept elsewhere, in a directory
         // another client may hold: the entry's keeper has the last word
         // (and recalls the directory first).
-        let (parent, name) = match (&got, split(&path)) {
+        let (parent, name) = match (&got, split(path)) {
             (Err(e), Ok((parent, name)))
-                if e.code == Errno::ENOENT && self.owner(parent) != self.owner(&path) =>
+                if e.code == Errno::ENOENT && self.owner(parent) != self.owner(path) =>
             {
                 (parent, name)
             }
@@ -517,7 +526,7 @@ impl Client {
             name: name.to_string(),
         };
         match self.meta(parent, has).await? {
-            Response::Present(Some(_)) => self.stat_created(&path).await,
+            Response::Present(Some(_)) => self.stat_created(path).await,
             Response::Present(None) => got,
             other => Err(unexpected(other)),
         }
@@ -877,14 +886,19 @@ impl Client {
     }
 
     /// The record of a name that exists: a concurrent creator may have added
-    /// the name and not yet its record, so `ENOENT` is retried for a while.
+    /// the name and not yet its record, so `ENOENT` is retried for as long
+    /// as that creator's request may take (a record that comes later was
+    /// never acknowledged).
     async fn stat_created(&self, path: &str) -> FsResult<Record> {
-        let mut tries = 0;
+        let patience = Instant::now() + self.inner.peers[0].endpoint.timeout;
         loop {
             match self.record(path).await {
                 // (A record lost with its owner never comes.)
-                Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) && tries < 200 => {
-                    tries += 1;
+                Err(e)
+                    if e.code == Errno::ENOENT
+                        && !Client::owner_lost(&e)
+                        && Instant::now() < patience =>
+                {
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
                 other => return other,
@@ -995,29 +1009,90 @@ impl Client {
         }
     }
 
+    /// Removes file `path`. Where one daemon keeps its entry and its
+    /// record, in one step. Elsewhere the record's version is read first:
+    /// once the entry is gone a new file may take the name, and only the
+    /// version read (or a later one of the same file, which has no entry
+    /// then) is removed, never the new file.
     pub async fn unlink(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
         let (parent, name) = split(&path)?;
-        let entry = Request::RemoveEntry {
-            parent: parent.to_string(),
-            name: name.to_string(),
-            kind: Kind::File,
-        };
-        expect_ok(self.meta(parent, entry).await?)?;
-        let removed = Request::RemoveRecord {
-            path: path.clone(),
-            kind: Kind::File,
-            locked_by: None,
-        };
-        match self.meta(&path, removed).await {
-            Ok(r) => {
-                let rec = expect_record(r)?;
-                self.drop_copies(&path, rec.holders, rec.stamp).await
+        let (parent, name) = (parent.to_string(), name.to_string());
+        if self.owner(&parent) == self.owner(&path) {
+            let remove = Request::RemoveFile {
+                parent,
+                name,
+                path: path.clone(),
+            };
+            match self.meta(&path, remove).await? {
+                Response::Record(rec) => self.drop_copies(&path, rec.holders, rec.stamp).await,
+                Response::Ok => {}
+                other => return Err(unexpected(other)),
             }
-            // The name is gone; a record lost to an earlier crash is no error.
-            Err(e) if e.code == Errno::ENOENT => {}
-            Err(e) => return Err(e),
+            return Ok(());
         }
+        let read = match self.record(&path).await {
+            Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => {
+                let has = Request::HasEntry {
+                    parent: parent.clone(),
+                    name: name.clone(),
+                };
+                if let Response::Present(None) = self.meta(&parent, has).await? {
+                    return Err(e);
+                }
+                // A name without a record: a create between its two steps,
+                // or one a crash left so.
+                self.stat_created(&path).await
+            }
+            read => read,
+        };
+        let read = match read {
+            Ok(rec) if rec.kind == Kind::Dir => return Err(FsError::new(Errno::EISDIR, path)),
+            Ok(rec) => Some(rec),
+            // Left by a crash: removing the name is the job.
+            Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => None,
+            Err(e) => return Err(e),
+        };
+        let entry = Request::RemoveEntry {
+            parent: parent.clone(),
+            name: name.clone(),
+            kind: Kind::File,
+        };
+        expect_ok(self.meta(&parent, entry).await?)?;
+        let Some(mut rec) = read else {
+            return Ok(());
+        };
+        for _ in 0..REMOVE_TRIES {
+            let remove = Request::RemoveVersion {
+                path: path.clone(),
+                stamp: rec.stamp,
+                version: rec.version,
+            };
+            match self.meta(&path, remove).await {
+                Ok(Response::Record(rec)) => {
+                    self.drop_copies(&path, rec.holders, rec.stamp).await;
+                    return Ok(());
+                }
+                Ok(Response::Kept(now)) => {
+                    let has = Request::HasEntry {
+                        parent: parent.clone(),
+                        name: name.clone(),
+                    };
+                    // A new file took the name: it stays.
+                    if !matches!(self.meta(&parent, has).await?, Response::Present(None)) {
+                        return Ok(());
+                    }
+                    // A writer closed a later version of this one.
+                    rec = now;
+                }
+                // Removed meanwhile (a record lost to an earlier crash).
+                Err(e) if e.code == Errno::ENOENT => return Ok(()),
+                Ok(other) => return Err(unexpected(other)),
+                Err(e) => return Err(e),
+            }
+        }
+        // A writer kept closing versions: the name is gone, its last
+        // version is left for the next create of the name to replace.
         Ok(())
     }
 

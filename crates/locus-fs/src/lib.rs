@@ -37,5 +37,5 @@ pub use meta::{now_ns, Durability};
 pub use placement::Placement;
 pub use repair::{Rebuilt, Reclaimed};
 pub use scrub::{made_by_note, Lost, Scrubbed};
-pub use serve::{serve, JoinConfig, ServeConfig};
+pub use serve::{serve, serve_until, JoinConfig, ServeConfig};
 pub use upkeep::Upkeep;

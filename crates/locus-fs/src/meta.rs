@@ -954,6 +954,49 @@ impl<'t> Shard<'t> {
                 })?;
                 Ok(Response::Record(rec))
             }
+            Request::RemoveVersion {
+                path,
+                stamp,
+                version,
+            } => {
+                let rec = self.get(path)?;
+                if rec.kind != Kind::File || rec.stamp != *stamp || rec.version != *version {
+                    return Ok(Response::Kept(rec));
+                }
+                self.change(Change::Record {
+                    path: path.clone(),
+                    record: None,
+                })?;
+                Ok(Response::Record(rec))
+            }
+            Request::RemoveFile { parent, name, path } => {
+                if *path != join(parent, name) {
+                    return Err(FsError::new(Errno::EINVAL, path.as_str())
+                        .with_detail("the name is not the path's"));
+                }
+                let key = (parent.as_str(), name.as_str());
+                match self.entries.get(key).map_err(storage_error)? {
+                    Some(v) if byte_kind(v.value()) == Kind::File => {}
+                    Some(v) => return Err(wrong_kind(path, byte_kind(v.value()))),
+                    None => return Err(FsError::new(Errno::ENOENT, path.as_str())),
+                }
+                self.change(Change::Entry {
+                    parent: parent.clone(),
+                    name: name.clone(),
+                    kind: None,
+                })?;
+                let rec = match self.get(path) {
+                    Ok(rec) => rec,
+                    // A name whose record a crash lost: removing it is the job.
+                    Err(e) if e.code == Errno::ENOENT => return Ok(Response::Ok),
+                    Err(e) => return Err(e),
+                };
+                self.change(Change::Record {
+                    path: path.clone(),
+                    record: None,
+                })?;
+                Ok(Response::Record(rec))
+            }
             Request::SetHint { path, node } => {
                 if self
                     .records

@@ -38,14 +38,14 @@ struct Batch {
 }
 
 /// What runs once the first replica applied a batch, or could not be
-/// reached, or the daemon stops: run when dropped, so it always runs.
-struct Applied(Option<Box<dyn FnOnce() + Send>>);
+/// reached (the write then stands on fewer copies). Dropped unrun when the
+/// daemon stops first: its answer is never sent, as a killed daemon's is
+/// not, and the client, whose connection closes, writes again elsewhere.
+struct Applied(Box<dyn FnOnce() + Send>);
 
-impl Drop for Applied {
-    fn drop(&mut self) {
-        if let Some(then) = self.0.take() {
-            then();
-        }
+impl Applied {
+    fn done(self) {
+        (self.0)()
     }
 }
 
@@ -86,7 +86,7 @@ impl Replicator {
     /// could not be reached (the write stands on fewer copies then), on the
     /// task that sends to it (no task or wake-up of its own).
     pub fn forward(&self, changes: Vec<Change>, then: impl FnOnce() + Send + 'static) {
-        let mut applied = Some(Applied(Some(Box::new(then))));
+        let mut applied = Some(Applied(Box::new(then)));
         for r in &self.replicas {
             let _ = r.send(Batch {
                 changes: changes.clone(),
@@ -117,7 +117,7 @@ async fn send_in_order(peer: Peer, me: NodeId, mut rx: mpsc::UnboundedReceiver<B
                     loop {
                         match tokio::time::timeout_at(until, rx.recv()).await {
                             // Answered on fewer copies; the catch-up carries it.
-                            Ok(Some(batch)) => drop(batch),
+                            Ok(Some(batch)) => batch.applied.into_iter().for_each(Applied::done),
                             Ok(None) => return, // the daemon stopped
                             Err(_) => break,
                         }
@@ -167,7 +167,7 @@ async fn send_in_order(peer: Peer, me: NodeId, mut rx: mpsc::UnboundedReceiver<B
                 behind = true;
             }
         }
-        drop(applied);
+        applied.into_iter().flatten().for_each(Applied::done);
     }
 }
 

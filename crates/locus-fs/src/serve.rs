@@ -114,63 +114,78 @@ pub fn serve(cfg: ServeConfig) -> io::Result<()> {
         .enable_all()
         .build()?;
     let served = rt.block_on(async move {
-        let listen = cfg
-            .listen
-            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
-        let listener = tokio::net::TcpListener::bind(listen)
-            .await
-            .map_err(context(format!("listening on {listen}")))?;
-        let Joined {
-            spec: cluster,
-            node,
-            node_dir,
-            secret,
-            rejoined,
-        } = joined(&cfg.join, listener.local_addr()?.port())?;
-        let daemon = Daemon::new(
-            DaemonConfig {
-                node,
-                node_dir: node_dir.clone(),
-                secret,
-                durability: cfg.durability,
-                cluster,
-                rejoined,
-            },
-            listener,
-        )
-        .await
-        .map_err(context(format!("node {node} in {}", node_dir.display())))?;
-        let addr = daemon.local_addr()?;
-        if let Some(f) = &cfg.addr_file {
-            let tmp = f.with_extension("tmp");
-            std::fs::write(&tmp, addr.to_string())?;
-            std::fs::rename(&tmp, f)?;
-        }
-        tracing::info!("node {node} serving on {addr}");
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let meta = daemon.metadata();
-        let upkeep = tokio::spawn(look_after(cfg.join.dir.clone(), node, cfg.upkeep));
-        let stopped = tokio::select! {
-            r = daemon.run() => r?,
-            _ = term.recv() => Stopped { purge: false },
-            _ = tokio::signal::ctrl_c() => Stopped { purge: false },
+        let signalled = async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
         };
-        upkeep.abort();
-        // What was acknowledged without a flush (`--durability none`) is on
-        // disk before the daemon goes.
-        if let Err(e) = meta.flush().await {
-            tracing::warn!("flushing the metadata as the daemon stops: {e}");
-        }
-        if stopped.purge {
-            std::fs::remove_dir_all(&node_dir)
-                .map_err(context(format!("purging {}", node_dir.display())))?;
-        }
-        Ok(())
+        serve_until(&cfg, signalled).await
     });
     // Transfer threads blocked reading idle pooled connections must not
     // keep a stopped daemon alive.
     rt.shutdown_timeout(Duration::from_millis(200));
     served
+}
+
+/// Joins the cluster and serves until a client asks the daemon to stop or
+/// `stop` ends (the daemon then stops without purging); flushes its
+/// metadata, and removes its node directory if asked to.
+pub async fn serve_until(
+    cfg: &ServeConfig,
+    stop: impl std::future::Future<Output = ()>,
+) -> io::Result<()> {
+    let listen = cfg
+        .listen
+        .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(context(format!("listening on {listen}")))?;
+    let Joined {
+        spec: cluster,
+        node,
+        node_dir,
+        secret,
+        rejoined,
+    } = joined(&cfg.join, listener.local_addr()?.port())?;
+    let daemon = Daemon::new(
+        DaemonConfig {
+            node,
+            node_dir: node_dir.clone(),
+            secret,
+            durability: cfg.durability,
+            cluster,
+            rejoined,
+        },
+        listener,
+    )
+    .await
+    .map_err(context(format!("node {node} in {}", node_dir.display())))?;
+    let addr = daemon.local_addr()?;
+    if let Some(f) = &cfg.addr_file {
+        let tmp = f.with_extension("tmp");
+        std::fs::write(&tmp, addr.to_string())?;
+        std::fs::rename(&tmp, f)?;
+    }
+    tracing::info!("node {node} serving on {addr}");
+    let meta = daemon.metadata();
+    let upkeep = tokio::spawn(look_after(cfg.join.dir.clone(), node, cfg.upkeep));
+    let stopped = tokio::select! {
+        r = daemon.run() => r?,
+        _ = stop => Stopped { purge: false },
+    };
+    upkeep.abort();
+    // What was acknowledged without a flush (`--durability none`) is on
+    // disk before the daemon goes.
+    if let Err(e) = meta.flush().await {
+        tracing::warn!("flushing the metadata as the daemon stops: {e}");
+    }
+    if stopped.purge {
+        std::fs::remove_dir_all(&node_dir)
+            .map_err(context(format!("purging {}", node_dir.display())))?;
+    }
+    Ok(())
 }
 
 /// A daemon's place in its cluster.

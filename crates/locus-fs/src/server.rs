@@ -78,6 +78,20 @@ struct State {
     fences: std::sync::Mutex<Fences>,
     /// Every daemon, to ask an owner that came back whether it is there.
     peers: Vec<Peer>,
+    /// The transfer connections being served, each read by a blocking
+    /// thread that only a shutdown of its socket ends: done when this
+    /// state goes, so a daemon stopped in its process (a test's crash, or
+    /// its runtime's end) leaves no connection served.
+    transfers: std::sync::Mutex<std::collections::HashMap<u64, std::net::TcpStream>>,
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        let transfers = self.transfers.get_mut().expect("transfers lock");
+        for (_, s) in transfers.drain() {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
 }
 
 /// How a daemon's service ended.
@@ -161,6 +175,7 @@ impl Daemon {
                 secret: cfg.secret.clone(),
                 fences: Default::default(),
                 peers,
+                transfers: Default::default(),
             }),
             secret: cfg.secret,
             returned: cfg.rejoined,
@@ -226,9 +241,17 @@ async fn serve_connection(
             stream.set_nonblocking(false)?;
             // Blocking reads: a stalled or idle peer times out.
             stream.set_read_timeout(Some(IDLE_TIMEOUT))?;
-            tokio::task::spawn_blocking(move || transfer::serve(stream, &state.store))
-                .await
-                .map_err(io::Error::other)?
+            let id = state.connections.fetch_add(1, Ordering::Relaxed);
+            let transfers = &state.transfers;
+            transfers
+                .lock()
+                .expect("transfers lock")
+                .insert(id, stream.try_clone()?);
+            // The thread holds the store only: this task holds the state.
+            let store = state.store.clone();
+            let served = tokio::task::spawn_blocking(move || transfer::serve(stream, &store)).await;
+            transfers.lock().expect("transfers lock").remove(&id);
+            served.map_err(io::Error::other)?
         }
         Channel::Ranks => Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -658,6 +681,7 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::DropHolder { path, .. }
         | Request::SetAttr { path, .. }
         | Request::RemoveRecord { path, .. }
+        | Request::RemoveVersion { path, .. }
         | Request::ReplaceLocked { path, .. }
         | Request::SetHint { path, .. }
         | Request::SetCopies { path, .. }
@@ -672,7 +696,8 @@ fn check_paths(req: &Request) -> FsResult<()> {
         Request::AddEntry { parent, name, .. }
         | Request::RemoveEntry { parent, name, .. }
         | Request::HasEntry { parent, name }
-        | Request::CreateFile { parent, name, .. } => {
+        | Request::CreateFile { parent, name, .. }
+        | Request::RemoveFile { parent, name, .. } => {
             checked(parent)?;
             if name.is_empty() || name.contains('/') || name == "." || name == ".." {
                 return Err(

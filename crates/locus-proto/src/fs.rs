@@ -263,6 +263,25 @@ pub enum Request {
         kind: Kind,
         locked_by: Option<u64>,
     },
+    /// Removes a file in one step where one daemon keeps its entry in
+    /// `parent` and its record: `ENOENT` if there is no such entry,
+    /// `EISDIR` for a directory. Answers `Record` with the removed record,
+    /// or `Ok` for a name whose record a crash lost.
+    RemoveFile {
+        parent: String,
+        name: String,
+        path: String,
+    },
+    /// Removes the record of file `path` only if it still names version
+    /// `version` stamped `stamp`: an unlink whose entry is gone removes the
+    /// version it read, never a new file that took the name since.
+    /// Answers `Record` with the removed record, `Kept` with the current one
+    /// otherwise, `ENOENT` if there is none.
+    RemoveVersion {
+        path: String,
+        stamp: u64,
+        version: u64,
+    },
     /// Replaces the record of file `path`, whose write lock `token` holds,
     /// with `record` (unlocked): a rename's decided step, moving a file's
     /// record onto a name it locked. `EBUSY` if `token` does not hold the
@@ -422,6 +441,7 @@ impl Request {
             Request::AddEntry { parent: p, .. }
             | Request::RemoveEntry { parent: p, .. }
             | Request::CreateFile { parent: p, .. }
+            | Request::RemoveFile { parent: p, .. }
             | Request::HasEntry { parent: p, .. } => vec![p],
             Request::ListEntries { dir, .. } => vec![dir],
             Request::RemoveRecord {
@@ -440,6 +460,7 @@ impl Request {
             | Request::AddHolder { path, .. }
             | Request::DropHolder { path, .. }
             | Request::RemoveRecord { path, .. }
+            | Request::RemoveVersion { path, .. }
             | Request::ReplaceLocked { path, .. }
             | Request::SetHint { path, .. }
             | Request::GetHint { path } => vec![parent(path)],
@@ -456,7 +477,9 @@ impl Request {
             Request::Batch { ops } => ops.iter().flat_map(Request::keys_written).collect(),
             Request::Lazy { op } => op.keys_written(),
             Request::AddEntry { parent, .. } | Request::RemoveEntry { parent, .. } => vec![parent],
-            Request::CreateFile { parent, path, .. } => vec![parent, path],
+            Request::CreateFile { parent, path, .. } | Request::RemoveFile { parent, path, .. } => {
+                vec![parent, path]
+            }
             Request::CreateRecord { path, .. }
             | Request::Lock { path, .. }
             | Request::Renew { path, .. }
@@ -466,6 +489,7 @@ impl Request {
             | Request::DropHolder { path, .. }
             | Request::SetAttr { path, .. }
             | Request::RemoveRecord { path, .. }
+            | Request::RemoveVersion { path, .. }
             | Request::ReplaceLocked { path, .. }
             | Request::SetHint { path, .. }
             | Request::SetCopies { path, .. } => vec![path],
@@ -486,6 +510,8 @@ impl Request {
                 | Request::DropHolder { .. }
                 | Request::SetAttr { .. }
                 | Request::RemoveRecord { .. }
+                | Request::RemoveVersion { .. }
+                | Request::RemoveFile { .. }
                 | Request::ReplaceLocked { .. }
                 | Request::SetHint { .. }
                 | Request::SetCopies { .. }
@@ -601,6 +627,8 @@ pub enum Response {
     Added {
         copies: u32,
     },
+    /// Not removed: the record as it is now (`RemoveVersion`).
+    Kept(Record),
     /// The kind of an entry asked for by `HasEntry`, if there is one.
     Present(Option<Kind>),
     /// The copies a store holds (`ListStored`).

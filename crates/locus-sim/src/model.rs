@@ -1,0 +1,295 @@
+//! What the namespace may hold: every state some order of the operations
+//! seen so far allows. A step's operations ran at once; the order chosen
+//! must keep what real time says (an operation that answered before
+//! another began comes first), and it must explain every answer: what a
+//! read returned, what a listing held, which definite error came back.
+//! An operation whose daemon could not be reached may have happened in
+//! part or not at all, so any prefix of its effects counts. When no order
+//! explains a step, the file system broke a promise.
+
+use crate::ops::{Binding, Bytes, Op, Seen};
+use locus_proto::Errno;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+/// The possible states this many at most; past it the workload is too
+/// uncertain to judge (a harness limit, reported as such).
+const MAX_STATES: usize = 512;
+
+/// One operation of a step, with what it returned and when it ran.
+#[derive(Debug, Clone)]
+pub struct Done {
+    pub op: Op,
+    pub seen: Seen,
+    pub start: Duration,
+    pub end: Duration,
+}
+
+/// A file's contents, interned.
+type Id = u32;
+/// Every file's contents by path (directories are fixed).
+type Namespace = BTreeMap<String, Id>;
+
+pub struct Model {
+    states: Vec<Namespace>,
+    contents: Contents,
+}
+
+/// Every content the model has met, by id (appends make new ones while
+/// orders are explored).
+#[derive(Default)]
+struct Contents {
+    bytes: RefCell<Vec<Bytes>>,
+    ids: RefCell<HashMap<Bytes, Id>>,
+}
+
+/// The empty file's id (interned first).
+const EMPTY: Id = 0;
+
+impl Contents {
+    fn intern(&self, b: &[u8]) -> Id {
+        if let Some(id) = self.ids.borrow().get(b) {
+            return *id;
+        }
+        let mut bytes = self.bytes.borrow_mut();
+        let id = bytes.len() as Id;
+        let b: Bytes = b.into();
+        bytes.push(b.clone());
+        self.ids.borrow_mut().insert(b, id);
+        id
+    }
+
+    fn get(&self, id: Id) -> Bytes {
+        self.bytes.borrow()[id as usize].clone()
+    }
+}
+
+/// Why a step could not be judged or was judged wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// No order of the operations explains their answers.
+    NoOrder,
+    /// More possible states than the model follows.
+    TooUncertain(usize),
+}
+
+/// One effect (or check) of an operation, taken at one point of the order.
+#[derive(Debug, Clone)]
+enum Event {
+    /// `create`'s name: new, empty.
+    NewName(String),
+    /// `put` of a new name may show it empty before its bytes.
+    MaybeEmpty(String),
+    Set(String, Id),
+    Append(String, Id),
+    /// A rename's decided step: the target names the source's bytes.
+    Link(String, String),
+    /// A rename's last step, and an unlink: the name goes.
+    Remove(String),
+    IsAbsent(String),
+    IsPresent(String),
+    Reads(String, Id),
+    Lists(String, Vec<String>),
+    /// An answer this operation never gives.
+    Never,
+}
+
+/// An operation's effects in order; one that may have stopped anywhere
+/// (`partial`) counts with any prefix done.
+struct Effects {
+    events: Vec<Event>,
+    partial: bool,
+    /// Operations that must be done before this one's first effect.
+    after: Vec<usize>,
+}
+
+impl Model {
+    pub fn new() -> Model {
+        let contents = Contents::default();
+        contents.intern(b"");
+        Model {
+            states: vec![Namespace::new()],
+            contents,
+        }
+    }
+
+    /// How many states the operations so far allow.
+    pub fn uncertainty(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Takes in one step's operations: the states they may have left.
+    pub fn step(&mut self, done: &[Done]) -> Result<(), Verdict> {
+        let mut effects: Vec<Effects> = done.iter().map(|d| self.effects(d)).collect();
+        for (b, e) in effects.iter_mut().enumerate() {
+            e.after = done
+                .iter()
+                .enumerate()
+                .filter(|(a, d)| {
+                    *a != b && d.end < done[b].start && d.seen.binding() != Binding::Unknown
+                })
+                .map(|(a, _)| a)
+                .collect();
+        }
+        let mut out = HashSet::new();
+        let mut seen = HashSet::new();
+        for ns in &self.states {
+            let pos = vec![0usize; effects.len()];
+            self.explore(ns.clone(), pos, &effects, &mut seen, &mut out);
+            if out.len() > MAX_STATES {
+                return Err(Verdict::TooUncertain(out.len()));
+            }
+        }
+        if out.is_empty() {
+            return Err(Verdict::NoOrder);
+        }
+        let mut states: Vec<Namespace> = out.into_iter().collect();
+        states.sort();
+        self.states = states;
+        Ok(())
+    }
+
+    /// Every content a path may hold now (`None`: absent).
+    pub fn possible(&self, path: &str) -> Vec<Option<Bytes>> {
+        let mut ids: Vec<Option<Id>> = self.states.iter().map(|ns| ns.get(path).copied()).collect();
+        ids.sort();
+        ids.dedup();
+        ids.into_iter()
+            .map(|id| id.map(|id| self.contents.get(id)))
+            .collect()
+    }
+
+    fn intern(&self, b: &[u8]) -> Id {
+        self.contents.intern(b)
+    }
+
+    fn effects(&self, d: &Done) -> Effects {
+        use Event::*;
+        let binding = d.seen.binding();
+        let events = match (&d.op, &d.seen) {
+            (_, _) if binding == Binding::Refused => vec![],
+            (Op::Get { .. } | Op::List { .. }, _) if binding == Binding::Unknown => vec![],
+            (Op::Create { path, .. }, Seen::Failed(Errno::EEXIST)) => vec![IsPresent(path.clone())],
+            (Op::Create { path, data }, _) => {
+                vec![NewName(path.clone()), Set(path.clone(), self.intern(data))]
+            }
+            (Op::Put { path, data }, _) => {
+                vec![
+                    MaybeEmpty(path.clone()),
+                    Set(path.clone(), self.intern(data)),
+                ]
+            }
+            (
+                Op::Append { path, .. } | Op::Unlink { path } | Op::Get { path },
+                Seen::Failed(Errno::ENOENT),
+            ) => {
+                vec![IsAbsent(path.clone())]
+            }
+            (Op::Append { path, data }, _) => vec![Append(path.clone(), self.intern(data))],
+            (Op::Rename { from, .. }, Seen::Failed(Errno::ENOENT)) => vec![IsAbsent(from.clone())],
+            (Op::Rename { from, to }, _) => {
+                vec![Link(from.clone(), to.clone()), Remove(from.clone())]
+            }
+            (Op::Unlink { path }, _) => vec![Remove(path.clone())],
+            (Op::Get { path }, Seen::Read(b)) => vec![Reads(path.clone(), self.intern(b))],
+            (Op::List { dir }, Seen::Listed(names)) => vec![Lists(dir.clone(), names.clone())],
+            _ => vec![Never],
+        };
+        // A definite error never comes from an operation that cannot give it.
+        let events = match (&d.seen, events.first()) {
+            (Seen::Failed(Errno::EEXIST), Some(IsPresent(_)))
+            | (Seen::Failed(Errno::ENOENT), Some(IsAbsent(_))) => events,
+            (Seen::Failed(Errno::EEXIST | Errno::ENOENT), _) => vec![Never],
+            _ => events,
+        };
+        Effects {
+            events,
+            partial: binding == Binding::Unknown,
+            after: vec![],
+        }
+    }
+
+    fn explore(
+        &self,
+        ns: Namespace,
+        pos: Vec<usize>,
+        effects: &[Effects],
+        seen: &mut HashSet<(Vec<usize>, Namespace)>,
+        out: &mut HashSet<Namespace>,
+    ) {
+        if !seen.insert((pos.clone(), ns.clone())) || out.len() > MAX_STATES {
+            return;
+        }
+        let complete = |i: usize, pos: &[usize]| pos[i] == effects[i].events.len();
+        if (0..effects.len()).all(|i| complete(i, &pos) || effects[i].partial) {
+            out.insert(ns.clone());
+        }
+        for (i, e) in effects.iter().enumerate() {
+            if complete(i, &pos) || (pos[i] == 0 && !e.after.iter().all(|a| complete(*a, &pos))) {
+                continue;
+            }
+            for next in self.apply(&ns, &e.events[pos[i]]) {
+                let mut p = pos.clone();
+                p[i] += 1;
+                self.explore(next, p, effects, seen, out);
+            }
+        }
+    }
+
+    /// The states `ev` may lead to from `ns` (none: it cannot happen there).
+    fn apply(&self, ns: &Namespace, ev: &Event) -> Vec<Namespace> {
+        let with = |f: &dyn Fn(&mut Namespace)| {
+            let mut n = ns.clone();
+            f(&mut n);
+            vec![n]
+        };
+        match ev {
+            Event::NewName(p) if !ns.contains_key(p) => with(&|n| {
+                n.insert(p.clone(), EMPTY);
+            }),
+            Event::MaybeEmpty(p) if !ns.contains_key(p) => {
+                let mut shown = ns.clone();
+                shown.insert(p.clone(), EMPTY);
+                vec![ns.clone(), shown]
+            }
+            Event::MaybeEmpty(_) => vec![ns.clone()],
+            Event::Set(p, id) => with(&|n| {
+                n.insert(p.clone(), *id);
+            }),
+            Event::Append(p, _) | Event::Remove(p) | Event::IsPresent(p) if !ns.contains_key(p) => {
+                vec![]
+            }
+            Event::Append(p, id) => {
+                let joined = [self.contents.get(ns[p]), self.contents.get(*id)].concat();
+                let j = self.intern(&joined);
+                with(&|n| {
+                    n.insert(p.clone(), j);
+                })
+            }
+            Event::Link(from, to) => match ns.get(from) {
+                Some(id) => with(&|n| {
+                    n.insert(to.clone(), *id);
+                }),
+                None => vec![],
+            },
+            Event::Remove(p) => with(&|n| {
+                n.remove(p);
+            }),
+            Event::IsAbsent(p) if !ns.contains_key(p) => vec![ns.clone()],
+            Event::IsPresent(_) => vec![ns.clone()],
+            Event::Reads(p, id) if ns.get(p) == Some(id) => vec![ns.clone()],
+            Event::Lists(dir, names) if listing(ns, dir) == *names => vec![ns.clone()],
+            _ => vec![],
+        }
+    }
+}
+
+/// The names in `dir` in byte order.
+fn listing(ns: &Namespace, dir: &str) -> Vec<String> {
+    let prefix = format!("{dir}/");
+    ns.keys()
+        .filter_map(|p| p.strip_prefix(&prefix))
+        .map(str::to_string)
+        .collect()
+}
