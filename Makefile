@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy simulate
 
 setup:
 	./scripts/setup.sh
@@ -19,6 +19,13 @@ test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
+
+# The file system's seeded simulation: SEEDS seeds from FROM (replay one
+# failing seed with `make simulate SEED=N`).
+SEEDS ?= 1000
+FROM ?= 0
+simulate: build
+	target/release/locus bench simulate $(if $(SEED),--from $(SEED) --seeds 1,--from $(FROM) --seeds $(SEEDS))
 
 bench-meta: build
 	target/release/locus bench meta

@@ -20,5 +20,6 @@ pub mod replicas;
 mod report;
 pub mod resume;
 pub mod scrub;
+pub mod simulate;
 pub mod tasks;
 mod workspace;

@@ -402,6 +402,22 @@ pub enum BenchCommand {
         #[command(flatten)]
         set: LargeFiles,
     },
+    /// The file system's seeded simulation (in-process daemons, crashed
+    /// and restarted while clients work): every answer checked against
+    /// what the file system promises; fails on the first that is not.
+    Simulate {
+        /// The first seed.
+        #[arg(long, default_value_t = 0)]
+        from: u64,
+        #[arg(long, default_value_t = 1000)]
+        seeds: u64,
+        /// Seeds run at once.
+        #[arg(long, default_value_t = 2)]
+        jobs: u32,
+        /// Steps of each seed's workload.
+        #[arg(long, default_value_t = 24)]
+        steps: u32,
+    },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
         #[command(flatten)]
@@ -613,5 +629,16 @@ pub fn run(b: BenchCommand) -> Result<()> {
         }),
         BenchCommand::Scrub { common, set } => scrub::run(set.opts(common)?),
         BenchCommand::Io { common, set } => io::run(set.opts(common)?),
+        BenchCommand::Simulate {
+            from,
+            seeds,
+            jobs,
+            steps,
+        } => locus_bench::simulate::run(locus_bench::simulate::SimulateOpts {
+            from,
+            seeds,
+            jobs,
+            steps,
+        }),
     }
 }

@@ -1,0 +1,127 @@
+//! Races the simulation found, pinned down in process: each loops over
+//! the interleavings that broke a promise before its fix.
+
+use locus_fs::{Client, ClientOptions, Durability};
+use locus_proto::{Errno, FsResult};
+use locus_sim::{InProcess, Shape};
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn client(c: &InProcess, node: u32) -> Client {
+    c.client(ClientOptions {
+        node,
+        timeout: Duration::from_secs(2),
+        ..ClientOptions::default()
+    })
+    .expect("client")
+}
+
+/// A name in `dir` whose record the daemon keeping `dir`'s entries keeps
+/// too (`same`), or another one does.
+fn name_in(c: &Client, dir: &str, same: bool) -> String {
+    (0..64)
+        .map(|i| format!("{dir}/f{i}"))
+        .find(|p| (c.owner(p) == c.owner(dir)) == same)
+        .expect("a name of each kind among 64")
+}
+
+async fn create_whole(c: &Client, path: &str, data: &[u8]) -> FsResult<()> {
+    let mut w = c.create(path).await?;
+    w.write_all(data).expect("write to a local file");
+    w.close().await.map(drop)
+}
+
+#[test]
+fn an_unlink_racing_a_create_of_the_name_leaves_the_new_file_whole_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = Shape {
+        nodes: 2,
+        replicas: 1,
+        durability: Durability::Group,
+    };
+    let cluster = InProcess::start(dir.path(), shape).unwrap();
+    let c = client(&cluster, 1);
+    rt().block_on(async {
+        c.mkdir("/d").await.unwrap();
+        for same in [false, true] {
+            let path = name_in(&c, "/d", same);
+            for i in 0..60u64 {
+                c.put(&path, b"old").await.unwrap();
+                let unlink = {
+                    let (c, path) = (c.clone(), path.clone());
+                    tokio::spawn(async move { c.unlink(&path).await })
+                };
+                tokio::time::sleep(Duration::from_micros(i % 6 * 300)).await;
+                let made = if i % 2 == 0 {
+                    create_whole(&c, &path, b"new").await
+                } else {
+                    c.put(&path, b"new").await.map(drop)
+                };
+                unlink.await.unwrap().unwrap();
+                let listed = c
+                    .readdir("/d")
+                    .await
+                    .unwrap()
+                    .iter()
+                    .any(|e| path.ends_with(&e.name));
+                let read = c.get(&path).await.map_err(|e| e.code);
+                match made {
+                    // After the unlink: the new file, whole and named.
+                    Ok(()) => {
+                        assert_eq!((listed, read), (true, Ok(b"new".to_vec())), "{path} #{i}")
+                    }
+                    // Before it (the old name was taken), then removed.
+                    Err(e) => {
+                        assert_eq!(e.code, Errno::EEXIST, "{path} #{i}: {e}");
+                        assert_eq!((listed, read), (false, Err(Errno::ENOENT)), "{path} #{i}");
+                    }
+                }
+                let _ = c.unlink(&path).await;
+            }
+        }
+    });
+}
+
+#[test]
+fn an_unlink_answered_before_its_daemon_crashed_stays_done_on_the_replica() {
+    let rt = rt();
+    for i in 0..16u64 {
+        let dir = tempfile::tempdir().unwrap();
+        let shape = Shape {
+            nodes: 3,
+            replicas: 2,
+            durability: Durability::Group,
+        };
+        let cluster = InProcess::start(dir.path(), shape).unwrap();
+        let (writer, reader) = (client(&cluster, 2), client(&cluster, 1));
+        let keeper = writer.owner("/d");
+        let cluster = Arc::new(Mutex::new(cluster));
+        rt.block_on(async {
+            writer.mkdir("/d").await.unwrap();
+            let path = name_in(&writer, "/d", false);
+            writer.put(&path, b"x").await.unwrap();
+            let unlink = {
+                let (c, path) = (writer.clone(), path.clone());
+                tokio::spawn(async move { c.unlink(&path).await })
+            };
+            tokio::time::sleep(Duration::from_micros(i * 150)).await;
+            let crash = cluster.clone();
+            tokio::task::spawn_blocking(move || crash.lock().unwrap().crash(keeper).unwrap())
+                .await
+                .unwrap();
+            if unlink.await.unwrap().is_ok() {
+                let names = reader.readdir("/d").await.unwrap();
+                assert!(names.is_empty(), "#{i}: {path} listed again: {names:?}");
+            }
+        });
+    }
+}
