@@ -40,9 +40,12 @@ const PARALLEL_FETCH_MIN: u64 = 16 << 20;
 /// from the daemon that acted for it) before the error is the answer.
 const RETURN_WAIT: Duration = Duration::from_secs(90);
 const FETCH_STREAMS: u64 = 4;
-/// Versions an unlink removes, one after another, while a writer that had
-/// the file open keeps closing new ones.
-const REMOVE_TRIES: u32 = 8;
+/// How long a name's record may follow its entry (a create between its two
+/// steps) before the name is taken for one a crash left without a record.
+const CREATE_STEP: Duration = Duration::from_millis(200);
+/// Times a write or a rename finds the name it would replace unlinked
+/// before it takes the name anew.
+const CLAIM_TRIES: u32 = 3;
 
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
@@ -859,19 +862,22 @@ impl Client {
     /// Whether name `path`, found taken by an `AddEntry` that may have
     /// been applied before its answer was lost, is this create's own: it
     /// has the kind asked for and no record, even after a creator between
-    /// its two steps would have made one.
+    /// its two steps would have made one, and it is still there then (an
+    /// unlink between its two steps, record first, removes it by then).
     async fn nameless(&self, path: &str, kind: Kind) -> bool {
         let Ok((parent, name)) = split(path) else {
             return false;
         };
-        let has = Request::HasEntry {
-            parent: parent.to_string(),
-            name: name.to_string(),
+        let named = || async {
+            let has = Request::HasEntry {
+                parent: parent.to_string(),
+                name: name.to_string(),
+            };
+            matches!(self.meta(parent, has).await, Ok(Response::Present(Some(k))) if k == kind)
         };
-        if !matches!(self.meta(parent, has).await, Ok(Response::Present(Some(k))) if k == kind) {
-            return false;
-        }
-        matches!(self.stat_created(path).await, Err(e) if e.code == Errno::ENOENT)
+        named().await
+            && matches!(self.stat_created(path).await, Err(e) if e.code == Errno::ENOENT)
+            && named().await
     }
 
     pub async fn mkdir(&self, path: &str) -> FsResult<()> {
@@ -886,11 +892,14 @@ impl Client {
     }
 
     /// The record of a name that exists: a concurrent creator may have added
-    /// the name and not yet its record, so `ENOENT` is retried for as long
-    /// as that creator's request may take (a record that comes later was
-    /// never acknowledged).
+    /// the name and not yet its record, so `ENOENT` is retried for a while.
     async fn stat_created(&self, path: &str) -> FsResult<Record> {
-        let patience = Instant::now() + self.inner.peers[0].endpoint.timeout;
+        self.record_within(path, CREATE_STEP).await
+    }
+
+    /// `stat_created` waiting up to `patience`.
+    async fn record_within(&self, path: &str, patience: Duration) -> FsResult<Record> {
+        let patience = Instant::now() + patience;
         loop {
             match self.record(path).await {
                 // (A record lost with its owner never comes.)
@@ -1009,19 +1018,18 @@ impl Client {
         }
     }
 
-    /// Removes file `path`. Where one daemon keeps its entry and its
-    /// record, in one step. Elsewhere the record's version is read first:
-    /// once the entry is gone a new file may take the name, and only the
-    /// version read (or a later one of the same file, which has no entry
-    /// then) is removed, never the new file.
+    /// Removes file `path`; `EBUSY` while it is being written or renamed
+    /// (as a rename of it would be). Where one daemon keeps its entry and
+    /// its record, in one step. Elsewhere under its write lock, record first:
+    /// a new file cannot take the name before it is gone, and the record
+    /// removed is the one locked, never a new file's.
     pub async fn unlink(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
         let (parent, name) = split(&path)?;
-        let (parent, name) = (parent.to_string(), name.to_string());
-        if self.owner(&parent) == self.owner(&path) {
+        if self.owner(parent) == self.owner(&path) {
             let remove = Request::RemoveFile {
-                parent,
-                name,
+                parent: parent.to_string(),
+                name: name.to_string(),
                 path: path.clone(),
             };
             match self.meta(&path, remove).await? {
@@ -1031,69 +1039,54 @@ impl Client {
             }
             return Ok(());
         }
-        let read = match self.record(&path).await {
-            Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => {
-                let has = Request::HasEntry {
-                    parent: parent.clone(),
-                    name: name.clone(),
-                };
-                if let Response::Present(None) = self.meta(&parent, has).await? {
-                    return Err(e);
-                }
-                // A name without a record: a create between its two steps,
-                // or one a crash left so.
-                self.stat_created(&path).await
-            }
-            read => read,
-        };
-        let read = match read {
-            Ok(rec) if rec.kind == Kind::Dir => return Err(FsError::new(Errno::EISDIR, path)),
-            Ok(rec) => Some(rec),
-            // Left by a crash: removing the name is the job.
-            Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => None,
-            Err(e) => return Err(e),
-        };
-        let entry = Request::RemoveEntry {
-            parent: parent.clone(),
-            name: name.clone(),
-            kind: Kind::File,
-        };
-        expect_ok(self.meta(&parent, entry).await?)?;
-        let Some(mut rec) = read else {
-            return Ok(());
-        };
-        for _ in 0..REMOVE_TRIES {
-            let remove = Request::RemoveVersion {
-                path: path.clone(),
-                stamp: rec.stamp,
-                version: rec.version,
-            };
-            match self.meta(&path, remove).await {
-                Ok(Response::Record(rec)) => {
-                    self.drop_copies(&path, rec.holders, rec.stamp).await;
-                    return Ok(());
-                }
-                Ok(Response::Kept(now)) => {
-                    let has = Request::HasEntry {
-                        parent: parent.clone(),
-                        name: name.clone(),
-                    };
-                    // A new file took the name: it stays.
-                    if !matches!(self.meta(&parent, has).await?, Response::Present(None)) {
-                        return Ok(());
-                    }
-                    // A writer closed a later version of this one.
-                    rec = now;
-                }
-                // Removed meanwhile (a record lost to an earlier crash).
-                Err(e) if e.code == Errno::ENOENT => return Ok(()),
-                Ok(other) => return Err(unexpected(other)),
-                Err(e) => return Err(e),
+        let lease = self.new_lease();
+        let mut locked = self.lock(&path, lease).await;
+        if matches!(&locked, Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(e)) {
+            match self.without_record(&path).await? {
+                NoRecord::NoName => return locked.map(drop),
+                NoRecord::LeftoverRemoved => return Ok(()),
+                NoRecord::Created => locked = self.lock(&path, lease).await,
             }
         }
-        // A writer kept closing versions: the name is gone, its last
-        // version is left for the next create of the name to replace.
+        locked?;
+        let removed = self.remove_locked(&path, lease.token).await?;
+        self.drop_copies(&path, removed.holders, removed.stamp)
+            .await;
         Ok(())
+    }
+
+    /// What is at `path`, where an unlink found no record: no name; a
+    /// create between its two steps (its record came within a request's
+    /// time: one coming later was never acknowledged); or a name a crash
+    /// left without a record, which is removed (unless it went meanwhile:
+    /// another unlink's).
+    async fn without_record(&self, path: &str) -> FsResult<NoRecord> {
+        let (parent, name) = split(path)?;
+        let has = || Request::HasEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+        };
+        if let Response::Present(None) = self.meta(parent, has()).await? {
+            return Ok(NoRecord::NoName);
+        }
+        match self
+            .record_within(path, self.inner.peers[0].endpoint.timeout)
+            .await
+        {
+            Ok(_) => return Ok(NoRecord::Created),
+            Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => {}
+            Err(e) => return Err(e),
+        }
+        if let Response::Present(None) = self.meta(parent, has()).await? {
+            return Ok(NoRecord::NoName);
+        }
+        let entry = Request::RemoveEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Kind::File,
+        };
+        expect_ok(self.meta(parent, entry).await?)?;
+        Ok(NoRecord::LeftoverRemoved)
     }
 
     pub async fn rmdir(&self, path: &str) -> FsResult<()> {
@@ -1235,12 +1228,26 @@ impl Client {
                 return Err(e);
             }
         }
-        let placed = match self.create_name(to, rec.clone(), Some(lease)).await {
-            Ok(_) => return Ok(None),
-            Err(e) if e.code == Errno::EEXIST && replace => {
-                self.replace_locked(to, rec, lease).await
+        let mut tries = 0;
+        let placed = loop {
+            match self.create_name(to, rec.clone(), Some(lease)).await {
+                Ok(_) => return Ok(None),
+                Err(e) if e.code == Errno::EEXIST && replace => {
+                    match self.replace_locked(to, rec, lease).await {
+                        // Unlinked since its name was found taken: the name
+                        // may be free now.
+                        Err(e)
+                            if e.code == Errno::ENOENT
+                                && !Client::owner_lost(&e)
+                                && tries < CLAIM_TRIES =>
+                        {
+                            tries += 1;
+                        }
+                        replaced => break replaced,
+                    }
+                }
+                Err(e) => break Err(e),
             }
-            Err(e) => Err(e),
         };
         // A step whose answer was lost may have been applied: its links stay.
         if placed.as_ref().is_err_and(|e| !is_unreachable(e)) {
@@ -2332,28 +2339,39 @@ impl Client {
     /// its record); with the copies its versions get.
     async fn claim(&self, path: &str, lease: Lease, mode: u32) -> FsResult<Claim> {
         let record = Record::new(Kind::File, mode, now_ns());
-        let created = match self.create_name(path, record.clone(), Some(lease)).await {
-            Err(e) if e.code == Errno::EEXIST => None,
-            made => Some(made?),
-        };
         let new = |hint| Some(self.new_file_target(path, hint));
-        let (target, replacing) = match created {
-            Some((hint, rec)) => (new(hint), rec),
-            None => match self.lock_created(path, lease).await {
-                // Named in its parent, its record lost with its owner
-                // (taken over): made again, as new, where its keys are now
-                // (unless another writer just did: then locked as any).
-                Err(e) if Client::owner_lost(&e) => {
-                    match self.record_again(path, record, Some(lease)).await {
-                        Ok((hint, rec)) => (new(hint), rec),
-                        Err(e) if e.code == Errno::EEXIST => {
-                            (None, self.lock_created(path, lease).await?)
+        let mut tries = 0;
+        let (target, replacing) = loop {
+            let created = match self.create_name(path, record.clone(), Some(lease)).await {
+                Err(e) if e.code == Errno::EEXIST => None,
+                made => Some(made?),
+            };
+            let Some((hint, rec)) = created else {
+                match self.lock_created(path, lease).await {
+                    // Named in its parent, its record lost with its owner
+                    // (taken over): made again, as new, where its keys are
+                    // now (unless another writer just did: then locked as
+                    // any).
+                    Err(e) if Client::owner_lost(&e) => {
+                        match self.record_again(path, record, Some(lease)).await {
+                            Ok((hint, rec)) => break (new(hint), rec),
+                            Err(e) if e.code == Errno::EEXIST => {
+                                break (None, self.lock_created(path, lease).await?)
+                            }
+                            Err(e) => return Err(e),
                         }
-                        Err(e) => return Err(e),
                     }
+                    // Unlinked since its name was found taken: the name may
+                    // be free now (a name a crash left without its record
+                    // stays taken, and this fails).
+                    Err(e) if e.code == Errno::ENOENT && tries < CLAIM_TRIES => {
+                        tries += 1;
+                        continue;
+                    }
+                    locked => break (None, locked?),
                 }
-                locked => (None, locked?),
-            },
+            };
+            break (new(hint), rec);
         };
         Ok(Claim {
             target,
@@ -3099,6 +3117,13 @@ impl Drop for Writer {
             rt.spawn(async move { client.give_up(&path, token, created).await });
         }
     }
+}
+
+/// What an unlink that found no record found at the name.
+enum NoRecord {
+    NoName,
+    Created,
+    LeftoverRemoved,
 }
 
 /// A name taken for a write (`claim`): where a new file's bytes go, or the

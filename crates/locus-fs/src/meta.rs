@@ -954,21 +954,6 @@ impl<'t> Shard<'t> {
                 })?;
                 Ok(Response::Record(rec))
             }
-            Request::RemoveVersion {
-                path,
-                stamp,
-                version,
-            } => {
-                let rec = self.get(path)?;
-                if rec.kind != Kind::File || rec.stamp != *stamp || rec.version != *version {
-                    return Ok(Response::Kept(rec));
-                }
-                self.change(Change::Record {
-                    path: path.clone(),
-                    record: None,
-                })?;
-                Ok(Response::Record(rec))
-            }
             Request::RemoveFile { parent, name, path } => {
                 if *path != join(parent, name) {
                     return Err(FsError::new(Errno::EINVAL, path.as_str())
@@ -980,16 +965,22 @@ impl<'t> Shard<'t> {
                     Some(v) => return Err(wrong_kind(path, byte_kind(v.value()))),
                     None => return Err(FsError::new(Errno::ENOENT, path.as_str())),
                 }
+                let rec = match self.get(path) {
+                    Ok(rec) => Some(rec),
+                    // A name whose record a crash lost: removing it is the job.
+                    Err(e) if e.code == Errno::ENOENT => None,
+                    Err(e) => return Err(e),
+                };
+                if rec.as_ref().is_some_and(|r| r.lock.is_some()) {
+                    return Err(FsError::new(Errno::EBUSY, path.as_str()));
+                }
                 self.change(Change::Entry {
                     parent: parent.clone(),
                     name: name.clone(),
                     kind: None,
                 })?;
-                let rec = match self.get(path) {
-                    Ok(rec) => rec,
-                    // A name whose record a crash lost: removing it is the job.
-                    Err(e) if e.code == Errno::ENOENT => return Ok(Response::Ok),
-                    Err(e) => return Err(e),
+                let Some(rec) = rec else {
+                    return Ok(Response::Ok);
                 };
                 self.change(Change::Record {
                     path: path.clone(),

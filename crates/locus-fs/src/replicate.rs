@@ -19,7 +19,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 /// Batches sent to a replica and not yet answered, at most.
 const IN_FLIGHT: usize = 4;
@@ -49,9 +49,11 @@ impl Applied {
     }
 }
 
-/// A daemon's senders to its replicas, one ordered queue each.
+/// A daemon's senders to its replicas, one ordered queue each, and what
+/// wakes each one's sender when its replica comes back.
 pub struct Replicator {
     replicas: Vec<mpsc::UnboundedSender<Batch>>,
+    back: Vec<(NodeId, Arc<Notify>)>,
 }
 
 pub(crate) fn peer(spec: &ClusterSpec, node: NodeId, secret: &Secret) -> Peer {
@@ -70,15 +72,24 @@ impl Replicator {
     /// copy. Starts one sending task per replica (on the current runtime).
     pub fn new(spec: &ClusterSpec, me: NodeId, secret: &Secret) -> Option<Arc<Replicator>> {
         let set = replica_set(me, spec.nodes.len(), spec.replicas);
-        let replicas: Vec<_> = set[1..]
+        let (replicas, back) = set[1..]
             .iter()
             .map(|&node| {
                 let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(send_in_order(peer(spec, node, secret), me, rx));
-                tx
+                let back = Arc::new(Notify::new());
+                let peer = peer(spec, node, secret);
+                tokio::spawn(send_in_order(peer, me, rx, back.clone()));
+                (tx, (node, back))
             })
-            .collect();
-        (!replicas.is_empty()).then(|| Arc::new(Replicator { replicas }))
+            .unzip::<_, _, Vec<_>, Vec<_>>();
+        (!replicas.is_empty()).then(|| Arc::new(Replicator { replicas, back }))
+    }
+
+    /// Replica `node` came back: if it missed writes, it is caught up now.
+    pub fn replica_back(&self, node: NodeId) {
+        for (_, back) in self.back.iter().filter(|(n, _)| *n == node) {
+            back.notify_one();
+        }
     }
 
     /// Queues `changes` for every replica (callable from any thread, in
@@ -102,7 +113,12 @@ impl Replicator {
 /// be applied, the replica is behind: it is asked to catch up (every
 /// `CATCH_UP_EVERY` until it answers; what is written meanwhile is in what
 /// it takes) before anything more is sent.
-async fn send_in_order(peer: Peer, me: NodeId, mut rx: mpsc::UnboundedReceiver<Batch>) {
+async fn send_in_order(
+    peer: Peer,
+    me: NodeId,
+    mut rx: mpsc::UnboundedReceiver<Batch>,
+    back: Arc<Notify>,
+) {
     let mut behind = false;
     let mut waiting = std::collections::VecDeque::new();
     loop {
@@ -115,11 +131,16 @@ async fn send_in_order(peer: Peer, me: NodeId, mut rx: mpsc::UnboundedReceiver<B
                 _ => {
                     let until = tokio::time::Instant::now() + CATCH_UP_EVERY;
                     loop {
-                        match tokio::time::timeout_at(until, rx.recv()).await {
-                            // Answered on fewer copies; the catch-up carries it.
-                            Ok(Some(batch)) => batch.applied.into_iter().for_each(Applied::done),
-                            Ok(None) => return, // the daemon stopped
-                            Err(_) => break,
+                        tokio::select! {
+                            batch = rx.recv() => match batch {
+                                // Answered on fewer copies; the catch-up carries it.
+                                Some(batch) => batch.applied.into_iter().for_each(Applied::done),
+                                None => return, // the daemon stopped
+                            },
+                            _ = tokio::time::sleep_until(until) => break,
+                            // Back: what it missed since it restarted is only
+                            // here until it is caught up.
+                            _ = back.notified() => break,
                         }
                     }
                     continue;
@@ -259,6 +280,16 @@ fn acting_for(spec: &ClusterSpec, me: NodeId) -> Vec<NodeId> {
         r => r,
     };
     replica_set(me, n, count).split_off(1)
+}
+
+/// Tells the daemons whose keys `me` keeps that it is back, so that each
+/// catches it up at once if it missed their writes.
+pub async fn back_for_owners(spec: &ClusterSpec, me: NodeId, secret: &Secret) {
+    for owner in replicated_by(spec, me) {
+        let _ = peer(spec, owner, secret)
+            .call(Request::ReplicaBack { replica: me })
+            .await;
+    }
 }
 
 /// Tells the daemons that may act for `me` that it is coming back (they
@@ -403,7 +434,10 @@ mod tests {
             }
         };
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let replicator = Replicator { replicas: vec![tx] };
+        let replicator = Replicator {
+            replicas: vec![tx],
+            back: vec![],
+        };
         replicator.forward(Vec::new(), count());
         assert_eq!(answered.load(Ordering::SeqCst), 0, "answered before sent");
         let batch = rx.try_recv().expect("queued for the replica");

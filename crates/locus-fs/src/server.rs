@@ -197,7 +197,8 @@ impl Daemon {
         if self.returned && self.state.cluster.nodes.len() > 1 {
             let state = self.state.clone();
             tokio::spawn(async move {
-                replicate::announce(&state.cluster, state.node, &state.secret, true).await
+                replicate::announce(&state.cluster, state.node, &state.secret, true).await;
+                replicate::back_for_owners(&state.cluster, state.node, &state.secret).await;
             });
         }
         loop {
@@ -430,6 +431,12 @@ impl State {
                     FsError::new(Errno::EINVAL, format!("node {owner}"))
                         .with_detail("no such node"),
                 ))
+            }
+            Request::ReplicaBack { replica } => {
+                if let Some(r) = &self.replicator {
+                    r.replica_back(replica);
+                }
+                send(Response::Ok)
             }
             Request::Returning { owner, serving } => {
                 self.fences
@@ -665,6 +672,7 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::Dump { .. }
         | Request::Returning { .. }
         | Request::CatchUp { .. }
+        | Request::ReplicaBack { .. }
         | Request::ListStored
         | Request::Sync => Ok(()),
         Request::Replicate { changes } => changes
@@ -681,7 +689,6 @@ fn check_paths(req: &Request) -> FsResult<()> {
         | Request::DropHolder { path, .. }
         | Request::SetAttr { path, .. }
         | Request::RemoveRecord { path, .. }
-        | Request::RemoveVersion { path, .. }
         | Request::ReplaceLocked { path, .. }
         | Request::SetHint { path, .. }
         | Request::SetCopies { path, .. }

@@ -265,22 +265,13 @@ pub enum Request {
     },
     /// Removes a file in one step where one daemon keeps its entry in
     /// `parent` and its record: `ENOENT` if there is no such entry,
-    /// `EISDIR` for a directory. Answers `Record` with the removed record,
-    /// or `Ok` for a name whose record a crash lost.
+    /// `EISDIR` for a directory, `EBUSY` while it is being written or
+    /// renamed. Answers `Record` with the removed record, or `Ok` for a
+    /// name whose record a crash lost.
     RemoveFile {
         parent: String,
         name: String,
         path: String,
-    },
-    /// Removes the record of file `path` only if it still names version
-    /// `version` stamped `stamp`: an unlink whose entry is gone removes the
-    /// version it read, never a new file that took the name since.
-    /// Answers `Record` with the removed record, `Kept` with the current one
-    /// otherwise, `ENOENT` if there is none.
-    RemoveVersion {
-        path: String,
-        stamp: u64,
-        version: u64,
     },
     /// Replaces the record of file `path`, whose write lock `token` holds,
     /// with `record` (unlocked): a rename's decided step, moving a file's
@@ -424,6 +415,12 @@ pub enum Request {
     CatchUp {
         owner: NodeId,
     },
+    /// From a daemon that came back to an owner whose keys it keeps: the
+    /// owner catches it up at once (it may have answered writes on fewer
+    /// copies while `replica` was down) rather than at its next try.
+    ReplicaBack {
+        replica: NodeId,
+    },
     /// The copies this daemon's store holds (`locus fs repair`): answered
     /// by `Stored`.
     ListStored,
@@ -460,7 +457,6 @@ impl Request {
             | Request::AddHolder { path, .. }
             | Request::DropHolder { path, .. }
             | Request::RemoveRecord { path, .. }
-            | Request::RemoveVersion { path, .. }
             | Request::ReplaceLocked { path, .. }
             | Request::SetHint { path, .. }
             | Request::GetHint { path } => vec![parent(path)],
@@ -489,7 +485,6 @@ impl Request {
             | Request::DropHolder { path, .. }
             | Request::SetAttr { path, .. }
             | Request::RemoveRecord { path, .. }
-            | Request::RemoveVersion { path, .. }
             | Request::ReplaceLocked { path, .. }
             | Request::SetHint { path, .. }
             | Request::SetCopies { path, .. } => vec![path],
@@ -510,7 +505,6 @@ impl Request {
                 | Request::DropHolder { .. }
                 | Request::SetAttr { .. }
                 | Request::RemoveRecord { .. }
-                | Request::RemoveVersion { .. }
                 | Request::RemoveFile { .. }
                 | Request::ReplaceLocked { .. }
                 | Request::SetHint { .. }
@@ -627,8 +621,6 @@ pub enum Response {
     Added {
         copies: u32,
     },
-    /// Not removed: the record as it is now (`RemoveVersion`).
-    Kept(Record),
     /// The kind of an entry asked for by `HasEntry`, if there is one.
     Present(Option<Kind>),
     /// The copies a store holds (`ListStored`).

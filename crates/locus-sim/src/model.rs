@@ -7,7 +7,7 @@
 //! part or not at all, so any prefix of its effects counts. When no order
 //! explains a step, the file system broke a promise.
 
-use crate::ops::{Binding, Bytes, Op, Seen};
+use crate::ops::{head, Binding, Bytes, Op, Seen};
 use locus_proto::Errno;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -46,6 +46,10 @@ struct Contents {
 
 /// The empty file's id (interned first).
 const EMPTY: Id = 0;
+/// A name listed without a record (interned second, as bytes no write
+/// makes: every write starts with its tag).
+const NAMELESS: Id = 1;
+const NAMELESS_BYTES: &[u8] = b"\0nameless";
 
 impl Contents {
     fn intern(&self, b: &[u8]) -> Id {
@@ -85,14 +89,43 @@ enum Event {
     Append(String, Id),
     /// A rename's decided step: the target names the source's bytes.
     Link(String, String),
-    /// A rename's last step, and an unlink: the name goes.
+    /// An unlink, and a rename's last step: the name goes.
     Remove(String),
+    /// The first step of a removal where two daemons keep the entry and the
+    /// record: the record goes, the name stays (left so when a daemon
+    /// crashed then; documented).
+    RemoveRecord(String),
+    /// An unlink's `ENOENT`: there is no name.
+    IsUnnamed(String),
     IsAbsent(String),
     IsPresent(String),
     Reads(String, Id),
     Lists(String, Vec<String>),
+    /// A failed create or put may leave its name listed without a record
+    /// (its daemons crashed between the two steps; documented).
+    MaybeNameless(String),
+    IsNameless(String),
+    /// A rename's `ENOENT`: no source, or a target left without a record.
+    RenameRefused(String, String),
     /// An answer this operation never gives.
     Never,
+}
+
+/// `made`, preceded for an operation whose outcome is unknown by the name it
+/// may have left without a record.
+fn unknown_may_leave_nameless(unknown: bool, path: &str, made: [Event; 2]) -> Vec<Event> {
+    let nameless = unknown.then(|| Event::MaybeNameless(path.to_string()));
+    nameless.into_iter().chain(made).collect()
+}
+
+/// A removal's two steps for an operation whose outcome is unknown (it may
+/// stop between them), else its one visible step.
+fn may_stop_halfway(unknown: bool, [record, name]: [Event; 2]) -> Vec<Event> {
+    if unknown {
+        vec![record, name]
+    } else {
+        vec![name]
+    }
 }
 
 /// An operation's effects in order; one that may have stopped anywhere
@@ -108,6 +141,7 @@ impl Model {
     pub fn new() -> Model {
         let contents = Contents::default();
         contents.intern(b"");
+        contents.intern(NAMELESS_BYTES);
         Model {
             states: vec![Namespace::new()],
             contents,
@@ -150,13 +184,18 @@ impl Model {
         Ok(())
     }
 
-    /// Every content a path may hold now (`None`: absent).
-    pub fn possible(&self, path: &str) -> Vec<Option<Bytes>> {
+    /// What a path may hold now, described: `absent`, `nameless`, or the
+    /// start of its bytes.
+    pub fn possible(&self, path: &str) -> Vec<String> {
         let mut ids: Vec<Option<Id>> = self.states.iter().map(|ns| ns.get(path).copied()).collect();
         ids.sort();
         ids.dedup();
         ids.into_iter()
-            .map(|id| id.map(|id| self.contents.get(id)))
+            .map(|id| match id {
+                None => "absent".into(),
+                Some(NAMELESS) => "nameless".into(),
+                Some(id) => head(&self.contents.get(id)),
+            })
             .collect()
     }
 
@@ -167,45 +206,50 @@ impl Model {
     fn effects(&self, d: &Done) -> Effects {
         use Event::*;
         let binding = d.seen.binding();
+        let unknown = binding == Binding::Unknown;
+        let done = d.seen == Seen::Done || unknown;
         let events = match (&d.op, &d.seen) {
-            (_, _) if binding == Binding::Refused => vec![],
-            (Op::Get { .. } | Op::List { .. }, _) if binding == Binding::Unknown => vec![],
+            _ if binding == Binding::Refused => vec![],
+            (Op::Get { .. } | Op::List { .. }, _) if unknown => vec![],
             (Op::Create { path, .. }, Seen::Failed(Errno::EEXIST)) => vec![IsPresent(path.clone())],
-            (Op::Create { path, data }, _) => {
-                vec![NewName(path.clone()), Set(path.clone(), self.intern(data))]
+            (Op::Create { path, data }, _) if done => {
+                let made = [NewName(path.clone()), Set(path.clone(), self.intern(data))];
+                unknown_may_leave_nameless(unknown, path, made)
             }
-            (Op::Put { path, data }, _) => {
-                vec![
+            (Op::Put { path, data }, _) if done => {
+                let made = [
                     MaybeEmpty(path.clone()),
                     Set(path.clone(), self.intern(data)),
-                ]
+                ];
+                unknown_may_leave_nameless(unknown, path, made)
             }
-            (
-                Op::Append { path, .. } | Op::Unlink { path } | Op::Get { path },
-                Seen::Failed(Errno::ENOENT),
-            ) => {
+            (Op::Put { path, .. }, Seen::Failed(Errno::ENOENT)) => vec![IsNameless(path.clone())],
+            (Op::Append { path, .. } | Op::Get { path }, Seen::Failed(Errno::ENOENT)) => {
                 vec![IsAbsent(path.clone())]
             }
-            (Op::Append { path, data }, _) => vec![Append(path.clone(), self.intern(data))],
-            (Op::Rename { from, .. }, Seen::Failed(Errno::ENOENT)) => vec![IsAbsent(from.clone())],
-            (Op::Rename { from, to }, _) => {
-                vec![Link(from.clone(), to.clone()), Remove(from.clone())]
+            (Op::Unlink { path }, Seen::Failed(Errno::ENOENT)) => vec![IsUnnamed(path.clone())],
+            (Op::Append { path, data }, _) if done => vec![Append(path.clone(), self.intern(data))],
+            (Op::Rename { from, to }, Seen::Failed(Errno::ENOENT)) => {
+                vec![RenameRefused(from.clone(), to.clone())]
             }
-            (Op::Unlink { path }, _) => vec![Remove(path.clone())],
+            (Op::Rename { from, to }, _) if done => {
+                let link = Link(from.clone(), to.clone());
+                let removed = [RemoveRecord(from.clone()), Remove(from.clone())];
+                std::iter::once(link)
+                    .chain(may_stop_halfway(unknown, removed))
+                    .collect()
+            }
+            (Op::Unlink { path }, _) if done => {
+                may_stop_halfway(unknown, [RemoveRecord(path.clone()), Remove(path.clone())])
+            }
             (Op::Get { path }, Seen::Read(b)) => vec![Reads(path.clone(), self.intern(b))],
             (Op::List { dir }, Seen::Listed(names)) => vec![Lists(dir.clone(), names.clone())],
+            // An answer this operation never gives.
             _ => vec![Never],
-        };
-        // A definite error never comes from an operation that cannot give it.
-        let events = match (&d.seen, events.first()) {
-            (Seen::Failed(Errno::EEXIST), Some(IsPresent(_)))
-            | (Seen::Failed(Errno::ENOENT), Some(IsAbsent(_))) => events,
-            (Seen::Failed(Errno::EEXIST | Errno::ENOENT), _) => vec![Never],
-            _ => events,
         };
         Effects {
             events,
-            partial: binding == Binding::Unknown,
+            partial: unknown,
             after: vec![],
         }
     }
@@ -244,40 +288,50 @@ impl Model {
             f(&mut n);
             vec![n]
         };
+        let written = |p: &String| ns.get(p).is_some_and(|id| *id != NAMELESS);
+        let nameless = |p: &String| ns.get(p) == Some(&NAMELESS);
         match ev {
             Event::NewName(p) if !ns.contains_key(p) => with(&|n| {
                 n.insert(p.clone(), EMPTY);
             }),
-            Event::MaybeEmpty(p) if !ns.contains_key(p) => {
+            Event::MaybeEmpty(p) | Event::MaybeNameless(p) if !ns.contains_key(p) => {
+                let id = if matches!(ev, Event::MaybeEmpty(_)) {
+                    EMPTY
+                } else {
+                    NAMELESS
+                };
                 let mut shown = ns.clone();
-                shown.insert(p.clone(), EMPTY);
+                shown.insert(p.clone(), id);
                 vec![ns.clone(), shown]
             }
-            Event::MaybeEmpty(_) => vec![ns.clone()],
+            Event::MaybeEmpty(_) | Event::MaybeNameless(_) => vec![ns.clone()],
             Event::Set(p, id) => with(&|n| {
                 n.insert(p.clone(), *id);
             }),
-            Event::Append(p, _) | Event::Remove(p) | Event::IsPresent(p) if !ns.contains_key(p) => {
-                vec![]
-            }
-            Event::Append(p, id) => {
+            Event::Append(p, id) if written(p) => {
                 let joined = [self.contents.get(ns[p]), self.contents.get(*id)].concat();
                 let j = self.intern(&joined);
                 with(&|n| {
                     n.insert(p.clone(), j);
                 })
             }
-            Event::Link(from, to) => match ns.get(from) {
-                Some(id) => with(&|n| {
-                    n.insert(to.clone(), *id);
-                }),
-                None => vec![],
-            },
-            Event::Remove(p) => with(&|n| {
+            Event::Link(from, to) if written(from) => {
+                let id = ns[from];
+                with(&|n| {
+                    n.insert(to.clone(), id);
+                })
+            }
+            Event::RemoveRecord(p) if written(p) => with(&|n| {
+                n.insert(p.clone(), NAMELESS);
+            }),
+            Event::Remove(p) if ns.contains_key(p) => with(&|n| {
                 n.remove(p);
             }),
-            Event::IsAbsent(p) if !ns.contains_key(p) => vec![ns.clone()],
-            Event::IsPresent(_) => vec![ns.clone()],
+            Event::IsPresent(p) if ns.contains_key(p) => vec![ns.clone()],
+            Event::IsAbsent(p) if !written(p) => vec![ns.clone()],
+            Event::IsUnnamed(p) if !ns.contains_key(p) => vec![ns.clone()],
+            Event::IsNameless(p) if nameless(p) => vec![ns.clone()],
+            Event::RenameRefused(from, to) if !written(from) || nameless(to) => vec![ns.clone()],
             Event::Reads(p, id) if ns.get(p) == Some(id) => vec![ns.clone()],
             Event::Lists(dir, names) if listing(ns, dir) == *names => vec![ns.clone()],
             _ => vec![],
@@ -285,7 +339,7 @@ impl Model {
     }
 }
 
-/// The names in `dir` in byte order.
+/// The names in `dir`, in byte order.
 fn listing(ns: &Namespace, dir: &str) -> Vec<String> {
     let prefix = format!("{dir}/");
     ns.keys()
