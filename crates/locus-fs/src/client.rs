@@ -40,9 +40,6 @@ const PARALLEL_FETCH_MIN: u64 = 16 << 20;
 /// from the daemon that acted for it) before the error is the answer.
 const RETURN_WAIT: Duration = Duration::from_secs(90);
 const FETCH_STREAMS: u64 = 4;
-/// How long a name's record may follow its entry (a create between its two
-/// steps) before the name is taken for one a crash left without a record.
-const CREATE_STEP: Duration = Duration::from_millis(200);
 /// Times a write or a rename finds the name it would replace unlinked
 /// before it takes the name anew.
 const CLAIM_TRIES: u32 = 3;
@@ -892,22 +889,25 @@ impl Client {
     }
 
     /// The record of a name that exists: a concurrent creator may have added
-    /// the name and not yet its record, so `ENOENT` is retried for a while.
+    /// the name and not yet its record, so `ENOENT` is retried for a while
+    /// (200 tries a millisecond apart: longer when the daemons are busy).
     async fn stat_created(&self, path: &str) -> FsResult<Record> {
-        self.record_within(path, CREATE_STEP).await
+        self.record_within(path, Duration::ZERO).await
     }
 
-    /// `stat_created` waiting up to `patience`.
+    /// `stat_created` retrying for `patience` at least.
     async fn record_within(&self, path: &str, patience: Duration) -> FsResult<Record> {
         let patience = Instant::now() + patience;
+        let mut tries = 0;
         loop {
             match self.record(path).await {
                 // (A record lost with its owner never comes.)
                 Err(e)
                     if e.code == Errno::ENOENT
                         && !Client::owner_lost(&e)
-                        && Instant::now() < patience =>
+                        && (tries < 200 || Instant::now() < patience) =>
                 {
+                    tries += 1;
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
                 other => return other,

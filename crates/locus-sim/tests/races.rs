@@ -79,13 +79,82 @@ fn an_unlink_racing_a_create_of_the_name_leaves_the_new_file_whole_or_none() {
                     Ok(()) => {
                         assert_eq!((listed, read), (true, Ok(b"new".to_vec())), "{path} #{i}")
                     }
-                    // Before it (the old name was taken), then removed.
+                    // Refused while the old file was there or being
+                    // removed (its lock held by the unlink): none left.
                     Err(e) => {
-                        assert_eq!(e.code, Errno::EEXIST, "{path} #{i}: {e}");
+                        assert!(
+                            matches!(e.code, Errno::EEXIST | Errno::EBUSY),
+                            "{path} #{i}: {e}"
+                        );
                         assert_eq!((listed, read), (false, Err(Errno::ENOENT)), "{path} #{i}");
                     }
                 }
                 let _ = c.unlink(&path).await;
+            }
+        }
+    });
+}
+
+#[test]
+fn an_unlink_racing_a_rename_or_a_put_of_the_file_leaves_one_of_their_orders() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = Shape {
+        nodes: 2,
+        replicas: 1,
+        durability: Durability::Group,
+    };
+    let cluster = InProcess::start(dir.path(), shape).unwrap();
+    let (c, other) = (client(&cluster, 0), client(&cluster, 1));
+    rt().block_on(async {
+        c.mkdir("/d").await.unwrap();
+        let from = name_in(&c, "/d", false);
+        let to = format!("{from}-renamed");
+        for i in 0..40u64 {
+            c.put(&from, b"old").await.unwrap();
+            let unlink = {
+                let (c, from) = (other.clone(), from.clone());
+                tokio::spawn(async move { c.unlink(&from).await.map_err(|e| e.code) })
+            };
+            tokio::time::sleep(Duration::from_micros(i % 8 * 250)).await;
+            let read = |p: String| {
+                let c = c.clone();
+                async move { c.get(&p).await.map_err(|e| e.code) }
+            };
+            if i % 2 == 0 {
+                let renamed = c.rename(&from, &to).await.map_err(|e| e.code);
+                let unlinked = unlink.await.unwrap();
+                let (at_from, at_to) = (read(from.clone()).await, read(to.clone()).await);
+                match (renamed, unlinked) {
+                    // Renamed, then the unlink found nothing or the lock.
+                    (Ok(()), Err(Errno::ENOENT | Errno::EBUSY)) => {
+                        assert_eq!(at_to, Ok(b"old".to_vec()), "#{i}")
+                    }
+                    // Unlinked first: nothing anywhere.
+                    (Err(Errno::ENOENT | Errno::EBUSY), Ok(())) => {
+                        assert_eq!(at_to, Err(Errno::ENOENT), "#{i}: unlinked, yet renamed")
+                    }
+                    other => panic!("#{i}: rename and unlink answered {other:?}"),
+                }
+                assert_eq!(at_from, Err(Errno::ENOENT), "#{i}");
+                let _ = c.unlink(&to).await;
+            } else {
+                // A put onto a name being unlinked makes it anew.
+                c.put(&from, b"new").await.unwrap();
+                let unlinked = unlink.await.unwrap();
+                let listed = c
+                    .readdir("/d")
+                    .await
+                    .unwrap()
+                    .iter()
+                    .any(|e| from.ends_with(&e.name));
+                let at_from = read(from.clone()).await;
+                match unlinked {
+                    Ok(()) | Err(Errno::EBUSY) if listed => {
+                        assert_eq!(at_from, Ok(b"new".to_vec()), "#{i}")
+                    }
+                    Ok(()) => assert_eq!(at_from, Err(Errno::ENOENT), "#{i}"),
+                    other => panic!("#{i}: unlink answered {other:?}, listed: {listed}"),
+                }
             }
         }
     });
