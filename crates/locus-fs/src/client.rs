@@ -503,19 +503,13 @@ impl Client {
                 Some(Known::Published) | None => {}
             }
         }
-        self.named_record(&path).await
-    }
-
-    /// The record of normalised `path`, waiting for a create between its two
-    /// steps to make it.
-    async fn named_record(&self, path: &str) -> FsResult<Record> {
-        let got = self.record(path).await;
+        let got = self.record(&path).await;
         // A miss whose name's entry is kept elsewhere, in a directory
         // another client may hold: the entry's keeper has the last word
         // (and recalls the directory first).
-        let (parent, name) = match (&got, split(path)) {
+        let (parent, name) = match (&got, split(&path)) {
             (Err(e), Ok((parent, name)))
-                if e.code == Errno::ENOENT && self.owner(parent) != self.owner(path) =>
+                if e.code == Errno::ENOENT && self.owner(parent) != self.owner(&path) =>
             {
                 (parent, name)
             }
@@ -526,7 +520,7 @@ impl Client {
             name: name.to_string(),
         };
         match self.meta(parent, has).await? {
-            Response::Present(Some(_)) => self.stat_created(path).await,
+            Response::Present(Some(_)) => self.stat_created(&path).await,
             Response::Present(None) => got,
             other => Err(unexpected(other)),
         }
@@ -892,21 +886,11 @@ impl Client {
     /// the name and not yet its record, so `ENOENT` is retried for a while
     /// (200 tries a millisecond apart: longer when the daemons are busy).
     async fn stat_created(&self, path: &str) -> FsResult<Record> {
-        self.record_within(path, Duration::ZERO).await
-    }
-
-    /// `stat_created` retrying for `patience` at least.
-    async fn record_within(&self, path: &str, patience: Duration) -> FsResult<Record> {
-        let patience = Instant::now() + patience;
         let mut tries = 0;
         loop {
             match self.record(path).await {
                 // (A record lost with its owner never comes.)
-                Err(e)
-                    if e.code == Errno::ENOENT
-                        && !Client::owner_lost(&e)
-                        && (tries < 200 || Instant::now() < patience) =>
-                {
+                Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) && tries < 200 => {
                     tries += 1;
                     tokio::time::sleep(Duration::from_millis(1)).await;
                 }
@@ -1020,9 +1004,10 @@ impl Client {
 
     /// Removes file `path`; `EBUSY` while it is being written or renamed
     /// (as a rename of it would be). Where one daemon keeps its entry and
-    /// its record, in one step. Elsewhere under its write lock, record first:
-    /// a new file cannot take the name before it is gone, and the record
-    /// removed is the one locked, never a new file's.
+    /// its record, in one step. Elsewhere record first, if no one holds its
+    /// lock, then the name (as a rename removes its old name): a new file
+    /// cannot take the name before the record is gone, so the record
+    /// removed is never a new file's.
     pub async fn unlink(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
         let (parent, name) = split(&path)?;
@@ -1039,46 +1024,59 @@ impl Client {
             }
             return Ok(());
         }
-        let lease = self.new_lease();
-        let mut locked = self.lock(&path, lease).await;
-        if matches!(&locked, Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(e)) {
+        let remove = || Request::RemoveRecord {
+            path: path.clone(),
+            kind: Kind::File,
+            locked_by: None,
+        };
+        let mut removed = self.meta(&path, remove()).await;
+        if matches!(&removed, Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(e)) {
             match self.without_record(&path).await? {
-                NoRecord::NoName => return locked.map(drop),
+                NoRecord::NoName => return removed.map(drop),
                 NoRecord::LeftoverRemoved => return Ok(()),
-                NoRecord::Created => locked = self.lock(&path, lease).await,
+                NoRecord::Created => removed = self.meta(&path, remove()).await,
             }
         }
-        locked?;
-        let removed = self.remove_locked(&path, lease.token).await?;
-        self.drop_copies(&path, removed.holders, removed.stamp)
-            .await;
+        let rec = expect_record(removed?)?;
+        let entry = Request::RemoveEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Kind::File,
+        };
+        // Failing here leaves the name without its record, as a crash would.
+        match self.meta(parent, entry).await {
+            Err(e) if e.code != Errno::ENOENT => return Err(e),
+            _ => {}
+        }
+        self.drop_copies(&path, rec.holders, rec.stamp).await;
         Ok(())
     }
 
-    /// What is at `path`, where an unlink found no record: no name; a
-    /// create between its two steps (its record came within a request's
-    /// time: one coming later was never acknowledged); or a name a crash
-    /// left without a record, which is removed (unless it went meanwhile:
-    /// another unlink's).
+    /// What is at `path`, where an unlink found no record: no name (or
+    /// one that goes meanwhile: another unlink's); a create between its two
+    /// steps (its record comes within a request's time: one coming later
+    /// was never acknowledged); or a name a crash left without a record,
+    /// which is removed.
     async fn without_record(&self, path: &str) -> FsResult<NoRecord> {
         let (parent, name) = split(path)?;
         let has = || Request::HasEntry {
             parent: parent.to_string(),
             name: name.to_string(),
         };
-        if let Response::Present(None) = self.meta(parent, has()).await? {
-            return Ok(NoRecord::NoName);
-        }
-        match self
-            .record_within(path, self.inner.peers[0].endpoint.timeout)
-            .await
-        {
-            Ok(_) => return Ok(NoRecord::Created),
-            Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => {}
-            Err(e) => return Err(e),
-        }
-        if let Response::Present(None) = self.meta(parent, has()).await? {
-            return Ok(NoRecord::NoName);
+        let patience = Instant::now() + self.inner.peers[0].endpoint.timeout;
+        loop {
+            if let Response::Present(None) = self.meta(parent, has()).await? {
+                return Ok(NoRecord::NoName);
+            }
+            match self.record(path).await {
+                Ok(_) => return Ok(NoRecord::Created),
+                Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => {}
+                Err(e) => return Err(e),
+            }
+            if Instant::now() > patience {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let entry = Request::RemoveEntry {
             parent: parent.to_string(),

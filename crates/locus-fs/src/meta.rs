@@ -940,6 +940,10 @@ impl<'t> Shard<'t> {
                 if rec.kind == Kind::Dir && self.has_entries(path)? {
                     return Err(FsError::new(Errno::ENOTEMPTY, path));
                 }
+                // Without a token, only if no one holds the lock.
+                if locked_by.is_none() && rec.lock.is_some() {
+                    return Err(FsError::new(Errno::EBUSY, path));
+                }
                 // Ours, or never written and no one's (our lock was broken).
                 let free_and_unwritten = rec.lock.is_none() && rec.version == 0;
                 if locked_by.is_some()

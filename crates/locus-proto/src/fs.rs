@@ -257,7 +257,8 @@ pub enum Request {
     /// (`ENOTEMPTY`). With `locked_by`, only if that token holds its write
     /// lock, or the file was never written and no one holds its lock
     /// (`EBUSY` otherwise): a writer or a rename removing what it alone may
-    /// change. Answers with the removed record.
+    /// change; without, only if no one holds it (`EBUSY`: an unlink of a
+    /// file being written or renamed). Answers with the removed record.
     RemoveRecord {
         path: String,
         kind: Kind,
