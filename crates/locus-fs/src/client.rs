@@ -351,7 +351,13 @@ impl Client {
                         tried.push(e);
                         retried = true;
                     }
-                    Err(e) if e.code == Errno::ENOENT && !tried.is_empty() => {
+                    // A miss where the owner's keys are kept (a replica
+                    // of them) is as sure as the owner's own.
+                    Err(e)
+                        if e.code == Errno::ENOENT
+                            && !tried.is_empty()
+                            && !replica_set(owner, nodes, self.inner.replicas).contains(&node) =>
+                    {
                         let detail =
                             format!("lost? its owner {} cannot be reached", tried[0].subject);
                         let lost = Cause::OwnerLost { node: owner };
