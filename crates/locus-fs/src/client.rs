@@ -805,15 +805,27 @@ impl Client {
                 parents: Vec::new(),
                 lease,
             };
-            return match self.meta(path, req).await? {
-                Response::Created { hint, record } => {
-                    self.inner
-                        .copies
-                        .learn(parent, record.copies, Instant::now());
-                    Ok((hint, record))
+            let (answer, retried) = self.meta_retried(path, req).await;
+            let (hint, record) = match answer {
+                Ok(Response::Created { hint, record }) => (hint, record),
+                // Sent again after its answer was lost: the file there is
+                // this create's own if this create's lease holds it (its
+                // placement hint is lost with the answer).
+                Err(e) if e.code == Errno::EEXIST && retried => {
+                    match (lease, self.record(path).await) {
+                        (Some(l), Ok(rec)) if rec.lock.map(|k| k.token) == Some(l.token) => {
+                            (None, rec)
+                        }
+                        _ => return Err(e),
+                    }
                 }
-                other => Err(unexpected(other)),
+                Ok(other) => return Err(unexpected(other)),
+                Err(e) => return Err(e),
             };
+            self.inner
+                .copies
+                .learn(parent, record.copies, Instant::now());
+            return Ok((hint, record));
         }
         let kind = record.kind;
         let entry = Request::AddEntry {
