@@ -50,6 +50,12 @@ const EMPTY: Id = 0;
 /// makes: every write starts with its tag).
 const NAMELESS: Id = 1;
 const NAMELESS_BYTES: &[u8] = b"\0nameless";
+/// An empty record without a name: a create whose record's daemon died
+/// after applying it, its name then taken back (interned third). Not
+/// listed; read by its path as an empty file; the next create of the name
+/// replaces it.
+const UNNAMED: Id = 2;
+const UNNAMED_BYTES: &[u8] = b"\0unnamed";
 
 impl Contents {
     fn intern(&self, b: &[u8]) -> Id {
@@ -101,9 +107,10 @@ enum Event {
     IsPresent(String),
     Reads(String, Id),
     Lists(String, Vec<String>),
-    /// A failed create or put may leave its name listed without a record
-    /// (its daemons crashed between the two steps; documented).
-    MaybeNameless(String),
+    /// A failed create or put may leave its name listed without a record,
+    /// or an empty record without its name (its daemons crashed between the
+    /// two steps; documented).
+    MaybeLeftover(String),
     IsNameless(String),
     /// A rename's `ENOENT`: no source, or a target left without a record.
     RenameRefused(String, String),
@@ -114,8 +121,8 @@ enum Event {
 /// `made`, preceded for an operation whose outcome is unknown by the name it
 /// may have left without a record.
 fn unknown_may_leave_nameless(unknown: bool, path: &str, made: [Event; 2]) -> Vec<Event> {
-    let nameless = unknown.then(|| Event::MaybeNameless(path.to_string()));
-    nameless.into_iter().chain(made).collect()
+    let leftover = unknown.then(|| Event::MaybeLeftover(path.to_string()));
+    leftover.into_iter().chain(made).collect()
 }
 
 /// A removal's two steps for an operation whose outcome is unknown (it may
@@ -142,6 +149,7 @@ impl Model {
         let contents = Contents::default();
         contents.intern(b"");
         contents.intern(NAMELESS_BYTES);
+        contents.intern(UNNAMED_BYTES);
         Model {
             states: vec![Namespace::new()],
             contents,
@@ -194,6 +202,7 @@ impl Model {
             .map(|id| match id {
                 None => "absent".into(),
                 Some(NAMELESS) => "nameless".into(),
+                Some(UNNAMED) => "unnamed".into(),
                 Some(id) => head(&self.contents.get(id)),
             })
             .collect()
@@ -288,23 +297,29 @@ impl Model {
             f(&mut n);
             vec![n]
         };
-        let written = |p: &String| ns.get(p).is_some_and(|id| *id != NAMELESS);
+        let written = |p: &String| {
+            ns.get(p)
+                .is_some_and(|id| ![NAMELESS, UNNAMED].contains(id))
+        };
         let nameless = |p: &String| ns.get(p) == Some(&NAMELESS);
+        let listed = |p: &String| ns.get(p).is_some_and(|id| *id != UNNAMED);
+        // `ns`, or `p` showing one of `ids` instead.
+        let showing = |p: &String, ids: &[Id]| {
+            let mut all = vec![ns.clone()];
+            all.extend(ids.iter().map(|id| {
+                let mut n = ns.clone();
+                n.insert(p.clone(), *id);
+                n
+            }));
+            all
+        };
         match ev {
-            Event::NewName(p) if !ns.contains_key(p) => with(&|n| {
+            Event::NewName(p) if !listed(p) => with(&|n| {
                 n.insert(p.clone(), EMPTY);
             }),
-            Event::MaybeEmpty(p) | Event::MaybeNameless(p) if !ns.contains_key(p) => {
-                let id = if matches!(ev, Event::MaybeEmpty(_)) {
-                    EMPTY
-                } else {
-                    NAMELESS
-                };
-                let mut shown = ns.clone();
-                shown.insert(p.clone(), id);
-                vec![ns.clone(), shown]
-            }
-            Event::MaybeEmpty(_) | Event::MaybeNameless(_) => vec![ns.clone()],
+            Event::MaybeEmpty(p) if !listed(p) => showing(p, &[EMPTY]),
+            Event::MaybeLeftover(p) if !listed(p) => showing(p, &[NAMELESS, UNNAMED]),
+            Event::MaybeEmpty(_) | Event::MaybeLeftover(_) => vec![ns.clone()],
             Event::Set(p, id) => with(&|n| {
                 n.insert(p.clone(), *id);
             }),
@@ -327,12 +342,13 @@ impl Model {
             Event::Remove(p) if ns.contains_key(p) => with(&|n| {
                 n.remove(p);
             }),
-            Event::IsPresent(p) if ns.contains_key(p) => vec![ns.clone()],
+            Event::IsPresent(p) if listed(p) => vec![ns.clone()],
             Event::IsAbsent(p) if !written(p) => vec![ns.clone()],
-            Event::IsUnnamed(p) if !ns.contains_key(p) => vec![ns.clone()],
+            Event::IsUnnamed(p) if !listed(p) => vec![ns.clone()],
             Event::IsNameless(p) if nameless(p) => vec![ns.clone()],
             Event::RenameRefused(from, to) if !written(from) || nameless(to) => vec![ns.clone()],
             Event::Reads(p, id) if ns.get(p) == Some(id) => vec![ns.clone()],
+            Event::Reads(p, EMPTY) if ns.get(p) == Some(&UNNAMED) => vec![ns.clone()],
             Event::Lists(dir, names) if listing(ns, dir) == *names => vec![ns.clone()],
             _ => vec![],
         }
@@ -342,8 +358,9 @@ impl Model {
 /// The names in `dir`, in byte order.
 fn listing(ns: &Namespace, dir: &str) -> Vec<String> {
     let prefix = format!("{dir}/");
-    ns.keys()
-        .filter_map(|p| p.strip_prefix(&prefix))
+    ns.iter()
+        .filter(|(_, id)| **id != UNNAMED)
+        .filter_map(|(p, _)| p.strip_prefix(&prefix))
         .map(str::to_string)
         .collect()
 }
