@@ -1035,10 +1035,16 @@ impl Client {
                 name: name.to_string(),
                 path: path.clone(),
             };
-            match self.meta(&path, remove).await? {
-                Response::Record(rec) => self.drop_copies(&path, rec.holders, rec.stamp).await,
-                Response::Ok => {}
-                other => return Err(unexpected(other)),
+            match self.meta_retried(&path, remove).await {
+                (Ok(Response::Record(rec)), _) => {
+                    self.drop_copies(&path, rec.holders, rec.stamp).await
+                }
+                (Ok(Response::Ok), _) => {}
+                // Sent again after its answer was lost: most likely its own
+                // work.
+                (Err(e), true) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => {}
+                (Ok(other), _) => return Err(unexpected(other)),
+                (Err(e), _) => return Err(e),
             }
             return Ok(());
         }
@@ -1047,8 +1053,14 @@ impl Client {
             kind: Kind::File,
             locked_by: None,
         };
-        let mut removed = self.meta(&path, remove()).await;
-        if matches!(&removed, Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(e)) {
+        let (mut removed, retried) = self.meta_retried(&path, remove()).await;
+        let missing = |r: &FsResult<Response>| matches!(r, Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(e));
+        // Sent again after its answer was lost: the record it finds gone is
+        // most likely its own work; the name goes next.
+        if retried && missing(&removed) {
+            return self.remove_name(&path).await;
+        }
+        if missing(&removed) {
             match self.without_record(&path).await? {
                 NoRecord::NoName => return removed.map(drop),
                 NoRecord::LeftoverRemoved => return Ok(()),
@@ -1056,18 +1068,24 @@ impl Client {
             }
         }
         let rec = expect_record(removed?)?;
-        let entry = Request::RemoveEntry {
-            parent: parent.to_string(),
-            name: name.to_string(),
-            kind: Kind::File,
-        };
         // Failing here leaves the name without its record, as a crash would.
-        match self.meta(parent, entry).await {
+        match self.remove_name(&path).await {
             Err(e) if e.code != Errno::ENOENT => return Err(e),
             _ => {}
         }
         self.drop_copies(&path, rec.holders, rec.stamp).await;
         Ok(())
+    }
+
+    /// Removes file `path`'s entry from its directory.
+    async fn remove_name(&self, path: &str) -> FsResult<()> {
+        let (parent, name) = split(path)?;
+        let entry = Request::RemoveEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Kind::File,
+        };
+        expect_ok(self.meta(parent, entry).await?)
     }
 
     /// What is at `path`, where an unlink found no record: no name (or
@@ -1096,12 +1114,7 @@ impl Client {
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let entry = Request::RemoveEntry {
-            parent: parent.to_string(),
-            name: name.to_string(),
-            kind: Kind::File,
-        };
-        expect_ok(self.meta(parent, entry).await?)?;
+        self.remove_name(path).await?;
         Ok(NoRecord::LeftoverRemoved)
     }
 
