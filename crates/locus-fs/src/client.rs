@@ -1035,16 +1035,10 @@ impl Client {
                 name: name.to_string(),
                 path: path.clone(),
             };
-            match self.meta_retried(&path, remove).await {
-                (Ok(Response::Record(rec)), _) => {
-                    self.drop_copies(&path, rec.holders, rec.stamp).await
-                }
-                (Ok(Response::Ok), _) => {}
-                // Sent again after its answer was lost: most likely its own
-                // work.
-                (Err(e), true) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => {}
-                (Ok(other), _) => return Err(unexpected(other)),
-                (Err(e), _) => return Err(e),
+            match self.meta(&path, remove).await? {
+                Response::Record(rec) => self.drop_copies(&path, rec.holders, rec.stamp).await,
+                Response::Ok => {}
+                other => return Err(unexpected(other)),
             }
             return Ok(());
         }
@@ -1053,14 +1047,8 @@ impl Client {
             kind: Kind::File,
             locked_by: None,
         };
-        let (mut removed, retried) = self.meta_retried(&path, remove()).await;
-        let missing = |r: &FsResult<Response>| matches!(r, Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(e));
-        // Sent again after its answer was lost: the record it finds gone is
-        // most likely its own work; the name goes next.
-        if retried && missing(&removed) {
-            return self.remove_name(&path).await;
-        }
-        if missing(&removed) {
+        let mut removed = self.meta(&path, remove()).await;
+        if matches!(&removed, Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(e)) {
             match self.without_record(&path).await? {
                 NoRecord::NoName => return removed.map(drop),
                 NoRecord::LeftoverRemoved => return Ok(()),
@@ -1068,24 +1056,18 @@ impl Client {
             }
         }
         let rec = expect_record(removed?)?;
-        // Failing here leaves the name without its record, as a crash would.
-        match self.remove_name(&path).await {
-            Err(e) if e.code != Errno::ENOENT => return Err(e),
-            _ => {}
-        }
-        self.drop_copies(&path, rec.holders, rec.stamp).await;
-        Ok(())
-    }
-
-    /// Removes file `path`'s entry from its directory.
-    async fn remove_name(&self, path: &str) -> FsResult<()> {
-        let (parent, name) = split(path)?;
         let entry = Request::RemoveEntry {
             parent: parent.to_string(),
             name: name.to_string(),
             kind: Kind::File,
         };
-        expect_ok(self.meta(parent, entry).await?)
+        // Failing here leaves the name without its record, as a crash would.
+        match self.meta(parent, entry).await {
+            Err(e) if e.code != Errno::ENOENT => return Err(e),
+            _ => {}
+        }
+        self.drop_copies(&path, rec.holders, rec.stamp).await;
+        Ok(())
     }
 
     /// What is at `path`, where an unlink found no record: no name (or
@@ -1114,7 +1096,12 @@ impl Client {
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        self.remove_name(path).await?;
+        let entry = Request::RemoveEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind: Kind::File,
+        };
+        expect_ok(self.meta(parent, entry).await?)?;
         Ok(NoRecord::LeftoverRemoved)
     }
 
