@@ -16,6 +16,16 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
+/// A cluster of `nodes` keeping `replicas` copies, formed in `dir`.
+fn start(dir: &std::path::Path, nodes: u32, replicas: u32) -> InProcess {
+    let shape = Shape {
+        nodes,
+        replicas,
+        durability: Durability::Group,
+    };
+    InProcess::start(dir, shape).expect("in-process cluster")
+}
+
 fn client(c: &InProcess, node: u32) -> Client {
     c.client(ClientOptions {
         node,
@@ -43,12 +53,7 @@ async fn create_whole(c: &Client, path: &str, data: &[u8]) -> FsResult<()> {
 #[test]
 fn an_unlink_racing_a_create_of_the_name_leaves_the_new_file_whole_or_none() {
     let dir = tempfile::tempdir().unwrap();
-    let shape = Shape {
-        nodes: 2,
-        replicas: 1,
-        durability: Durability::Group,
-    };
-    let cluster = InProcess::start(dir.path(), shape).unwrap();
+    let cluster = start(dir.path(), 2, 1);
     let c = client(&cluster, 1);
     rt().block_on(async {
         c.mkdir("/d").await.unwrap();
@@ -98,12 +103,7 @@ fn an_unlink_racing_a_create_of_the_name_leaves_the_new_file_whole_or_none() {
 #[test]
 fn an_unlink_racing_a_rename_or_a_put_of_the_file_leaves_one_of_their_orders() {
     let dir = tempfile::tempdir().unwrap();
-    let shape = Shape {
-        nodes: 2,
-        replicas: 1,
-        durability: Durability::Group,
-    };
-    let cluster = InProcess::start(dir.path(), shape).unwrap();
+    let cluster = start(dir.path(), 2, 1);
     let (c, other) = (client(&cluster, 0), client(&cluster, 1));
     rt().block_on(async {
         c.mkdir("/d").await.unwrap();
@@ -165,12 +165,7 @@ fn an_unlink_answered_before_its_daemon_crashed_stays_done_on_the_replica() {
     let rt = rt();
     for i in 0..16u64 {
         let dir = tempfile::tempdir().unwrap();
-        let shape = Shape {
-            nodes: 3,
-            replicas: 2,
-            durability: Durability::Group,
-        };
-        let cluster = InProcess::start(dir.path(), shape).unwrap();
+        let cluster = start(dir.path(), 3, 2);
         let (writer, reader) = (client(&cluster, 2), client(&cluster, 1));
         let keeper = writer.owner("/d");
         let cluster = Arc::new(Mutex::new(cluster));
