@@ -1042,30 +1042,15 @@ impl Client {
             }
             return Ok(());
         }
-        let remove = || Request::RemoveRecord {
-            path: path.clone(),
-            kind: Kind::File,
-            locked_by: None,
-        };
-        let mut removed = self.meta(&path, remove()).await;
+        let mut removed = self.remove_file(&path, None).await;
         if matches!(&removed, Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(e)) {
             match self.without_record(&path).await? {
                 NoRecord::NoName => return removed.map(drop),
                 NoRecord::LeftoverRemoved => return Ok(()),
-                NoRecord::Created => removed = self.meta(&path, remove()).await,
+                NoRecord::Created => removed = self.remove_file(&path, None).await,
             }
         }
-        let rec = expect_record(removed?)?;
-        let entry = Request::RemoveEntry {
-            parent: parent.to_string(),
-            name: name.to_string(),
-            kind: Kind::File,
-        };
-        // Failing here leaves the name without its record, as a crash would.
-        match self.meta(parent, entry).await {
-            Err(e) if e.code != Errno::ENOENT => return Err(e),
-            _ => {}
-        }
+        let rec = removed?;
         self.drop_copies(&path, rec.holders, rec.stamp).await;
         Ok(())
     }
@@ -2797,10 +2782,17 @@ impl Client {
     /// write lock: no one else changed it meanwhile, so nothing removed is
     /// anyone else's. Answers with the removed record.
     async fn remove_locked(&self, path: &str, token: u64) -> FsResult<Record> {
+        self.remove_file(path, Some(token)).await
+    }
+
+    /// Removes file `path`'s record (held by `locked_by`, or by no one),
+    /// then its name; a name already gone is no error (a failure between
+    /// leaves the name without its record, as a crash would).
+    async fn remove_file(&self, path: &str, locked_by: Option<u64>) -> FsResult<Record> {
         let remove = Request::RemoveRecord {
             path: path.to_string(),
             kind: Kind::File,
-            locked_by: Some(token),
+            locked_by,
         };
         let rec = expect_record(self.meta(path, remove).await?)?;
         let (parent, name) = split(path)?;
