@@ -29,6 +29,7 @@ pub mod sums;
 pub mod transfer;
 mod upkeep;
 mod verify;
+mod version;
 
 pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
 pub use cluster::{ClusterSpec, NodeInfo};
@@ -39,3 +40,4 @@ pub use repair::{Rebuilt, Reclaimed};
 pub use scrub::{made_by_note, Lost, Scrubbed};
 pub use serve::{serve, serve_until, JoinConfig, ServeConfig};
 pub use upkeep::Upkeep;
+pub use version::VersionRef;

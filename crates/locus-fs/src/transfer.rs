@@ -6,6 +6,7 @@ use crate::copy;
 use crate::path::checked;
 use crate::store::Store;
 use crate::sums::{self, Chunks};
+use crate::version::VersionRef;
 use locus_proto::fs::{Sum, TransferReply, TransferRequest};
 use locus_proto::{frame, Errno, FsError, FsResult};
 use std::fs::File;
@@ -66,7 +67,13 @@ pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
             } => {
                 // After a failed push the byte stream may be out of step:
                 // answer, then close the connection.
-                let failed = receive(&mut stream, store, (&path, stamp), (size, sum)).err();
+                let failed = receive(
+                    &mut stream,
+                    store,
+                    VersionRef { path: &path, stamp },
+                    (size, sum),
+                )
+                .err();
                 let reply = match &failed {
                     None => TransferReply::Ready { size },
                     Some(e) => TransferReply::Err(e.clone()),
@@ -96,7 +103,7 @@ fn reply_err(stream: &mut TcpStream, e: FsError) -> io::Result<()> {
 fn receive(
     stream: &mut TcpStream,
     store: &Store,
-    (path, stamp): (&str, u64),
+    VersionRef { path, stamp }: VersionRef<'_>,
     (size, sum): (u64, Option<Sum>),
 ) -> FsResult<()> {
     checked(path)?;
@@ -125,7 +132,7 @@ fn receive(
 /// An `Err` of the outer result means the connection is unusable.
 pub fn fetch(
     stream: &mut TcpStream,
-    (path, stamp): (&str, u64),
+    VersionRef { path, stamp }: VersionRef<'_>,
     (offset, len): (u64, u64),
     dest: &File,
     landed: impl FnMut(u64) -> io::Result<()>,
@@ -154,10 +161,10 @@ pub fn fetch(
 /// `Ok(Ok(None))`: it cannot, fetch over the network.
 pub fn copy_local(
     stream: &mut TcpStream,
-    (path, stamp): (&str, u64),
+    VersionRef { path, stamp }: VersionRef<'_>,
     dest: &File,
 ) -> io::Result<FsResult<Option<Chunks>>> {
-    let (file, dev, ino) = match locate(stream, (path, stamp))? {
+    let (file, dev, ino) = match locate(stream, VersionRef { path, stamp })? {
         Ok(Some(located)) => located,
         Ok(None) => return Ok(Err(FsError::new(Errno::ENOENT, path))),
         Err(e) => return Ok(Err(e)),
@@ -179,7 +186,7 @@ pub fn copy_local(
 /// device and inode there), or `None` if it has no such copy.
 pub fn locate(
     stream: &mut TcpStream,
-    (path, stamp): (&str, u64),
+    VersionRef { path, stamp }: VersionRef<'_>,
 ) -> io::Result<FsResult<Option<(String, u64, u64)>>> {
     let req = TransferRequest::Locate {
         path: path.to_string(),
@@ -199,7 +206,7 @@ pub fn locate(
 pub fn push(
     stream: &mut TcpStream,
     src: &Path,
-    (path, stamp): (&str, u64),
+    VersionRef { path, stamp }: VersionRef<'_>,
     sum: Option<Sum>,
 ) -> io::Result<FsResult<u64>> {
     // Nothing is sent yet: a file that cannot be read is this side's error.

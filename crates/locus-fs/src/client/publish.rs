@@ -8,6 +8,7 @@ use crate::path::{normalise, split};
 use crate::peer::is_unreachable;
 use crate::placement::Placement;
 use crate::sums::{self, Chunks, Content};
+use crate::version::VersionRef;
 use futures_util::future::join_all;
 use locus_proto::fs::{Kind, Lease, NodeId, Record, Request, Response, Sum};
 use locus_proto::{Errno, FsError, FsResult};
@@ -384,7 +385,7 @@ impl Client {
         let replicas = self
             .push_replicas(
                 &out.local,
-                (path, token, Some(content.sum)),
+                (VersionRef { path, stamp: token }, Some(content.sum)),
                 me,
                 &[],
                 before_publishing(copies),
@@ -504,7 +505,10 @@ impl Client {
         replacing: Option<&Record>,
     ) -> FsResult<Record> {
         let (token, content) = (version.token, version.content);
-        let copies = match self.place_bytes(src, (path, token, content), placing).await {
+        let copies = match self
+            .place_bytes(src, (VersionRef { path, stamp: token }, content), placing)
+            .await
+        {
             Ok(c) => c,
             Err(e) => {
                 self.give_up(path, token, replacing.is_none()).await;

@@ -6,6 +6,7 @@ use crate::held_dirs::Known;
 use crate::path::normalise;
 use crate::sums::{self, Chunks, Mismatch};
 use crate::transfer;
+use crate::version::VersionRef;
 use locus_proto::auth::Channel;
 use locus_proto::fs::{Kind, NodeId, Record, Request, Response, Sum};
 use locus_proto::{Errno, FsError, FsResult};
@@ -61,7 +62,15 @@ impl Client {
         tokio::task::spawn_blocking(move || {
             let mut last = FsError::new(Errno::EIO, &path).with_detail("no node holds the data");
             for h in holders {
-                match client.fetch_parts(h, (&path, rec.stamp), rec.size, &dest) {
+                match client.fetch_parts(
+                    h,
+                    VersionRef {
+                        path: &path,
+                        stamp: rec.stamp,
+                    },
+                    rec.size,
+                    &dest,
+                ) {
                     Ok(sent) => {
                         let verdict = sent
                             .and_then(|chunks| crate::verify::judge_copied(&dest, &chunks, &rec));
@@ -82,15 +91,16 @@ impl Client {
     fn fetch_parts(
         &self,
         node: NodeId,
-        (path, stamp): (&str, u64),
+        VersionRef { path, stamp }: VersionRef<'_>,
         size: u64,
         dest: &File,
     ) -> FsResult<Result<Chunks, Mismatch>> {
         // A holder on this host is copied from directly, without a socket,
         // its bytes hashed as they pass.
         if self.same_host(node) {
-            let copied =
-                self.with_transfer(node, |st| transfer::copy_local(st, (path, stamp), dest))?;
+            let copied = self.with_transfer(node, |st| {
+                transfer::copy_local(st, VersionRef { path, stamp }, dest)
+            })?;
             if let Some(chunks) = copied {
                 return Ok(Ok(chunks));
             }
@@ -111,7 +121,13 @@ impl Client {
                         let mut trail = sums::Trailing::new(dest, k * part);
                         let size = self.with_transfer(node, |st| {
                             let landed = |at| trail.landed(at);
-                            transfer::fetch(st, (path, stamp), (k * part, len), dest, landed)
+                            transfer::fetch(
+                                st,
+                                VersionRef { path, stamp },
+                                (k * part, len),
+                                dest,
+                                landed,
+                            )
                         })?;
                         let sums = trail.finish().map_err(|e| FsError::io(path, &e))?;
                         Ok((size, sums))

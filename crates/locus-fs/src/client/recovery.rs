@@ -5,6 +5,7 @@
 use super::{blocking, expect_ok, unexpected, Client};
 use crate::path::{normalise, split};
 use crate::transfer;
+use crate::version::VersionRef;
 use locus_proto::fs::{Kind, Lease, NodeId, Record, Request, Response};
 use locus_proto::{Errno, FsError, FsResult};
 use std::time::{Duration, Instant};
@@ -35,9 +36,10 @@ impl Client {
         let mut holders = Vec::new();
         for &h in &rec.holders {
             let (client, p, stamp) = (self.clone(), path.clone(), rec.stamp);
-            let located =
-                blocking(move || client.with_transfer(h, |s| transfer::locate(s, (&p, stamp))))
-                    .await;
+            let located = blocking(move || {
+                client.with_transfer(h, |s| transfer::locate(s, VersionRef { path: &p, stamp }))
+            })
+            .await;
             if matches!(located, Ok(Some(_))) {
                 holders.push(h);
             }

@@ -8,6 +8,7 @@ use crate::follow::Follower;
 use crate::peer::is_unreachable;
 use crate::sums::Content;
 use crate::transfer;
+use crate::version::VersionRef;
 use locus_proto::fs::{NodeId, Record, Request, Sum};
 use locus_proto::FsResult;
 use std::path::Path;
@@ -67,10 +68,12 @@ impl Client {
         &self,
         node: NodeId,
         src: &Path,
-        (path, stamp): (&str, u64),
+        VersionRef { path, stamp }: VersionRef<'_>,
         sum: Option<Sum>,
     ) -> FsResult<u64> {
-        self.with_transfer(node, |s| transfer::push(s, src, (path, stamp), sum))
+        self.with_transfer(node, |s| {
+            transfer::push(s, src, VersionRef { path, stamp }, sum)
+        })
     }
 
     /// Stores `src` as copy `stamp` of `path` on node `target` (moved here,
@@ -82,7 +85,7 @@ impl Client {
     pub(super) async fn place_bytes(
         &self,
         src: &Path,
-        (path, stamp, content): (&str, u64, Content),
+        (VersionRef { path, stamp }, content): (VersionRef<'_>, Content),
         (target, copies, made): (NodeId, u32, &[NodeId]),
     ) -> FsResult<Vec<NodeId>> {
         let sum = Some(content.sum);
@@ -93,7 +96,7 @@ impl Client {
         };
         let wanted = wanted.saturating_sub(made.len() as u32);
         let pushed = self
-            .push_replicas(src, (path, stamp, sum), target, made, wanted)
+            .push_replicas(src, (VersionRef { path, stamp }, sum), target, made, wanted)
             .await;
         let replicas: Vec<NodeId> = made.iter().copied().chain(pushed).collect();
         let placed = if here {
@@ -107,7 +110,8 @@ impl Client {
             installed
         } else {
             let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
-            let pushed = blocking(move || c.push_to(target, &l, (&p, stamp), sum)).await;
+            let pushed =
+                blocking(move || c.push_to(target, &l, VersionRef { path: &p, stamp }, sum)).await;
             self.inner.store.discard(src);
             pushed.map(drop)
         };
@@ -125,7 +129,7 @@ impl Client {
     pub(super) async fn push_replicas(
         &self,
         src: &Path,
-        (path, stamp, sum): (&str, u64, Option<Sum>),
+        (VersionRef { path, stamp }, sum): (VersionRef<'_>, Option<Sum>),
         holder: NodeId,
         have: &[NodeId],
         wanted: u32,
@@ -143,7 +147,7 @@ impl Client {
                 self.import_on(node, path, stamp, src).await.map(Some)
             } else {
                 let (c, p, l) = (self.clone(), path.to_string(), src.to_path_buf());
-                blocking(move || c.push_to(node, &l, (&p, stamp), sum))
+                blocking(move || c.push_to(node, &l, VersionRef { path: &p, stamp }, sum))
                     .await
                     .map(|_| None)
             };
@@ -193,7 +197,13 @@ impl Client {
             let made = c
                 .push_replicas(
                     &src,
-                    (&path, rec.stamp, rec.sum),
+                    (
+                        VersionRef {
+                            path: &path,
+                            stamp: rec.stamp,
+                        },
+                        rec.sum,
+                    ),
                     rec.holders[0],
                     &rec.holders,
                     missing,
