@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use locus_fs::stage::Via;
+use locus_fs::Via;
 use locus_fs::{Client, ClientOptions, Placement};
 use locus_proto::fs::{Kind, NodeId, Record};
 use locus_proto::{Errno, FsError};
@@ -56,7 +56,7 @@ impl ClientArgs {
 
     pub fn client(&self) -> Result<Client> {
         let spec = locus_fs::ClusterSpec::load(&self.cluster.dir)?;
-        let host = locus_fs::join::hostname();
+        let host = locus_fs::hostname();
         let (node, scratch) = match self.node {
             Some(k) => (k, None),
             None => match spec.node_named(&host) {
@@ -374,7 +374,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             let client = c.client()?;
             if recursive {
                 let via = via.resolve(&c, &local)?;
-                let moved = locus_fs::stage::put_tree(&client, &local, &path, via).await?;
+                let moved = locus_fs::put_tree(&client, &local, &path, via).await?;
                 client.settled().await;
                 writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
                 return Ok(());
@@ -395,7 +395,7 @@ async fn run_op(op: FsOp) -> Result<()> {
                 }
                 // Named as cp names it: an existing directory receives the
                 // file under its own name.
-                locus_fs::stage::put_tree(&client, &local, &path, Via::Client).await?;
+                locus_fs::put_tree(&client, &local, &path, Via::Client).await?;
             }
             client.settled().await;
         }
@@ -412,7 +412,7 @@ async fn run_op(op: FsOp) -> Result<()> {
                 std::io::copy(&mut f, &mut out)?;
             } else if recursive {
                 let via = via.resolve(&c, &local)?;
-                let moved = locus_fs::stage::get_tree(&client, &path, &local, via).await?;
+                let moved = locus_fs::get_tree(&client, &path, &local, via).await?;
                 writeln!(out, "{} files, {} bytes", moved.files, moved.bytes)?;
             } else {
                 if client.stat(&path).await?.kind == Kind::Dir {
@@ -420,7 +420,7 @@ async fn run_op(op: FsOp) -> Result<()> {
                 }
                 // Named as cp names it: an existing directory receives the
                 // file under its own name.
-                locus_fs::stage::get_tree(&client, &path, &local, Via::Client).await?;
+                locus_fs::get_tree(&client, &path, &local, Via::Client).await?;
             }
         }
         FsOp::Cat {

@@ -4,8 +4,8 @@ use crate::fs_ops::ClusterArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use locus_fs::cluster::CLUSTER_FILE;
-use locus_fs::meta::Durability;
+use locus_fs::Durability;
+use locus_fs::CLUSTER_FILE;
 use locus_fs::{
     made_by_note, Client, ClientOptions, ClusterSpec, JoinConfig, Placement, ServeConfig, Upkeep,
 };
@@ -377,18 +377,18 @@ fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
             n
         );
     }
-    let meta = node.dir.join(locus_fs::server::META_FILE);
+    let meta = node.dir.join(locus_fs::META_FILE);
     if meta.exists() {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
         let aside = node
             .dir
-            .join(format!("{}.damaged-{secs}", locus_fs::server::META_FILE));
+            .join(format!("{}.damaged-{secs}", locus_fs::META_FILE));
         std::fs::rename(&meta, &aside).with_context(|| meta.display().to_string())?;
         println!("node {}: its metadata store kept as {}", n, aside.display());
     }
-    let marker = node.dir.join(locus_fs::server::META_REBUILD);
+    let marker = node.dir.join(locus_fs::META_REBUILD);
     std::fs::write(&marker, b"").with_context(|| marker.display().to_string())?;
     let daemons = Daemons {
         program: crate::launched::program()?,

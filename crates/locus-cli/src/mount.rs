@@ -57,7 +57,7 @@ fn background(a: &MountArgs, point: &Path) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let log_path = a.c.cluster.dir.join(format!(
         "mount-{}-{}.log",
-        locus_fs::join::hostname(),
+        locus_fs::hostname(),
         std::process::id()
     ));
     let log = std::fs::File::create(&log_path).with_context(|| log_path.display().to_string())?;
@@ -144,12 +144,12 @@ fn mount_when_formed(
         if let Ok(spec) = locus_fs::ClusterSpec::load(dir) {
             break spec;
         }
-        if start.elapsed() > locus_fs::serve::JOIN_TIMEOUT {
+        if start.elapsed() > locus_fs::JOIN_TIMEOUT {
             bail!("the cluster in {} was not formed", dir.display());
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let host = name.unwrap_or_else(locus_fs::join::hostname);
+    let host = name.unwrap_or_else(locus_fs::hostname);
     let node = spec
         .node_named(&host)
         .with_context(|| format!("no node of the cluster is named {host}"))?;

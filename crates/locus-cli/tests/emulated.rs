@@ -282,7 +282,7 @@ fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
     let mut hashed = std::collections::BTreeMap::<String, u32>::new();
     for i in 0..4 {
         let path = format!("/filecopy/DP-def_TP-loc-aw_HARD_NODE-0/f{i}.dat");
-        let node = locus_fs::ring::hash_node(&path, 2);
+        let node = locus_fs::hash_node(&path, 2);
         *hashed.entry(format!("node{node}")).or_default() += 1;
     }
     let def = by("DP-def TP-loc-aw HARD NODE");

@@ -279,7 +279,7 @@ fn a_full_disk_where_a_file_is_fetched_is_that_nodes_error_not_a_lost_holder() {
     for (how, client) in [("same host", &b), ("TCP", &tcp)] {
         let e = rt.block_on(client.local_path("/big")).unwrap_err();
         assert_eq!(e.code, Errno::ENOSPC, "{how}: {e}");
-        assert!(!locus_fs::peer::is_unreachable(&e), "{how}: {e}");
+        assert!(!e.is_unreachable(), "{how}: {e}");
     }
     // Node 0 was never thought lost, and with room again the fetch works.
     drop(full);

@@ -412,7 +412,7 @@ fn placement_policies_and_hints() {
             let p = format!("/h{i}");
             h(i % 4).put(&p, b"h").await.unwrap();
             let at = w0.locate(&p).await.unwrap()[0];
-            assert_eq!(at, locus_fs::ring::hash_node(&p, 4));
+            assert_eq!(at, locus_fs::hash_node(&p, 4));
             seen.insert(at);
         }
         assert!(seen.len() > 1);
@@ -422,9 +422,9 @@ fn placement_policies_and_hints() {
         let writer = 3;
         let p = (0..)
             .map(|i| format!("/out{i}"))
-            .find(|p| locus_fs::ring::hash_node(p, 4) != writer)
+            .find(|p| locus_fs::hash_node(p, 4) != writer)
             .unwrap();
-        let home = locus_fs::ring::hash_node(&p, 4);
+        let home = locus_fs::hash_node(&p, 4);
         let out = h(writer).output(&p).unwrap();
         assert!(out.local.ends_with(&p[1..]));
         std::fs::write(&out.local, b"hashed output").unwrap();

@@ -491,7 +491,7 @@ fn a_lost_output_of_a_run_is_listed_with_the_task_that_made_it() {
         "{made_by}"
     );
     let node = rec.holders[0];
-    let copy = locus_fs::store::Store::open(&fs_dir.join(format!("node-{node}")))
+    let copy = locus_fs::Store::open(&fs_dir.join(format!("node-{node}")))
         .unwrap()
         .data_path("/m/a.txt", rec.stamp);
     damage(&copy, Damage::Flip);

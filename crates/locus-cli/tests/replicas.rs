@@ -145,9 +145,9 @@ fn run_losing_node_2(replicas: &str, then_node_3: bool) -> (Run, Vec<record::Tas
     // names by another: a file made on node 2 loses its bytes and its
     // record, and keeps its name.
     let nodes = ["node0", "node1", "node2", "node3"];
-    let ring = locus_fs::ring::Ring::new(
+    let ring = locus_fs::Ring::new(
         nodes.iter().enumerate().map(|(i, n)| (i as u32, *n)),
-        locus_fs::ring::DEFAULT_VNODES,
+        locus_fs::DEFAULT_VNODES,
     );
     let dir = (0..)
         .map(|k| format!("/made{k}"))

@@ -152,7 +152,7 @@ foreach i in [0:7] {
     let out = run.stdout();
     let mut nodes = std::collections::BTreeSet::new();
     for i in 0..8 {
-        let home = locus_fs::ring::hash_node(&format!("/hashed/f{i}"), 2);
+        let home = locus_fs::hash_node(&format!("/hashed/f{i}"), 2);
         nodes.insert(home);
         let line = format!("trace: {i},node{home},");
         assert!(out.lines().any(|l| l.starts_with(&line)), "{line} in {out}");

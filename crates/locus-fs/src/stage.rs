@@ -7,7 +7,7 @@
 
 use crate::client::Client;
 use crate::cluster::ClusterSpec;
-use crate::copy;
+use crate::data::copy;
 use crate::path::{join, normalise};
 use locus_proto::fs::Kind;
 use locus_proto::{Errno, FsError, FsResult};

@@ -7,7 +7,7 @@
 //! cluster, deployed ones included.
 
 use crate::role::{self, Program};
-use locus_fs::cluster::CLUSTER_FILE;
+use locus_fs::CLUSTER_FILE;
 use locus_fs::{
     Client, ClientOptions, ClusterSpec, Durability, JoinConfig, NodeInfo, Placement, ServeConfig,
     Upkeep,
@@ -101,7 +101,7 @@ impl Daemons {
     ) -> io::Result<Child> {
         let addr_file = node.dir.join(ADDR_FILE);
         let _ = std::fs::remove_file(&addr_file);
-        locus_fs::private_dir::create(&node.dir)?;
+        locus_fs::create_private_dir(&node.dir)?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -182,7 +182,7 @@ impl Daemons {
         nodes: Vec<NodeInfo>,
         placement: Placement,
     ) -> io::Result<ClusterSpec> {
-        locus_fs::private_dir::create(dir)?;
+        locus_fs::create_private_dir(dir)?;
         if dir.join(CLUSTER_FILE).exists() {
             return Err(fail(format!(
                 "{}: a cluster already exists there",

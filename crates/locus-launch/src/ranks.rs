@@ -9,7 +9,7 @@ use crate::emulate::Host;
 use crate::exits::Exits;
 use crate::role::{self, Program};
 use crate::site::{self, Deploy, Shape, Site};
-use locus_fs::cluster::CLUSTER_FILE;
+use locus_fs::CLUSTER_FILE;
 use locus_fs::{ClusterSpec, Durability, Placement, Upkeep};
 use locus_runtime::layout::Layout;
 use locus_runtime::rank::{summary_path, RankOptions, RunSummary};
@@ -199,7 +199,7 @@ fn claim_run_dir(dir: &Path) -> std::io::Result<std::fs::File> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
         Err(e) => return Err(e),
     };
-    locus_fs::private_dir::create(dir)?;
+    locus_fs::create_private_dir(dir)?;
     let marker = dir.join(RUN_MARKER);
     if !fresh && !marker.exists() {
         return Err(std::io::Error::new(

@@ -7,7 +7,7 @@
 use crate::role::{self, Program};
 use crate::supervise;
 use anyhow::{bail, Context, Result};
-use locus_fs::cluster::CLUSTER_FILE;
+use locus_fs::CLUSTER_FILE;
 use locus_fs::{ClusterSpec, Durability, JoinConfig, Placement, ServeConfig};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
@@ -182,7 +182,7 @@ impl Site {
     /// How many hosts the job has, when the launcher's environment says.
     fn hosts_from_env(&self) -> Option<u32> {
         match self.launcher {
-            SiteLauncher::Srun => locus_fs::join::expected_from_env(),
+            SiteLauncher::Srun => locus_fs::expected_from_env(),
             SiteLauncher::Mpiexec => None,
         }
     }
@@ -215,7 +215,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
     if d.dir.join(CLUSTER_FILE).exists() {
         bail!("{}: a cluster already exists there", d.dir.display());
     }
-    locus_fs::private_dir::create(d.dir)?;
+    locus_fs::create_private_dir(d.dir)?;
     let hosts = match (d.hosts, d.site.launcher) {
         (Some(n), _) => n,
         (None, SiteLauncher::Srun) => d

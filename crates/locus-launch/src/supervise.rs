@@ -121,7 +121,7 @@ pub fn supervise() -> io::Result<Option<i32>> {
         };
         eprintln!(
             "locus: {which} the launcher started on {} was killed by signal {sig}",
-            locus_fs::join::hostname()
+            locus_fs::hostname()
         );
     }
     Ok(Some(status.code().unwrap_or_else(|| {

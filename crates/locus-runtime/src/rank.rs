@@ -148,7 +148,7 @@ fn listen_addr() -> Result<SocketAddr, String> {
             Ok(SocketAddr::from(([127, 0, 0, 1], 0)))
         }
         // A site launcher's ranks may be on other hosts.
-        Err(_) => Ok(SocketAddr::new(locus_fs::join::advertised_ip(), 0)),
+        Err(_) => Ok(SocketAddr::new(locus_fs::advertised_ip(), 0)),
     }
 }
 
@@ -194,7 +194,7 @@ async fn rank_main(
     let is_server = me >= env.size - opts.servers;
     let dir_err = |e: std::io::Error| format!("run directory {}: {e}", opts.run_dir.display());
     std::fs::create_dir_all(&opts.run_dir).map_err(dir_err)?;
-    let secret = locus_fs::join::shared_secret(&opts.run_dir).map_err(dir_err)?;
+    let secret = locus_fs::shared_secret(&opts.run_dir).map_err(dir_err)?;
     let server = if is_server {
         let addr = listen_addr()?;
         Some(

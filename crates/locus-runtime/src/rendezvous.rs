@@ -5,7 +5,7 @@
 //! directory (`publish`, `gather`); either way one rank gathers and the
 //! others read what it gathered, so the cost grows with N, not N². The run
 //! directory also holds the run's secret (made once, like a joined
-//! cluster's: `locus_fs::join::shared_secret`).
+//! cluster's: `locus_fs::shared_secret`).
 
 use crate::pmi::Pmi;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as WORDS;
@@ -54,7 +54,7 @@ pub fn node_name() -> String {
     if let Ok(n) = std::env::var("LOCUS_NODE") {
         return n;
     }
-    locus_fs::join::hostname()
+    locus_fs::hostname()
 }
 
 /// What one rank publishes.
@@ -112,7 +112,7 @@ impl Board for RanksDir {
     }
 
     fn write_once(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
-        locus_fs::join::write_once(&self.path(name), bytes).map(|_| ())
+        locus_fs::write_once(&self.path(name), bytes).map(|_| ())
     }
 
     fn path(&self, name: &str) -> PathBuf {

@@ -10,7 +10,6 @@ use crate::layout::Layout;
 use crate::process::{self, Capture, Ended, Stream, Usage};
 use crate::record::{hash_of, now_us, task_stream, Recorder, Seen, TaskRecord};
 use crate::wire;
-use locus_fs::peer::is_unreachable;
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::frame;
@@ -513,7 +512,7 @@ impl<'a> App<'a> {
                             // Also lost: every copy found bad (lineage may
                             // make it again).
                             let lost = e.code == Errno::ENOENT
-                                || is_unreachable(&e)
+                                || e.is_unreachable()
                                 || e.cause == Some(Cause::NoGoodCopy);
                             if lost {
                                 io.lost.push(p.clone());

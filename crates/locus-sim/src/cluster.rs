@@ -119,7 +119,7 @@ impl InProcess {
             let _ = r.crash.send(());
             let _ = r.thread.join();
             let dir = n.config.join.node_dir.as_ref().expect("set at start");
-            wait_released(&dir.join(locus_fs::server::META_FILE))?;
+            wait_released(&dir.join(locus_fs::META_FILE))?;
         }
         Ok(())
     }

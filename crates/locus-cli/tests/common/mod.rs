@@ -85,7 +85,7 @@ impl TestCluster {
 
     /// Where node `node` stores copy `stamp` of `path`.
     pub fn stored(&self, node: u32, path: &str, stamp: u64) -> PathBuf {
-        locus_fs::store::Store::open(&self.node_dir(node))
+        locus_fs::Store::open(&self.node_dir(node))
             .expect("node store")
             .data_path(path, stamp)
     }

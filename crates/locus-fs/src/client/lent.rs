@@ -5,10 +5,10 @@ use super::{
     expect_ok, leases::LeaseGuard, publish::Output, publish::Publishing, publish::PUBLISHING,
     writing::Writer, Client,
 };
+use crate::data::sums::Summer;
 use crate::meta::now_ns;
 use crate::path::{join, normalise, split};
 use crate::placement::Placement;
-use crate::sums::Summer;
 use futures_util::future::join_all;
 use locus_proto::fs::{Kind, Lease, NodeId, Record, Request};
 use locus_proto::{Errno, FsError, FsResult};
@@ -23,7 +23,7 @@ impl Client {
     pub(super) fn held_parent<'p>(
         &self,
         path: &'p str,
-    ) -> Option<(Arc<crate::held_dirs::Held>, &'p str)> {
+    ) -> Option<(Arc<crate::client::held_dirs::Held>, &'p str)> {
         let (parent, name) = split(path).ok()?;
         Some((self.inner.held.get(parent)?, name))
     }
@@ -200,7 +200,7 @@ impl Client {
     }
 
     /// Makes empty files ahead for `held`'s creates, off their path.
-    fn make_spares(&self, dir: &str, held: Arc<crate::held_dirs::Held>) {
+    fn make_spares(&self, dir: &str, held: Arc<crate::client::held_dirs::Held>) {
         let (client, dir) = (self.clone(), dir.to_string());
         tokio::task::spawn_blocking(move || {
             let store = &client.inner.store;
@@ -216,7 +216,7 @@ impl Client {
     }
 
     /// Removes the empty files `held` no longer needs, and their directory.
-    fn discard_spares(&self, held: &crate::held_dirs::Held) {
+    fn discard_spares(&self, held: &crate::client::held_dirs::Held) {
         let store = &self.inner.store;
         held.left().iter().for_each(|f| store.discard(f));
         store.remove_shared(&held.tmp);
@@ -227,7 +227,7 @@ impl Client {
     pub(super) async fn publish_held(
         &self,
         out: &Output,
-        held: Option<Arc<crate::held_dirs::Held>>,
+        held: Option<Arc<crate::client::held_dirs::Held>>,
         how: Publishing,
     ) -> FsResult<Record> {
         let published = self.publish_new(out, how).await;

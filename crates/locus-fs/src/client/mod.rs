@@ -6,6 +6,9 @@
 //! hash (zero hops); the directory entry, on the parent's daemon, is inserted
 //! first and decides which of two racing creators wins.
 
+pub(crate) mod copies;
+pub(crate) mod follow;
+pub(crate) mod held_dirs;
 mod leases;
 mod lent;
 mod namespace;
@@ -22,13 +25,13 @@ use publish::{Later, PUBLISHING_AT_ONCE};
 pub use reading::LocalCopy;
 pub use writing::Writer;
 
+use crate::client::copies::Copies;
+use crate::client::held_dirs::HeldDirs;
 use crate::cluster::{ClusterSpec, SECRET_FILE};
-use crate::copies::Copies;
-use crate::held_dirs::HeldDirs;
+use crate::data::store::Store;
 use crate::peer::{Endpoint, Peer};
 use crate::placement::Placement;
 use crate::ring::Ring;
-use crate::store::Store;
 use locus_proto::auth::Secret;
 use locus_proto::fs::{NodeId, Record, Response};
 use locus_proto::{Errno, FsError, FsResult};
@@ -122,7 +125,7 @@ struct Inner {
     /// last `settle_dir`: one with none since asks no daemon.
     lazy: (AtomicU64, AtomicU64),
     /// Local copies found good.
-    checked: crate::verify::Checked,
+    checked: crate::data::verify::Checked,
 }
 
 fn unexpected(r: Response) -> FsError {
@@ -244,7 +247,7 @@ impl Client {
     }
 
     /// The local copies this client found good.
-    pub(crate) fn checked(&self) -> &crate::verify::Checked {
+    pub(crate) fn checked(&self) -> &crate::data::verify::Checked {
         &self.inner.checked
     }
 

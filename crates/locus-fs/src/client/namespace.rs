@@ -1,7 +1,7 @@
 //! Names and records: stat, directories, listing and removal.
 
 use super::{expect_added, expect_ok, expect_record, recovery::NoRecord, unexpected, Client};
-use crate::held_dirs::Known;
+use crate::client::held_dirs::Known;
 use crate::meta::now_ns;
 use crate::path::{join, normalise, split};
 use locus_proto::fs::{Entry, Kind, Lease, NodeId, Record, Request, Response};

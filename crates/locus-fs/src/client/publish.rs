@@ -2,13 +2,13 @@
 //! at a time, in batches, or later in the background.
 
 use super::{blocking, unexpected, Client};
-use crate::copies::before_publishing;
+use crate::client::copies::before_publishing;
+use crate::data::sums::{self, Chunks, Content};
+use crate::data::version::VersionRef;
 use crate::meta::now_ns;
 use crate::path::{normalise, split};
 use crate::peer::is_unreachable;
 use crate::placement::Placement;
-use crate::sums::{self, Chunks, Content};
-use crate::version::VersionRef;
 use futures_util::future::join_all;
 use locus_proto::fs::{Kind, Lease, NodeId, Record, Request, Response, Sum};
 use locus_proto::{Errno, FsError, FsResult};
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// A file closed in a held directory, to publish in the background.
 pub(super) struct Later {
     pub(super) out: Output,
-    pub(super) held: Option<Arc<crate::held_dirs::Held>>,
+    pub(super) held: Option<Arc<crate::client::held_dirs::Held>>,
     pub(super) _slot: tokio::sync::OwnedSemaphorePermit,
 }
 

@@ -2,11 +2,11 @@
 //! none is here.
 
 use super::{blocking, blocking_failed, expect_ok, unexpected, Client};
-use crate::held_dirs::Known;
+use crate::client::held_dirs::Known;
+use crate::data::sums::{self, Chunks, Mismatch};
+use crate::data::transfer;
+use crate::data::version::VersionRef;
 use crate::path::normalise;
-use crate::sums::{self, Chunks, Mismatch};
-use crate::transfer;
-use crate::version::VersionRef;
 use locus_proto::auth::Channel;
 use locus_proto::fs::{Kind, NodeId, Record, Request, Response, Sum};
 use locus_proto::{Errno, FsError, FsResult};
@@ -72,8 +72,9 @@ impl Client {
                     &dest,
                 ) {
                     Ok(sent) => {
-                        let verdict = sent
-                            .and_then(|chunks| crate::verify::judge_copied(&dest, &chunks, &rec));
+                        let verdict = sent.and_then(|chunks| {
+                            crate::data::verify::judge_copied(&dest, &chunks, &rec)
+                        });
                         return Ok((h, verdict));
                     }
                     // Gone from its store (or replaced since `rec` was read:
@@ -291,7 +292,7 @@ impl Client {
         } else {
             loop {
                 if rec.holders.is_empty() {
-                    return Err(crate::verify::no_good_copy(path, &bad));
+                    return Err(crate::data::verify::no_good_copy(path, &bad));
                 }
                 let (tmp, file) = self.inner.store.temp_file()?;
                 let (from, sent) = match self.fetch_into(path, &rec, file).await {
@@ -395,6 +396,6 @@ impl Client {
                 }
             }
         }
-        Err(crate::verify::no_good_copy(&path, &bad))
+        Err(crate::data::verify::no_good_copy(&path, &bad))
     }
 }

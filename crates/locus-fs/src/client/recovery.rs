@@ -3,9 +3,9 @@
 //! that cannot finish.
 
 use super::{blocking, expect_ok, unexpected, Client};
+use crate::data::transfer;
+use crate::data::version::VersionRef;
 use crate::path::{normalise, split};
-use crate::transfer;
-use crate::version::VersionRef;
 use locus_proto::fs::{Kind, Lease, NodeId, Record, Request, Response};
 use locus_proto::{Errno, FsError, FsResult};
 use std::time::{Duration, Instant};

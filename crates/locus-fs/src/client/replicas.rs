@@ -2,13 +2,13 @@
 //! dropped with a removed version.
 
 use super::{blocking, Client};
+use crate::client::copies::before_publishing;
+use crate::client::follow::Follower;
 use crate::cluster::replica_set;
-use crate::copies::before_publishing;
-use crate::follow::Follower;
+use crate::data::sums::Content;
+use crate::data::transfer;
+use crate::data::version::VersionRef;
 use crate::peer::is_unreachable;
-use crate::sums::Content;
-use crate::transfer;
-use crate::version::VersionRef;
 use locus_proto::fs::{NodeId, Record, Request, Sum};
 use locus_proto::FsResult;
 use std::path::Path;

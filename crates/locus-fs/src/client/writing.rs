@@ -4,13 +4,13 @@ use super::{
     blocking, blocking_failed, expect_ok, leases::LeaseGuard, publish::content_of, publish::Later,
     publish::NewVersion, publish::Output, publish::Publishing, unexpected, Client, CLAIM_TRIES,
 };
+use crate::client::follow::Follower;
+use crate::client::held_dirs::Unclaimed;
 use crate::cluster::replica_set;
-use crate::copy;
-use crate::follow::Follower;
-use crate::held_dirs::Unclaimed;
+use crate::data::copy;
+use crate::data::sums::{Content, Summer};
 use crate::meta::now_ns;
 use crate::path::{normalise, split};
-use crate::sums::{Content, Summer};
 use locus_proto::fs::{Kind, Lease, NodeId, Record, Request, Response};
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;
@@ -181,7 +181,7 @@ impl Writer {
     }
 
     /// The written file as an output to publish, and its held directory.
-    fn take_output(&mut self) -> (Output, Option<Arc<crate::held_dirs::Held>>) {
+    fn take_output(&mut self) -> (Output, Option<Arc<crate::client::held_dirs::Held>>) {
         self.closed = true;
         self.file.take();
         let mode = self.unclaimed.take().map_or(0o644, |u| u.mode);

@@ -13,7 +13,7 @@
 //! crafts collisions, which is not what a store on the user's own nodes
 //! guards against. Chunks also let a big file be hashed by several threads.
 
-use crate::copy::PIECE;
+use crate::data::copy::PIECE;
 pub use locus_proto::fs::Mismatch;
 use locus_proto::fs::Sum;
 use std::fs::File;

@@ -2,18 +2,27 @@
 //! shard and the node's data store, answers pipelined RPCs, and serves bulk
 //! transfers. Every connection must first prove the cluster secret.
 
+pub(crate) mod delegation;
+pub(crate) mod fence;
+pub(crate) mod join;
+pub(crate) mod repair;
+pub(crate) mod replicate;
+pub(crate) mod scrub;
+pub(crate) mod serve;
+pub(crate) mod upkeep;
+
 use crate::cluster::ClusterSpec;
-use crate::delegation::Delegations;
-use crate::fence::{Admit, Fences};
+use crate::daemon::delegation::Delegations;
+use crate::daemon::fence::{Admit, Fences};
+use crate::data::store::Store;
+use crate::data::transfer;
 use crate::meta::{Durability, MetaStore, Reply};
 use crate::path::checked;
 use crate::peer::{is_unreachable, Peer};
-use crate::replicate::{self, Replicator};
-use crate::store::Store;
-use crate::transfer;
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::fs::{Envelope, NodeId, NodeStatus, Request, Response};
 use locus_proto::{frame, Errno, FsError, FsResult};
+use replicate::Replicator;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -324,7 +333,7 @@ fn coming_back(write: &Request) -> FsError {
     FsError::new(Errno::EAGAIN, key).with_detail("its metadata daemon serves it, or is coming back")
 }
 
-fn content_of(c: crate::sums::Content) -> Response {
+fn content_of(c: crate::data::sums::Content) -> Response {
     Response::Content {
         size: c.size,
         sum: c.sum,

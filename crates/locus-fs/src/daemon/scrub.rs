@@ -4,9 +4,9 @@
 //! copy is set aside and made again from a good holder (checked as any
 //! fetch is); a version with no good copy left is reported lost.
 
+use crate::daemon::repair::Judged;
+use crate::data::sums::Mismatch;
 use crate::meta::now_ns;
-use crate::repair::Judged;
-use crate::sums::Mismatch;
 use crate::Client;
 use locus_proto::fs::ScrubReport;
 use locus_proto::FsResult;

@@ -2,11 +2,11 @@
 //! async threads. The payload follows its header raw, never framed, and never
 //! passes through user space: senders use `sendfile`, receivers `splice`.
 
-use crate::copy;
+use crate::data::copy;
+use crate::data::store::Store;
+use crate::data::sums::{self, Chunks};
+use crate::data::version::VersionRef;
 use crate::path::checked;
-use crate::store::Store;
-use crate::sums::{self, Chunks};
-use crate::version::VersionRef;
 use locus_proto::fs::{Sum, TransferReply, TransferRequest};
 use locus_proto::{frame, Errno, FsError, FsResult};
 use std::fs::File;
@@ -407,9 +407,17 @@ mod tests {
         let mut stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (mut peer, _) = listener.accept().unwrap();
         let missing = Path::new("/nonexistent/locus-push-source");
-        let e = push(&mut stream, missing, ("/f", 1), None)
-            .unwrap()
-            .unwrap_err();
+        let e = push(
+            &mut stream,
+            missing,
+            VersionRef {
+                path: "/f",
+                stamp: 1,
+            },
+            None,
+        )
+        .unwrap()
+        .unwrap_err();
         assert_eq!(e.code, Errno::ENOENT, "{e}");
         // The stream is still in step: the peer got no byte.
         drop(stream);
@@ -435,14 +443,31 @@ mod tests {
         std::fs::write(&src, &bytes).unwrap();
         let right = sums::of_bytes(&bytes).sum;
         let mut stream = TcpStream::connect(addr).unwrap();
-        let pushed = push(&mut stream, &src, ("/d/f", 7), Some(right)).unwrap();
+        let pushed = push(
+            &mut stream,
+            &src,
+            VersionRef {
+                path: "/d/f",
+                stamp: 7,
+            },
+            Some(right),
+        )
+        .unwrap();
         assert_eq!(pushed.unwrap(), bytes.len() as u64);
         drop(stream);
         let wrong = sums::of_bytes(b"other bytes").sum;
         let mut stream = TcpStream::connect(addr).unwrap();
-        let e = push(&mut stream, &src, ("/d/g", 7), Some(wrong))
-            .unwrap()
-            .unwrap_err();
+        let e = push(
+            &mut stream,
+            &src,
+            VersionRef {
+                path: "/d/g",
+                stamp: 7,
+            },
+            Some(wrong),
+        )
+        .unwrap()
+        .unwrap_err();
         assert_eq!(e.code, Errno::EIO, "{e}");
         drop(stream);
         served.join().unwrap();

@@ -79,7 +79,7 @@ pub(crate) async fn look_after(dir: PathBuf, node: NodeId, upkeep: Upkeep) {
                         "scrub: {}: {}, and no other node holds a good copy{}",
                         l.path,
                         l.why,
-                        crate::scrub::made_by_note(l.made_by.as_deref())
+                        crate::daemon::scrub::made_by_note(l.made_by.as_deref())
                     );
                 }
             }

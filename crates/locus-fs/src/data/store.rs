@@ -7,9 +7,9 @@
 //! daemon can sweep what dead writers left. Empty versions are names of one
 //! file, `empty`, which no one writes: they cost no inode of their own.
 
-use crate::copy;
+use crate::data::copy;
+use crate::data::sums::{self, Content, Mismatch};
 use crate::private_dir;
-use crate::sums::{self, Content, Mismatch};
 use locus_proto::fs::{ScrubReport, StoredCopy, Sum};
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;

@@ -7,11 +7,11 @@
 //! as the node it was.
 
 use crate::cluster::ClusterSpec;
-use crate::join;
+use crate::daemon::join;
+use crate::daemon::upkeep::{look_after, Upkeep};
+use crate::daemon::{Daemon, DaemonConfig, Stopped};
 use crate::meta::Durability;
 use crate::placement::Placement;
-use crate::server::{Daemon, DaemonConfig, Stopped};
-use crate::upkeep::{look_after, Upkeep};
 use locus_proto::auth::Secret;
 use locus_proto::fs::NodeId;
 use serde::{Deserialize, Serialize};

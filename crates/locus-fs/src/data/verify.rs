@@ -11,7 +11,7 @@
 //! it, pay once. What changes a copy's bytes without a write through the
 //! kernel (a failing disk) is found by reading it in a new client.
 
-use crate::sums::{self, Chunks, Mismatch};
+use crate::data::sums::{self, Chunks, Mismatch};
 use crate::Client;
 use locus_proto::fs::{NodeId, Record, Request};
 use locus_proto::{Cause, Errno, FsError, FsResult};
@@ -36,7 +36,7 @@ fn state(meta: &std::fs::Metadata) -> FileState {
     FileState {
         ino: meta.ino(),
         len: meta.len(),
-        ctime_ns: crate::store::changed_ns(meta),
+        ctime_ns: crate::data::store::changed_ns(meta),
     }
 }
 

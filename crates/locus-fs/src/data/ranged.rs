@@ -5,8 +5,8 @@
 //! from another holder (fetched and checked whole, as every fetch is).
 
 use crate::client::blocking;
+use crate::data::sums::{self, Content, Mismatch};
 use crate::path::normalise;
-use crate::sums::{self, Content, Mismatch};
 use crate::Client;
 use locus_proto::fs::Record;
 use locus_proto::{FsError, FsResult};
@@ -80,7 +80,7 @@ impl Client {
                     self.set_aside(&path, &rec, me, why).await;
                     rec.holders.retain(|&h| h != me);
                     if rec.holders.is_empty() {
-                        return Err(crate::verify::no_good_copy(&path, &[(me, why)]));
+                        return Err(crate::data::verify::no_good_copy(&path, &[(me, why)]));
                     }
                 }
                 None => {}

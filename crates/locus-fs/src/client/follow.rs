@@ -4,9 +4,9 @@
 //! appends into a temporary file of that node's store, so
 //! the copy overlaps the write and `close` waits only for its tail.
 
-use crate::copy;
-use crate::store::Store;
-use crate::sums::{self, Chunks, Content, Summer};
+use crate::data::copy;
+use crate::data::store::Store;
+use crate::data::sums::{self, Chunks, Content, Summer};
 use locus_proto::fs::NodeId;
 use locus_proto::{Errno, FsError, FsResult};
 use std::fs::File;

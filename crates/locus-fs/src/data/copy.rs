@@ -5,7 +5,7 @@
 //! splices page by page, a fifth slower than reading and writing 1 MiB at a
 //! time: 256 MiB from the page cache, 4.2 against 5.1-5.3 GB/s here.
 
-use crate::sums::{self, Chunks, Summer};
+use crate::data::sums::{self, Chunks, Summer};
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::AsRawFd;
