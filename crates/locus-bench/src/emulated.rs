@@ -160,8 +160,8 @@ impl HostCpus {
     pub fn per_host(self, max_nodes: u32) -> Option<f64> {
         match self {
             HostCpus::Auto => {
-                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-                Some(cores as f64 / (max_nodes + 1) as f64)
+                let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+                Some(cores as f64 / f64::from(max_nodes + 1))
             }
             HostCpus::Off => None,
             HostCpus::Cores(c) => Some(c),
@@ -527,7 +527,7 @@ pub fn dd_rates(dir: &Path, writers: u32, size: u64, chunk: u64) -> Result<(f64,
                 bail!("dd failed");
             }
         }
-        Ok((writers as u64 * count * chunk) as f64 / t.elapsed().as_secs_f64())
+        Ok((u64::from(writers) * count * chunk) as f64 / t.elapsed().as_secs_f64())
     };
     let write = all(&|f| {
         vec![

@@ -210,7 +210,7 @@ fn print_step(s: &Step) {
     );
     let central = s.outcomes.iter().find(|o| o.config.central);
     let base = crate::emulated::baseline(&s.outcomes);
-    let total = 2.0 * s.files as f64 * s.size as f64;
+    let total = 2.0 * f64::from(s.files) * s.size as f64;
     for o in &s.outcomes {
         let write = o.run.per_task_rate("write_task", |t| t.written_bytes) / MB;
         let read = o
@@ -250,7 +250,7 @@ fn print_step(s: &Step) {
         println!(
             "locality-agnostic reads fetched {:.0}% of their bytes; a reader placed at random lands away from its file {:.0}% of the time",
             100.0 * remote as f64 / all.max(1) as f64,
-            100.0 * (1.0 - 1.0 / s.nodes as f64)
+            100.0 * (1.0 - 1.0 / f64::from(s.nodes))
         );
     }
     let aware: Vec<&Outcome> = s
@@ -276,7 +276,7 @@ fn print_step(s: &Step) {
             .filter(|o| !o.config.central)
             .map(|o| c.run.seconds / o.run.seconds)
             .fold(0.0, f64::max);
-        let ratio = s.nodes as f64 * b.link / storage_link;
+        let ratio = f64::from(s.nodes) * b.link / storage_link;
         target(
             &format!(
                 "workflow vs central ≥ 80% of aggregate node / storage bandwidth ({best:.1}x vs {ratio:.1}x)"

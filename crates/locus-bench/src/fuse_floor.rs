@@ -136,7 +136,7 @@ impl Filesystem for Floor {
 
 /// The floor file system mounted at `point` (an empty directory) until the
 /// session is dropped.
-pub fn mount(point: &Path) -> std::io::Result<fuser::BackgroundSession> {
+pub(crate) fn mount(point: &Path) -> std::io::Result<fuser::BackgroundSession> {
     let mut names = Names {
         next: 1,
         ..Names::default()

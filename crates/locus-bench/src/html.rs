@@ -114,7 +114,7 @@ pub fn filecopy(r: &Results) -> String {
                 / MB
         }),
         ("Whole-workflow throughput (Fig. 6c)", "MB/s", |s, o| {
-            2.0 * s.files as f64 * s.size as f64 / o.run.seconds / MB
+            2.0 * f64::from(s.files) * s.size as f64 / o.run.seconds / MB
         }),
     ];
     for (title, unit, f) in metrics {
@@ -180,7 +180,7 @@ pub fn mapreduce(r: &crate::mapreduce::Results) -> String {
     let names: Vec<String> = r.outcomes.iter().map(|o| o.config.name.clone()).collect();
     let phases: Vec<String> = crate::mapreduce::PHASES
         .iter()
-        .map(|p| p.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     let rows: Vec<(String, Vec<f64>)> = r
         .outcomes
@@ -238,7 +238,10 @@ pub fn meta_cluster(r: &crate::meta_cluster::Results) -> String {
             .node_counts()
             .into_iter()
             .map(|n| {
-                let rate = |central| r.find(n, layout, central).map_or(0.0, |p| p.rate());
+                let rate = |central| {
+                    r.find(n, layout, central)
+                        .map_or(0.0, super::meta_cluster::Point::rate)
+                };
                 (format!("{n} node(s)"), vec![rate(false), rate(true)])
             })
             .collect();

@@ -158,7 +158,7 @@ pub fn repetition(
             match reader.get(path).await {
                 Ok(bytes) if bytes == contents(path, *i) && listed.contains(path) => {}
                 Ok(bytes) if bytes == contents(path, *i) => {
-                    tally.lost.push(format!("{path}: not listed"))
+                    tally.lost.push(format!("{path}: not listed"));
                 }
                 Ok(bytes) => tally
                     .wrong

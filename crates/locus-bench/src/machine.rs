@@ -16,7 +16,7 @@ pub fn describe() -> String {
         .unwrap_or("unknown cpu")
         .trim()
         .to_string();
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let mem_gib = read("/proc/meminfo")
         .lines()
         .find_map(|l| l.strip_prefix("MemTotal:"))

@@ -127,7 +127,7 @@ fn raw_rates(dir: &Path, layout: Layout, clients: u32, files: u32) -> anyhow::Re
         std::fs::create_dir_all(dir.join(format!("c{k}")))?;
     }
     std::fs::create_dir_all(dir.join("shared"))?;
-    let ops = clients as u64 * files as u64;
+    let ops = u64::from(clients) * u64::from(files);
     Ok(Rates {
         create: rate(ops, raw_phase(dir, layout, clients, files, raw_create)?),
         stat: rate(ops, raw_phase(dir, layout, clients, files, raw_stat)?),
@@ -142,7 +142,7 @@ async fn locus_rates(
     depth: u32,
 ) -> anyhow::Result<Rates> {
     let root = "/bench";
-    let ops = clients.len() as u64 * files as u64;
+    let ops = clients.len() as u64 * u64::from(files);
     let create = phase(clients, files, depth, move |c, k, i| async move {
         c.create_empty(&layout.path(root, k, i)).await.map(drop)
     })

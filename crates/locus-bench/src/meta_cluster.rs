@@ -45,7 +45,7 @@ impl Point {
     /// client's time.
     pub fn rate(&self) -> f64 {
         let wall = self.client_seconds.iter().copied().fold(0.0, f64::max);
-        self.client_seconds.len() as f64 * self.files as f64 / wall
+        self.client_seconds.len() as f64 * f64::from(self.files) / wall
     }
 }
 

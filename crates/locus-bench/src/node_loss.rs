@@ -138,7 +138,7 @@ fn measure(o: &NodeLossOpts, root: &Path) -> Result<()> {
         }
     }
     let (base, lost) = (median(base), median(lost));
-    let share = base / NODES as f64;
+    let share = base / f64::from(NODES);
     let extra = lost - base;
     println!("undisturbed run             {base:>8.3} s");
     println!("node {LOST} lost mid-run         {lost:>8.3} s");

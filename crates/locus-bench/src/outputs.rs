@@ -128,7 +128,7 @@ pub fn run(o: OutputsOpts) -> Result<()> {
             let _ = std::fs::remove_dir_all(&h);
             let lib = library_puts(&ws, round, per, files)?;
             if round > 0 {
-                let f = files as f64;
+                let f = f64::from(files);
                 rates[c][0].push(f / locus);
                 rates[c][1].push(f / on_host);
                 rates[c][2].push(f / lib);

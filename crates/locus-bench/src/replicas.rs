@@ -264,9 +264,9 @@ pub fn run(opts: ReplicasOpts) -> anyhow::Result<()> {
             raw_small.push(small);
         }
     }
-    let bytes = (opts.files as u64 * opts.size) as f64 / 1e9;
+    let bytes = (u64::from(opts.files) * opts.size) as f64 / 1e9;
     let (w1, w2) = (rate(&writes, 0, bytes), rate(&writes, 1, bytes));
-    let created = opts.creates as f64;
+    let created = f64::from(opts.creates);
     let (c1, c2) = (rate(&creates, 0, created), rate(&creates, 1, created));
     let (alone, copied, twice) = (
         rate(&raw, 0, bytes),

@@ -1,7 +1,7 @@
 //! Printing figures next to their baselines.
 
 /// Prints a header for a table of `label | locus | baseline | ratio` rows.
-pub fn header(unit: &str, baseline: &str) {
+pub(crate) fn header(unit: &str, baseline: &str) {
     println!(
         "{:<34} {:>14} {:>14} {:>8}",
         "",
@@ -11,11 +11,11 @@ pub fn header(unit: &str, baseline: &str) {
     );
 }
 
-pub fn row(label: &str, locus: f64, baseline: f64) {
+pub(crate) fn row(label: &str, locus: f64, baseline: f64) {
     row_with(label, locus, baseline, 0);
 }
 
-pub fn row_precise(label: &str, locus: f64, baseline: f64) {
+pub(crate) fn row_precise(label: &str, locus: f64, baseline: f64) {
     row_with(label, locus, baseline, 3);
 }
 
@@ -29,12 +29,12 @@ fn row_with(label: &str, locus: f64, baseline: f64, digits: usize) {
 }
 
 /// Prints whether a target was met.
-pub fn target(what: &str, met: bool) {
+pub(crate) fn target(what: &str, met: bool) {
     println!("target {}: {what}", if met { "met" } else { "MISSED" });
 }
 
 /// The median of a non-empty list.
-pub fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

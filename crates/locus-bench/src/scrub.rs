@@ -30,7 +30,7 @@ fn evict(dir: &Path) -> std::io::Result<()> {
 }
 
 fn bytes_of(i: u32, size: u64) -> impl Iterator<Item = Vec<u8>> {
-    (0..size / MIB).map(move |k| vec![(i as u64 * 31 + k) as u8; MIB as usize])
+    (0..size / MIB).map(move |k| vec![(u64::from(i) * 31 + k) as u8; MIB as usize])
 }
 
 pub fn run(opts: DataOpts) -> anyhow::Result<()> {
@@ -60,7 +60,7 @@ pub fn run(opts: DataOpts) -> anyhow::Result<()> {
         rt.block_on(out.close())?;
     }
     let stores = root.join("cluster");
-    let total = (opts.files as u64 * opts.size) as f64 / 1e9;
+    let total = (u64::from(opts.files) * opts.size) as f64 / 1e9;
     let (mut scrubbed, mut read) = (Vec::new(), Vec::new());
     for n in 0..opts.rounds.max(1) {
         let scrub = || -> anyhow::Result<Duration> {

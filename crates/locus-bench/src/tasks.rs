@@ -105,7 +105,7 @@ fn app_cpu(program: &Arc<dyn Program>, dir: &Path, script: &str, n: u32) -> Resu
         .sum::<u64>() as f64
         / 1e6;
     let _ = std::fs::remove_dir_all(&run_dir);
-    let per = |s: f64| s * 1e6 / n as f64;
+    let per = |s: f64| s * 1e6 / f64::from(n);
     Ok((per(all - apps), per(apps)))
 }
 
@@ -113,7 +113,7 @@ fn app_cpu(program: &Arc<dyn Program>, dir: &Path, script: &str, n: u32) -> Resu
 fn raw_cpu(n: u32) -> Result<(f64, f64)> {
     let (me, children) = (cpu_s(libc::RUSAGE_SELF), cpu_s(libc::RUSAGE_CHILDREN));
     raw_spawns(n)?;
-    let per = |s: f64| s * 1e6 / n as f64;
+    let per = |s: f64| s * 1e6 / f64::from(n);
     Ok((
         per(cpu_s(libc::RUSAGE_SELF) - me),
         per(cpu_s(libc::RUSAGE_CHILDREN) - children),
@@ -182,13 +182,13 @@ pub fn run(o: TasksOpts) -> Result<()> {
     for _ in 0..o.rounds.max(1) {
         for (i, (name, script, servers)) in runs.iter().enumerate() {
             let n = match *name {
-                "apps" => o.apps as f64,
+                "apps" => f64::from(o.apps),
                 "fib" => fib_calls(o.fib),
-                _ => o.builtin as f64,
+                _ => f64::from(o.builtin),
             };
             rates[i].push(n / timed_run(&o.program, &dir, name, script, *servers)?);
         }
-        rates[runs.len()].push(o.apps as f64 / raw_spawns(o.apps)?);
+        rates[runs.len()].push(f64::from(o.apps) / raw_spawns(o.apps)?);
     }
     // Where the CPU goes, one more run each (rates are not taken from it).
     let (beside, app) = app_cpu(&o.program, &dir, &apps, o.apps)?;

@@ -5,7 +5,7 @@ use locus_fs::{Client, ClientOptions, Placement};
 use locus_launch::daemons::{self, Daemons};
 use std::path::{Path, PathBuf};
 
-pub struct Workspace {
+pub(crate) struct Workspace {
     pub root: PathBuf,
     /// Where baselines run: `root/raw`, or a scratch directory elsewhere.
     pub raw_root: PathBuf,
@@ -14,7 +14,7 @@ pub struct Workspace {
 
 impl Workspace {
     /// Creates `root` (which must not exist) and starts `nodes` daemons in it.
-    pub fn start(
+    pub(crate) fn start(
         root: &Path,
         nodes: u32,
         daemons: &Daemons,
@@ -32,7 +32,7 @@ impl Workspace {
         })
     }
 
-    pub fn client(&self, node: u32) -> anyhow::Result<Client> {
+    pub(crate) fn client(&self, node: u32) -> anyhow::Result<Client> {
         let opts = ClientOptions {
             node,
             ..ClientOptions::default()
@@ -42,7 +42,7 @@ impl Workspace {
 
     /// A client of `node` that fetches over TCP even from holders on this
     /// host (the network path).
-    pub fn client_over_tcp(&self, node: u32) -> anyhow::Result<Client> {
+    pub(crate) fn client_over_tcp(&self, node: u32) -> anyhow::Result<Client> {
         let opts = ClientOptions {
             node,
             same_host_copy: false,
@@ -53,12 +53,12 @@ impl Workspace {
 
     /// Runs baselines in a new scratch directory under `dir` instead of
     /// beside the stores (e.g. on tmpfs).
-    pub fn raw_under(&mut self, dir: &Path) {
+    pub(crate) fn raw_under(&mut self, dir: &Path) {
         self.raw_root = dir.join(format!("locus-bench-raw-{}", std::process::id()));
     }
 
     /// A scratch directory for baselines.
-    pub fn raw_dir(&self, name: &str) -> anyhow::Result<PathBuf> {
+    pub(crate) fn raw_dir(&self, name: &str) -> anyhow::Result<PathBuf> {
         let d = self.raw_root.join(name);
         std::fs::create_dir_all(&d)?;
         Ok(d)
@@ -76,13 +76,13 @@ impl Drop for Workspace {
 }
 
 /// A fresh default location for a benchmark's workspace.
-pub fn default_root(name: &str) -> PathBuf {
+pub(crate) fn default_root(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("locus-bench-{name}-{}", std::process::id()))
 }
 
 /// Runs `measure` in a new scratch directory (`dir`, else one named for the
 /// benchmark `name`), removed afterwards unless `keep`.
-pub fn in_scratch(
+pub(crate) fn in_scratch(
     dir: Option<PathBuf>,
     name: &str,
     keep: bool,

@@ -11,7 +11,7 @@ use locus_launch::{Daemons, Emulation, Rate};
 use std::path::PathBuf;
 
 #[derive(Args)]
-pub struct Common {
+pub(crate) struct Common {
     /// Scratch directory (must not exist; default: a new one under /tmp).
     #[arg(long)]
     pub dir: Option<PathBuf>,
@@ -37,7 +37,7 @@ impl Common {
 
 /// The large files a data benchmark moves in each round, and its rounds.
 #[derive(Args)]
-pub struct LargeFiles {
+pub(crate) struct LargeFiles {
     #[arg(long, default_value_t = 4)]
     files: u32,
     /// MiB per file.
@@ -62,7 +62,7 @@ impl LargeFiles {
 
 /// The emulated cluster a workflow benchmark runs on.
 #[derive(Args)]
-pub struct EmulatedArgs {
+pub(crate) struct EmulatedArgs {
     /// Each node's link (tc units).
     #[arg(long, default_value = "500mbit")]
     pub link: Rate,
@@ -90,7 +90,7 @@ pub struct EmulatedArgs {
 /// A file system deployed on a job's hosts to run on instead of an
 /// emulated cluster.
 #[derive(Args)]
-pub struct DeployedArgs {
+pub(crate) struct DeployedArgs {
     /// Run on this deployed file system (`locus fs up --launcher … --dir
     /// DIR`), every rank started by --launcher on its hosts, instead of on
     /// an emulated cluster (configurations that need the central file
@@ -173,7 +173,7 @@ fn list(s: &str) -> Result<Vec<u32>, String> {
 }
 
 #[derive(Subcommand)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// mdtest-like create/stat/remove rates and a large listing, beside the raw file system.
     Meta {
         #[command(flatten)]
@@ -427,7 +427,7 @@ pub enum BenchCommand {
     },
 }
 
-pub fn run(b: BenchCommand) -> Result<()> {
+pub(crate) fn run(b: BenchCommand) -> Result<()> {
     match b {
         BenchCommand::Meta {
             common,

@@ -7,13 +7,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Clone, Copy, ValueEnum)]
-pub enum Emit {
+pub(crate) enum Emit {
     /// The intermediate form the runtime executes, readably.
     Ir,
 }
 
 #[derive(Args)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     /// Swift scripts to check.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
@@ -26,7 +26,7 @@ pub struct CheckArgs {
 
 /// Where user modules are found.
 #[derive(Args, Clone)]
-pub struct ModuleArgs {
+pub(crate) struct ModuleArgs {
     /// Look for imported modules (`import a.b;` is `a/b.swift`) in DIR too,
     /// after the script's directory; SWIFT_PATH (DIR:DIR…) is searched last.
     #[arg(short = 'I', long = "include", value_name = "DIR")]
@@ -35,7 +35,7 @@ pub struct ModuleArgs {
 
 impl ModuleArgs {
     /// `-I` directories, then SWIFT_PATH's.
-    pub fn search(&self) -> Vec<PathBuf> {
+    pub(crate) fn search(&self) -> Vec<PathBuf> {
         let mut dirs = self.include.clone();
         if let Some(path) = std::env::var_os("SWIFT_PATH") {
             dirs.extend(std::env::split_paths(&path).filter(|d| !d.as_os_str().is_empty()));
@@ -45,13 +45,13 @@ impl ModuleArgs {
 }
 
 /// The script at `path`, its modules searched for in `search`.
-pub fn source(path: &Path, search: Vec<PathBuf>) -> Result<Source, String> {
+pub(crate) fn source(path: &Path, search: Vec<PathBuf>) -> Result<Source, String> {
     let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let src = Source::new(path.display().to_string(), String::from_utf8_lossy(&text));
     Ok(src.with_search(search))
 }
 
-pub fn run(a: CheckArgs) -> Result<()> {
+pub(crate) fn run(a: CheckArgs) -> Result<()> {
     let mut failed = 0;
     let mut out = std::io::stdout().lock();
     for path in &a.files {

@@ -10,7 +10,7 @@ use locus_launch::emulate::{self, Emulation, FsMode, Rate, UpOptions};
 use locus_launch::{running_pid, Daemons};
 
 #[derive(Subcommand)]
-pub enum ClusterCommand {
+pub(crate) enum ClusterCommand {
     /// Create an emulated cluster: N node namespaces and a storage namespace
     /// on a bridge, each link shaped with tc tbf, a Locus daemon on every node
     /// and a central file system on the storage host. Needs root.
@@ -23,7 +23,7 @@ pub enum ClusterCommand {
 }
 
 #[derive(Args)]
-pub struct UpArgs {
+pub(crate) struct UpArgs {
     /// Emulate the cluster on this machine (the only kind `up` makes).
     #[arg(long)]
     pub emulate: bool,
@@ -48,7 +48,7 @@ pub struct UpArgs {
     pub replicas: crate::local_cluster::Replicas,
 }
 
-pub fn run(c: ClusterCommand) -> Result<()> {
+pub(crate) fn run(c: ClusterCommand) -> Result<()> {
     match c {
         ClusterCommand::Up(a) => up(a),
         ClusterCommand::Down(a) => down(a),

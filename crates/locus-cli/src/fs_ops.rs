@@ -10,14 +10,14 @@ use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args, Clone)]
-pub struct ClusterArgs {
+pub(crate) struct ClusterArgs {
     /// The cluster's directory (as given to `locus fs up`).
     #[arg(long, env = "LOCUS_DIR", default_value_os_t = default_dir())]
     pub dir: PathBuf,
 }
 
 /// `/tmp/locus-<uid>`: one default cluster per user.
-pub fn default_dir() -> PathBuf {
+pub(crate) fn default_dir() -> PathBuf {
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
     std::env::temp_dir().join(format!("locus-{uid}"))
@@ -26,7 +26,7 @@ pub fn default_dir() -> PathBuf {
 const DEFAULT_LEASE_MS: u64 = 30_000;
 
 #[derive(Args, Clone)]
-pub struct ClientArgs {
+pub(crate) struct ClientArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Act as a client on this node (default: this host's node, else node 0;
@@ -45,7 +45,7 @@ pub struct ClientArgs {
 
 impl ClientArgs {
     /// A client of `cluster` as this host's node, with the defaults.
-    pub fn of(cluster: ClusterArgs) -> ClientArgs {
+    pub(crate) fn of(cluster: ClusterArgs) -> ClientArgs {
         ClientArgs {
             cluster,
             node: None,
@@ -54,7 +54,7 @@ impl ClientArgs {
         }
     }
 
-    pub fn client(&self) -> Result<Client> {
+    pub(crate) fn client(&self) -> Result<Client> {
         let spec = locus_fs::ClusterSpec::load(&self.cluster.dir)?;
         let host = locus_fs::hostname();
         let (node, scratch) = match self.node {
@@ -85,7 +85,7 @@ fn scratch_dir() -> PathBuf {
 
 /// Who moves a tree's bytes.
 #[derive(Args, Clone)]
-pub struct ViaArgs {
+pub(crate) struct ViaArgs {
     /// With -r: `nodes` has every node read (put) or write (get) its own
     /// files on the host file system directly, which every node's host must
     /// see; `client` moves all bytes through this command's node; `auto`:
@@ -108,7 +108,7 @@ enum ViaChoice {
 }
 
 impl ViaArgs {
-    pub fn auto() -> ViaArgs {
+    pub(crate) fn auto() -> ViaArgs {
         ViaArgs {
             via: ViaChoice::Auto,
         }
@@ -127,7 +127,7 @@ impl ViaArgs {
 }
 
 #[derive(Subcommand)]
-pub enum FsOp {
+pub(crate) enum FsOp {
     /// List a directory (or show a file).
     Ls {
         #[command(flatten)]
@@ -266,7 +266,7 @@ pub enum FsOp {
 
 /// A path as scripts write it (`/locus/a/b`) or as the file system names it
 /// (`/a/b`): both mean `/a/b`, so a path can be pasted from a script.
-pub fn locus_path(s: &str) -> Result<String, String> {
+pub(crate) fn locus_path(s: &str) -> Result<String, String> {
     Ok(match locus_runtime::files::fs_path(s) {
         Some(p) => p.to_string(),
         None if s == locus_runtime::files::LOCUS_PREFIX => "/".to_string(),
@@ -282,11 +282,15 @@ fn kind_name(k: Kind) -> &'static str {
 }
 
 fn holders(rec: &Record) -> String {
-    let ids: Vec<String> = rec.holders.iter().map(|h| h.to_string()).collect();
+    let ids: Vec<String> = rec
+        .holders
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     ids.join(",")
 }
 
-pub fn run(op: FsOp) -> Result<()> {
+pub(crate) fn run(op: FsOp) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -343,9 +347,9 @@ async fn run_op(op: FsOp) -> Result<()> {
         FsOp::Mkdir { c, path, parents } => {
             let client = c.client()?;
             if parents {
-                client.mkdir_all(&path).await?
+                client.mkdir_all(&path).await?;
             } else {
-                client.mkdir(&path).await?
+                client.mkdir(&path).await?;
             }
         }
         FsOp::Rm {
@@ -356,11 +360,11 @@ async fn run_op(op: FsOp) -> Result<()> {
         } => {
             let client = c.client()?;
             if recursive {
-                client.remove_all(&path).await?
+                client.remove_all(&path).await?;
             } else if directory {
-                client.rmdir(&path).await?
+                client.rmdir(&path).await?;
             } else {
-                client.unlink(&path).await?
+                client.unlink(&path).await?;
             }
         }
         FsOp::Mv { c, from, to } => c.client()?.rename(&from, &to).await?,

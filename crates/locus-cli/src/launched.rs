@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 /// This binary, started on a role file.
-pub struct ThisBinary(PathBuf);
+pub(crate) struct ThisBinary(PathBuf);
 
 impl Program for ThisBinary {
     fn command(&self, role_file: &Path) -> Command {
@@ -19,19 +19,19 @@ impl Program for ThisBinary {
 }
 
 /// The program every process Locus starts runs.
-pub fn program() -> Result<Arc<dyn Program>> {
+pub(crate) fn program() -> Result<Arc<dyn Program>> {
     use anyhow::Context;
     let exe = std::env::current_exe().context("locating the locus binary")?;
     Ok(Arc::new(ThisBinary(exe)))
 }
 
 #[derive(clap::Args)]
-pub struct LaunchedArgs {
+pub(crate) struct LaunchedArgs {
     /// The role file Locus wrote for this process.
     file: PathBuf,
 }
 
-pub fn run(a: LaunchedArgs) -> Result<()> {
+pub(crate) fn run(a: LaunchedArgs) -> Result<()> {
     // A daemon or rank lives on when another process of its launch dies.
     locus_launch::ignore_failure_notices();
     if let Some(code) = locus_launch::supervise()? {

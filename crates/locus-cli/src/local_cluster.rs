@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Join the cluster being formed in DIR (on the shared file system),
     /// one daemon per host as a site launcher starts them; the cluster forms
     /// when --expect daemons (or the launcher's node count) have joined.
@@ -64,7 +64,7 @@ pub struct ServeArgs {
 
 /// How many copies a cluster keeps.
 #[derive(Args, Clone, Copy)]
-pub struct Replicas {
+pub(crate) struct Replicas {
     /// Copies of every file's data and metadata, each on another node:
     /// losing up to R-1 nodes' daemons loses nothing. Fixed when the
     /// cluster forms (the same on every host).
@@ -73,7 +73,7 @@ pub struct Replicas {
     pub count: u32,
 }
 
-pub fn serve(a: ServeArgs) -> Result<()> {
+pub(crate) fn serve(a: ServeArgs) -> Result<()> {
     crate::mount::serve_daemon(ServeConfig {
         join: JoinConfig {
             expect: a.expect,
@@ -94,7 +94,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
 
 /// How each daemon looks after its store in the background.
 #[derive(Args, Clone, Copy)]
-pub struct UpkeepArgs {
+pub(crate) struct UpkeepArgs {
     /// Seconds between a daemon's looks for copies in its store that no
     /// record names (they are dropped); 0: never.
     #[arg(long, value_name = "SECS", default_value_t = 3600)]
@@ -125,7 +125,7 @@ impl UpkeepArgs {
 
 /// A site launcher to start processes on the hosts of a job.
 #[derive(Args)]
-pub struct LauncherArgs {
+pub(crate) struct LauncherArgs {
     /// The site's launcher: srun (Slurm) or mpiexec (MPI).
     #[arg(long, value_name = "srun|mpiexec")]
     pub launcher: Option<SiteLauncher>,
@@ -139,7 +139,7 @@ pub struct LauncherArgs {
 }
 
 impl LauncherArgs {
-    pub fn site(&self) -> Option<Site> {
+    pub(crate) fn site(&self) -> Option<Site> {
         Some(Site {
             launcher: self.launcher?,
             program: self.launcher_program.clone(),
@@ -149,7 +149,7 @@ impl LauncherArgs {
 }
 
 #[derive(Args)]
-pub struct UpArgs {
+pub(crate) struct UpArgs {
     /// Number of nodes to emulate (for a new cluster); with --launcher, the
     /// number of hosts (default for srun: the allocation's nodes).
     #[arg(long)]
@@ -181,7 +181,7 @@ pub struct UpArgs {
     pub upkeep: UpkeepArgs,
 }
 
-pub fn up(a: UpArgs) -> Result<()> {
+pub(crate) fn up(a: UpArgs) -> Result<()> {
     let dir = &a.cluster.dir;
     let daemons = Daemons {
         program: crate::launched::program()?,
@@ -232,7 +232,7 @@ pub fn up(a: UpArgs) -> Result<()> {
 }
 
 #[derive(Args)]
-pub struct DownArgs {
+pub(crate) struct DownArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Also delete the cluster's directory (all its data).
@@ -240,7 +240,7 @@ pub struct DownArgs {
     pub purge: bool,
 }
 
-pub fn down(a: DownArgs) -> Result<()> {
+pub(crate) fn down(a: DownArgs) -> Result<()> {
     let dir = &a.cluster.dir;
     let stopped = daemons::stop(dir, a.purge)?;
     if a.purge {
@@ -252,7 +252,7 @@ pub fn down(a: DownArgs) -> Result<()> {
 
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).multiple(true)))]
-pub struct RepairArgs {
+pub(crate) struct RepairArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// The node whose metadata store is damaged or lost (its daemon stopped).
@@ -268,7 +268,7 @@ pub struct RepairArgs {
     pub older_than: u64,
 }
 
-pub fn repair(a: RepairArgs) -> Result<()> {
+pub(crate) fn repair(a: RepairArgs) -> Result<()> {
     let dir = &a.cluster.dir;
     if let Some(node) = a.node {
         rebuild(dir, node)?;
@@ -286,7 +286,11 @@ pub fn repair(a: RepairArgs) -> Result<()> {
             done.checked, done.dropped, done.bytes, done.names, done.unsure
         );
         if !done.unread.is_empty() {
-            let nodes: Vec<String> = done.unread.iter().map(|n| n.to_string()).collect();
+            let nodes: Vec<String> = done
+                .unread
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect();
             println!("not looked at: the stores of node(s) {}", nodes.join(", "));
         }
     }
@@ -294,7 +298,7 @@ pub fn repair(a: RepairArgs) -> Result<()> {
 }
 
 #[derive(Args)]
-pub struct ScrubArgs {
+pub(crate) struct ScrubArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Only this node's store (default: every node's store on this host).
@@ -306,7 +310,7 @@ pub struct ScrubArgs {
     pub rate: Option<u64>,
 }
 
-pub fn scrub(a: ScrubArgs) -> Result<()> {
+pub(crate) fn scrub(a: ScrubArgs) -> Result<()> {
     let dir = &a.cluster.dir;
     let spec = ClusterSpec::load(dir)?;
     let nodes: Vec<u32> = match a.node {
@@ -372,10 +376,7 @@ fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
         bail!("no node {n} (the cluster has {})", spec.nodes.len());
     };
     if let Some(pid) = running_pid(&node.dir) {
-        bail!(
-            "node {}'s daemon runs (pid {pid}): repair is for a node whose daemon cannot start",
-            n
-        );
+        bail!("node {n}'s daemon runs (pid {pid}): repair is for a node whose daemon cannot start");
     }
     let meta = node.dir.join(locus_fs::META_FILE);
     if meta.exists() {
@@ -400,10 +401,7 @@ fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
     daemons.restart_stopped(dir)?;
     if spec.replicas > 1 {
         std::fs::remove_file(&marker)?;
-        println!(
-            "node {}: its keys taken back from its replicas as it started",
-            n
-        );
+        println!("node {n}: its keys taken back from its replicas as it started");
         return Ok(());
     }
     let client = Client::open(dir, ClientOptions::default())?;
@@ -417,7 +415,11 @@ fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
         n, done.copies, done.files, done.dirs, done.names
     );
     if !done.unread.is_empty() {
-        let nodes: Vec<String> = done.unread.iter().map(|n| n.to_string()).collect();
+        let nodes: Vec<String> = done
+            .unread
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         println!(
             "not recovered: what only node(s) {} hold (their stores could not be read); \
              run `locus fs repair --node {}` again once they serve",
@@ -432,7 +434,7 @@ fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
     Ok(())
 }
 
-pub fn status(a: ClusterArgs) -> Result<()> {
+pub(crate) fn status(a: ClusterArgs) -> Result<()> {
     let spec = ClusterSpec::load(&a.dir)?;
     let client = Client::open(&a.dir, ClientOptions::default())?;
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 const MOUNT_TIMEOUT: Duration = Duration::from_secs(15);
 
 #[derive(clap::Args)]
-pub struct MountArgs {
+pub(crate) struct MountArgs {
     #[command(flatten)]
     c: ClientArgs,
     /// An existing empty directory to mount the file system on.
@@ -21,14 +21,14 @@ pub struct MountArgs {
 }
 
 #[derive(clap::Args)]
-pub struct UmountArgs {
+pub(crate) struct UmountArgs {
     mountpoint: PathBuf,
     /// Detach it now even if programs still use it; it goes when they are done.
     #[arg(short = 'l', long)]
     lazy: bool,
 }
 
-pub fn mount(a: MountArgs) -> Result<()> {
+pub(crate) fn mount(a: MountArgs) -> Result<()> {
     let point = a
         .mountpoint
         .canonicalize()
@@ -101,7 +101,7 @@ fn background(a: &MountArgs, point: &Path) -> Result<()> {
     Ok(())
 }
 
-pub fn umount(a: UmountArgs) -> Result<()> {
+pub(crate) fn umount(a: UmountArgs) -> Result<()> {
     if !locus_mount::is_mounted(&a.mountpoint) {
         bail!(
             "{}: no Locus file system is mounted there",
@@ -115,7 +115,7 @@ pub fn umount(a: UmountArgs) -> Result<()> {
 /// Runs a file-system daemon; one that joins a cluster with a mount point
 /// also mounts the cluster there (as a client of its own node) once the
 /// cluster is formed, until the daemon stops.
-pub fn serve_daemon(cfg: locus_fs::ServeConfig) -> Result<()> {
+pub(crate) fn serve_daemon(cfg: locus_fs::ServeConfig) -> Result<()> {
     let Some(point) = cfg.join.mount.clone() else {
         return Ok(locus_fs::serve(cfg)?);
     };

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Ranks in all: workers plus servers (default: one worker per core).
     #[arg(short = 'n', long = "ranks")]
     pub ranks: Option<u32>,
@@ -164,7 +164,7 @@ impl Progress for Bar {
 }
 
 /// Plays the rank the launcher's environment names.
-pub fn as_rank(opts: RankOptions) -> Result<()> {
+pub(crate) fn as_rank(opts: RankOptions) -> Result<()> {
     locus_launch::end_with_launcher();
     let env = RankEnv::from_env()
         .context("not started as a rank: no rank and size in the launcher's environment")?;
@@ -209,7 +209,7 @@ impl RunArgs {
     }
 }
 
-pub fn run(a: RunArgs) -> Result<()> {
+pub(crate) fn run(a: RunArgs) -> Result<()> {
     // Started by a launcher as one rank of many (a batch script's own
     // environment may name a rank too: --launcher says this starts them).
     if a.site.launcher.is_none() && RankEnv::from_env().is_some() {

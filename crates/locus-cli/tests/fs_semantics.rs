@@ -838,7 +838,7 @@ fn a_lent_directory_answers_for_its_names_and_every_closed_file_is_seen_elsewher
                 .unwrap();
             write!(w, "file {i}").unwrap();
             let rec = close_later(w).await;
-            assert_eq!((rec.size, rec.mode), (6 + (i >= 10) as u64, 0o600));
+            assert_eq!((rec.size, rec.mode), (6 + u64::from(i >= 10), 0o600));
             // The holder answers for its names, published or not.
             assert_eq!(a.stat(&format!("/d/f{i}")).await.unwrap().stamp, rec.stamp);
         }

@@ -69,7 +69,7 @@ fn put_settled(
 
 /// Files in the node's `quarantine/`.
 fn set_aside(c: &TestCluster, node: u32) -> usize {
-    std::fs::read_dir(c.node_dir(node).join("quarantine")).map_or(0, |d| d.count())
+    std::fs::read_dir(c.node_dir(node).join("quarantine")).map_or(0, std::iter::Iterator::count)
 }
 
 #[test]

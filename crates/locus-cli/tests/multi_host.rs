@@ -153,7 +153,7 @@ fn kill_a_rank_mid_run(h: &Hosts, name: &str, run: &str, victim: u32) -> (Output
     .unwrap();
     let cmd = run.replace("RUN_DIR", &run_dir).replace("SCRIPT", &script);
     let child = h.spawn("login", &cmd);
-    let count = || std::fs::read_dir(&out).map_or(0, |d| d.count());
+    let count = || std::fs::read_dir(&out).map_or(0, std::iter::Iterator::count);
     common::eventually_within(std::time::Duration::from_secs(60), "tasks ended", || {
         count() >= 6
     });

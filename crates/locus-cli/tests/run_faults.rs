@@ -454,7 +454,7 @@ fn a_server_killed_mid_run_ends_it_clearly_and_resume_finishes_it() {
     let (child, run_dir) = start_with(dir.path(), &script, &args);
     let server = entry(&run_dir, 4).pid;
     common::eventually_within(Duration::from_secs(30), "tasks ended", || {
-        std::fs::read_dir(&out).map_or(0, |d| d.count()) >= 3
+        std::fs::read_dir(&out).map_or(0, std::iter::Iterator::count) >= 3
     });
     // SAFETY: a signal to a rank of the run this test started.
     unsafe { libc::kill(server as i32, libc::SIGKILL) };
@@ -527,7 +527,7 @@ fn a_live_run_owns_its_directory_and_a_resume_after_its_kill_runs_each_task_once
     let script = naps(&out, "0.3457", 12);
     let (mut child, run_dir) = start(dir.path(), &script);
     common::eventually_within(Duration::from_secs(30), "tasks ended", || {
-        std::fs::read_dir(&out).map_or(0, |d| d.count()) >= 2
+        std::fs::read_dir(&out).map_or(0, std::iter::Iterator::count) >= 2
     });
     let (second, _) = start_with(dir.path(), &script, &["-n", "3", "--resume"]);
     let refused = second.wait_with_output().unwrap();

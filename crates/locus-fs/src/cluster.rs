@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 pub const CLUSTER_FILE: &str = "cluster.json";
-pub const SECRET_FILE: &str = "secret";
+pub(crate) const SECRET_FILE: &str = "secret";
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeInfo {
@@ -56,7 +56,7 @@ fn is_one(n: &u32) -> bool {
 
 /// `node` and the nodes after it in node order (wrapping), `count` in all
 /// at most: where the copies of what `node` owns or writes go.
-pub fn replica_set(node: NodeId, nodes: usize, count: u32) -> Vec<NodeId> {
+pub(crate) fn replica_set(node: NodeId, nodes: usize, count: u32) -> Vec<NodeId> {
     let n = nodes.max(1) as u32;
     (0..count.clamp(1, n)).map(|k| (node + k) % n).collect()
 }

@@ -64,7 +64,7 @@ impl std::fmt::Display for Durability {
 /// wrote, in order (for replication; nothing if it failed), and whether it
 /// was alone in its commit (a commit's many answers are better sent
 /// together than one at a time).
-pub type Reply = Box<dyn FnOnce(Response, Vec<Change>, bool) + Send>;
+pub(crate) type Reply = Box<dyn FnOnce(Response, Vec<Change>, bool) + Send>;
 
 struct Job {
     /// `None`: no operation, only a commit that reaches the disk.
@@ -84,7 +84,7 @@ struct Db {
 }
 
 #[derive(Clone)]
-pub struct MetaStore {
+pub(crate) struct MetaStore {
     db: Arc<Db>,
     jobs: mpsc::Sender<Job>,
 }
@@ -160,7 +160,7 @@ fn wrong_kind(path: &str, found: Kind) -> FsError {
 
 impl MetaStore {
     /// Opens (or creates) the shard at `file` and starts its writer thread.
-    pub fn open(file: &Path, durability: Durability) -> FsResult<MetaStore> {
+    pub(crate) fn open(file: &Path, durability: Durability) -> FsResult<MetaStore> {
         let db = Arc::new(Db {
             file: file.to_path_buf(),
             open: RwLock::new(Some(Arc::new(open_database(file)?))),
@@ -176,7 +176,7 @@ impl MetaStore {
     }
 
     /// Why the store's last write failed, until a write succeeds again.
-    pub fn failure(&self) -> Option<FsError> {
+    pub(crate) fn failure(&self) -> Option<FsError> {
         self.db.failure.lock().expect("failure lock").clone()
     }
 
@@ -185,7 +185,7 @@ impl MetaStore {
     }
 
     /// Queues a write operation and waits for its durable result.
-    pub async fn write(&self, op: Request) -> Response {
+    pub(crate) async fn write(&self, op: Request) -> Response {
         self.wait_for(Some(op)).await
     }
 
@@ -194,7 +194,7 @@ impl MetaStore {
     /// follows within a second or 64 commits, or at `flush`). The daemon
     /// passes a closure that queues the answer on the connection directly,
     /// saving a task and a wake-up per operation.
-    pub fn submit(&self, op: Request, reply: Reply) {
+    pub(crate) fn submit(&self, op: Request, reply: Reply) {
         let (op, lazy) = match op {
             Request::Lazy { op } => (*op, true),
             op => (op, false),
@@ -209,7 +209,7 @@ impl MetaStore {
     /// Waits until every operation acknowledged so far is on disk (with
     /// `--durability none`, those since the last flushed commit): a daemon
     /// that stops cleanly loses nothing.
-    pub async fn flush(&self) -> FsResult<()> {
+    pub(crate) async fn flush(&self) -> FsResult<()> {
         match self.wait_for(None).await {
             Response::Err(e) => Err(e),
             _ => Ok(()),
@@ -241,13 +241,13 @@ impl MetaStore {
         }
     }
 
-    pub fn get(&self, path: &str) -> FsResult<Record> {
+    pub(crate) fn get(&self, path: &str) -> FsResult<Record> {
         let txn = self.read_txn()?;
         read_record(&txn.open_table(RECORDS).map_err(storage_error)?, path)
     }
 
     /// The placement hint left for `path`, if any.
-    pub fn hint(&self, path: &str) -> FsResult<Option<NodeId>> {
+    pub(crate) fn hint(&self, path: &str) -> FsResult<Option<NodeId>> {
         let txn = self.read_txn()?;
         let hints = txn.open_table(HINTS).map_err(storage_error)?;
         let hint = hints.get(path).map_err(storage_error)?;
@@ -255,7 +255,7 @@ impl MetaStore {
     }
 
     /// The kind of `parent`'s entry `name`, if it has one.
-    pub fn entry(&self, parent: &str, name: &str) -> FsResult<Option<Kind>> {
+    pub(crate) fn entry(&self, parent: &str, name: &str) -> FsResult<Option<Kind>> {
         let txn = self.read_txn()?;
         let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
         let kind = entries.get((parent, name)).map_err(storage_error)?;
@@ -263,7 +263,12 @@ impl MetaStore {
     }
 
     /// One page of `dir`'s entries after `after`, and whether more follow.
-    pub fn list(&self, dir: &str, after: Option<&str>, limit: u32) -> FsResult<(Vec<Entry>, bool)> {
+    pub(crate) fn list(
+        &self,
+        dir: &str,
+        after: Option<&str>,
+        limit: u32,
+    ) -> FsResult<(Vec<Entry>, bool)> {
         let txn = self.read_txn()?;
         let records = txn.open_table(RECORDS).map_err(storage_error)?;
         check_dir(&records, dir)?;
@@ -294,7 +299,7 @@ impl MetaStore {
 
     /// One page of the whole shard, as the changes that would set each key,
     /// in (table, key) order after `after`; and whether more follow.
-    pub fn dump(&self, after: Option<&Change>, limit: u32) -> FsResult<(Vec<Change>, bool)> {
+    pub(crate) fn dump(&self, after: Option<&Change>, limit: u32) -> FsResult<(Vec<Change>, bool)> {
         let txn = self.read_txn()?;
         let mut page = Page {
             out: Vec::new(),
@@ -356,7 +361,7 @@ impl MetaStore {
 
     /// The changes that set every key `mine` selects (by the path its owner
     /// is chosen by), as `dump` gives them.
-    pub fn keys(&self, mine: impl Fn(&str) -> bool) -> FsResult<Vec<Change>> {
+    pub(crate) fn keys(&self, mine: impl Fn(&str) -> bool) -> FsResult<Vec<Change>> {
         let (mut keys, mut after, mut more) = (Vec::new(), None, true);
         while more {
             let page;
@@ -372,7 +377,7 @@ impl MetaStore {
     /// restarted daemon taking back its keys from a replica that saw the
     /// writes it missed. Without `replace`, theirs are added to (and win
     /// over) its own: the keys a daemon that took over this one's made.
-    pub fn take_back(
+    pub(crate) fn take_back(
         &self,
         theirs: &[Change],
         mine: impl Fn(&str) -> bool,
@@ -397,7 +402,7 @@ impl MetaStore {
         Ok(taken)
     }
 
-    pub fn record_count(&self) -> FsResult<u64> {
+    pub(crate) fn record_count(&self) -> FsResult<u64> {
         let txn = self.read_txn()?;
         let table = txn.open_table(RECORDS).map_err(storage_error)?;
         table.len().map_err(storage_error)
@@ -1197,7 +1202,7 @@ mod tests {
         match meta.write(Request::Batch { ops }).await {
             Response::Batch(answers) => match answers.as_slice() {
                 [Response::Added { .. }, Response::Err(e), Response::Added { .. }] => {
-                    assert_eq!(e.code, Errno::EEXIST)
+                    assert_eq!(e.code, Errno::EEXIST);
                 }
                 other => panic!("{other:?}"),
             },
@@ -1245,7 +1250,10 @@ mod tests {
                 name: name.into(),
                 path: path.into(),
                 record: record.clone(),
-                parents: parents.iter().map(|p| p.to_string()).collect(),
+                parents: parents
+                    .iter()
+                    .map(std::string::ToString::to_string)
+                    .collect(),
                 lease: None,
             }
         };
@@ -1256,7 +1264,7 @@ mod tests {
         }
         match meta.write(create("/a/b/f", &["/a", "/a/b"])).await {
             Response::Created { record, .. } => {
-                assert_eq!((record.stamp, record.version, record.lock), (77, 1, None))
+                assert_eq!((record.stamp, record.version, record.lock), (77, 1, None));
             }
             other => panic!("{other:?}"),
         }

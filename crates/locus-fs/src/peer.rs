@@ -66,19 +66,19 @@ impl Endpoint {
 }
 
 /// Whether `e` says a daemon could not be reached (not that it refused).
-pub fn is_unreachable(e: &FsError) -> bool {
+pub(crate) fn is_unreachable(e: &FsError) -> bool {
     e.is_unreachable()
 }
 
 /// A client's connection state for one daemon.
-pub struct Peer {
+pub(crate) struct Peer {
     pub endpoint: Endpoint,
     next_id: AtomicU64,
     conn: tokio::sync::Mutex<Option<Arc<Conn>>>,
 }
 
 impl Peer {
-    pub fn new(endpoint: Endpoint) -> Peer {
+    pub(crate) fn new(endpoint: Endpoint) -> Peer {
         Peer {
             endpoint,
             next_id: AtomicU64::new(1),
@@ -139,13 +139,13 @@ impl Peer {
     }
 
     /// Sends one request and waits (bounded by the timeout) for its answer.
-    pub async fn call(&self, body: Request) -> FsResult<Response> {
+    pub(crate) async fn call(&self, body: Request) -> FsResult<Response> {
         self.send(body).await?.answer().await
     }
 
     /// Sends one request without waiting for its answer: requests sent one
     /// after another reach the daemon in that order.
-    pub async fn send(&self, body: Request) -> FsResult<Pending<'_>> {
+    pub(crate) async fn send(&self, body: Request) -> FsResult<Pending<'_>> {
         let conn = self.connection().await?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
@@ -175,7 +175,7 @@ impl Peer {
 }
 
 /// A request sent, its answer still to come.
-pub struct Pending<'p> {
+pub(crate) struct Pending<'p> {
     peer: &'p Peer,
     conn: Arc<Conn>,
     id: u64,
@@ -184,7 +184,7 @@ pub struct Pending<'p> {
 
 impl Pending<'_> {
     /// The answer (bounded by the timeout).
-    pub async fn answer(self) -> FsResult<Response> {
+    pub(crate) async fn answer(self) -> FsResult<Response> {
         match tokio::time::timeout(self.peer.endpoint.timeout, self.rx).await {
             Ok(Ok(Response::Err(e))) => Err(e),
             Ok(Ok(r)) => Ok(r),

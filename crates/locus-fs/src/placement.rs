@@ -25,7 +25,7 @@ impl Placement {
         match self {
             Placement::Local => me,
             Placement::Hash => hash_node(path, nodes),
-            Placement::RoundRobin => ((me as u64 + seq) % nodes as u64) as NodeId,
+            Placement::RoundRobin => ((u64::from(me) + seq) % nodes as u64) as NodeId,
         }
     }
 }

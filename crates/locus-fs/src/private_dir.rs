@@ -18,7 +18,7 @@ pub fn create(dir: &Path) -> io::Result<()> {
 }
 
 /// Fails unless `dir` belongs to this user and no one else can write in it.
-pub fn check(dir: &Path) -> io::Result<()> {
+pub(crate) fn check(dir: &Path) -> io::Result<()> {
     let meta = std::fs::metadata(dir)?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };

@@ -89,11 +89,11 @@ pub async fn put_tree(client: &Client, src: &Path, dst: &str, via: Via) -> FsRes
     }
     let put = move |client, host, locus| put_file(client, host, locus, via);
     if !meta.is_dir() {
-        let bytes = put(client.clone(), src.to_path_buf(), dst).await?;
+        let bytes = put(client.clone(), src.clone(), dst).await?;
         return Ok(Moved { files: 1, bytes });
     }
     let mut files = Vec::new();
-    let mut dirs = vec![(src.to_path_buf(), dst)];
+    let mut dirs = vec![(src.clone(), dst)];
     while let Some((host, locus)) = dirs.pop() {
         client.mkdir_all(&locus).await?;
         for entry in std::fs::read_dir(&host).map_err(|e| host_error(&host, &e))? {

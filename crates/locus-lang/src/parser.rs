@@ -300,7 +300,7 @@ impl Parser {
         match self.after_parens(self.pos + 1) {
             Some(i) => matches!(
                 self.toks.get(i).map(|t| &t.tok),
-                Some(Tok::Sym("{")) | Some(Tok::Str(_))
+                Some(Tok::Sym("{") | Tok::Str(_))
             ),
             None => false,
         }
@@ -318,7 +318,7 @@ impl Parser {
                         return Some(i + 1);
                     }
                 }
-                Tok::Eof | Tok::Sym(";") | Tok::Sym("{") | Tok::Sym("}") => return None,
+                Tok::Eof | Tok::Sym(";" | "{" | "}") => return None,
                 _ => {}
             }
         }
@@ -982,7 +982,7 @@ impl Parser {
 
     // ---- expressions ----
 
-    pub fn expr(&mut self) -> PResult<Expr> {
+    pub(crate) fn expr(&mut self) -> PResult<Expr> {
         self.enter()?;
         let e = self.binary(0);
         self.depth -= 1;

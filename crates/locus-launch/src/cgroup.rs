@@ -60,7 +60,7 @@ pub fn remove(dir: &Path) -> io::Result<()> {
         match std::fs::remove_dir(dir) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20))
+                std::thread::sleep(Duration::from_millis(20));
             }
             other => return other,
         }

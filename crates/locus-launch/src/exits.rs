@@ -15,13 +15,13 @@ enum Watch {
 }
 
 /// The children still watched, by the index they were given in.
-pub struct Exits {
+pub(crate) struct Exits {
     children: Vec<Watch>,
 }
 
 impl Exits {
     /// Watches `children` (index `i` is the `i`-th).
-    pub fn of<'a>(children: impl IntoIterator<Item = &'a Child>) -> Exits {
+    pub(crate) fn of<'a>(children: impl IntoIterator<Item = &'a Child>) -> Exits {
         let children = children
             .into_iter()
             .map(|c| pidfd(c.id()).map_or(Watch::Asked, Watch::Pidfd))
@@ -30,7 +30,7 @@ impl Exits {
     }
 
     /// Stops watching child `i`, reaped (its pidfd would stay readable).
-    pub fn ended(&mut self, i: usize) {
+    pub(crate) fn ended(&mut self, i: usize) {
         if let Some(w) = self.children.get_mut(i) {
             *w = Watch::Ended;
         }
@@ -38,7 +38,7 @@ impl Exits {
 
     /// Returns once a watched child may have ended, a signal came, or
     /// `most` passed.
-    pub fn wait(&self, most: Duration) {
+    pub(crate) fn wait(&self, most: Duration) {
         let mut polled: Vec<libc::pollfd> = Vec::new();
         let mut most = most;
         for w in &self.children {

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 /// Entries kept before the expired ones are dropped.
 const PRUNE_AT: usize = 4096;
 
-pub struct DirAttrs {
+pub(crate) struct DirAttrs {
     ttl: Duration,
     known: HashMap<u64, (Instant, Record)>,
 }
 
 impl DirAttrs {
-    pub fn new(ttl: Duration) -> DirAttrs {
+    pub(crate) fn new(ttl: Duration) -> DirAttrs {
         DirAttrs {
             ttl,
             known: HashMap::new(),
@@ -25,7 +25,7 @@ impl DirAttrs {
     }
 
     /// Remembers `rec` of inode `ino` learned at `now`, if it is a directory.
-    pub fn learned(&mut self, ino: u64, rec: &Record, now: Instant) {
+    pub(crate) fn learned(&mut self, ino: u64, rec: &Record, now: Instant) {
         if rec.kind != Kind::Dir {
             return;
         }
@@ -40,14 +40,14 @@ impl DirAttrs {
     /// The record of directory `ino` if learned less than the TTL ago, and
     /// how much of the TTL is left (so what the kernel then caches is never
     /// older than one TTL in all).
-    pub fn fresh(&self, ino: u64, now: Instant) -> Option<(Record, Duration)> {
+    pub(crate) fn fresh(&self, ino: u64, now: Instant) -> Option<(Record, Duration)> {
         let (at, rec) = self.known.get(&ino)?;
         let left = self.ttl.checked_sub(now.duration_since(*at))?;
         (!left.is_zero()).then(|| (rec.clone(), left))
     }
 
     /// Forgets `ino` (its attributes were changed, or it was removed).
-    pub fn changed(&mut self, ino: u64) {
+    pub(crate) fn changed(&mut self, ino: u64) {
         self.known.remove(&ino);
     }
 }

@@ -379,7 +379,7 @@ impl Filesystem for LocusFs {
                     && rec.kind == Kind::File
                     && rec.mode & 0o111 == 0 =>
             {
-                reply.error(Errno::EACCES)
+                reply.error(Errno::EACCES);
             }
             Ok(_) => reply.ok(),
             Err(e) => reply.error(e),

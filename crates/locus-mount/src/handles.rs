@@ -7,7 +7,7 @@ use std::fs::File;
 use std::sync::{Arc, Mutex, Weak};
 
 /// A file opened for reading: one closed version, local to this node.
-pub struct Reading {
+pub(crate) struct Reading {
     pub file: File,
     /// Held while the kernel reads the version's store file itself.
     pub backing: Option<Arc<BackingId>>,
@@ -15,7 +15,7 @@ pub struct Reading {
 
 /// A file opened for writing: bytes go to the writer's private file and are
 /// published as the next version when the opener closes it.
-pub struct Writing {
+pub(crate) struct Writing {
     pub path: String,
     /// Its inode, which stands for each version it publishes.
     pub ino: u64,
@@ -41,15 +41,15 @@ pub struct Writing {
     pub mtime_ns: Option<i64>,
 }
 
-pub enum Open {
+pub(crate) enum Open {
     Read(Reading),
     Write(Box<Writing>),
 }
 
-pub type Handle = Arc<Mutex<Open>>;
+pub(crate) type Handle = Arc<Mutex<Open>>;
 
 #[derive(Default)]
-pub struct Handles {
+pub(crate) struct Handles {
     next: u64,
     open: HashMap<u64, (u64, Handle)>,
     /// Open write handles, per inode.
@@ -61,7 +61,7 @@ pub struct Handles {
 
 /// What an inode's passthrough backing file is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Backed {
+pub(crate) enum Backed {
     /// A closed version's store file.
     Version(u64),
     /// A writer's private file.
@@ -69,7 +69,7 @@ pub enum Backed {
 }
 
 impl Handles {
-    pub fn insert(&mut self, ino: u64, open: Open) -> u64 {
+    pub(crate) fn insert(&mut self, ino: u64, open: Open) -> u64 {
         self.next += 1;
         let fh = self.next;
         if matches!(open, Open::Write(_)) {
@@ -79,11 +79,11 @@ impl Handles {
         fh
     }
 
-    pub fn get(&self, fh: u64) -> Option<Handle> {
+    pub(crate) fn get(&self, fh: u64) -> Option<Handle> {
         self.open.get(&fh).map(|(_, h)| h.clone())
     }
 
-    pub fn remove(&mut self, fh: u64) -> Option<Handle> {
+    pub(crate) fn remove(&mut self, fh: u64) -> Option<Handle> {
         let (ino, h) = self.open.remove(&fh)?;
         let last = match &*h.lock().expect("handle") {
             Open::Read(r) => r
@@ -109,7 +109,7 @@ impl Handles {
 
     /// A handle writing `ino` in this mount, if any (its size is the
     /// file's size as this mount's programs see it).
-    pub fn writer_of(&self, ino: u64) -> Option<Handle> {
+    pub(crate) fn writer_of(&self, ino: u64) -> Option<Handle> {
         let fh = *self.writers.get(&ino)?.first()?;
         self.get(fh)
     }
@@ -118,7 +118,7 @@ impl Handles {
     /// with the live backing (`Some`), a new one (`None`), or not at all
     /// (another file backs the inode now).
     #[allow(clippy::result_unit_err)]
-    pub fn backing_for(&self, ino: u64, want: Backed) -> Result<Option<Arc<BackingId>>, ()> {
+    pub(crate) fn backing_for(&self, ino: u64, want: Backed) -> Result<Option<Arc<BackingId>>, ()> {
         match self.backings.get(&ino) {
             Some((had, b)) => match b.upgrade() {
                 Some(b) if *had == want => Ok(Some(b)),
@@ -129,13 +129,13 @@ impl Handles {
         }
     }
 
-    pub fn set_backing(&mut self, ino: u64, what: Backed, b: &Arc<BackingId>) {
+    pub(crate) fn set_backing(&mut self, ino: u64, what: Backed, b: &Arc<BackingId>) {
         self.backings.insert(ino, (what, Arc::downgrade(b)));
     }
 
     /// The writer backing `ino` published version `stamp`: its file is that
     /// version's now, which readers may share.
-    pub fn published(&mut self, ino: u64, stamp: u64) {
+    pub(crate) fn published(&mut self, ino: u64, stamp: u64) {
         if let Some((what @ Backed::Writer, _)) = self.backings.get_mut(&ino) {
             *what = Backed::Version(stamp);
         }

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
-pub const ROOT: u64 = 1;
+pub(crate) const ROOT: u64 = 1;
 /// Numbers at and above this are only shown in directory listings of names
 /// never looked up; they are never bound.
 const UNBOUND: u64 = 1 << 63;
@@ -21,7 +21,7 @@ struct Node {
     lookups: u64,
 }
 
-pub struct Inodes {
+pub(crate) struct Inodes {
     by_ino: HashMap<u64, Node>,
     /// The number of each path's newest version looked up.
     by_path: HashMap<String, u64>,
@@ -50,18 +50,18 @@ impl Default for Inodes {
 }
 
 impl Inodes {
-    pub fn path(&self, ino: u64) -> Option<&str> {
+    pub(crate) fn path(&self, ino: u64) -> Option<&str> {
         self.by_ino.get(&ino).map(|n| n.path.as_str())
     }
 
     /// The version `ino` stands for.
-    pub fn stamp(&self, ino: u64) -> Option<u64> {
+    pub(crate) fn stamp(&self, ino: u64) -> Option<u64> {
         self.by_ino.get(&ino).map(|n| n.stamp)
     }
 
     /// The number of version `stamp` of `path`, bound (and counted) for a
     /// lookup the kernel will later forget.
-    pub fn looked_up(&mut self, path: &str, stamp: u64) -> u64 {
+    pub(crate) fn looked_up(&mut self, path: &str, stamp: u64) -> u64 {
         if let Some(&ino) = self.by_path.get(path) {
             let node = self.by_ino.get_mut(&ino).expect("bound both ways");
             if node.stamp == stamp {
@@ -84,7 +84,7 @@ impl Inodes {
     }
 
     /// `ino` (a file being written here) now stands for version `stamp`.
-    pub fn published(&mut self, ino: u64, stamp: u64) {
+    pub(crate) fn published(&mut self, ino: u64, stamp: u64) {
         if let Some(node) = self.by_ino.get_mut(&ino) {
             node.stamp = stamp;
         }
@@ -92,7 +92,7 @@ impl Inodes {
 
     /// The next lookup of `ino`'s name gets a new number: the kernel's
     /// opens of `ino` stay as they are, new ones go to the new number.
-    pub fn retire(&mut self, ino: u64) {
+    pub(crate) fn retire(&mut self, ino: u64) {
         if let Some(node) = self.by_ino.get(&ino) {
             if self.by_path.get(&node.path) == Some(&ino) {
                 self.by_path.remove(&node.path);
@@ -102,7 +102,7 @@ impl Inodes {
 
     /// The number to show for `path` in a listing: its bound number, or a
     /// stable unbound one (listings do not count as lookups).
-    pub fn listed(&self, path: &str) -> u64 {
+    pub(crate) fn listed(&self, path: &str) -> u64 {
         if let Some(&ino) = self.by_path.get(path) {
             return ino;
         }
@@ -112,7 +112,7 @@ impl Inodes {
     }
 
     /// Drops `n` lookups of `ino`; whether it is now unbound.
-    pub fn forget(&mut self, ino: u64, n: u64) -> bool {
+    pub(crate) fn forget(&mut self, ino: u64, n: u64) -> bool {
         let Some(node) = self.by_ino.get_mut(&ino) else {
             return true;
         };
@@ -129,12 +129,12 @@ impl Inodes {
 
     /// The name `path` is gone; its number (still open or cached by the
     /// kernel) no longer answers for a new file of that name.
-    pub fn removed(&mut self, path: &str) {
+    pub(crate) fn removed(&mut self, path: &str) {
         self.by_path.remove(path);
     }
 
     /// `from` (and everything under it) is now called `to`.
-    pub fn renamed(&mut self, from: &str, to: &str) {
+    pub(crate) fn renamed(&mut self, from: &str, to: &str) {
         self.removed(to);
         let under = format!("{from}/");
         let moved: Vec<(String, u64)> = self

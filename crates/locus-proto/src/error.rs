@@ -65,7 +65,7 @@ impl Errno {
             Some(libc::ENOTDIR) => Errno::ENOTDIR,
             Some(libc::EISDIR) => Errno::EISDIR,
             Some(libc::ENOTEMPTY) => Errno::ENOTEMPTY,
-            Some(libc::EACCES) | Some(libc::EPERM) => Errno::EACCES,
+            Some(libc::EACCES | libc::EPERM) => Errno::EACCES,
             Some(libc::EINVAL) => Errno::EINVAL,
             Some(libc::ENOSPC) => Errno::ENOSPC,
             _ => match e.kind() {

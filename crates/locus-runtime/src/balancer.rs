@@ -614,7 +614,7 @@ mod tests {
     fn layout() -> Arc<Layout> {
         let names: Vec<String> = ["a", "a", "b", "b", "a"]
             .iter()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .collect();
         Arc::new(Layout::from_names(1, &names).unwrap())
     }
@@ -908,7 +908,7 @@ mod tests {
         // cannot run it on target, so its idle worker takes it.
         let names: Vec<String> = ["a", "a", "b", "b", "a", "b"]
             .iter()
-            .map(|s| s.to_string())
+            .map(std::string::ToString::to_string)
             .collect();
         let layout = Arc::new(Layout::from_names(2, &names).unwrap());
         let mut b = Balancer::new(layout.clone(), 5, None);

@@ -130,7 +130,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
             if *y < 0 {
                 return Err(format!("{x} ** {y}: negative integer exponent"));
             }
-            Int(x.wrapping_pow((*y).min(u32::MAX as i64) as u32))
+            Int(x.wrapping_pow((*y).min(i64::from(u32::MAX)) as u32))
         }
         (BinOp::IntDiv | BinOp::Mod, Int(_), Int(0)) => {
             return Err("integer division by zero".into())
@@ -435,7 +435,7 @@ pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
         Pure::ClockFormat => Value::Str(clock_format(string(arg(0)?)?, float(arg(1)?)?)?),
         // Swift/T's INT_MAX() is Tcl's `format %X -1` with its first F made
         // a 7: the 32-bit maximum, whatever Swift/T's ints hold.
-        Pure::IntMax => Value::Int(i32::MAX as i64),
+        Pure::IntMax => Value::Int(i64::from(i32::MAX)),
         Pure::Argc => Value::Int(cx.args.argc() as i64),
         Pure::Argp => {
             let i = int(arg(0)?)?;

@@ -78,7 +78,7 @@ mod tests {
     use super::*;
 
     fn line(args: &[&str]) -> CommandLine {
-        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let args: Vec<String> = args.iter().map(std::string::ToString::to_string).collect();
         CommandLine::new("prog.swift", &args)
     }
 

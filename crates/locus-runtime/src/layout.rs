@@ -119,11 +119,11 @@ impl Layout {
 
     /// Why `rank` cannot be a task's target, if it cannot.
     pub fn check_target(&self, rank: i64) -> Result<Rank, String> {
-        if rank >= 0 && rank < self.workers() as i64 {
+        if rank >= 0 && rank < i64::from(self.workers()) {
             return Ok(rank as Rank);
         }
         let last = self.workers() - 1;
-        let what = if rank >= self.workers() as i64 && rank < self.size() as i64 {
+        let what = if rank >= i64::from(self.workers()) && rank < i64::from(self.size()) {
             "a server"
         } else {
             "not a rank of this run"
@@ -139,7 +139,7 @@ mod tests {
     use super::*;
 
     fn names(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
+        v.iter().map(std::string::ToString::to_string).collect()
     }
 
     #[test]

@@ -13,7 +13,7 @@ fn parts(p: &str) -> Vec<&str> {
 
 /// `file dirname`: all but the last component; `.` for a relative name of
 /// one component, `/` for the root or a component just under it.
-pub fn dirname(p: &str) -> String {
+pub(crate) fn dirname(p: &str) -> String {
     let absolute = p.starts_with('/');
     let parts = parts(p);
     match (parts.len(), absolute) {
@@ -25,8 +25,10 @@ pub fn dirname(p: &str) -> String {
 }
 
 /// `file tail`: the last component (empty for the root).
-pub fn basename(p: &str) -> String {
-    parts(p).last().map_or(String::new(), |s| s.to_string())
+pub(crate) fn basename(p: &str) -> String {
+    parts(p)
+        .last()
+        .map_or(String::new(), std::string::ToString::to_string)
 }
 
 /// Where the extension of `p`'s last component starts, if it has a dot.
@@ -36,20 +38,20 @@ fn last_dot(p: &str) -> Option<usize> {
 }
 
 /// `file rootname`: `p` up to the last dot of its last component.
-pub fn rootname(p: &str) -> String {
+pub(crate) fn rootname(p: &str) -> String {
     last_dot(p).map_or(p, |i| &p[..i]).to_string()
 }
 
 /// `file extension`: from the last dot of the last component on (empty
 /// if it has none).
-pub fn extension(p: &str) -> String {
+pub(crate) fn extension(p: &str) -> String {
     last_dot(p).map_or("", |i| &p[i..]).to_string()
 }
 
 /// `file normalize`: absolute, with `.` and `..` taken away and the links
 /// of the host directories it is in followed (a Locus path is taken as it
 /// is written: `/locus` is no host directory).
-pub fn realpath(p: &str) -> String {
+pub(crate) fn realpath(p: &str) -> String {
     let absolute = match Path::new(p).is_absolute() {
         true => PathBuf::from(p),
         false => std::env::current_dir().unwrap_or_default().join(p),

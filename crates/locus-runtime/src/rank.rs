@@ -199,7 +199,6 @@ async fn rank_main(
         let addr = listen_addr()?;
         Some(
             Server::bind(addr, me)
-                .await
                 .map_err(|e| format!("server rank {me} cannot listen on {addr}: {e}"))?,
         )
     } else {
@@ -278,7 +277,7 @@ async fn rank_main(
             layout,
             secret,
             fs: client,
-            mounted: mounted.as_ref().map(|m| m.hold()),
+            mounted: mounted.as_ref().map(locus_mount::Mounted::hold),
             run_dir: opts.run_dir.clone(),
             retries: opts.retries,
             task_timeout: opts.task_timeout,

@@ -237,7 +237,7 @@ impl Recorder {
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
-        self.out.as_mut().map_or(Ok(()), |out| out.flush())
+        self.out.as_mut().map_or(Ok(()), std::io::Write::flush)
     }
 }
 

@@ -288,11 +288,11 @@ mod tests {
     #[test]
     fn launcher_variables_are_recognised() {
         let vars: HashMap<&str, &str> = [("PMI_RANK", "2"), ("PMI_SIZE", "4")].into();
-        let got = RankEnv::from_vars(|k| vars.get(k).map(|v| v.to_string()));
+        let got = RankEnv::from_vars(|k| vars.get(k).map(std::string::ToString::to_string));
         assert_eq!(got, Some(RankEnv { rank: 2, size: 4 }));
         let single: HashMap<&str, &str> = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1")].into();
         assert_eq!(
-            RankEnv::from_vars(|k| single.get(k).map(|v| v.to_string())),
+            RankEnv::from_vars(|k| single.get(k).map(std::string::ToString::to_string)),
             None
         );
     }

@@ -79,7 +79,10 @@ impl Resume {
     /// The key of an app task: `func` with `words` (its command line, then
     /// its redirections).
     pub fn key<'a>(&self, func: &str, words: impl Iterator<Item = &'a Arg>) -> String {
-        let made_by = self.made_by.lock().unwrap_or_else(|e| e.into_inner());
+        let made_by = self
+            .made_by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let canonical: Vec<String> = words
             .map(|w| match w {
                 Arg::Lit(s) => format!("L{s}"),
@@ -98,7 +101,10 @@ impl Resume {
     /// Notes that the task `key` wrote `outputs` (its declared outputs, in
     /// order), so that the keys of the tasks reading them name it.
     pub fn made(&self, key: &str, outputs: &[String]) {
-        let mut made_by = self.made_by.lock().unwrap_or_else(|e| e.into_inner());
+        let mut made_by = self
+            .made_by
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (i, p) in outputs.iter().enumerate() {
             if self.is_temp(p) {
                 made_by.insert(p.clone(), format!("{key}#{i}"));
@@ -189,7 +195,10 @@ impl Resume {
             stdout: done.stdout.clone(),
             stderr: done.stderr.clone(),
         };
-        let mut r = self.recorder.lock().unwrap_or_else(|e| e.into_inner());
+        let mut r = self
+            .recorder
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Err(e) = r.write(&task).and_then(|()| r.flush()) {
             tracing::warn!("record of resumed task {}: {e}", task.id);
         }

@@ -210,7 +210,7 @@ impl Dispatch {
     /// On the leader: resolves when a node is lost (once per loss, even
     /// one that came before the call).
     pub async fn node_lost(&self) {
-        self.node_lost.notified().await
+        self.node_lost.notified().await;
     }
 }
 
@@ -241,7 +241,9 @@ pub struct Server {
 }
 
 impl Server {
-    pub async fn bind(addr: std::net::SocketAddr, me: Rank) -> std::io::Result<Server> {
+    /// Listens on `addr` (within a tokio runtime: the listeners register
+    /// with its reactor).
+    pub fn bind(addr: std::net::SocketAddr, me: Rank) -> std::io::Result<Server> {
         // Every worker of a large run connects at once: a queue long enough
         // for all of them (the kernel caps it at somaxconn), so none waits
         // for TCP's SYN retransmission (1 s, 3 s, 7 s…).
@@ -391,7 +393,7 @@ impl Server {
                     let mut missing: Vec<_> = expected
                         .iter()
                         .filter(|r| !state.peers.contains_key(r))
-                        .map(|r| r.to_string())
+                        .map(std::string::ToString::to_string)
                         .collect();
                     missing.sort();
                     return Err(format!(
@@ -556,7 +558,7 @@ impl State {
                 }
                 RankMsg::Abort { reason } => self.dispatch.abort(reason),
                 RankMsg::Leave { node, reason } if self.layout.is_worker(from) => {
-                    self.worker_left(from, node, reason, now)
+                    self.worker_left(from, node, reason, now);
                 }
                 RankMsg::Leave { node, reason } => self.node_lost(node, reason),
                 RankMsg::Gone { reason } => self.worker_gone_told(reason),

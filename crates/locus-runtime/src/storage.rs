@@ -158,7 +158,7 @@ impl Storage {
                 Value::Str(self.holder(name, &path).await?)
             }
             Run::Ip2rank => Value::Location(Location {
-                rank: self.worker_on(name, &text(a, 0, name)?)? as i64,
+                rank: i64::from(self.worker_on(name, &text(a, 0, name)?)?),
                 hard: true,
                 node: true,
             }),
@@ -169,16 +169,16 @@ impl Storage {
             }
             // A host's ranks that run tasks are its workers.
             Run::HostmapOneWorkerRank | Run::HostmapOneRank => {
-                Value::Int(self.worker_on(name, &text(a, 0, name)?)? as i64)
+                Value::Int(i64::from(self.worker_on(name, &text(a, 0, name)?)?))
             }
             Run::HostmapOneWorker | Run::HostmapOne => Value::Location(Location {
-                rank: self.worker_on(name, &text(a, 0, name)?)? as i64,
+                rank: i64::from(self.worker_on(name, &text(a, 0, name)?)?),
                 hard: true,
                 node: false,
             }),
-            Run::TurbineWorkers => Value::Int(self.layout.workers() as i64),
+            Run::TurbineWorkers => Value::Int(i64::from(self.layout.workers())),
             // Every server runs an engine here.
-            Run::AdlbServers => Value::Int(self.layout.servers as i64),
+            Run::AdlbServers => Value::Int(i64::from(self.layout.servers)),
             Run::HostmapList => array(
                 (0..self.layout.nodes.len() as u32)
                     .filter(|n| self.layout.workers_on(*n).next().is_some())
@@ -261,7 +261,7 @@ impl Storage {
 
     /// A worker's rank, drawn at random.
     fn random_worker(&self) -> i64 {
-        rand::random::<u32>() as i64 % self.layout.workers() as i64
+        i64::from(rand::random::<u32>()) % i64::from(self.layout.workers())
     }
 
     /// The bytes of the file named by argument 0: a Locus or a host file.
@@ -382,7 +382,7 @@ impl Storage {
                 }
             }
         };
-        Ok(Value::Int(self.worker_on("get_rank", &host)? as i64))
+        Ok(Value::Int(i64::from(self.worker_on("get_rank", &host)?)))
     }
 
     /// `set_rank(path, rank)`: new data of `path` goes to `rank`'s node.

@@ -137,7 +137,7 @@ impl Store {
         self.with(id, |s| {
             s.more().path = Some(path);
             s.wake();
-        })
+        });
     }
 
     /// Adds the member at `path` to container `id`: `[k]` is a member of
@@ -203,7 +203,7 @@ impl Store {
                 s.value = Some(Value::Container(members.unwrap_or_default()));
                 s.wake();
             }
-        })
+        });
     }
 
     pub fn is_container(&self, id: FutureId) -> bool {

@@ -18,7 +18,7 @@ fn first(hay: &[char], needle: &[char], from: usize) -> Option<usize> {
 
 /// Where `needle` first starts at or after `start`, ending by `end` (-1:
 /// the end of `hay`); -1 if nowhere (`find`).
-pub fn find(hay: &str, needle: &str, start: i64, end: i64) -> i64 {
+pub(crate) fn find(hay: &str, needle: &str, start: i64, end: i64) -> i64 {
     let (hay, needle) = (chars(hay), chars(needle));
     find_in(&hay, &needle, start, end)
 }
@@ -33,7 +33,7 @@ fn find_in(hay: &[char], needle: &[char], start: i64, end: i64) -> i64 {
 
 /// How many times `needle` occurs, not overlapping, between `start` and
 /// `end` (`string_count`).
-pub fn count(hay: &str, needle: &str, start: i64, end: i64) -> i64 {
+pub(crate) fn count(hay: &str, needle: &str, start: i64, end: i64) -> i64 {
     let (hay, needle) = (chars(hay), chars(needle));
     let mut found = 0;
     let mut at = start;
@@ -49,7 +49,7 @@ pub fn count(hay: &str, needle: &str, start: i64, end: i64) -> i64 {
 }
 
 /// `hay` with the first `needle` at or after `start` replaced (`replace`).
-pub fn replace(hay: &str, needle: &str, with: &str, start: i64) -> String {
+pub(crate) fn replace(hay: &str, needle: &str, with: &str, start: i64) -> String {
     let (h, n) = (chars(hay), chars(needle));
     match find_in(&h, &n, start, -1) {
         -1 => hay.to_string(),
@@ -66,7 +66,13 @@ pub fn replace(hay: &str, needle: &str, with: &str, start: i64) -> String {
 /// `hay` with every `needle` that starts at or after `start` and ends by
 /// `end` replaced (`replaceAll`; its 3- and 4-argument forms end at the
 /// string's end).
-pub fn replace_all(hay: &str, needle: &str, with: &str, start: i64, end: Option<i64>) -> String {
+pub(crate) fn replace_all(
+    hay: &str,
+    needle: &str,
+    with: &str,
+    start: i64,
+    end: Option<i64>,
+) -> String {
     let (h, n) = (chars(hay), chars(needle));
     let end = end.unwrap_or(h.len() as i64);
     let start = start.clamp(0, h.len() as i64) as usize;
@@ -91,7 +97,7 @@ pub fn replace_all(hay: &str, needle: &str, with: &str, start: i64, end: Option<
 /// The pieces of `s` between any of the characters of `delimiters` (" "
 /// when not given); every character alone when it is empty; none for an
 /// empty `s` (`split`).
-pub fn split(s: &str, delimiters: Option<&str>) -> Vec<String> {
+pub(crate) fn split(s: &str, delimiters: Option<&str>) -> Vec<String> {
     if s.is_empty() {
         return Vec::new();
     }

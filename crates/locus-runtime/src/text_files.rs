@@ -27,7 +27,7 @@ fn uncommented<'t>(line: &'t str, cut: &Option<Regex>) -> std::borrow::Cow<'t, s
 
 /// `file_lines(f, comment)`: each line without its comment, trimmed, kept
 /// if not empty, under its line number (from 0).
-pub fn lines(text: &str, comment: &str) -> Result<BTreeMap<Key, Value>, String> {
+pub(crate) fn lines(text: &str, comment: &str) -> Result<BTreeMap<Key, Value>, String> {
     let cut = comment_cut(comment)?;
     let mut out = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
@@ -43,7 +43,7 @@ pub fn lines(text: &str, comment: &str) -> Result<BTreeMap<Key, Value>, String> 
 /// `file_chunks(f, delimiter, comment)`: the text between lines that are
 /// `delimiter` (after the comment is cut), each chunk's non-empty lines
 /// joined and trimmed; a delimiter at the end leaves an empty last chunk.
-pub fn chunks(text: &str, delimiter: &str, comment: &str) -> Result<Vec<String>, String> {
+pub(crate) fn chunks(text: &str, delimiter: &str, comment: &str) -> Result<Vec<String>, String> {
     let cut = comment_cut(comment.trim())?;
     let mut lines = text.lines();
     let mut out = Vec::new();
@@ -71,7 +71,7 @@ pub fn chunks(text: &str, delimiter: &str, comment: &str) -> Result<Vec<String>,
 }
 
 /// `write_array_string(A, chunk)`: a `key value` line per member.
-pub fn key_value_lines(members: &BTreeMap<Key, Value>) -> String {
+pub(crate) fn key_value_lines(members: &BTreeMap<Key, Value>) -> String {
     members
         .iter()
         .map(|(k, v)| format!("{k} {}\n", v.render()))
@@ -80,7 +80,7 @@ pub fn key_value_lines(members: &BTreeMap<Key, Value>) -> String {
 
 /// `write_array_string_ordered(A)`: a line per member `0`, `1`, … up to the
 /// array's size; a missing one is an error.
-pub fn ordered_lines(members: &BTreeMap<Key, Value>) -> Result<String, String> {
+pub(crate) fn ordered_lines(members: &BTreeMap<Key, Value>) -> Result<String, String> {
     (0..members.len() as i64)
         .map(|i| match members.get(&Key::Int(i)) {
             Some(v) => Ok(format!("{}\n", v.render())),

@@ -129,14 +129,18 @@ async fn connect_once(
     let stream = tokio::task::spawn_blocking(move || {
         // A server of this host is reached by its Unix socket.
         if let Ok(mut s) = std::os::unix::net::UnixStream::connect_addr(&local_name(addr, to)?) {
-            handshake(&mut s, &secret, |s, t| s.set_read_timeout(t))?;
+            handshake(
+                &mut s,
+                &secret,
+                std::os::unix::net::UnixStream::set_read_timeout,
+            )?;
             s.set_nonblocking(true)?;
             return Ok(Stream::Local(UnixStream::from_std(s)?));
         }
         let mut s = std::net::TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)?;
         s.set_nodelay(true)?;
         watch_peer(&s)?;
-        handshake(&mut s, &secret, |s, t| s.set_read_timeout(t))?;
+        handshake(&mut s, &secret, std::net::TcpStream::set_read_timeout)?;
         s.set_nonblocking(true)?;
         Ok::<_, io::Error>(Stream::Tcp(TcpStream::from_std(s)?))
     })

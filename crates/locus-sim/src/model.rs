@@ -19,7 +19,7 @@ const MAX_STATES: usize = 512;
 
 /// One operation of a step, with what it returned and when it ran.
 #[derive(Debug, Clone)]
-pub struct Done {
+pub(crate) struct Done {
     pub op: Op,
     pub seen: Seen,
     pub start: Duration,
@@ -31,7 +31,7 @@ type Id = u32;
 /// Every file's contents by path (directories are fixed).
 type Namespace = BTreeMap<String, Id>;
 
-pub struct Model {
+pub(crate) struct Model {
     states: Vec<Namespace>,
     contents: Contents,
 }
@@ -77,7 +77,7 @@ impl Contents {
 
 /// Why a step could not be judged or was judged wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// No order of the operations explains their answers.
     NoOrder,
     /// More possible states than the model follows.
@@ -145,7 +145,7 @@ struct Effects {
 }
 
 impl Model {
-    pub fn new() -> Model {
+    pub(crate) fn new() -> Model {
         let contents = Contents::default();
         contents.intern(b"");
         contents.intern(NAMELESS_BYTES);
@@ -157,12 +157,12 @@ impl Model {
     }
 
     /// How many states the operations so far allow.
-    pub fn uncertainty(&self) -> usize {
+    pub(crate) fn uncertainty(&self) -> usize {
         self.states.len()
     }
 
     /// Takes in one step's operations: the states they may have left.
-    pub fn step(&mut self, done: &[Done]) -> Result<(), Verdict> {
+    pub(crate) fn step(&mut self, done: &[Done]) -> Result<(), Verdict> {
         let mut effects: Vec<Effects> = done.iter().map(|d| self.effects(d)).collect();
         for (b, e) in effects.iter_mut().enumerate() {
             e.after = done
@@ -194,7 +194,7 @@ impl Model {
 
     /// What a path may hold now, described: `absent`, `nameless`, or the
     /// start of its bytes.
-    pub fn possible(&self, path: &str) -> Vec<String> {
+    pub(crate) fn possible(&self, path: &str) -> Vec<String> {
         let mut ids: Vec<Option<Id>> = self.states.iter().map(|ns| ns.get(path).copied()).collect();
         ids.sort();
         ids.dedup();

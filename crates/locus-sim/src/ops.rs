@@ -9,14 +9,14 @@ use std::fmt;
 use std::sync::Arc;
 
 /// The directories every workload starts with.
-pub const DIRS: [&str; 2] = ["/d0", "/d1"];
+pub(crate) const DIRS: [&str; 2] = ["/d0", "/d1"];
 /// Names per directory.
 const NAMES: usize = 3;
 
-pub type Bytes = Arc<[u8]>;
+pub(crate) type Bytes = Arc<[u8]>;
 
 #[derive(Debug, Clone)]
-pub enum Op {
+pub(crate) enum Op {
     /// `create`, a write, `close`.
     Create {
         path: String,
@@ -49,7 +49,7 @@ pub enum Op {
 
 /// What an operation returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Seen {
+pub(crate) enum Seen {
     Done,
     Read(Vec<u8>),
     Listed(Vec<String>),
@@ -61,7 +61,7 @@ pub enum Seen {
 
 /// How far an answer binds the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Binding {
+pub(crate) enum Binding {
     /// It happened, or (for a definite error) it was refused, at one point.
     Definite,
     /// Refused for a writer in its way: nothing happened.
@@ -72,7 +72,7 @@ pub enum Binding {
 }
 
 impl Seen {
-    pub fn binding(&self) -> Binding {
+    pub(crate) fn binding(&self) -> Binding {
         match self {
             Seen::Failed(Errno::EBUSY) => Binding::Refused,
             Seen::Failed(Errno::ENOENT | Errno::EEXIST) => Binding::Definite,
@@ -84,7 +84,7 @@ impl Seen {
 
 impl Op {
     /// Every path the operation reads or changes.
-    pub fn paths(&self) -> Vec<&str> {
+    pub(crate) fn paths(&self) -> Vec<&str> {
         match self {
             Op::Rename { from, to } => vec![from, to],
             Op::Create { path, .. }
@@ -97,7 +97,7 @@ impl Op {
     }
 
     /// Draws one operation; `tag` makes the bytes it writes its own.
-    pub fn draw(rng: &mut impl Rng, tag: &str) -> Op {
+    pub(crate) fn draw(rng: &mut impl Rng, tag: &str) -> Op {
         let path = |rng: &mut _| any_path(rng);
         match rng.gen_range(0..100) {
             0..=14 => Op::Create {
@@ -130,7 +130,7 @@ impl Op {
 }
 
 /// Every file name a workload uses.
-pub fn all_paths() -> Vec<String> {
+pub(crate) fn all_paths() -> Vec<String> {
     DIRS.iter()
         .flat_map(|d| (0..NAMES).map(move |n| format!("{d}/f{n}")))
         .collect()
@@ -182,7 +182,7 @@ impl fmt::Display for Seen {
 }
 
 /// The start of `bytes`, which holds the tag of the write that made it.
-pub fn head(bytes: &[u8]) -> String {
+pub(crate) fn head(bytes: &[u8]) -> String {
     let end = bytes.len().min(24);
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }

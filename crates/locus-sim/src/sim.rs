@@ -317,7 +317,7 @@ impl Sim {
             let (client, op, seen, start, end) = t.await.expect("operation task");
             let shown = seen
                 .as_ref()
-                .map_or("(no answer)".into(), |s| s.to_string());
+                .map_or("(no answer)".into(), std::string::ToString::to_string);
             self.log.push(format!(
                 "step {step} client {client} +{:?}: {op} -> {shown} ({:?})",
                 start,

@@ -82,7 +82,7 @@ fn an_unlink_racing_a_create_of_the_name_leaves_the_new_file_whole_or_none() {
                 match made {
                     // After the unlink: the new file, whole and named.
                     Ok(()) => {
-                        assert_eq!((listed, read), (true, Ok(b"new".to_vec())), "{path} #{i}")
+                        assert_eq!((listed, read), (true, Ok(b"new".to_vec())), "{path} #{i}");
                     }
                     // Refused while the old file was there or being
                     // removed (its lock held by the unlink): none left.
@@ -127,11 +127,11 @@ fn an_unlink_racing_a_rename_or_a_put_of_the_file_leaves_one_of_their_orders() {
                 match (renamed, unlinked) {
                     // Renamed, then the unlink found nothing or the lock.
                     (Ok(()), Err(Errno::ENOENT | Errno::EBUSY)) => {
-                        assert_eq!(at_to, Ok(b"old".to_vec()), "#{i}")
+                        assert_eq!(at_to, Ok(b"old".to_vec()), "#{i}");
                     }
                     // Unlinked first: nothing anywhere.
                     (Err(Errno::ENOENT | Errno::EBUSY), Ok(())) => {
-                        assert_eq!(at_to, Err(Errno::ENOENT), "#{i}: unlinked, yet renamed")
+                        assert_eq!(at_to, Err(Errno::ENOENT), "#{i}: unlinked, yet renamed");
                     }
                     other => panic!("#{i}: rename and unlink answered {other:?}"),
                 }
@@ -150,7 +150,7 @@ fn an_unlink_racing_a_rename_or_a_put_of_the_file_leaves_one_of_their_orders() {
                 let at_from = read(from.clone()).await;
                 match unlinked {
                     Ok(()) | Err(Errno::EBUSY) if listed => {
-                        assert_eq!(at_from, Ok(b"new".to_vec()), "#{i}")
+                        assert_eq!(at_from, Ok(b"new".to_vec()), "#{i}");
                     }
                     Ok(()) => assert_eq!(at_from, Err(Errno::ENOENT), "#{i}"),
                     other => panic!("#{i}: unlink answered {other:?}, listed: {listed}"),

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-pub struct TestCluster {
+pub(crate) struct TestCluster {
     pub dir: tempfile::TempDir,
     pub nodes: u32,
 }
 
-pub fn locus(args: &[&str]) -> Output {
+pub(crate) fn locus(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_locus"))
         .args(args)
         .env_remove("LOCUS_DIR")
@@ -23,11 +23,11 @@ pub fn locus(args: &[&str]) -> Output {
 }
 
 impl TestCluster {
-    pub fn up(nodes: u32) -> TestCluster {
+    pub(crate) fn up(nodes: u32) -> TestCluster {
         Self::up_with(nodes, &[])
     }
 
-    pub fn up_with(nodes: u32, extra: &[&str]) -> TestCluster {
+    pub(crate) fn up_with(nodes: u32, extra: &[&str]) -> TestCluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let c = TestCluster { dir, nodes };
         let n = nodes.to_string();
@@ -42,15 +42,15 @@ impl TestCluster {
         c
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn path_str(&self) -> &str {
+    pub(crate) fn path_str(&self) -> &str {
         self.dir.path().to_str().expect("utf-8 temp path")
     }
 
-    pub fn client(&self, node: u32) -> Client {
+    pub(crate) fn client(&self, node: u32) -> Client {
         self.client_with(ClientOptions {
             node,
             ..ClientOptions::default()
@@ -59,7 +59,7 @@ impl TestCluster {
 
     /// A client of `node` that fetches over TCP even from holders on this
     /// host.
-    pub fn tcp_client(&self, node: u32) -> Client {
+    pub(crate) fn tcp_client(&self, node: u32) -> Client {
         self.client_with(ClientOptions {
             node,
             same_host_copy: false,
@@ -67,30 +67,30 @@ impl TestCluster {
         })
     }
 
-    pub fn client_with(&self, opts: ClientOptions) -> Client {
+    pub(crate) fn client_with(&self, opts: ClientOptions) -> Client {
         Client::open(self.path(), opts).expect("client")
     }
 
     /// Runs `locus fs ARGS… --dir DIR`.
-    pub fn fs(&self, args: &[&str]) -> Output {
+    pub(crate) fn fs(&self, args: &[&str]) -> Output {
         let mut all = vec!["fs"];
         all.extend_from_slice(args);
         all.extend_from_slice(&["--dir", self.path_str()]);
         locus(&all)
     }
 
-    pub fn node_dir(&self, node: u32) -> PathBuf {
+    pub(crate) fn node_dir(&self, node: u32) -> PathBuf {
         self.path().join(format!("node-{node}"))
     }
 
     /// Where node `node` stores copy `stamp` of `path`.
-    pub fn stored(&self, node: u32, path: &str, stamp: u64) -> PathBuf {
+    pub(crate) fn stored(&self, node: u32, path: &str, stamp: u64) -> PathBuf {
         locus_fs::Store::open(&self.node_dir(node))
             .expect("node store")
             .data_path(path, stamp)
     }
 
-    pub fn pid(&self, node: u32) -> i32 {
+    pub(crate) fn pid(&self, node: u32) -> i32 {
         std::fs::read_to_string(self.node_dir(node).join("daemon.pid"))
             .expect("pid file")
             .trim()
@@ -102,7 +102,7 @@ impl TestCluster {
     /// Sends `sig` to node `node`'s daemon and waits until it took effect:
     /// dead for SIGKILL/SIGTERM, every thread stopped for SIGSTOP (a thread
     /// mid-request could otherwise still answer).
-    pub fn signal(&self, node: u32, sig: i32) {
+    pub(crate) fn signal(&self, node: u32, sig: i32) {
         let pid = self.pid(node);
         // SAFETY: a plain signal to a daemon this test started.
         assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
@@ -121,7 +121,7 @@ impl TestCluster {
     }
 
     /// Restarts stopped daemons (`locus fs up` on the existing directory).
-    pub fn restart(&self) {
+    pub(crate) fn restart(&self) {
         let out = locus(&["fs", "up", "--dir", self.path_str()]);
         assert!(
             out.status.success(),
@@ -139,20 +139,20 @@ impl Drop for TestCluster {
 
 /// A small tmpfs mounted for a test (root only), unmounted on drop: on a
 /// new directory (`new`) or over an existing one (`over`).
-pub struct SmallDisk {
+pub(crate) struct SmallDisk {
     dir: PathBuf,
     _made: Option<tempfile::TempDir>,
 }
 
 impl SmallDisk {
-    pub fn new(size: &str) -> SmallDisk {
+    pub(crate) fn new(size: &str) -> SmallDisk {
         let made = tempfile::tempdir().expect("tempdir");
         let mut disk = SmallDisk::over(made.path(), size);
         disk._made = Some(made);
         disk
     }
 
-    pub fn over(dir: &Path, size: &str) -> SmallDisk {
+    pub(crate) fn over(dir: &Path, size: &str) -> SmallDisk {
         let ok = Command::new("mount")
             .args([
                 "-t",
@@ -171,7 +171,7 @@ impl SmallDisk {
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.dir
     }
 }
@@ -189,7 +189,7 @@ impl Drop for SmallDisk {
 }
 
 /// Stops the cluster in its directory when dropped (also when a test fails).
-pub struct FsDown(pub PathBuf);
+pub(crate) struct FsDown(pub PathBuf);
 
 impl Drop for FsDown {
     fn drop(&mut self) {
@@ -198,19 +198,19 @@ impl Drop for FsDown {
 }
 
 /// The names in Locus directory `dir`, as `client` lists them.
-pub async fn names(client: &Client, dir: &str) -> Vec<String> {
+pub(crate) async fn names(client: &Client, dir: &str) -> Vec<String> {
     let entries = client.readdir(dir).await.unwrap();
     entries.into_iter().map(|e| e.name).collect()
 }
 
 /// Whether the tests run as root (namespaces, mounts and cgroups need it).
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
 
 /// The stdout of a command that must have succeeded (else its output).
-pub fn ok(out: &Output) -> String {
+pub(crate) fn ok(out: &Output) -> String {
     assert!(
         out.status.success(),
         "command failed: {}{}",
@@ -221,7 +221,7 @@ pub fn ok(out: &Output) -> String {
 }
 
 /// Processes whose command line contains `needle`.
-pub fn processes_with(needle: &str) -> Vec<u32> {
+pub(crate) fn processes_with(needle: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .expect("/proc")
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
@@ -237,7 +237,7 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
-pub fn rt() -> tokio::runtime::Runtime {
+pub(crate) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -246,12 +246,12 @@ pub fn rt() -> tokio::runtime::Runtime {
 }
 
 /// Waits up to 5 s for `cond` (for effects a daemon applies after answering).
-pub fn eventually(what: &str, cond: impl Fn() -> bool) {
-    eventually_within(Duration::from_secs(5), what, cond)
+pub(crate) fn eventually(what: &str, cond: impl Fn() -> bool) {
+    eventually_within(Duration::from_secs(5), what, cond);
 }
 
 /// Waits up to `limit` for `cond`.
-pub fn eventually_within(limit: Duration, what: &str, cond: impl Fn() -> bool) {
+pub(crate) fn eventually_within(limit: Duration, what: &str, cond: impl Fn() -> bool) {
     let end = std::time::Instant::now() + limit;
     while std::time::Instant::now() < end {
         if cond() {
@@ -263,18 +263,18 @@ pub fn eventually_within(limit: Duration, what: &str, cond: impl Fn() -> bool) {
 }
 
 /// A `locus run` of a script in a fresh directory.
-pub struct Run {
+pub(crate) struct Run {
     pub out: Output,
     pub dir: tempfile::TempDir,
 }
 
 impl Run {
-    pub fn new(opts: &[&str], script: &str) -> Run {
+    pub(crate) fn new(opts: &[&str], script: &str) -> Run {
         Self::in_dir(tempfile::tempdir().unwrap(), opts, script)
     }
 
     /// A run whose run directory is `DIR/run`.
-    pub fn in_dir(dir: tempfile::TempDir, opts: &[&str], script: &str) -> Run {
+    pub(crate) fn in_dir(dir: tempfile::TempDir, opts: &[&str], script: &str) -> Run {
         let file = dir.path().join("t.swift");
         std::fs::write(&file, script).unwrap();
         let run_dir = dir.path().join("run");
@@ -285,7 +285,7 @@ impl Run {
         Run { out, dir }
     }
 
-    pub fn ok(self) -> Run {
+    pub(crate) fn ok(self) -> Run {
         assert!(
             self.out.status.success(),
             "run failed: {}{}",
@@ -295,16 +295,16 @@ impl Run {
         self
     }
 
-    pub fn records(&self, func: &str) -> Vec<TaskRecord> {
+    pub(crate) fn records(&self, func: &str) -> Vec<TaskRecord> {
         let all = record::load(&self.dir.path().join("run")).unwrap();
         all.into_iter().filter(|r| r.func == func).collect()
     }
 
-    pub fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         String::from_utf8_lossy(&self.out.stdout).to_string()
     }
 
-    pub fn run_dir(&self) -> std::path::PathBuf {
+    pub(crate) fn run_dir(&self) -> std::path::PathBuf {
         self.dir.path().join("run")
     }
 }

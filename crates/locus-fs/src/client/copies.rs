@@ -16,18 +16,18 @@ const REMEMBERED: usize = 4096;
 
 /// Of a version's `copies`, the replicas made before it is published
 /// (FusionFS's scheme: the first; the others follow in the background).
-pub fn before_publishing(copies: u32) -> u32 {
+pub(crate) fn before_publishing(copies: u32) -> u32 {
     copies.min(2) - 1
 }
 
-pub struct Copies {
+pub(crate) struct Copies {
     cluster: u32,
     nodes: u32,
     learned: Mutex<HashMap<String, (u32, Instant)>>,
 }
 
 impl Copies {
-    pub fn new(cluster: u32, nodes: u32) -> Copies {
+    pub(crate) fn new(cluster: u32, nodes: u32) -> Copies {
         Copies {
             cluster: cluster.max(1),
             nodes: nodes.max(1),
@@ -36,7 +36,7 @@ impl Copies {
     }
 
     /// The copies a record's setting asks for (0: the cluster's).
-    pub fn of(&self, setting: u32) -> u32 {
+    pub(crate) fn of(&self, setting: u32) -> u32 {
         match setting {
             0 => self.cluster,
             n => n.min(self.nodes),
@@ -44,7 +44,7 @@ impl Copies {
     }
 
     /// Notes directory `dir`'s setting, as a daemon answered it `now`.
-    pub fn learn(&self, dir: &str, setting: u32, now: Instant) {
+    pub(crate) fn learn(&self, dir: &str, setting: u32, now: Instant) {
         let mut learned = self.learned.lock().expect("copies");
         if let Some(known) = learned.get_mut(dir) {
             *known = (setting, now);
@@ -58,7 +58,7 @@ impl Copies {
 
     /// The copies a new file in `dir` gets, as last learned if recently,
     /// else the cluster's.
-    pub fn in_dir(&self, dir: &str, now: Instant) -> u32 {
+    pub(crate) fn in_dir(&self, dir: &str, now: Instant) -> u32 {
         let learned = self.learned.lock().expect("copies");
         match learned.get(dir) {
             Some(&(setting, at)) if now.duration_since(at) < FRESH => self.of(setting),

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// How long the copy waits for more bytes once it has caught up.
 const CAUGHT_UP_PAUSE: Duration = Duration::from_micros(500);
 
-pub struct Follower {
+pub(crate) struct Follower {
     /// The node the copy is for.
     pub node: NodeId,
     store: Store,
@@ -42,7 +42,7 @@ impl Follower {
     /// Starts copying `source` (a writer's temporary file, only ever
     /// appended to while followed) into the store of node `node`, whose
     /// directory on this host is `node_dir`.
-    pub fn start(node: NodeId, node_dir: &Path, source: &Path) -> FsResult<Follower> {
+    pub(crate) fn start(node: NodeId, node_dir: &Path, source: &Path) -> FsResult<Follower> {
         let io_err = |p: &Path, e: &io::Error| FsError::io(p.display().to_string(), e);
         let store = Store::open(node_dir).map_err(|e| io_err(node_dir, &e))?;
         let from = File::open(source).map_err(|e| io_err(source, &e))?;
@@ -77,7 +77,7 @@ impl Follower {
     /// Once the writer wrote its last byte: waits for the copy and, if it
     /// holds what the writer wrote (`written`), stores it as copy `stamp`
     /// of `path` on its node.
-    pub fn finish(mut self, path: &str, stamp: u64, written: Content) -> FsResult<()> {
+    pub(crate) fn finish(mut self, path: &str, stamp: u64, written: Content) -> FsResult<()> {
         self.state.done.store(true, Ordering::Release);
         let thread = self.thread.take().expect("finished once");
         let copied =

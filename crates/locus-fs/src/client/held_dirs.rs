@@ -53,7 +53,7 @@ enum Claim {
 }
 
 impl Unclaimed {
-    pub fn new(mode: u32, lease: Lease) -> Arc<Unclaimed> {
+    pub(crate) fn new(mode: u32, lease: Lease) -> Arc<Unclaimed> {
         Arc::new(Unclaimed {
             mode,
             made_ns: crate::meta::now_ns(),
@@ -64,7 +64,7 @@ impl Unclaimed {
         })
     }
 
-    pub fn take_renewal(&self) -> Option<tokio::task::AbortHandle> {
+    pub(crate) fn take_renewal(&self) -> Option<tokio::task::AbortHandle> {
         self.renewal.lock().expect("renewal").take()
     }
 
@@ -74,7 +74,7 @@ impl Unclaimed {
 
     /// For its writer's close: `None` if it may publish the file as new
     /// (it is `Closing` from now on), else how the claim ended.
-    pub async fn closing(&self) -> Option<Result<(), FsError>> {
+    pub(crate) async fn closing(&self) -> Option<Result<(), FsError>> {
         loop {
             let settled = self.settled.notified();
             {
@@ -105,7 +105,11 @@ impl Unclaimed {
     }
 
     /// How the claim ended; a claimed lock's `renewal` runs meanwhile.
-    pub fn claimed(&self, r: Result<(), FsError>, renewal: Option<tokio::task::AbortHandle>) {
+    pub(crate) fn claimed(
+        &self,
+        r: Result<(), FsError>,
+        renewal: Option<tokio::task::AbortHandle>,
+    ) {
         *self.renewal.lock().expect("renewal") = renewal;
         *self.state() = Claim::Claimed(r);
         self.settled.notify_waiters();
@@ -163,7 +167,7 @@ impl Held {
 
     /// A new empty file to write one of its files in, and whether more
     /// are to be made ahead (by one caller: `made_ahead` ends it).
-    pub fn spare(&self) -> (Option<(PathBuf, File)>, bool) {
+    pub(crate) fn spare(&self) -> (Option<(PathBuf, File)>, bool) {
         let mut spares = self.spares.lock().expect("spares");
         let taken = spares.pop();
         let low = spares.len() < SPARES / 2 && !self.filling.swap(true, Ordering::AcqRel);
@@ -171,19 +175,19 @@ impl Held {
     }
 
     /// The name of the next file made in `tmp`.
-    pub fn next_spare(&self) -> PathBuf {
+    pub(crate) fn next_spare(&self) -> PathBuf {
         self.tmp
             .join(format!("{:x}", self.made.fetch_add(1, Ordering::Relaxed)))
     }
 
     /// How many files to make ahead.
-    pub fn wanted(&self) -> usize {
+    pub(crate) fn wanted(&self) -> usize {
         SPARES.saturating_sub(self.spares.lock().expect("spares").len())
     }
 
     /// Files made ahead (also when the directory is no longer held: those
     /// are then `left`).
-    pub fn made_ahead(&self, files: Vec<(PathBuf, File)>) {
+    pub(crate) fn made_ahead(&self, files: Vec<(PathBuf, File)>) {
         self.spares.lock().expect("spares").extend(files);
         self.filling.store(false, Ordering::Release);
     }
@@ -191,7 +195,7 @@ impl Held {
     /// A spare used by a file that ended empty (published without it), to
     /// be taken again; `false` if there are enough already (more than are
     /// made ahead: those may have been made while it was in use).
-    pub fn take_back(&self, spare: (PathBuf, File)) -> bool {
+    pub(crate) fn take_back(&self, spare: (PathBuf, File)) -> bool {
         let mut spares = self.spares.lock().expect("spares");
         if spares.len() >= 2 * SPARES {
             return false;
@@ -201,13 +205,13 @@ impl Held {
     }
 
     /// The files made ahead that no create took, to remove.
-    pub fn left(&self) -> Vec<PathBuf> {
+    pub(crate) fn left(&self) -> Vec<PathBuf> {
         let mut spares = self.spares.lock().expect("spares");
         spares.drain(..).map(|(p, _)| p).collect()
     }
 
     /// What this client knows of `name`, while it holds the directory.
-    pub fn known(&self, name: &str) -> Option<Known> {
+    pub(crate) fn known(&self, name: &str) -> Option<Known> {
         let state = self.state();
         if state.ending {
             return None;
@@ -223,7 +227,12 @@ impl Held {
     /// Takes `name` for a new file (`None` if the name exists, `Some(None)`
     /// if it is to be made the usual way: the directory is being given
     /// back, or has grown too large to be held).
-    pub fn make(&self, name: &str, mode: u32, lease: Lease) -> Option<Option<Arc<Unclaimed>>> {
+    pub(crate) fn make(
+        &self,
+        name: &str,
+        mode: u32,
+        lease: Lease,
+    ) -> Option<Option<Arc<Unclaimed>>> {
         let mut state = self.state();
         // A directory grown this large goes back to being kept by its daemon.
         if state.ending || state.names.len() >= MAX_NAMES {
@@ -240,14 +249,14 @@ impl Held {
     }
 
     /// `name`'s writer closed it: its publication as `rec` is in flight.
-    pub fn closed(&self, name: &str, rec: Record) {
+    pub(crate) fn closed(&self, name: &str, rec: Record) {
         self.state()
             .pending
             .insert(name.to_string(), Pending::Closed(rec));
     }
 
     /// `name` was published, or claimed the usual way, or (not `ok`) dropped.
-    pub fn settled(&self, name: &str, ok: bool) {
+    pub(crate) fn settled(&self, name: &str, ok: bool) {
         let mut state = self.state();
         state.pending.remove(name);
         if !ok {
@@ -267,20 +276,20 @@ impl Held {
     }
 
     /// Waits until every file closed so far is published.
-    pub async fn flushed(&self) {
+    pub(crate) async fn flushed(&self) {
         let closed = |s: &State| s.pending.values().any(|p| matches!(p, Pending::Closed(_)));
-        self.until(|s| !closed(s)).await
+        self.until(|s| !closed(s)).await;
     }
 
     /// Waits until no file is pending (once given back: all are claimed or
     /// published).
-    pub async fn emptied(&self) {
-        self.until(|s| s.pending.is_empty()).await
+    pub(crate) async fn emptied(&self) {
+        self.until(|s| s.pending.is_empty()).await;
     }
 
     /// Starts giving the directory back: the files still open, whose names
     /// must now be claimed; `None` if another caller is giving it back.
-    pub fn end(&self) -> Option<Vec<(String, Arc<Unclaimed>)>> {
+    pub(crate) fn end(&self) -> Option<Vec<(String, Arc<Unclaimed>)>> {
         let mut state = self.state();
         if std::mem::replace(&mut state.ending, true) {
             return None;
@@ -308,12 +317,12 @@ pub(crate) struct HeldDirs {
 
 impl HeldDirs {
     /// Whether any directory is held.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.count.load(Ordering::Acquire) > 0
     }
 
     /// `dir`, if held.
-    pub fn get(&self, dir: &str) -> Option<Arc<Held>> {
+    pub(crate) fn get(&self, dir: &str) -> Option<Arc<Held>> {
         if !self.any() {
             return None;
         }
@@ -321,7 +330,7 @@ impl HeldDirs {
     }
 
     /// Starts holding `dir` (empty when lent).
-    pub fn insert(&self, dir: &str, stamp: u64, tmp: PathBuf) -> Arc<Held> {
+    pub(crate) fn insert(&self, dir: &str, stamp: u64, tmp: PathBuf) -> Arc<Held> {
         let held = Arc::new(Held {
             stamp,
             tmp,
@@ -339,12 +348,12 @@ impl HeldDirs {
     }
 
     /// Whether `held` is still held (not given back since).
-    pub fn holds(&self, dir: &str, held: &Arc<Held>) -> bool {
+    pub(crate) fn holds(&self, dir: &str, held: &Arc<Held>) -> bool {
         self.get(dir).is_some_and(|h| Arc::ptr_eq(&h, held))
     }
 
     /// Stops holding `dir` (given back): whoever waits for it goes on.
-    pub fn remove(&self, dir: &str) {
+    pub(crate) fn remove(&self, dir: &str) {
         let mut dirs = self.dirs.lock().expect("held dirs");
         if let Some(held) = dirs.remove(dir) {
             held.ended.notify_waiters();
@@ -353,7 +362,7 @@ impl HeldDirs {
     }
 
     /// Waits until `held` (being given back by another caller) is gone.
-    pub async fn gone(&self, dir: &str, held: &Held) {
+    pub(crate) async fn gone(&self, dir: &str, held: &Held) {
         loop {
             let ended = held.ended.notified();
             if self.get(dir).is_none() {

@@ -214,7 +214,7 @@ impl Client {
                 dirs: spec.nodes.iter().map(|n| n.dir.clone()).collect(),
                 ring: spec.ring(),
                 placement: opts.placement.unwrap_or(spec.placement),
-                lease_ms: opts.lease.as_millis().clamp(30, u32::MAX as u128) as u32,
+                lease_ms: opts.lease.as_millis().clamp(30, u128::from(u32::MAX)) as u32,
                 same_host_copy: opts.same_host_copy,
                 take_over: opts.take_over,
                 replicas: spec.replicas.max(1),

@@ -36,7 +36,7 @@ impl Client {
                 // A lost node's copies went with it (or are swept as
                 // orphans if it comes back).
                 Ok(Err(e)) if is_unreachable(&e) => {
-                    tracing::debug!("could not delete a stale copy: {e}")
+                    tracing::debug!("could not delete a stale copy: {e}");
                 }
                 Ok(Err(e)) => tracing::warn!("could not delete a stale copy: {e}"),
                 _ => {}

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
 /// How long a recalled delegation may take to come back before it is taken.
-pub const RECALL_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const RECALL_WAIT: Duration = Duration::from_secs(5);
 
 struct Grant {
     conn: u64,
@@ -38,21 +38,21 @@ impl Grant {
 }
 
 #[derive(Default)]
-pub struct Delegations {
+pub(crate) struct Delegations {
     grants: Mutex<HashMap<String, Grant>>,
     /// Grants held, read without the lock on every request.
     count: AtomicUsize,
 }
 
 /// A recalled delegation a request waits for.
-pub struct Recalled {
+pub(crate) struct Recalled {
     pub dir: String,
     ended: watch::Receiver<()>,
 }
 
 impl Recalled {
     /// Waits until the delegation ends, or takes it after [`RECALL_WAIT`].
-    pub async fn ended(mut self, delegations: &Delegations) {
+    pub(crate) async fn ended(mut self, delegations: &Delegations) {
         let wait = tokio::time::timeout(RECALL_WAIT, self.ended.changed());
         if wait.await.is_err() {
             tracing::warn!("{}: the delegation was not given back: taken", self.dir);
@@ -67,7 +67,7 @@ impl Delegations {
     }
 
     /// Lends `dir` to `conn` (`EBUSY` if another connection has it).
-    pub fn grant(&self, dir: &str, conn: u64) -> Result<(), Errno> {
+    pub(crate) fn grant(&self, dir: &str, conn: u64) -> Result<(), Errno> {
         let mut grants = self.grants();
         if let Some(g) = grants.get(dir) {
             return if g.conn == conn {
@@ -93,7 +93,7 @@ impl Delegations {
 
     /// What answers `conn`'s `AwaitRecall` of `dir`: at once (`Err`) if it
     /// does not hold `dir` or it was recalled already.
-    pub fn await_recall(&self, dir: &str, conn: u64) -> Result<oneshot::Receiver<()>, ()> {
+    pub(crate) fn await_recall(&self, dir: &str, conn: u64) -> Result<oneshot::Receiver<()>, ()> {
         let mut grants = self.grants();
         match grants.get_mut(dir) {
             Some(g) if g.conn == conn && !g.recalled => {
@@ -107,7 +107,7 @@ impl Delegations {
 
     /// Ends the delegation of `dir`: `conn`'s own giving back, or (`None`)
     /// taking it whoever holds it.
-    pub fn end(&self, dir: &str, conn: Option<u64>) {
+    pub(crate) fn end(&self, dir: &str, conn: Option<u64>) {
         let mut grants = self.grants();
         if grants
             .get(dir)
@@ -119,7 +119,7 @@ impl Delegations {
     }
 
     /// Ends every delegation `conn` holds (its connection ended).
-    pub fn closed(&self, conn: u64) {
+    pub(crate) fn closed(&self, conn: u64) {
         let mut grants = self.grants();
         grants.retain(|_, g| g.conn != conn);
         self.count.store(grants.len(), Ordering::Release);
@@ -127,7 +127,7 @@ impl Delegations {
 
     /// A delegation held by another connection than `conn` that `req`
     /// must wait for, recalled now.
-    pub fn blocking(&self, req: &Request, conn: u64) -> Option<Recalled> {
+    pub(crate) fn blocking(&self, req: &Request, conn: u64) -> Option<Recalled> {
         if self.count.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -173,7 +173,7 @@ mod tests {
         told.await.expect("the holder is told");
         let mut ended = tokio::spawn(async move {
             let d2 = Delegations::default();
-            waiting.ended(&d2).await
+            waiting.ended(&d2).await;
         });
         assert!(
             tokio::time::timeout(Duration::from_millis(50), &mut ended)

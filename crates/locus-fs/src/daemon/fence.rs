@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// How long a return announced and not followed by `serving` fences the
 /// owner's keys: longer than a take-back takes; an owner that died during
 /// its return is then asked whether it is there.
-pub const RETURN_BOUND: Duration = Duration::from_secs(60);
+pub(crate) const RETURN_BOUND: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -29,7 +29,7 @@ enum State {
 
 /// What to do with a write to keys of an owner this daemon is not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admit {
+pub(crate) enum Admit {
     /// The owner was found unreachable: act for it.
     Apply,
     /// The owner is taking its keys back: the client tries again (`EAGAIN`).
@@ -39,13 +39,13 @@ pub enum Admit {
 }
 
 #[derive(Debug, Default)]
-pub struct Fences {
+pub(crate) struct Fences {
     owners: HashMap<NodeId, State>,
 }
 
 impl Fences {
     /// `owner` announced it is coming back (`serving: false`) or serves.
-    pub fn announced(&mut self, owner: NodeId, serving: bool, now: Instant) {
+    pub(crate) fn announced(&mut self, owner: NodeId, serving: bool, now: Instant) {
         match serving {
             false => self
                 .owners
@@ -54,7 +54,7 @@ impl Fences {
         };
     }
 
-    pub fn admit(&self, owner: NodeId, now: Instant) -> Admit {
+    pub(crate) fn admit(&self, owner: NodeId, now: Instant) -> Admit {
         match self.owners.get(&owner) {
             Some(State::Lost) => Admit::Apply,
             Some(State::Returning(until)) if now < *until => Admit::Refuse,
@@ -64,7 +64,7 @@ impl Fences {
 
     /// `owner` could not be reached: act for it until it announces a return
     /// (one announced meanwhile stands).
-    pub fn lost(&mut self, owner: NodeId, now: Instant) {
+    pub(crate) fn lost(&mut self, owner: NodeId, now: Instant) {
         if self.admit(owner, now) == Admit::AskOwner {
             self.owners.insert(owner, State::Lost);
         }

@@ -21,7 +21,7 @@ const JOIN_DIR: &str = "join";
 
 /// One daemon's registration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Member {
+pub(crate) struct Member {
     pub name: String,
     pub addr: SocketAddr,
     /// Its node directory, on the host's local storage.
@@ -35,7 +35,7 @@ pub struct Member {
 }
 
 /// The cluster the daemons form.
-pub struct Form {
+pub(crate) struct Form {
     /// How many daemons.
     pub expect: u32,
     pub placement: Placement,
@@ -47,7 +47,7 @@ pub struct Form {
 
 /// Names in natural order: runs of digits compare as numbers, so `node2`
 /// comes before `node10` (and an emulated `nodeK` is node K).
-pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     // Runs of text and numbers; a number by its length without leading
     // zeros, then its digits.
     fn key(s: &str) -> Vec<(bool, usize, &str)> {
@@ -118,7 +118,7 @@ pub fn advertised_ip() -> IpAddr {
 /// The node directory of host `name` in the cluster joined at `dir`, under
 /// `store_root`: one per user, cluster and host (so hosts sharing a store
 /// root, as emulated ones do, keep apart).
-pub fn node_dir(store_root: &Path, dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn node_dir(store_root: &Path, dir: &Path, name: &str) -> PathBuf {
     let id = blake3::hash(dir.as_os_str().as_encoded_bytes()).to_hex();
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
@@ -167,7 +167,7 @@ pub fn shared_secret(dir: &Path) -> io::Result<Secret> {
 /// already, or one that comes after the cluster was formed, is an error; a
 /// node of the formed cluster coming back after its daemon ended (a
 /// restart) is not.
-pub fn register(dir: &Path, me: &Member) -> io::Result<()> {
+pub(crate) fn register(dir: &Path, me: &Member) -> io::Result<()> {
     crate::private_dir::create(&dir.join(JOIN_DIR))?;
     let path = dir.join(JOIN_DIR).join(format!("{}.json", me.name));
     let bytes = serde_json::to_vec_pretty(me).map_err(io::Error::other)?;
@@ -249,7 +249,7 @@ fn member(dir: &Path, name: &str) -> io::Result<Member> {
 /// read that one file, so forming a cluster of N costs O(N) file reads, not
 /// N per daemon per poll (on a parallel file system, a metadata storm).
 /// Polls back off from 2 ms to 50 ms.
-pub fn wait_formed(
+pub(crate) fn wait_formed(
     dir: &Path,
     me: &str,
     form: &Form,

@@ -47,7 +47,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// A frame once begun must arrive within this.
 const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
 
-pub struct DaemonConfig {
+pub(crate) struct DaemonConfig {
     pub node: NodeId,
     pub node_dir: PathBuf,
     pub secret: Secret,
@@ -59,7 +59,7 @@ pub struct DaemonConfig {
     pub rejoined: bool,
 }
 
-pub struct Daemon {
+pub(crate) struct Daemon {
     listener: TcpListener,
     state: Arc<State>,
     secret: Secret,
@@ -105,7 +105,7 @@ impl Drop for State {
 
 /// How a daemon's service ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stopped {
+pub(crate) struct Stopped {
     /// The node directory is to be removed (`locus fs down --purge`).
     pub purge: bool,
 }
@@ -114,7 +114,7 @@ impl Daemon {
     /// Opens the node's shard and store and serves on `listener` (bound
     /// beforehand, so that its address can be published before the node
     /// knows its id).
-    pub async fn new(cfg: DaemonConfig, listener: TcpListener) -> io::Result<Daemon> {
+    pub(crate) async fn new(cfg: DaemonConfig, listener: TcpListener) -> io::Result<Daemon> {
         let store = Store::open(&cfg.node_dir)?;
         let meta_file = cfg.node_dir.join(META_FILE);
         let kept = cfg.node_dir.join(META_KEPT);
@@ -148,10 +148,10 @@ impl Daemon {
                 .map_err(|e| io::Error::other(e.to_string()))?;
             match taken {
                 Some((from, keys)) => {
-                    tracing::info!("took {keys} metadata key(s) back from node(s) {from:?}")
+                    tracing::info!("took {keys} metadata key(s) back from node(s) {from:?}");
                 }
                 None if replicator.is_some() => {
-                    tracing::warn!("no replica answered: serving the keys kept here")
+                    tracing::warn!("no replica answered: serving the keys kept here");
                 }
                 None => tracing::info!("no other node answered: serving the keys kept here"),
             }
@@ -191,17 +191,17 @@ impl Daemon {
         })
     }
 
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+    pub(crate) fn local_addr(&self) -> io::Result<SocketAddr> {
         self.listener.local_addr()
     }
 
     /// The node's metadata shard, to flush once the daemon has stopped.
-    pub fn metadata(&self) -> MetaStore {
+    pub(crate) fn metadata(&self) -> MetaStore {
         self.state.meta.clone()
     }
 
     /// Accepts connections until a client asks the daemon to stop.
-    pub async fn run(self) -> io::Result<Stopped> {
+    pub(crate) async fn run(self) -> io::Result<Stopped> {
         let mut stop = self.state.stop.subscribe();
         if self.returned && self.state.cluster.nodes.len() > 1 {
             let state = self.state.clone();
@@ -390,17 +390,17 @@ impl State {
                     let send = later();
                     tokio::spawn(async move {
                         let _ = told.await;
-                        send(Response::Ok, true)
+                        send(Response::Ok, true);
                     });
                 }
             },
             Request::GiveBack { dir } => {
                 self.delegations.end(&dir, Some(conn));
-                send(Response::Ok)
+                send(Response::Ok);
             }
             Request::GetRecord { path } => {
                 self.stats_answered.fetch_add(1, Ordering::Relaxed);
-                send(answer(self.meta.get(&path).map(Response::Record)))
+                send(answer(self.meta.get(&path).map(Response::Record)));
             }
             Request::GetHint { path } => send(answer(self.meta.hint(&path).map(Response::Hint))),
             Request::ListEntries { dir, after, limit } => send(answer(
@@ -439,13 +439,13 @@ impl State {
                 send(Response::Err(
                     FsError::new(Errno::EINVAL, format!("node {owner}"))
                         .with_detail("no such node"),
-                ))
+                ));
             }
             Request::ReplicaBack { replica } => {
                 if let Some(r) = &self.replicator {
                     r.replica_back(replica);
                 }
-                send(Response::Ok)
+                send(Response::Ok);
             }
             Request::Returning { owner, serving } => {
                 self.fences
@@ -458,7 +458,7 @@ impl State {
                     send(
                         answer(state.meta.flush().await.map(|()| Response::Ok)),
                         true,
-                    )
+                    );
                 });
             }
             Request::CatchUp { owner } => {
@@ -466,7 +466,7 @@ impl State {
                 tokio::spawn(async move {
                     let caught =
                         replicate::catch_up(&state.cluster, owner, &state.secret, &state.meta);
-                    send(answer(caught.await.map(|_| Response::Ok)), true)
+                    send(answer(caught.await.map(|_| Response::Ok)), true);
                 });
             }
             write => {
@@ -498,7 +498,7 @@ impl State {
                         replicator.forward(changes, move || send(r, true));
                     }),
                 };
-                self.meta.submit(write, reply)
+                self.meta.submit(write, reply);
             }
         }
     }

@@ -45,13 +45,13 @@ struct Applied(Box<dyn FnOnce() + Send>);
 
 impl Applied {
     fn done(self) {
-        (self.0)()
+        (self.0)();
     }
 }
 
 /// A daemon's senders to its replicas, one ordered queue each, and what
 /// wakes each one's sender when its replica comes back.
-pub struct Replicator {
+pub(crate) struct Replicator {
     replicas: Vec<mpsc::UnboundedSender<Batch>>,
     back: Vec<(NodeId, Arc<Notify>)>,
 }
@@ -70,7 +70,7 @@ pub(crate) fn peer(spec: &ClusterSpec, node: NodeId, secret: &Secret) -> Peer {
 impl Replicator {
     /// The replicator of daemon `me`, if the cluster keeps more than one
     /// copy. Starts one sending task per replica (on the current runtime).
-    pub fn new(spec: &ClusterSpec, me: NodeId, secret: &Secret) -> Option<Arc<Replicator>> {
+    pub(crate) fn new(spec: &ClusterSpec, me: NodeId, secret: &Secret) -> Option<Arc<Replicator>> {
         let set = replica_set(me, spec.nodes.len(), spec.replicas);
         let (replicas, back) = set[1..]
             .iter()
@@ -86,7 +86,7 @@ impl Replicator {
     }
 
     /// Replica `node` came back: if it missed writes, it is caught up now.
-    pub fn replica_back(&self, node: NodeId) {
+    pub(crate) fn replica_back(&self, node: NodeId) {
         for (_, back) in self.back.iter().filter(|(n, _)| *n == node) {
             back.notify_one();
         }
@@ -96,7 +96,7 @@ impl Replicator {
     /// commit order); `then` runs once the first replica applied them, or
     /// could not be reached (the write stands on fewer copies then), on the
     /// task that sends to it (no task or wake-up of its own).
-    pub fn forward(&self, changes: Vec<Change>, then: impl FnOnce() + Send + 'static) {
+    pub(crate) fn forward(&self, changes: Vec<Change>, then: impl FnOnce() + Send + 'static) {
         let mut applied = Some(Applied(Box::new(then)));
         for r in &self.replicas {
             let _ = r.send(Batch {
@@ -221,7 +221,7 @@ async fn dump_of(peer: &Peer) -> FsResult<Vec<Change>> {
 }
 
 /// The nodes whose keys daemon `me` keeps copies of.
-pub fn replicated_by(spec: &ClusterSpec, me: NodeId) -> Vec<NodeId> {
+pub(crate) fn replicated_by(spec: &ClusterSpec, me: NodeId) -> Vec<NodeId> {
     let n = spec.nodes.len();
     (0..n as NodeId)
         .filter(|&p| p != me && replica_set(p, n, spec.replicas)[1..].contains(&me))
@@ -230,7 +230,7 @@ pub fn replicated_by(spec: &ClusterSpec, me: NodeId) -> Vec<NodeId> {
 
 /// Replaces this daemon's copy of `owner`'s keys with `owner`'s own, in one
 /// transaction (a replica catching up); returns how many keys it holds now.
-pub async fn catch_up(
+pub(crate) async fn catch_up(
     spec: &ClusterSpec,
     owner: NodeId,
     secret: &Secret,
@@ -284,7 +284,7 @@ fn acting_for(spec: &ClusterSpec, me: NodeId) -> Vec<NodeId> {
 
 /// Tells the daemons whose keys `me` keeps that it is back, so that each
 /// catches it up at once if it missed their writes.
-pub async fn back_for_owners(spec: &ClusterSpec, me: NodeId, secret: &Secret) {
+pub(crate) async fn back_for_owners(spec: &ClusterSpec, me: NodeId, secret: &Secret) {
     for owner in replicated_by(spec, me) {
         let _ = peer(spec, owner, secret)
             .call(Request::ReplicaBack { replica: me })
@@ -295,7 +295,7 @@ pub async fn back_for_owners(spec: &ClusterSpec, me: NodeId, secret: &Secret) {
 /// Tells the daemons that may act for `me` that it is coming back (they
 /// refuse writes to its keys until it serves) or that it serves; returns
 /// those that answered.
-pub async fn announce(
+pub(crate) async fn announce(
     spec: &ClusterSpec,
     me: NodeId,
     secret: &Secret,
@@ -319,7 +319,7 @@ pub async fn announce(
 /// that none serves them again once `me` is lost another time. Returns
 /// the nodes that gave and how many keys were taken, or `None` if none
 /// answered.
-pub async fn take_back(
+pub(crate) async fn take_back(
     spec: &ClusterSpec,
     me: NodeId,
     secret: &Secret,

@@ -12,16 +12,16 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 /// The largest piece copied at once.
-pub const PIECE: usize = 1 << 20;
+pub(crate) const PIECE: usize = 1 << 20;
 
 /// Copies all of `from` into `to`, which is empty; returns the bytes copied.
 /// A directory is refused (`EISDIR`).
-pub fn whole(from: &File, to: &File) -> io::Result<u64> {
+pub(crate) fn whole(from: &File, to: &File) -> io::Result<u64> {
     whole_known(from, &from.metadata()?, to)
 }
 
 /// `whole`, given `from`'s metadata (read by the caller already).
-pub fn whole_known(from: &File, meta: &Metadata, to: &File) -> io::Result<u64> {
+pub(crate) fn whole_known(from: &File, meta: &Metadata, to: &File) -> io::Result<u64> {
     match each_piece(from, meta, to, |_| {})? {
         Copied::Reflinked => Ok(meta.len()),
         Copied::Through(n) => Ok(n),
@@ -30,7 +30,7 @@ pub fn whole_known(from: &File, meta: &Metadata, to: &File) -> io::Result<u64> {
 
 /// `whole_known`, also saying what the bytes copied are: hashed as they
 /// pass through the buffer (a reflinked copy is read).
-pub fn whole_summed(from: &File, meta: &Metadata, to: &File) -> io::Result<Chunks> {
+pub(crate) fn whole_summed(from: &File, meta: &Metadata, to: &File) -> io::Result<Chunks> {
     let mut summer = Summer::default();
     match each_piece(from, meta, to, |bytes| summer.update(bytes))? {
         Copied::Reflinked => sums::of_file(from),
@@ -78,7 +78,7 @@ fn buffer(len: u64) -> Vec<u8> {
 
 /// Copies the bytes of `from` at offset `at` into `to` at the same offset,
 /// as many as `buf` holds; returns how many (0: `at` is the end).
-pub fn piece(from: &File, to: &File, at: u64, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn piece(from: &File, to: &File, at: u64, buf: &mut [u8]) -> io::Result<usize> {
     let n = loop {
         match from.read_at(buf, at) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -282,7 +282,7 @@ impl Store {
             };
             match e.raw_os_error() {
                 Some(libc::ENOENT) if self.empty.exists() => {
-                    std::fs::create_dir_all(dest.parent().expect("store paths have a parent"))?
+                    std::fs::create_dir_all(dest.parent().expect("store paths have a parent"))?;
                 }
                 Some(libc::ENOENT | libc::EMLINK) => self.new_empty()?,
                 // A file system without hard links: an empty file of its own.

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::ptr::null_mut;
 
 /// Serves transfer requests on an authenticated connection until it closes.
-pub fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
+pub(crate) fn serve(mut stream: TcpStream, store: &Store) -> io::Result<()> {
     let mut buf = Vec::new();
     while frame::read_sync(&mut stream, &mut buf)? {
         match frame::decode::<TransferRequest>(&buf)? {
@@ -130,7 +130,7 @@ fn receive(
 /// `offset` into the same range of `dest`, telling `landed` how far the
 /// bytes in `dest` reach after each piece; returns the whole file's size.
 /// An `Err` of the outer result means the connection is unusable.
-pub fn fetch(
+pub(crate) fn fetch(
     stream: &mut TcpStream,
     VersionRef { path, stamp }: VersionRef<'_>,
     (offset, len): (u64, u64),
@@ -159,7 +159,7 @@ pub fn fetch(
 /// process can open the holder's file and it is the one the holder named
 /// (same device and inode); returns what it copied, hashed on the way.
 /// `Ok(Ok(None))`: it cannot, fetch over the network.
-pub fn copy_local(
+pub(crate) fn copy_local(
     stream: &mut TcpStream,
     VersionRef { path, stamp }: VersionRef<'_>,
     dest: &File,
@@ -184,7 +184,7 @@ pub fn copy_local(
 
 /// Client side: where the peer keeps copy `stamp` of `path` (its file,
 /// device and inode there), or `None` if it has no such copy.
-pub fn locate(
+pub(crate) fn locate(
     stream: &mut TcpStream,
     VersionRef { path, stamp }: VersionRef<'_>,
 ) -> io::Result<FsResult<Option<(String, u64, u64)>>> {
@@ -203,7 +203,7 @@ pub fn locate(
 
 /// Client side: pushes local file `src` to the peer, stored there as copy
 /// `stamp` of `path`.
-pub fn push(
+pub(crate) fn push(
     stream: &mut TcpStream,
     src: &Path,
     VersionRef { path, stamp }: VersionRef<'_>,
@@ -265,7 +265,7 @@ fn send_range(file: &File, stream: &TcpStream, offset: u64, len: u64) -> io::Res
 
 /// Whether an idle stream, on which nothing is due, has been closed by its
 /// peer (it reads as ended, or has failed).
-pub fn closed_by_peer(stream: &TcpStream) -> bool {
+pub(crate) fn closed_by_peer(stream: &TcpStream) -> bool {
     let mut fd = libc::pollfd {
         fd: stream.as_raw_fd(),
         events: libc::POLLIN,
@@ -284,7 +284,7 @@ fn on_this_side(path: &str, e: io::Error) -> io::Error {
 }
 
 /// What a transfer met on this side, if that is where it failed.
-pub fn this_side(e: &io::Error) -> Option<FsError> {
+pub(crate) fn this_side(e: &io::Error) -> Option<FsError> {
     e.get_ref()?.downcast_ref::<FsError>().cloned()
 }
 

@@ -228,7 +228,7 @@ impl<'a> FnCx<'a> {
                     let (kid, t) = self.expr(k, out, kt.as_ref());
                     match &kt {
                         Some(want) if !want.accepts(&t) => {
-                            self.error(k.span, format!("keys must all be {want}, found {t}"))
+                            self.error(k.span, format!("keys must all be {want}, found {t}"));
                         }
                         None => kt = Some(t),
                         _ => {}
@@ -236,7 +236,7 @@ impl<'a> FnCx<'a> {
                     let (vid, t) = self.expr(v, out, vt.as_ref());
                     match &vt {
                         Some(want) if !want.accepts(&t) => {
-                            self.error(v.span, format!("values must all be {want}, found {t}"))
+                            self.error(v.span, format!("values must all be {want}, found {t}"));
                         }
                         None => vt = Some(t),
                         _ => {}

@@ -277,7 +277,7 @@ pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>
     for item in &prog.items {
         match item {
             ast::Item::Stmt(s) if !matches!(s.kind, StmtKind::Decl { global: true, .. }) => {
-                cx.stmt(s, &mut body)
+                cx.stmt(s, &mut body);
             }
             ast::Item::Main { body: b, span } => {
                 mains += 1;
@@ -440,7 +440,7 @@ fn lower_function(
             "pure" | "deterministic" => pure_fn = true,
             "dispatch" => match a.value.as_ref().map(|v| &v.kind) {
                 Some(ExprKind::Var(v)) if matches!(v.as_str(), "WORKER" | "CONTROL" | "LOCAL") => {
-                    dispatch = Some(v.clone())
+                    dispatch = Some(v.clone());
                 }
                 _ => cx.error(a.span, "@dispatch takes WORKER, CONTROL or LOCAL"),
             },

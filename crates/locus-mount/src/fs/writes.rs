@@ -24,7 +24,7 @@ pub(super) struct Next {
 }
 
 impl Next {
-    pub fn new(writer: Writer) -> Next {
+    pub(super) fn new(writer: Writer) -> Next {
         Next {
             writer,
             resumed: false,

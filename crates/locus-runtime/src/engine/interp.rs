@@ -264,7 +264,7 @@ impl Engine {
                 let v = self.get(func, frame, *value).await;
                 // Keys unique over all servers: this server's, then a count.
                 let n = self.appended.fetch_add(1, Ordering::Relaxed) as i64;
-                let k = Key::Int(((self.remote.me as i64) << 40) | n);
+                let k = Key::Int((i64::from(self.remote.me) << 40) | n);
                 self.insert(at, frame.get(*array), vec![k], v, done);
             }
             Stmt::ArrayInsert {

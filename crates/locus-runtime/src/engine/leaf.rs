@@ -279,7 +279,7 @@ impl Engine {
             match w {
                 Word::Lit(s) => argv.push(Arg::Lit(s.clone())),
                 Word::Var(v) if outputs.contains(v) => {
-                    argv.push(Arg::Out(self.output_path(frame, *v).await))
+                    argv.push(Arg::Out(self.output_path(frame, *v).await));
                 }
                 Word::Var(v) => match self.get(app, frame, *v).await {
                     Value::Container(m) => argv.extend(m.values().map(Self::input_arg)),

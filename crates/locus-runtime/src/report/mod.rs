@@ -210,7 +210,10 @@ impl Report {
         let text = String::from_utf8_lossy(&text);
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         let from = lines.len().saturating_sub(STDERR_LINES);
-        lines[from..].iter().map(|l| l.to_string()).collect()
+        lines[from..]
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect()
     }
 
     /// Per function: how its tasks went, how long they took, what they used.
@@ -339,7 +342,7 @@ impl Report {
                 100.0 - share
             );
         }
-        let capacity = wall * self.run.layout.workers() as u64;
+        let capacity = wall * u64::from(self.run.layout.workers());
         let _ = writeln!(
             s,
             "busy: {:.1}% of worker time",
@@ -436,7 +439,10 @@ mod tests {
     #[test]
     fn spills_are_checked_against_the_wait_they_avoided() {
         // Ranks 0 (node a) and 1 (node b), server 2.
-        let names: Vec<String> = ["a", "b", "a"].iter().map(|s| s.to_string()).collect();
+        let names: Vec<String> = ["a", "b", "a"]
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         let layout = Layout::from_names(1, &names).unwrap();
         let mut moved = record(3, 1, (100, 900), (0, 50));
         moved.stage_us = 300;
@@ -495,7 +501,10 @@ mod tests {
             "first\n\nsecond\nthird\nlast words\n",
         )
         .unwrap();
-        let names: Vec<String> = ["a", "a"].iter().map(|s| s.to_string()).collect();
+        let names: Vec<String> = ["a", "a"]
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         // Rank 0 registers one task's outputs while the next runs: its
         // spans overlap, and one starts before the run's clock.
         let mut failed = record(2, 0, (300, 1200), (0, 0));

@@ -225,7 +225,7 @@ impl RunView {
 
 /// Per rank, the time its tasks' spans `(rank, start, end)` cover within
 /// `[lo, hi]`.
-pub fn busy_by_rank(
+pub(super) fn busy_by_rank(
     spans: impl Iterator<Item = (u32, f64, f64)>,
     lo: f64,
     hi: f64,
