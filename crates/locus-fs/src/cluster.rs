@@ -9,14 +9,18 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+/// The cluster file in a cluster's directory: its nodes and settings.
 pub const CLUSTER_FILE: &str = "cluster.json";
 pub(crate) const SECRET_FILE: &str = "secret";
 
+/// One node of a cluster: its daemon's address and directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeInfo {
+    /// Its index in the cluster's node list.
     pub id: NodeId,
     /// Stable name; the metadata ring is built from names.
     pub name: String,
+    /// Where its daemon listens.
     pub addr: SocketAddr,
     /// The node's directory: metadata shard, data store, daemon log.
     pub dir: PathBuf,
@@ -28,9 +32,13 @@ pub struct NodeInfo {
     pub cgroup: Option<PathBuf>,
 }
 
+/// A cluster: its nodes and how files are spread over them (the cluster
+/// file, `CLUSTER_FILE`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterSpec {
+    /// The nodes, in node-id order.
     pub nodes: Vec<NodeInfo>,
+    /// Virtual nodes per node on the metadata ring.
     pub vnodes: u32,
     /// Default data placement for new files.
     pub placement: Placement,
@@ -67,6 +75,7 @@ impl ClusterSpec {
         self.nodes.iter().find(|n| n.name == name)
     }
 
+    /// The metadata ring of these nodes: which daemon owns which path.
     pub fn ring(&self) -> Ring {
         Ring::new(
             self.nodes.iter().map(|n| (n.id, n.name.as_str())),

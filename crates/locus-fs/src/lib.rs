@@ -2,6 +2,8 @@
 //! metadata spread over every node's daemon by consistent hashing, data kept
 //! on the node that wrote it, and its location exposed for scheduling.
 
+#![warn(missing_docs)]
+
 mod client;
 mod cluster;
 mod daemon;

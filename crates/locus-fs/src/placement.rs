@@ -6,6 +6,7 @@ use locus_proto::fs::NodeId;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
+/// A policy for the node a new file's bytes go to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {

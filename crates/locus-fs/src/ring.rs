@@ -7,6 +7,8 @@ use locus_proto::fs::NodeId;
 /// Virtual nodes per daemon; enough for an even spread over a few hundred keys.
 pub const DEFAULT_VNODES: u32 = 128;
 
+/// The metadata ring: each node's virtual points on a hash circle; a path
+/// belongs to the node of the next point after its hash.
 #[derive(Debug, Clone)]
 pub struct Ring {
     points: Vec<(u64, NodeId)>,

@@ -35,7 +35,9 @@ const STOP_ASK_TIMEOUT: Duration = Duration::from_secs(2);
 /// How daemons are started.
 #[derive(Clone)]
 pub struct Daemons {
+    /// The binary that runs a daemon (`locus launched FILE`).
     pub program: Arc<dyn Program>,
+    /// When their metadata changes are on disk before they are answered.
     pub durability: Durability,
     /// Copies of data and metadata a cluster they form keeps.
     pub replicas: u32,
@@ -50,6 +52,7 @@ fn fail(msg: String) -> io::Error {
     io::Error::other(msg)
 }
 
+/// The directory of node `id` in the cluster directory `dir`.
 pub fn node_dir(dir: &Path, id: NodeId) -> PathBuf {
     dir.join(format!("node-{id}"))
 }

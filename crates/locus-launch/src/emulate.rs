@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::str::FromStr;
 
+/// The description of an emulated cluster, in its directory.
 pub const EMULATION_FILE: &str = "emulation.json";
 /// Most nodes one /24 holds beside the storage host.
 const MAX_NODES: u32 = 250;
@@ -30,6 +31,7 @@ const STORAGE_ADDR: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 254);
 pub struct Rate(pub u64);
 
 impl Rate {
+    /// The rate in bytes per second.
     pub fn bytes_per_sec(self) -> f64 {
         self.0 as f64 / 8.0
     }
@@ -78,9 +80,13 @@ impl fmt::Display for Rate {
 /// cluster limits CPU, its cgroup.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Host {
+    /// The host's name.
     pub name: String,
+    /// Its network namespace.
     pub netns: String,
+    /// Its address on the bridge.
     pub addr: Ipv4Addr,
+    /// The cgroup limiting its CPU time, if limited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<PathBuf>,
 }
@@ -90,10 +96,15 @@ pub struct Host {
 pub struct Emulation {
     /// In every namespace name this cluster made: `locus-<id>-…`.
     pub id: String,
+    /// The namespace holding the bridge every host is linked to.
     pub bridge_netns: String,
+    /// The compute nodes.
     pub nodes: Vec<Host>,
+    /// The storage host (a central store's daemon).
     pub storage: Host,
+    /// Each node's link rate.
     pub link: Rate,
+    /// The storage host's link rate.
     pub storage_link: Rate,
     /// CPUs' worth of time each host may use, if limited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -131,13 +142,18 @@ impl std::str::FromStr for FsMode {
     }
 }
 
+/// An emulated cluster to make.
 pub struct UpOptions {
+    /// Compute nodes (one namespace each).
     pub nodes: u32,
+    /// Each node's link to the bridge.
     pub link: Rate,
+    /// The storage host's link to the bridge.
     pub storage_link: Rate,
     /// Limit each host (node or storage) to this many CPUs' worth of time,
     /// so idle hosts do not lend their cores to busy ones.
     pub host_cpus: Option<f64>,
+    /// How the file system's daemons are started in the nodes.
     pub daemons: Daemons,
 }
 
@@ -340,8 +356,11 @@ fn build(dir: &Path, e: &Emulation, daemons: &Daemons) -> Result<()> {
 
 /// What `down` removed.
 pub struct Removed {
+    /// File-system daemons stopped.
     pub daemons: usize,
+    /// Other processes in the namespaces stopped.
     pub processes: usize,
+    /// Network namespaces deleted.
     pub namespaces: usize,
 }
 

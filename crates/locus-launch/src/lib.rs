@@ -5,6 +5,8 @@
 //! the process boundary as a typed configuration file (`role`); how the
 //! binary is invoked on one is the embedder's (`Program`).
 
+#![warn(missing_docs)]
+
 pub mod cgroup;
 pub mod daemons;
 pub mod emulate;

@@ -37,21 +37,30 @@ const INTERRUPT_CHECK: Duration = Duration::from_millis(200);
 /// Where the ranks run.
 #[derive(Clone)]
 pub enum On {
-    /// This machine, emulating this many nodes by name (one file-system
-    /// daemon each, unless the run uses an existing file system).
-    This { nodes: u32 },
+    /// This machine, emulating nodes by name (one file-system daemon
+    /// each, unless the run uses an existing file system).
+    This {
+        /// Nodes emulated.
+        nodes: u32,
+    },
     /// Emulated hosts, with their file system (`RankOptions::fs_dir`).
     Emulated(Vec<Host>),
-    /// The hosts of a job, through the site's launcher, over this many
-    /// hosts (else the launcher's choice).
-    Site { site: Site, hosts: Option<u32> },
+    /// The hosts of a job, through the site's launcher.
+    Site {
+        /// The launcher.
+        site: Site,
+        /// Hosts to run on (else the launcher's choice).
+        hosts: Option<u32>,
+    },
 }
 
 /// A run to start.
 pub struct RankLaunch {
+    /// The binary that runs a rank (`locus launched FILE`).
     pub program: Arc<dyn Program>,
     /// Ranks in all.
     pub size: u32,
+    /// Where the ranks run.
     pub on: On,
     /// What every rank is told; without `fs_dir` the run starts a file
     /// system in `RUN_DIR/fs` and stops it at the end.

@@ -19,6 +19,7 @@ pub trait Role: Serialize + DeserializeOwned {
 /// How the embedding binary is started as the process a role file
 /// describes (e.g. `locus launched FILE`).
 pub trait Program: Send + Sync {
+    /// The command that runs the role written in `role_file`.
     fn command(&self, role_file: &Path) -> Command;
 }
 
@@ -50,6 +51,7 @@ pub struct Launched {
 }
 
 impl Launched {
+    /// Reads the role file at `path`.
     pub fn load(path: &Path) -> io::Result<Launched> {
         let bad = |e: &dyn std::fmt::Display| {
             io::Error::new(

@@ -21,6 +21,7 @@ const LOG_FILE: &str = "launcher.log";
 /// The daemons' role file, in the cluster's (shared) directory.
 const ROLE_FILE: &str = "serve.json";
 
+/// A site's job launcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SiteLauncher {
@@ -44,6 +45,7 @@ impl std::str::FromStr for SiteLauncher {
 /// A launcher as a user would call it.
 #[derive(Clone, Debug)]
 pub struct Site {
+    /// Which launcher.
     pub launcher: SiteLauncher,
     /// The launcher program, if not `srun`/`mpiexec` on the PATH.
     pub program: Option<PathBuf>,
@@ -62,6 +64,7 @@ pub enum Shape {
 }
 
 impl Site {
+    /// The launcher program to run.
     pub fn program(&self) -> PathBuf {
         self.program.clone().unwrap_or_else(|| {
             match self.launcher {
@@ -190,13 +193,16 @@ impl Site {
 
 /// What `locus fs up --launcher` was asked for.
 pub struct Deploy<'a> {
+    /// The cluster directory (shared by every host).
     pub dir: &'a Path,
+    /// The launcher that starts one daemon per host.
     pub site: Site,
     /// Hosts (daemons) to start: required for mpiexec; srun defaults to the
     /// allocation's node count.
     pub hosts: Option<u32>,
     /// Node-local storage on every host.
     pub store: Option<PathBuf>,
+    /// When the daemons' metadata changes are on disk before they are answered.
     pub durability: Durability,
     /// Where every host mounts the cluster while its daemon runs.
     pub mount: Option<PathBuf>,

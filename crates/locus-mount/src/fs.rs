@@ -40,6 +40,8 @@ const TTL: Duration = Duration::from_secs(1);
 /// like `cp` copy in pieces this large.
 const MAX_WRITE: u32 = 1 << 20;
 
+/// The FUSE file system of a mount: the kernel's requests answered with one
+/// client.
 pub struct LocusFs {
     client: Client,
     rt: tokio::runtime::Runtime,
@@ -98,6 +100,7 @@ fn kind(k: Kind) -> FileType {
 }
 
 impl LocusFs {
+    /// A mount's file system, answering the kernel with `client`.
     pub fn new(client: Client) -> std::io::Result<LocusFs> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

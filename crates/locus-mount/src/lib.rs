@@ -1,6 +1,8 @@
 //! `locus fs mount`: the Locus file system as a POSIX mount (FUSE), a client
 //! of one node, so unmodified programs open Locus files by path.
 
+#![warn(missing_docs)]
+
 mod dir_attrs;
 mod fs;
 mod handles;

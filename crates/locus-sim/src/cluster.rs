@@ -22,8 +22,11 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// What a cluster is made of.
 #[derive(Debug, Clone, Copy)]
 pub struct Shape {
+    /// Daemons.
     pub nodes: u32,
+    /// Copies of metadata and data.
     pub replicas: u32,
+    /// When a daemon's metadata changes are on disk before they are answered.
     pub durability: Durability,
 }
 
@@ -92,10 +95,12 @@ impl InProcess {
         Ok(cluster)
     }
 
+    /// The cluster's directory (its cluster file, secret and nodes' stores).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
+    /// The cluster file as written.
     pub fn spec(&self) -> std::io::Result<ClusterSpec> {
         ClusterSpec::load(&self.dir)
     }
@@ -105,6 +110,7 @@ impl InProcess {
         Client::open(&self.dir, opts)
     }
 
+    /// Whether `node`'s daemon runs (not crashed).
     pub fn is_up(&self, node: NodeId) -> bool {
         self.nodes[node as usize].running.is_some()
     }

@@ -4,6 +4,8 @@
 //! workloads and faults and judges every answer against a model of what
 //! the file system promises.
 
+#![warn(missing_docs)]
+
 mod cluster;
 mod model;
 mod ops;

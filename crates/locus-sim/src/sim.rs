@@ -33,6 +33,7 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// Steps of reads at the end, until a single state is left.
 const SETTLE_STEPS: u32 = 3;
 
+/// What one seed runs.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Steps of the workload.
@@ -64,10 +65,15 @@ pub enum Inject {
 /// What a seed did, when every step was explained.
 #[derive(Debug, Clone)]
 pub struct Summary {
+    /// The seed.
     pub seed: u64,
+    /// The cluster it drew.
     pub shape: Shape,
+    /// Operations answered.
     pub ops: usize,
+    /// Daemons crashed.
     pub crashes: usize,
+    /// Daemons restarted.
     pub restarts: usize,
 }
 
@@ -75,12 +81,17 @@ pub struct Summary {
 /// replays it and the steps that led there.
 #[derive(Debug, Clone)]
 pub struct Failure {
+    /// The seed that replays it.
     pub seed: u64,
+    /// The step it failed at.
     pub step: u32,
+    /// What failed.
     pub kind: FailureKind,
+    /// Every step's operations and answers, and the faults, up to it.
     pub log: Vec<String>,
 }
 
+/// What a seed found wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FailureKind {
     /// No order of a step's operations explains their answers.
@@ -88,9 +99,15 @@ pub enum FailureKind {
     /// The workload left more possible states than the model follows.
     TooUncertain(usize),
     /// An operation did not answer within the deadline.
-    Stuck { op: String },
+    Stuck {
+        /// The operation, as the log shows it.
+        op: String,
+    },
     /// A write lock held past its lease, with no writer left.
-    LockOutlivedLease { path: String },
+    LockOutlivedLease {
+        /// The locked file.
+        path: String,
+    },
     /// The cluster could not be started or restarted.
     Harness(String),
 }

@@ -45,6 +45,7 @@ use std::time::Duration;
 /// before it takes the name anew.
 const CLAIM_TRIES: u32 = 3;
 
+/// How a client acts: on which node, placing new files how, waiting how long.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// The node this client acts on.
@@ -87,6 +88,8 @@ impl Default for ClientOptions {
     }
 }
 
+/// A client of one cluster, acting on one node; cheap to clone (clones share
+/// connections and what they learned).
 #[derive(Clone)]
 pub struct Client {
     inner: Arc<Inner>,
@@ -184,6 +187,7 @@ impl Client {
         Client::new(spec, secret, opts)
     }
 
+    /// A client of the cluster `spec` describes, proving `secret` to its daemons.
     pub fn new(spec: &ClusterSpec, secret: Secret, opts: ClientOptions) -> FsResult<Client> {
         let me = spec.nodes.get(opts.node as usize).ok_or_else(|| {
             FsError::new(Errno::EINVAL, format!("node {}", opts.node))
@@ -256,6 +260,7 @@ impl Client {
         !self.inner.diskless && rec.holders.contains(&self.inner.me)
     }
 
+    /// Nodes in the cluster.
     pub fn node_count(&self) -> usize {
         self.inner.peers.len()
     }

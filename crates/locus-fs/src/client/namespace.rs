@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 const PAGE: u32 = 10_000;
 
 impl Client {
+    /// The record of `path`.
     pub async fn stat(&self, path: &str) -> FsResult<Record> {
         let path = normalise(path)?;
         if let Some((held, name)) = self.held_parent(&path) {
@@ -224,6 +225,7 @@ impl Client {
         }
     }
 
+    /// Makes the directory `path` (its parent must exist).
     pub async fn mkdir(&self, path: &str) -> FsResult<()> {
         self.mkdir_with_mode(path, 0o755).await
     }
@@ -366,6 +368,7 @@ impl Client {
         Ok(())
     }
 
+    /// Removes the empty directory `path`.
     pub async fn rmdir(&self, path: &str) -> FsResult<()> {
         let path = normalise(path)?;
         let (parent, name) = split(&path)?;

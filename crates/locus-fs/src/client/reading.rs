@@ -22,7 +22,9 @@ const FETCH_STREAMS: u64 = 4;
 /// Where a file's data is on this node, once `local_copy` made it local.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalCopy {
+    /// The copy's file in this node's store (or a diskless client's scratch).
     pub path: PathBuf,
+    /// Its length in bytes.
     pub size: u64,
     /// The version it is (`Record::stamp`).
     pub stamp: u64,
@@ -333,6 +335,7 @@ impl Client {
         Ok(local)
     }
 
+    /// Opens `path` for reading, as a local copy (fetched if none is here).
     pub async fn open_read(&self, path: &str) -> FsResult<File> {
         let local = self.local_path(path).await?;
         File::open(&local).map_err(|e| FsError::io(path, &e))

@@ -126,6 +126,7 @@ impl Client {
         }
     }
 
+    /// Whether node `node`'s daemon answers (and accepts this client's secret).
     pub async fn ping(&self, node: NodeId) -> FsResult<()> {
         expect_ok(self.call(node, Request::Ping).await?)
     }
@@ -136,6 +137,7 @@ impl Client {
         expect_ok(self.call(node, Request::Shutdown { purge }).await?)
     }
 
+    /// What node `node`'s daemon holds and how it is doing.
     pub async fn status(&self, node: NodeId) -> FsResult<NodeStatus> {
         match self.call(node, Request::Status).await? {
             Response::Status(s) => Ok(s),

@@ -48,6 +48,7 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// The path this writer publishes to.
     pub fn path(&self) -> &str {
         &self.path
     }

@@ -41,6 +41,7 @@ pub struct Reclaimed {
     pub checked: usize,
     /// Copies no record names, dropped, and their bytes.
     pub dropped: usize,
+    /// The bytes of those dropped copies.
     pub bytes: u64,
     /// Copies or names whose record could not be read (kept).
     pub unsure: usize,

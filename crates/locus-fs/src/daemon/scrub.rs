@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 pub struct Scrubbed {
     /// Copies of current versions read and checked, and their bytes.
     pub checked: usize,
+    /// The bytes of those checked copies.
     pub bytes: u64,
     /// Bad copies made again from a good holder.
     pub repaired: Vec<(String, Mismatch)>,
@@ -30,8 +31,11 @@ pub struct Scrubbed {
 /// the run's task that made it, if one did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lost {
+    /// The file's path.
     pub path: String,
+    /// What was wrong with its last copy.
     pub why: Mismatch,
+    /// The task that made it (`made_by_note`), if a run's task did.
     pub made_by: Option<String>,
 }
 

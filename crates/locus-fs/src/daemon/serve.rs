@@ -26,9 +26,11 @@ pub const JOIN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Everything a daemon is told when started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServeConfig {
+    /// How it finds its cluster: joins one forming, or is a node of a written one.
     pub join: JoinConfig,
     /// Where to listen (port 0 picks a free port; default: every interface).
     pub listen: Option<SocketAddr>,
+    /// When a metadata change is on disk before it is answered.
     pub durability: Durability,
     /// Where to write the bound address once serving.
     pub addr_file: Option<PathBuf>,
@@ -75,6 +77,7 @@ pub struct JoinConfig {
     /// cgroup of an emulated host.
     #[serde(default)]
     pub netns: Option<String>,
+    /// The cgroup the daemon moves itself into (an emulated host's CPU limit).
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
 }

@@ -17,6 +17,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// A node's data store: its versions' bytes under `data/`, files being
+/// written under `tmp/`.
 #[derive(Debug, Clone)]
 pub struct Store {
     data: PathBuf,
@@ -138,6 +140,7 @@ impl Store {
             .join(name)
     }
 
+    /// The store's directory.
     pub fn root(&self) -> &Path {
         &self.data
     }

@@ -34,7 +34,9 @@ const PARALLEL_MIN: u64 = 16 * CHUNK as u64;
 /// What a version holds: its size and the hash of its bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Content {
+    /// Its length in bytes.
     pub size: u64,
+    /// The hash of its chunks' hashes and its size.
     pub sum: Sum,
 }
 
@@ -42,7 +44,9 @@ pub struct Content {
 /// its `Content` follows.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Chunks {
+    /// The bytes hashed.
     pub size: u64,
+    /// Each 1 MiB chunk's XXH3-64, in order.
     pub sums: Vec<u64>,
 }
 
@@ -233,6 +237,7 @@ pub struct Trailing<'f> {
 }
 
 impl<'f> Trailing<'f> {
+    /// Hashes `file`'s chunks from `start` (a chunk boundary) as bytes land.
     pub fn new(file: &'f File, start: u64) -> Trailing<'f> {
         debug_assert_eq!(
             start % CHUNK as u64,

@@ -4,6 +4,8 @@
 /// One version of a file: the path it was written at and its stamp.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VersionRef<'a> {
+    /// The path the version was written at.
     pub path: &'a str,
+    /// Its stamp (`Record::stamp`).
     pub stamp: u64,
 }
