@@ -8,7 +8,7 @@
 use crate::report::{header, median, row, target};
 use anyhow::{bail, Result};
 use locus_launch::{launch_ranks, On, Program, RankLaunch};
-use locus_runtime::rank::{RankOptions, RunSummary};
+use locus_runtime::{RankOptions, RunSummary};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;

@@ -267,9 +267,9 @@ pub(crate) enum FsOp {
 /// A path as scripts write it (`/locus/a/b`) or as the file system names it
 /// (`/a/b`): both mean `/a/b`, so a path can be pasted from a script.
 pub(crate) fn locus_path(s: &str) -> Result<String, String> {
-    Ok(match locus_runtime::files::fs_path(s) {
+    Ok(match locus_runtime::fs_path(s) {
         Some(p) => p.to_string(),
-        None if s == locus_runtime::files::LOCUS_PREFIX => "/".to_string(),
+        None if s == locus_runtime::LOCUS_PREFIX => "/".to_string(),
         None => s.to_string(),
     })
 }

@@ -40,7 +40,7 @@ pub(crate) fn run(a: LaunchedArgs) -> Result<()> {
     let l = Launched::load(&a.file)?;
     match l.role.as_str() {
         locus_fs::ServeConfig::NAME => crate::mount::serve_daemon(l.config()?),
-        locus_runtime::rank::RankOptions::NAME => crate::run::as_rank(l.config()?),
+        locus_runtime::RankOptions::NAME => crate::run::as_rank(l.config()?),
         locus_bench::meta_cluster::ClientArgs::NAME => {
             locus_bench::meta_cluster::client_main(l.config()?)
         }

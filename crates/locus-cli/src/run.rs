@@ -10,9 +10,9 @@ use clap::Args;
 use locus_fs::Placement;
 use locus_lang::{compile, ir::Program, Source};
 use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch};
-use locus_runtime::rank::{run_rank, RankOptions};
-use locus_runtime::rendezvous::RankEnv;
-use locus_runtime::resume::ResumeBy;
+use locus_runtime::RankEnv;
+use locus_runtime::ResumeBy;
+use locus_runtime::{run_rank, RankOptions};
 use locus_runtime::{Counts, Locality, Progress};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -304,7 +304,7 @@ fn stage_in_pair(s: &str) -> Result<(PathBuf, String), String> {
         .rfind(":/locus")
         .filter(|&i| i > 0)
         .map(|i| (&s[..i], &s[i + 1..]))
-        .filter(|(_, dst)| *dst == "/locus" || locus_runtime::files::fs_path(dst).is_some())
+        .filter(|(_, dst)| *dst == "/locus" || locus_runtime::fs_path(dst).is_some())
         .ok_or_else(|| format!("'{s}' is not SRC:DST with DST a /locus/ path"))?;
     Ok((PathBuf::from(src), dst.to_string()))
 }

@@ -117,7 +117,7 @@ fn a_long_foreach_keeps_a_bounded_number_of_tasks_released() {
     // The engine makes iterations faster than two workers run them: it
     // stops at the bound (a slice of iterations past it at most) and goes
     // on as tasks end, so a loop's memory does not grow with its length.
-    let most = locus_runtime::server::RELEASED_MOST;
+    let most = locus_runtime::RELEASED_MOST;
     let script = format!(
         "import sys;\nforeach i in [1:{}] {{ sleep(0.0); }}\n",
         3 * most

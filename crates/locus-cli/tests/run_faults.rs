@@ -7,7 +7,7 @@ use common::{locus, processes_with, Run};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::frame;
 use locus_proto::run::RankMsg;
-use locus_runtime::rendezvous::Entry;
+use locus_runtime::Entry;
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -428,7 +428,7 @@ fn kill_a_worker_mid_run(args: &[&str], victim: u32) {
     assert!(processes_with("sleep 0.4567").is_empty());
     // The report tells it.
     let gone = format!("worker rank {victim} on node0 is gone: ");
-    let summary = locus_runtime::rank::RunSummary::load(&run_dir).unwrap();
+    let summary = locus_runtime::RunSummary::load(&run_dir).unwrap();
     assert!(
         summary.workers_gone.len() == 1 && summary.workers_gone[0].starts_with(&gone),
         "{:?}",

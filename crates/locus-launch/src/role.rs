@@ -87,7 +87,7 @@ impl Role for locus_fs::ServeConfig {
     const NAME: &'static str = "fs-daemon";
 }
 
-impl Role for locus_runtime::rank::RankOptions {
+impl Role for locus_runtime::RankOptions {
     const NAME: &'static str = "rank";
 }
 

@@ -6,7 +6,7 @@
 //! with the child's code (128 + the signal that killed it): a worker or a
 //! daemon killed on one host costs what it held, not the job.
 
-use locus_runtime::rendezvous::RankEnv;
+use locus_runtime::RankEnv;
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::Command;

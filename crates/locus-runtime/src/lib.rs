@@ -4,38 +4,24 @@
 //! data (`files`, `storage`); ranks find each other through their
 //! launcher's PMI or the run directory (`rendezvous`, `pmi`, `layout`);
 //! `record` keeps one line per task.
+//!
+//! Folders: `engine/` (the dataflow core: futures, values, plans, and the
+//! engines' talk between servers), `builtins/` (Swift/T's library),
+//! `ranks/` (ranks and the wire between them), `exec/` (processes and
+//! interpreters), `records/` (task records, resume, the report).
 
-pub mod balancer;
-pub mod builtins;
-mod cmdline;
-pub mod cost;
-pub mod engine;
-pub mod files;
-pub mod format;
-pub mod ids;
-pub mod interp;
-pub mod json;
-pub mod layout;
-pub mod mount;
-mod paths;
-pub mod plan;
-pub mod pmi;
-pub mod process;
-pub mod rank;
-pub mod record;
-pub mod remote;
-pub mod rendezvous;
-pub mod report;
-pub mod resume;
-pub mod server;
-pub mod spawn;
-pub mod storage;
-pub mod store;
-mod strings;
-mod text_files;
-pub mod value;
-pub mod wire;
-pub mod worker;
+mod builtins;
+mod engine;
+mod exec;
+mod ranks;
+mod records;
 
-pub use cmdline::CommandLine;
+pub use builtins::cmdline::CommandLine;
 pub use engine::{Counts, Engine, Locality, Progress, RunOptions};
+pub use exec::files::{fs_path, LOCUS_PREFIX};
+pub use ranks::layout::Layout;
+pub use ranks::rank::{run_rank, summary_path, RankOptions, RunSummary};
+pub use ranks::rendezvous::{ranks_dir, Entry, RankEnv};
+pub use ranks::server::RELEASED_MOST;
+pub use records::resume::ResumeBy;
+pub use records::{record, report};

@@ -96,7 +96,7 @@ impl Engine {
         if self.opts.storage.fs.is_some() {
             return format!(
                 "{}/tmp/{}/{name}",
-                crate::files::LOCUS_PREFIX,
+                crate::exec::files::LOCUS_PREFIX,
                 self.opts.run_id
             );
         }
@@ -460,7 +460,7 @@ impl Engine {
             // is there, the rest is within its value.
             (false, _) => {
                 let outer = self.remote.member(f, first.clone()).await;
-                outer.and_then(|v| crate::store::walk(&v, rest))
+                outer.and_then(|v| crate::engine::store::walk(&v, rest))
             }
         };
         if v.is_none() {

@@ -11,19 +11,19 @@
 //! and shares of large `foreach` loops go to the servers in turn
 //! (`remote`), each keeping the futures it creates.
 
+use crate::builtins::storage::Storage;
 use crate::builtins::{self, Context};
-use crate::cost;
-use crate::ids::IdMap;
-use crate::plan::{Block, Plans};
-use crate::remote::{self, ControlStats, Items, Msg, Remote, Status};
-use crate::server::Dispatch;
-use crate::storage::Storage;
-use crate::store::{FutureId, Store};
-use crate::value::{Key, Value};
+use crate::engine::ids::IdMap;
+use crate::engine::plan::{Block, Plans};
+use crate::engine::store::{FutureId, Store};
+use crate::engine::value::{Key, Value};
+use crate::ranks::cost;
+use crate::ranks::server::Dispatch;
 use locus_lang::builtins::{Builtin, Run, Task as TaskFn};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
 use locus_proto::run::{Arg, Held, Outcome, Placed, Stats, Target, Task, Work};
+use remote::{ControlStats, Items, Msg, Remote, Status};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -34,10 +34,15 @@ use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
 
 mod distribution;
+pub(crate) mod ids;
 mod interp;
 mod leaf;
 mod lineage;
+pub(crate) mod plan;
+pub(crate) mod remote;
 mod stall;
+pub(crate) mod store;
+pub(crate) mod value;
 
 /// Whether leaf tasks without a location are placed by their input data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,7 +107,7 @@ pub struct RunOptions {
     /// Leaf tasks done / put, shown while the run goes (a terminal only).
     pub progress: Option<Arc<dyn Progress>>,
     /// Task keys, and what earlier runs did (`--resume`).
-    pub resume: crate::resume::Resume,
+    pub resume: crate::records::resume::Resume,
 }
 
 pub struct Engine {

@@ -10,23 +10,23 @@ use std::collections::HashMap;
 const SERVER_SHIFT: u32 = 40;
 
 /// Id number `n` of server `server`.
-pub fn tagged(server: u32, n: u64) -> u64 {
+pub(crate) fn tagged(server: u32, n: u64) -> u64 {
     (u64::from(server) << SERVER_SHIFT) | n
 }
 
 /// The index of the server that made `id`.
-pub fn server_of(id: u64) -> u32 {
+pub(crate) fn server_of(id: u64) -> u32 {
     (id >> SERVER_SHIFT) as u32
 }
 
 /// `id`'s number among its server's ids.
-pub fn number(id: u64) -> u64 {
+pub(crate) fn number(id: u64) -> u64 {
     id & ((1 << SERVER_SHIFT) - 1)
 }
 use std::hash::{BuildHasherDefault, Hasher};
 
 #[derive(Default, Clone, Copy)]
-pub struct IdHasher(u64);
+pub(crate) struct IdHasher(u64);
 
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -46,4 +46,4 @@ impl Hasher for IdHasher {
     }
 }
 
-pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
+pub(crate) type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;

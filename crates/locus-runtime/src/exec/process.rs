@@ -17,10 +17,10 @@ use tokio::io::{AsyncReadExt, Interest};
 use tokio::net::unix::pipe;
 use tokio::task::JoinHandle;
 
-use crate::spawn::{self, Spawner};
+use crate::exec::spawn::{self, Spawner};
 
 /// Bytes of one stream kept per task; the rest is counted, not kept.
-pub const KEPT_BYTES: u64 = 1 << 20;
+pub(crate) const KEPT_BYTES: u64 = 1 << 20;
 
 /// How long a finished app's streams may stay open (a background child
 /// holding them): after that the task ends without waiting for them.
@@ -35,13 +35,13 @@ const STREAM_PATIENCE: Duration = Duration::from_millis(5);
 /// Where a stream the script did not redirect goes: `path`, made at its
 /// first byte, holding at most `KEPT_BYTES`; and this process's own stream
 /// too when `echo`.
-pub struct Capture {
+pub(crate) struct Capture {
     pub path: PathBuf,
     pub echo: bool,
 }
 
 /// A process's standard stream.
-pub enum Stream {
+pub(crate) enum Stream {
     /// `/dev/null`.
     Null,
     /// A file opened for it.
@@ -52,7 +52,7 @@ pub enum Stream {
 
 /// What every process a worker starts has in common, made once: its
 /// environment and `/dev/null`.
-pub struct Launcher {
+pub(crate) struct Launcher {
     env: Vec<CString>,
     null: OwnedFd,
     spawner: Spawner,
@@ -60,7 +60,7 @@ pub struct Launcher {
 
 impl Launcher {
     /// This process's environment with `set` set and `unset` removed.
-    pub fn new(set: &[(&str, String)], unset: &[&str]) -> io::Result<Launcher> {
+    pub(crate) fn new(set: &[(&str, String)], unset: &[&str]) -> io::Result<Launcher> {
         let mut vars: Vec<(OsString, OsString)> = std::env::vars_os()
             .filter(|(k, _)| !unset.iter().any(|u| k == u) && !set.iter().any(|(s, _)| k == s))
             .collect();
@@ -152,14 +152,14 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// What the process used, as `wait4` reports it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Usage {
+pub(crate) struct Usage {
     /// User plus system CPU time, in microseconds.
     pub cpu_us: u64,
     /// Peak resident memory, in KiB.
     pub max_rss_kib: u64,
 }
 
-pub struct Ended {
+pub(crate) struct Ended {
     /// The exit code (128 + signal for a killed process); `None` when it
     /// ran past the timeout and was killed.
     pub code: Option<i32>,
@@ -176,7 +176,7 @@ pub struct Ended {
 /// (most do) is waited for here, blocking: registering the pidfd with the
 /// runtime and being woken through it cost a fifth of what runs beside a
 /// `/bin/true`.
-pub async fn run(
+pub(crate) async fn run(
     launcher: &Launcher,
     argv: &[String],
     streams: [Stream; 3],

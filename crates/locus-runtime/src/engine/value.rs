@@ -97,7 +97,7 @@ impl Value {
 }
 
 /// Floats print with a decimal point, as Tcl prints doubles (`2.0`, `0.5`).
-pub fn format_float(x: f64) -> String {
+pub(crate) fn format_float(x: f64) -> String {
     if x.is_nan() {
         "NaN".into()
     } else if x.is_infinite() {

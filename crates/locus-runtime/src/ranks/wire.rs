@@ -17,10 +17,10 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 
 /// The sending half of a rank connection.
-pub type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+pub(crate) type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// A connection between ranks, before its handshake.
-pub enum Stream {
+pub(crate) enum Stream {
     Tcp(TcpStream),
     Local(UnixStream),
 }
@@ -53,7 +53,7 @@ fn local_name(addr: SocketAddr, rank: Rank) -> io::Result<std::os::unix::net::So
 }
 
 /// Listens for the ranks of this host of server `rank` listening on `addr`.
-pub fn listen_local(addr: SocketAddr, rank: Rank) -> io::Result<UnixListener> {
+pub(crate) fn listen_local(addr: SocketAddr, rank: Rank) -> io::Result<UnixListener> {
     let listener = std::os::unix::net::UnixListener::bind_addr(&local_name(addr, rank)?)?;
     listener.set_nonblocking(true)?;
     UnixListener::from_std(listener)
@@ -66,14 +66,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_BUFFER: usize = 64 << 10;
 
 /// Reads frames off one connection.
-pub struct Reader {
+pub(crate) struct Reader {
     rd: BufReader<Box<dyn AsyncRead + Send + Unpin>>,
     buf: Vec<u8>,
 }
 
 impl Reader {
     /// The next message, `None` at a clean end of stream.
-    pub async fn next(&mut self) -> io::Result<Option<RankMsg>> {
+    pub(crate) async fn next(&mut self) -> io::Result<Option<RankMsg>> {
         if !frame::read_async(&mut self.rd, &mut self.buf).await? {
             return Ok(None);
         }
@@ -92,7 +92,7 @@ const CONNECT_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Connects to the server rank at `addr` as rank `me`, trying again (with
 /// back-off) while the server is too busy to answer, for a bounded time.
-pub async fn connect(
+pub(crate) async fn connect(
     (addr, to): (SocketAddr, Rank),
     secret: &Secret,
     me: Rank,
@@ -183,7 +183,10 @@ fn handshake<S: io::Read + io::Write>(
 }
 
 /// Accepts a rank's connection: checks the secret and reads who it is.
-pub async fn accept(mut stream: Stream, secret: &Secret) -> io::Result<(Rank, Reader, Writer)> {
+pub(crate) async fn accept(
+    mut stream: Stream,
+    secret: &Secret,
+) -> io::Result<(Rank, Reader, Writer)> {
     let channel = match &mut stream {
         Stream::Tcp(s) => {
             s.set_nodelay(true)?;

@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
+pub(crate) enum Lang {
     Python,
     R,
 }
@@ -104,7 +104,7 @@ impl Lang {
     }
 }
 
-pub struct Interpreter {
+pub(crate) struct Interpreter {
     lang: Lang,
     _child: Child,
     requests: ChildStdin,
@@ -112,7 +112,7 @@ pub struct Interpreter {
 }
 
 impl Interpreter {
-    pub fn start(lang: Lang) -> Result<Interpreter, String> {
+    pub(crate) fn start(lang: Lang) -> Result<Interpreter, String> {
         Interpreter::spawn(lang, &lang.program())
     }
 
@@ -138,7 +138,7 @@ impl Interpreter {
     }
 
     /// Runs `code`, then returns `expr` as text (empty for an empty `expr`).
-    pub async fn eval(&mut self, code: &str, expr: &str) -> Result<String, String> {
+    pub(crate) async fn eval(&mut self, code: &str, expr: &str) -> Result<String, String> {
         let name = self.lang.name();
         let lost = |e: std::io::Error| format!("{name}: the interpreter stopped: {e}");
         let head = format!("{} {}\n", code.len(), expr.len());

@@ -18,7 +18,7 @@ const MAX_LINE: usize = 1024;
 
 /// A PMI-1 session with the launcher, finalized when dropped (Hydra calls
 /// a process that exits without finalizing a bad termination).
-pub struct Pmi {
+pub(crate) struct Pmi {
     sock: UnixStream,
     kvs: String,
     max_value: usize,
@@ -37,7 +37,7 @@ impl Pmi {
     /// Opens the session the launcher offers in `PMI_FD`, if it offers one.
     /// Each answer is waited for at most `timeout` (a fence lasts until
     /// every rank reached it).
-    pub fn from_env(timeout: Duration) -> io::Result<Option<Pmi>> {
+    pub(crate) fn from_env(timeout: Duration) -> io::Result<Option<Pmi>> {
         let Ok(fd) = std::env::var("PMI_FD") else {
             return Ok(None);
         };
@@ -57,7 +57,7 @@ impl Pmi {
     }
 
     /// Starts a session on `sock`: `init`, the limits, the key space's name.
-    pub fn over(sock: UnixStream, timeout: Duration) -> io::Result<Pmi> {
+    pub(crate) fn over(sock: UnixStream, timeout: Duration) -> io::Result<Pmi> {
         sock.set_read_timeout(Some(timeout))?;
         let mut pmi = Pmi {
             sock,
@@ -79,14 +79,14 @@ impl Pmi {
     }
 
     /// The longest value `put` may send under `key`.
-    pub fn max_value(&self, key: &str) -> usize {
+    pub(crate) fn max_value(&self, key: &str) -> usize {
         let line = format!("cmd=put kvsname={} key={key} value=\n", self.kvs).len();
         self.max_value.min(MAX_LINE.saturating_sub(line))
     }
 
     /// Publishes `value` under `key`, seen by all after the next `fence`.
     /// Values are words: no spaces, no `=`.
-    pub fn put(&mut self, key: &str, value: &str) -> io::Result<()> {
+    pub(crate) fn put(&mut self, key: &str, value: &str) -> io::Result<()> {
         if value.len() > self.max_value(key) {
             return Err(protocol(format!(
                 "a value of {} bytes for {key} is longer than {}",
@@ -99,12 +99,12 @@ impl Pmi {
     }
 
     /// Waits until every process of the job reached its fence.
-    pub fn fence(&mut self) -> io::Result<()> {
+    pub(crate) fn fence(&mut self) -> io::Result<()> {
         self.request("cmd=barrier_in", "barrier_out").map(|_| ())
     }
 
     /// The value some process put under `key` before the last fence.
-    pub fn get(&mut self, key: &str) -> io::Result<String> {
+    pub(crate) fn get(&mut self, key: &str) -> io::Result<String> {
         let line = format!("cmd=get kvsname={} key={key}", self.kvs);
         let answer = self.request(&line, "get_result")?;
         Ok(field(&answer, "value")?.to_string())
@@ -186,7 +186,7 @@ fn field<'a>(words: &'a [(String, String)], key: &str) -> io::Result<&'a str> {
 }
 
 #[cfg(test)]
-pub mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::HashMap;
     use std::sync::{Arc, Barrier, Mutex};
@@ -194,7 +194,7 @@ pub mod tests {
     /// A PMI-1 server for `size` processes as Hydra answers (no `rc` on a
     /// fence, `rc=-1` for a missing key): what tests of the wire-up run
     /// against in-process. Returns each process's end of its socket.
-    pub fn serve(size: usize, vallen_max: usize) -> Vec<UnixStream> {
+    pub(crate) fn serve(size: usize, vallen_max: usize) -> Vec<UnixStream> {
         let kvs: Arc<Mutex<HashMap<String, String>>> = Default::default();
         let fence = Arc::new(Barrier::new(size));
         (0..size)

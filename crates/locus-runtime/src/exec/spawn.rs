@@ -15,7 +15,7 @@ use std::sync::Mutex;
 const STACK: usize = 64 << 10;
 
 /// Starts programs; one per worker, made once.
-pub struct Spawner {
+pub(crate) struct Spawner {
     /// Held while a child runs on it (until its `execve`).
     stack: Mutex<Vec<u128>>,
     /// Signals the child sets back to their default action: those this
@@ -25,7 +25,7 @@ pub struct Spawner {
 }
 
 /// A started process.
-pub struct Child {
+pub(crate) struct Child {
     pub pid: libc::pid_t,
     /// Readable once it has exited.
     pub pidfd: OwnedFd,
@@ -43,7 +43,7 @@ struct Exec<'a> {
 }
 
 impl Spawner {
-    pub fn new() -> Spawner {
+    pub(crate) fn new() -> Spawner {
         let reset = (1..=libc::SIGRTMAX())
             .filter(|&sig| {
                 // SAFETY: a query only (no new action), into a zeroed struct.
@@ -62,7 +62,7 @@ impl Spawner {
     /// Starts `program` (a path) with `argv` and `envp` (both
     /// NULL-terminated, `argv[0]` first) and `fds` as its stdin, stdout and
     /// stderr, no signal blocked.
-    pub fn spawn(
+    pub(crate) fn spawn(
         &self,
         program: &CString,
         argv: &[*mut libc::c_char],

@@ -9,9 +9,9 @@
 //! By content (`--resume=content`), a file that is another version with
 //! the bytes an earlier run recorded the hash of counts as unchanged.
 
-use crate::files::LOCUS_PREFIX;
-use crate::record::{self, Recorder, Seen, TaskRecord};
-use crate::storage::Storage;
+use crate::builtins::storage::Storage;
+use crate::exec::files::LOCUS_PREFIX;
+use crate::records::record::{self, Recorder, Seen, TaskRecord};
 use locus_proto::run::{Arg, Placed, Rank};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

@@ -5,11 +5,11 @@
 //! dataflow engine puts leaf tasks and talks to the other engines through
 //! its `Dispatch`; the leader (first server) ends the run.
 
-use crate::balancer::Balancer;
-use crate::ids::{self, IdMap};
-use crate::layout::Layout;
-use crate::rendezvous::Entry;
-use crate::wire::{self, Reader};
+use crate::engine::ids::{self, IdMap};
+use crate::ranks::balancer::Balancer;
+use crate::ranks::layout::Layout;
+use crate::ranks::rendezvous::Entry;
+use crate::ranks::wire::{self, Reader};
 use locus_proto::auth::Secret;
 use locus_proto::run::{Outcome, Rank, RankMsg, Task};
 use std::collections::{HashMap, HashSet};
@@ -35,7 +35,7 @@ const STEAL_BACKOFF_MAX: Duration = Duration::from_millis(20);
 /// `PREFETCH` short tasks' time and save a round trip each.
 const PREFETCH: u32 = 32;
 
-pub struct ServerConfig {
+pub(crate) struct ServerConfig {
     pub me: Rank,
     pub layout: Arc<Layout>,
     /// Every rank's published entry (servers' addresses).
@@ -60,7 +60,7 @@ enum Event {
 }
 
 /// Messages from other servers' engines: the sender and the bytes.
-pub type Inbox = mpsc::UnboundedReceiver<(Rank, Vec<u8>)>;
+pub(crate) type Inbox = mpsc::UnboundedReceiver<(Rank, Vec<u8>)>;
 
 /// A server's engine puts leaf tasks here and awaits their outcomes, and
 /// exchanges messages with the other engines.
@@ -230,7 +230,7 @@ fn failed(id: u64, rank: Rank, error: String) -> Outcome {
 }
 
 /// A bound server rank, ready to be published and run.
-pub struct Server {
+pub(crate) struct Server {
     listener: TcpListener,
     /// The same, for ranks of this host (`wire::listen_local`).
     local: Option<tokio::net::UnixListener>,
@@ -243,7 +243,7 @@ pub struct Server {
 impl Server {
     /// Listens on `addr` (within a tokio runtime: the listeners register
     /// with its reactor).
-    pub fn bind(addr: std::net::SocketAddr, me: Rank) -> std::io::Result<Server> {
+    pub(crate) fn bind(addr: std::net::SocketAddr, me: Rank) -> std::io::Result<Server> {
         // Every worker of a large run connects at once: a queue long enough
         // for all of them (the kernel caps it at somaxconn), so none waits
         // for TCP's SYN retransmission (1 s, 3 s, 7 s…).
@@ -282,18 +282,18 @@ impl Server {
         })
     }
 
-    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+    pub(crate) fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
         self.listener.local_addr()
     }
 
     /// The engine's handle.
-    pub fn dispatch(&self) -> Arc<Dispatch> {
+    pub(crate) fn dispatch(&self) -> Arc<Dispatch> {
         self.dispatch.clone()
     }
 
     /// Connects the ranks this server talks to; returns once all have
     /// joined, with the loop that serves them until the run ends.
-    pub async fn start(
+    pub(crate) async fn start(
         self,
         cfg: ServerConfig,
     ) -> Result<impl std::future::Future<Output = Result<(), String>>, String> {

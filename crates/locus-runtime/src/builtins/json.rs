@@ -3,7 +3,7 @@
 //! document itself), answered as Swift/T's Python helpers answer: values
 //! as Python's `str()` prints them, keys in the document's order.
 
-use crate::value::Value;
+use crate::engine::value::Value;
 use serde_json::Value as Json;
 
 /// The value at `path` in the JSON text `doc`.
@@ -25,14 +25,14 @@ fn parse(text: &str) -> Result<Json, String> {
 }
 
 /// `json_get(J, path)`: what is at `path`, as text.
-pub fn get(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn get(text: &str, path: &str) -> Result<String, String> {
     let doc = parse(text)?;
     Ok(python_str(at(&doc, path)?))
 }
 
 /// `json_type(J, path)`: `string`, `int`, `float`, `array`, `object` or
 /// `null` (and `boolean`, where Swift/T's helper fails).
-pub fn type_of(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn type_of(text: &str, path: &str) -> Result<String, String> {
     let doc = parse(text)?;
     Ok(match at(&doc, path)? {
         Json::String(_) => "string",
@@ -47,7 +47,7 @@ pub fn type_of(text: &str, path: &str) -> Result<String, String> {
 }
 
 /// `json_array_size(J, path)`: the length of the array at `path`.
-pub fn array_size(text: &str, path: &str) -> Result<usize, String> {
+pub(crate) fn array_size(text: &str, path: &str) -> Result<usize, String> {
     match at(&parse(text)?, path)? {
         Json::Array(items) => Ok(items.len()),
         _ => Err(format!("json: '{path}' is not an array")),
@@ -56,7 +56,7 @@ pub fn array_size(text: &str, path: &str) -> Result<usize, String> {
 
 /// `json_object_names(J, path)`: the names of the object at `path`, in
 /// order, joined by commas.
-pub fn object_names(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn object_names(text: &str, path: &str) -> Result<String, String> {
     match at(&parse(text)?, path)? {
         Json::Object(map) => Ok(map.keys().cloned().collect::<Vec<_>>().join(",")),
         _ => Err(format!("json: '{path}' is not an object")),
@@ -64,17 +64,17 @@ pub fn object_names(text: &str, path: &str) -> Result<String, String> {
 }
 
 /// `json_list_length(f, path)`: `json_array_size` of a file's text.
-pub fn list_length(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn list_length(text: &str, path: &str) -> Result<String, String> {
     array_size(text, path).map(|n| n.to_string())
 }
 
 /// `json_dict_entries(f, path)`: `json_object_names` of a file's text.
-pub fn dict_entries(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn dict_entries(text: &str, path: &str) -> Result<String, String> {
     object_names(text, path)
 }
 
 /// How `json_encode_*` writes each value.
-pub enum Encoding<'a> {
+pub(crate) enum Encoding<'a> {
     /// By its Swift type: numbers bare, strings quoted, booleans as the
     /// integers Turbine keeps them as.
     Infer,
@@ -89,7 +89,7 @@ pub enum Encoding<'a> {
 /// The members of a JSON array (no `names`) or object, comma-separated,
 /// as Turbine's `json_encode_*` writes them (`name` is the builtin's, for
 /// messages).
-pub fn encode(
+pub(crate) fn encode(
     name: &str,
     names: Option<&[String]>,
     how: Encoding,
@@ -163,9 +163,12 @@ fn as_spec(name: &str, spec: &str, v: &Value) -> Result<String, String> {
         None => spec.to_string(),
     };
     Ok(match kind.as_str() {
-        "f" => crate::format::sprintf(spec, &[Value::Float(number()?)])?,
-        "i" => crate::format::sprintf(spec, &[Value::Int(number()?.trunc() as i64)])?,
-        "s" => format!("\"{}\"", crate::format::sprintf(spec, &[Value::Str(text)])?),
+        "f" => crate::builtins::format::sprintf(spec, &[Value::Float(number()?)])?,
+        "i" => crate::builtins::format::sprintf(spec, &[Value::Int(number()?.trunc() as i64)])?,
+        "s" => format!(
+            "\"{}\"",
+            crate::builtins::format::sprintf(spec, &[Value::Str(text)])?
+        ),
         "int" => (number()?.trunc() as i64).to_string(),
         "float" => Value::Float(number()?).render(),
         "string" => format!("\"{text}\""),

@@ -3,13 +3,13 @@
 //! `get_rank`, `set_rank`), Swift/T's hostmap builtins, and the file
 //! builtins (`read`, `write`, …) when their path is a Locus file.
 
+use crate::builtins::json;
+use crate::builtins::text_files;
 use crate::builtins::{array, string, wildcard};
-use crate::files::{fs_path, LOCUS_PREFIX};
-use crate::json;
-use crate::layout::Layout;
-use crate::record::Seen;
-use crate::text_files;
-use crate::value::{Location, Value};
+use crate::engine::value::{Location, Value};
+use crate::exec::files::{fs_path, LOCUS_PREFIX};
+use crate::ranks::layout::Layout;
+use crate::records::record::Seen;
 use locus_fs::Client;
 use locus_lang::builtins::Run;
 use locus_proto::fs::{Kind, NodeId};
@@ -461,7 +461,7 @@ impl Storage {
                 client.local_copy_from(fp, Some(&rec)).await.ok()?.path
             }
         };
-        crate::record::hash_of(local).await
+        crate::records::record::hash_of(local).await
     }
 
     /// Whether Locus file `path` is lost with a node (`Client::lost`); a

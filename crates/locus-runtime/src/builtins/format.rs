@@ -2,10 +2,10 @@
 //! `format`, which are C's (`%d %i %u %o %x %X %b %c %s %f %e %E %g %G
 //! %%`, flags `- + space 0 #`, width, precision, `h`/`l`/`ll` accepted).
 
-use crate::value::Value;
+use crate::engine::value::Value;
 
 /// Formats `args` by `fmt`.
-pub fn sprintf(fmt: &str, args: &[Value]) -> Result<String, String> {
+pub(crate) fn sprintf(fmt: &str, args: &[Value]) -> Result<String, String> {
     let mut out = String::new();
     let mut it = fmt.chars().peekable();
     let mut next = args.iter();

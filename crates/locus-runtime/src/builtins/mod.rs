@@ -1,12 +1,17 @@
 //! Builtin operators and functions, evaluated by control tasks on values
 //! that are already closed.
 
-use crate::format::sprintf;
-use crate::json;
-use crate::paths;
-use crate::strings;
-use crate::value::{format_float, Key, Location, Value};
+pub(crate) mod cmdline;
+pub(crate) mod format;
+pub(crate) mod json;
+pub(crate) mod paths;
+pub(crate) mod storage;
+pub(crate) mod strings;
+pub(crate) mod text_files;
+
+use crate::engine::value::{format_float, Key, Location, Value};
 use crate::CommandLine;
+use format::sprintf;
 use locus_lang::ast::{BinOp, UnOp};
 use locus_lang::builtins::{Effect, Pure};
 use std::collections::BTreeMap;
@@ -16,7 +21,7 @@ use std::collections::BTreeMap;
 const MAX_RANGE_ARRAY: u64 = 1 << 26;
 
 /// How many values `[lo:hi:step]` has, for any ints.
-pub fn range_len(lo: i64, hi: i64, step: i64) -> Result<u64, String> {
+pub(crate) fn range_len(lo: i64, hi: i64, step: i64) -> Result<u64, String> {
     if step <= 0 {
         return Err(format!("range step must be positive, not {step}"));
     }
@@ -28,12 +33,12 @@ pub fn range_len(lo: i64, hi: i64, step: i64) -> Result<u64, String> {
 }
 
 /// The `k`th value of a range starting at `lo` (in range: at most its end).
-pub fn range_value(lo: i64, step: i64, k: u64) -> i64 {
+pub(crate) fn range_value(lo: i64, step: i64, k: u64) -> i64 {
     (i128::from(lo) + i128::from(k) * i128::from(step)) as i64
 }
 
 /// What builtins may read of the run.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub args: &'a CommandLine,
 }
 
@@ -101,7 +106,7 @@ pub(crate) fn array(items: impl IntoIterator<Item = Value>) -> Value {
     )
 }
 
-pub fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
+pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
     use Value::*;
     Ok(match (op, a, b) {
         (BinOp::Or, Bool(x), Bool(y)) => Bool(*x || *y),
@@ -150,7 +155,7 @@ pub fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
     })
 }
 
-pub fn unary(op: UnOp, a: &Value) -> Result<Value, String> {
+pub(crate) fn unary(op: UnOp, a: &Value) -> Result<Value, String> {
     Ok(match (op, a) {
         (UnOp::Not, Value::Bool(b)) => Value::Bool(!b),
         (UnOp::Neg, Value::Int(i)) => Value::Int(-i),
@@ -230,7 +235,7 @@ fn json_encode(op: Pure, a: &[Value]) -> Result<Value, String> {
     }))
 }
 
-pub fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
+pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
     let name = op.name();
     let arg = |i: usize| {
         a.get(i)
@@ -680,7 +685,7 @@ fn argv_accept(args: &CommandLine, keys: &[Value]) -> Result<(), String> {
 
 /// Evaluates a builtin that produces no value; `Ok(Some(line))` is output
 /// to print.
-pub fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<String>, String> {
+pub(crate) fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<String>, String> {
     let msg = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
     match op {
         Effect::Trace => Ok(Some(trace(a))),
@@ -727,7 +732,7 @@ pub fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<String>, S
 
 /// What `trace(a…)` prints: a boolean as `1` or `0`, as Turbine, which
 /// keeps booleans as integers, prints them (`toString` still says `true`).
-pub fn trace(a: &[Value]) -> String {
+pub(crate) fn trace(a: &[Value]) -> String {
     let shown: Vec<String> = a
         .iter()
         .map(|v| match v {

@@ -2,13 +2,13 @@
 //! namespace of its own that its apps share, so programs open any Locus
 //! file by the path the script uses.
 
-use crate::files::LOCUS_PREFIX;
+use crate::exec::files::LOCUS_PREFIX;
 use locus_fs::Client;
 use std::path::Path;
 
 /// Moves this process (still single-threaded) into a mount namespace of its
 /// own, whose mounts do not reach the host's.
-pub fn private_namespace() -> Result<(), String> {
+pub(crate) fn private_namespace() -> Result<(), String> {
     let why = |what: &str| {
         format!(
             "--mount: {what}: {} (a mount namespace per rank needs root)",
@@ -37,7 +37,7 @@ pub fn private_namespace() -> Result<(), String> {
 
 /// Mounts the file system `client` reaches at `/locus` (made if missing);
 /// unmounted when the guard is dropped.
-pub fn at_locus(client: Client, run_dir: &Path) -> Result<locus_mount::Mounted, String> {
+pub(crate) fn at_locus(client: Client, run_dir: &Path) -> Result<locus_mount::Mounted, String> {
     let point = Path::new(LOCUS_PREFIX);
     std::fs::create_dir_all(point).map_err(|e| format!("--mount: {LOCUS_PREFIX}: {e}"))?;
     let name = format!("locus:{}", run_dir.display());

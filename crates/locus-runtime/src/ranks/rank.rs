@@ -2,16 +2,16 @@
 //! (`srun`, `mpiexec`): finds the others, then serves as a worker or a
 //! server with its dataflow engine; the leader (first server) runs `main`.
 
+use crate::builtins::storage::Storage;
+use crate::engine::remote::ControlStats;
 use crate::engine::{Engine, Locality, Progress, RunOptions};
-use crate::layout::Layout;
-use crate::pmi::Pmi;
-use crate::record::now_us;
-use crate::remote::ControlStats;
-use crate::rendezvous::{self, Entry, RankEnv, RanksDir, Wireup};
-use crate::resume::{Resume, ResumeBy};
-use crate::server::{Server, ServerConfig};
-use crate::storage::Storage;
-use crate::worker::{run_worker, WorkerConfig};
+use crate::ranks::layout::Layout;
+use crate::ranks::pmi::Pmi;
+use crate::ranks::rendezvous::{self, Entry, RankEnv, RanksDir, Wireup};
+use crate::ranks::server::{Server, ServerConfig};
+use crate::ranks::worker::{run_worker, WorkerConfig};
+use crate::records::record::now_us;
+use crate::records::resume::{Resume, ResumeBy};
 use locus_fs::{Client, ClientOptions, ClusterSpec, Placement};
 use locus_lang::ir::Program;
 use serde::{Deserialize, Serialize};
@@ -164,7 +164,7 @@ pub fn run_rank(
     if opts.mount {
         // Before any thread starts: every thread of the rank (and every app)
         // then shares the namespace.
-        crate::mount::private_namespace()?;
+        crate::exec::mount::private_namespace()?;
     }
     // One thread per rank: ranks are processes, one per core, and a single
     // thread spares the engine's futures cross-thread wake-ups.
@@ -261,10 +261,10 @@ async fn rank_main(
         let client = fs.map(|(c, _)| c);
         // Dropped (unmounted) when the worker is done.
         let mounted = match (&client, opts.mount) {
-            (Some(c), true) => Some(crate::mount::at_locus(c.clone(), &opts.run_dir)?),
+            (Some(c), true) => Some(crate::exec::mount::at_locus(c.clone(), &opts.run_dir)?),
             _ => None,
         };
-        let launcher = crate::worker::launcher(me, &layout)
+        let launcher = crate::ranks::worker::launcher(me, &layout)
             .map_err(|e| format!("worker rank {me} cannot prepare to start apps: {e}"))?;
         let cfg = WorkerConfig {
             me,

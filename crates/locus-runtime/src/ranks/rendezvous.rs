@@ -7,7 +7,7 @@
 //! directory also holds the run's secret (made once, like a joined
 //! cluster's: `locus_fs::shared_secret`).
 
-use crate::pmi::Pmi;
+use crate::ranks::pmi::Pmi;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as WORDS;
 use base64::Engine as _;
 use locus_proto::run::Rank;
@@ -50,7 +50,7 @@ impl RankEnv {
 }
 
 /// This machine's name, or `LOCUS_NODE` when set (emulated nodes).
-pub fn node_name() -> String {
+pub(crate) fn node_name() -> String {
     if let Ok(n) = std::env::var("LOCUS_NODE") {
         return n;
     }
@@ -79,7 +79,7 @@ pub fn ranks_dir(run_dir: &Path) -> PathBuf {
 
 /// The shared directory the ranks meet in. Every file operation of the
 /// rendezvous goes through it, so its cost can be counted.
-pub trait Board: Sync {
+pub(crate) trait Board: Sync {
     /// Creates `name` holding `bytes`; an existing `name` is an error.
     fn create_new(&self, name: &str, bytes: &[u8]) -> io::Result<()>;
     fn read(&self, name: &str) -> io::Result<Vec<u8>>;
@@ -89,10 +89,10 @@ pub trait Board: Sync {
 }
 
 /// A run directory's `ranks/`.
-pub struct RanksDir(PathBuf);
+pub(crate) struct RanksDir(PathBuf);
 
 impl RanksDir {
-    pub fn of(run_dir: &Path) -> RanksDir {
+    pub(crate) fn of(run_dir: &Path) -> RanksDir {
         RanksDir(ranks_dir(run_dir))
     }
 }
@@ -126,7 +126,7 @@ fn entry_name(rank: u32) -> String {
 
 /// Publishes `e`; a rank's entry already there belongs to another run. The
 /// gatherer reads an entry not yet whole as not yet there.
-pub fn publish(board: &impl Board, e: &Entry) -> io::Result<()> {
+pub(crate) fn publish(board: &impl Board, e: &Entry) -> io::Result<()> {
     let name = entry_name(e.rank);
     match board.create_new(&name, &serde_json::to_vec(e)?) {
         Err(err) if err.kind() == io::ErrorKind::AlreadyExists => Err(io::Error::other(format!(
@@ -142,7 +142,7 @@ pub fn publish(board: &impl Board, e: &Entry) -> io::Result<()> {
 /// the others wait for that file alone, so a run of N ranks costs O(N) file
 /// reads, not N per rank per poll (on a parallel file system that would be
 /// a metadata storm). Polls back off from 2 ms to 50 ms.
-pub fn gather(
+pub(crate) fn gather(
     board: &impl Board,
     size: u32,
     me: Rank,
@@ -222,7 +222,7 @@ fn from_word<T: serde::de::DeserializeOwned>(w: &str) -> Result<T, String> {
 /// after a fence the gatherer gets them all and puts the whole list in
 /// pieces of what one value holds; after a second fence the others get the
 /// pieces. N puts and N + (N - 1) × (pieces + 1) gets, no file.
-pub fn exchange_pmi(
+pub(crate) fn exchange_pmi(
     pmi: &mut Pmi,
     me: &Entry,
     size: u32,
@@ -459,7 +459,7 @@ mod tests {
     fn ranks_meet_through_the_launchers_pmi_in_pieces() {
         // A small value limit: the gathered list takes many pieces.
         let size = 40;
-        let socks = crate::pmi::tests::serve(size, 100);
+        let socks = crate::ranks::pmi::tests::serve(size, 100);
         let ranks: Vec<_> = socks
             .into_iter()
             .enumerate()

@@ -7,8 +7,8 @@ mod view;
 
 pub use view::{RunView, Span};
 
-use crate::rank::{summary_path, RunSummary};
-use crate::record::{self, TaskRecord};
+use crate::ranks::rank::{summary_path, RunSummary};
+use crate::records::record::{self, TaskRecord};
 use locus_proto::run::Placed;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -423,7 +423,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layout::Layout;
+    use crate::ranks::layout::Layout;
     use locus_proto::run::Spill;
 
     fn record(id: u64, rank: u32, (start, end): (u64, u64), bytes: (u64, u64)) -> TaskRecord {

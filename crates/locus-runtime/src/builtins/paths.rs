@@ -3,7 +3,7 @@
 //! command computes them on Unix: a trailing `/` ends no component, the
 //! last component decides a root name and an extension.
 
-use crate::files::LOCUS_PREFIX;
+use crate::exec::files::LOCUS_PREFIX;
 use std::path::{Component, Path, PathBuf};
 
 /// The components of `p` after its root, as `file split` gives them.

@@ -4,16 +4,16 @@
 //! Each server's engine keeps the futures it created; a future's id names
 //! its owner (`owner`), so any server knows whom to ask about it.
 
-use crate::ids;
-use crate::value::{Key, Value};
+use crate::engine::ids;
+use crate::engine::value::{Key, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
-pub type FutureId = u64;
+pub(crate) type FutureId = u64;
 
 /// The index of the server whose engine keeps future `id`.
-pub fn owner(id: FutureId) -> u32 {
+pub(crate) fn owner(id: FutureId) -> u32 {
     ids::server_of(id)
 }
 
@@ -67,24 +67,24 @@ const CHUNK: usize = 1 << 16;
 /// One server's futures; below the owner bits, ids are indexes handed out
 /// in order. Kept in chunks of `CHUNK` made as needed: one vector would
 /// copy them all each time it doubled, and hold up to twice their room.
-pub struct Store {
+pub(crate) struct Store {
     owner: u32,
     chunks: Mutex<Vec<Vec<Slot>>>,
 }
 
 impl Store {
-    pub fn new(owner: u32) -> Store {
+    pub(crate) fn new(owner: u32) -> Store {
         Store {
             owner,
             chunks: Mutex::default(),
         }
     }
 
-    pub fn is_local(&self, id: FutureId) -> bool {
+    pub(crate) fn is_local(&self, id: FutureId) -> bool {
         owner(id) == self.owner
     }
 
-    pub fn create(&self, container: bool) -> FutureId {
+    pub(crate) fn create(&self, container: bool) -> FutureId {
         let mut chunks = self.chunks.lock().expect("store");
         if chunks.last().is_none_or(|c| c.len() == CHUNK) {
             chunks.push(Vec::with_capacity(CHUNK));
@@ -106,7 +106,7 @@ impl Store {
 
     /// Closes `id` with `v`: a scalar is set, a container gets `v`'s
     /// members and closes.
-    pub fn assign(&self, id: FutureId, v: Value) -> Result<(), String> {
+    pub(crate) fn assign(&self, id: FutureId, v: Value) -> Result<(), String> {
         if !self.is_container(id) {
             return self.set(id, v);
         }
@@ -121,7 +121,7 @@ impl Store {
     }
 
     /// Closes scalar `id` with `v`; a second assignment is an error.
-    pub fn set(&self, id: FutureId, v: Value) -> Result<(), String> {
+    pub(crate) fn set(&self, id: FutureId, v: Value) -> Result<(), String> {
         self.with(id, |s| {
             if s.value.is_some() {
                 return Err("a variable was assigned twice".to_string());
@@ -133,7 +133,7 @@ impl Store {
         })
     }
 
-    pub fn set_path(&self, id: FutureId, path: String) {
+    pub(crate) fn set_path(&self, id: FutureId, path: String) {
         self.with(id, |s| {
             s.more().path = Some(path);
             s.wake();
@@ -142,7 +142,7 @@ impl Store {
 
     /// Adds the member at `path` to container `id`: `[k]` is a member of
     /// its own, `[i, j, …]` a member of inner containers made on the way.
-    pub fn insert(&self, id: FutureId, path: &[Key], v: Value) -> Result<(), String> {
+    pub(crate) fn insert(&self, id: FutureId, path: &[Key], v: Value) -> Result<(), String> {
         let shown = || path.iter().map(|k| format!("[{k}]")).collect::<String>();
         self.with(id, |s| {
             if s.closed {
@@ -195,7 +195,7 @@ impl Store {
     }
 
     /// Closes container `id` (no more members); idempotent.
-    pub fn close(&self, id: FutureId) {
+    pub(crate) fn close(&self, id: FutureId) {
         self.with(id, |s| {
             if s.container && !s.closed {
                 s.closed = true;
@@ -206,11 +206,11 @@ impl Store {
         });
     }
 
-    pub fn is_container(&self, id: FutureId) -> bool {
+    pub(crate) fn is_container(&self, id: FutureId) -> bool {
         self.with(id, |s| s.container)
     }
 
-    pub fn is_closed(&self, id: FutureId) -> bool {
+    pub(crate) fn is_closed(&self, id: FutureId) -> bool {
         self.with(id, |s| s.closed)
     }
 
@@ -236,12 +236,12 @@ impl Store {
     }
 
     /// The value of `id` if it is closed.
-    pub fn try_get(&self, id: FutureId) -> Option<Value> {
+    pub(crate) fn try_get(&self, id: FutureId) -> Option<Value> {
         self.with(id, |s| s.value.clone())
     }
 
     /// The value of `id` once closed.
-    pub async fn get(&self, id: FutureId) -> Value {
+    pub(crate) async fn get(&self, id: FutureId) -> Value {
         self.wait(id, |s| s.value.clone()).await
     }
 
@@ -249,7 +249,7 @@ impl Store {
     /// closed without it.
     /// An inner container made by writes into it is present once this one
     /// closes.
-    pub async fn member(&self, id: FutureId, key: &Key) -> Option<Value> {
+    pub(crate) async fn member(&self, id: FutureId, key: &Key) -> Option<Value> {
         self.wait(id, |s| match &s.value {
             Some(Value::Container(m)) => Some(m.get(key).cloned()),
             _ if s.is_nested(key) => None,
@@ -261,7 +261,7 @@ impl Store {
     /// The element at `keys` in container `id` (members of members) as
     /// soon as it is set, even while the containers are still being
     /// written; `None` if `id` closed without it.
-    pub async fn member_path(&self, id: FutureId, keys: &[Key]) -> Option<Value> {
+    pub(crate) async fn member_path(&self, id: FutureId, keys: &[Key]) -> Option<Value> {
         let (first, rest) = keys.split_first()?;
         self.wait(id, |s| match &s.value {
             Some(Value::Container(m)) => Some(m.get(first).and_then(|v| walk(v, rest))),
@@ -270,13 +270,13 @@ impl Store {
         .await
     }
 
-    pub async fn path(&self, id: FutureId) -> String {
+    pub(crate) async fn path(&self, id: FutureId) -> String {
         self.wait(id, |s| s.more.as_ref()?.path.clone()).await
     }
 }
 
 /// The member of `v` at `keys`, if there.
-pub fn walk(v: &Value, keys: &[Key]) -> Option<Value> {
+pub(crate) fn walk(v: &Value, keys: &[Key]) -> Option<Value> {
     let mut v = v;
     for k in keys {
         match v {

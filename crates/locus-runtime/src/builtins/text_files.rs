@@ -4,7 +4,7 @@
 //! cutting a comment (a regular expression to the line's end) first;
 //! `write_array_string` writes `key value` lines.
 
-use crate::value::{Key, Value};
+use crate::engine::value::{Key, Value};
 use regex::Regex;
 use std::collections::BTreeMap;
 

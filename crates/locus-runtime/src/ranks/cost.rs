@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// Bytes/s assumed between two nodes before the run has fetched anything
 /// between any (1 Gbit/s Ethernet, the slowest link a cluster has).
-pub const DEFAULT_RATE: f64 = 125e6;
+pub(crate) const DEFAULT_RATE: f64 = 125e6;
 /// A function whose runs so far averaged less than this is short.
 const SHORT_TASK: Duration = Duration::from_millis(1);
 /// Runs of a function seen before it can count as short.
@@ -41,7 +41,7 @@ impl Moved {
 }
 
 #[derive(Default)]
-pub struct Costs {
+pub(crate) struct Costs {
     durations: HashMap<String, Total>,
     /// Per (from, to) node pair, and over all pairs.
     pairs: HashMap<(u32, u32), Moved>,
@@ -49,12 +49,12 @@ pub struct Costs {
 }
 
 impl Costs {
-    pub fn new() -> Costs {
+    pub(crate) fn new() -> Costs {
         Costs::default()
     }
 
     /// A task of `func` ran for `took`.
-    pub fn ran(&mut self, func: &str, took: Duration) {
+    pub(crate) fn ran(&mut self, func: &str, took: Duration) {
         let t = match self.durations.get_mut(func) {
             Some(t) => t,
             None => self.durations.entry(func.to_string()).or_default(),
@@ -64,13 +64,13 @@ impl Costs {
     }
 
     /// A task on node `to` fetched `bytes` held on node `from` in `took`.
-    pub fn fetched(&mut self, from: u32, to: u32, bytes: u64, took: Duration) {
+    pub(crate) fn fetched(&mut self, from: u32, to: u32, bytes: u64, took: Duration) {
         self.pairs.entry((from, to)).or_default().add(bytes, took);
         self.all.add(bytes, took);
     }
 
     /// How many tasks of `func` finished, and their mean duration.
-    pub fn runs(&self, func: &str) -> (u64, Option<Duration>) {
+    pub(crate) fn runs(&self, func: &str) -> (u64, Option<Duration>) {
         match self.durations.get(func) {
             Some(t) if t.n > 0 => (t.n, Some(Duration::from_secs_f64(t.sum / t.n as f64))),
             _ => (0, None),
@@ -79,7 +79,7 @@ impl Costs {
 
     /// Whether `func`'s tasks are known to be short (a server may queue
     /// many of them at one worker).
-    pub fn is_short(&self, func: &str) -> bool {
+    pub(crate) fn is_short(&self, func: &str) -> bool {
         match self.runs(func) {
             (n, Some(mean)) => n >= SHORT_AFTER && mean < SHORT_TASK,
             _ => false,
@@ -89,7 +89,7 @@ impl Costs {
     /// The expected time left of a task of `func` that has run `elapsed`:
     /// its function's mean less `elapsed`; while no task of the function
     /// has finished, as long again as it has run (it is at least that long).
-    pub fn left(&self, func: &str, elapsed: Duration) -> Duration {
+    pub(crate) fn left(&self, func: &str, elapsed: Duration) -> Duration {
         match self.runs(func).1 {
             Some(mean) => mean.saturating_sub(elapsed),
             None => elapsed,
@@ -98,7 +98,7 @@ impl Costs {
 
     /// Bytes/s from `from` to `to`: measured between them, else over all
     /// the fetches seen, else `DEFAULT_RATE`.
-    pub fn rate(&self, from: u32, to: u32) -> f64 {
+    pub(crate) fn rate(&self, from: u32, to: u32) -> f64 {
         self.pairs
             .get(&(from, to))
             .and_then(Moved::rate)
@@ -108,7 +108,7 @@ impl Costs {
 
     /// The time to bring the bytes of `inputs` not held on `to` there, each
     /// from its fastest holder.
-    pub fn fetch_time(&self, inputs: &[Held], to: u32) -> Duration {
+    pub(crate) fn fetch_time(&self, inputs: &[Held], to: u32) -> Duration {
         let secs: f64 = inputs
             .iter()
             .filter(|h| !h.nodes.is_empty() && !h.nodes.contains(&to))
@@ -127,7 +127,7 @@ impl Costs {
 
 /// The node a task on `to` fetches most of its missing bytes from: where
 /// what it learns of a fetch is counted.
-pub fn source(inputs: &[Held], to: u32) -> Option<u32> {
+pub(crate) fn source(inputs: &[Held], to: u32) -> Option<u32> {
     inputs
         .iter()
         .filter(|h| !h.nodes.contains(&to))
@@ -148,7 +148,7 @@ fn bytes_per_node(inputs: &[Held]) -> HashMap<u32, u64> {
 }
 
 /// The nodes holding the most input bytes (ties all listed, lowest first).
-pub fn heaviest(inputs: &[Held]) -> Vec<u32> {
+pub(crate) fn heaviest(inputs: &[Held]) -> Vec<u32> {
     let per = bytes_per_node(inputs);
     let Some(&max) = per.values().max() else {
         return Vec::new();

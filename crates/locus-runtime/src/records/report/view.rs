@@ -1,7 +1,7 @@
 //! A finished run as the reports draw it, from its summary and records.
 
 use super::{Placement, Report, SpillCheck};
-use crate::record::TaskRecord;
+use crate::records::record::TaskRecord;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -14,9 +14,9 @@ use std::collections::{HashMap, HashSet};
 use std::mem::take;
 use std::sync::Arc;
 
-pub type BlockId = u32;
+pub(crate) type BlockId = u32;
 
-pub struct Block {
+pub(crate) struct Block {
     pub id: BlockId,
     /// The statements; a compound statement's own blocks are moved out into
     /// [`Block::nested`] (its bodies here are empty).
@@ -75,7 +75,7 @@ fn writes_directly(s: &Stmt) -> &[VarId] {
 }
 
 /// Every function's body, prepared, and every block by id.
-pub struct Plans {
+pub(crate) struct Plans {
     bodies: HashMap<String, Arc<Block>>,
     blocks: Vec<Arc<Block>>,
 }
@@ -83,7 +83,7 @@ pub struct Plans {
 impl Plans {
     /// Numbers blocks by function name, nested blocks before their parents:
     /// independent of the order of `funcs`.
-    pub fn new<'f>(funcs: impl IntoIterator<Item = &'f Function>) -> Plans {
+    pub(crate) fn new<'f>(funcs: impl IntoIterator<Item = &'f Function>) -> Plans {
         let mut funcs: Vec<&Function> = funcs.into_iter().collect();
         funcs.sort_by(|a, b| a.name.cmp(&b.name));
         let mut blocks = Vec::new();
@@ -94,11 +94,11 @@ impl Plans {
         Plans { bodies, blocks }
     }
 
-    pub fn body(&self, func: &str) -> &Arc<Block> {
+    pub(crate) fn body(&self, func: &str) -> &Arc<Block> {
         &self.bodies[func]
     }
 
-    pub fn block(&self, id: BlockId) -> Option<&Arc<Block>> {
+    pub(crate) fn block(&self, id: BlockId) -> Option<&Arc<Block>> {
         self.blocks.get(id as usize)
     }
 }

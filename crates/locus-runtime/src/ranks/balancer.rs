@@ -14,8 +14,8 @@
 //! but only work that could not run better elsewhere: HARD RANK tasks for
 //! it, and untargeted tasks no idle worker took.
 
-use crate::cost::{self, Costs};
-use crate::layout::Layout;
+use crate::ranks::cost::{self, Costs};
+use crate::ranks::layout::Layout;
 use locus_proto::run::{Outcome, Placed, Rank, Spill, Task};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 /// How often SOFT tasks waiting beside idle workers are weighed again: the
 /// estimates change as their targets' tasks run.
-pub const RECHECK: Duration = Duration::from_millis(20);
+pub(crate) const RECHECK: Duration = Duration::from_millis(20);
 /// Tasks of one queue looked at to estimate the work ahead of a task.
 const SAMPLE: usize = 256;
 
@@ -85,7 +85,7 @@ struct Sent {
     short: bool,
 }
 
-pub struct Balancer {
+pub(crate) struct Balancer {
     layout: Arc<Layout>,
     /// The server rank this balancer belongs to.
     me: Rank,
@@ -108,7 +108,7 @@ pub struct Balancer {
 }
 
 impl Balancer {
-    pub fn new(layout: Arc<Layout>, me: Rank, cap: Option<Duration>) -> Balancer {
+    pub(crate) fn new(layout: Arc<Layout>, me: Rank, cap: Option<Duration>) -> Balancer {
         Balancer {
             layout,
             me,
@@ -124,13 +124,14 @@ impl Balancer {
         }
     }
 
-    pub fn costs(&self) -> &Costs {
+    #[cfg(test)]
+    pub(crate) fn costs(&self) -> &Costs {
         &self.costs
     }
 
     /// Queues `task`; gives it back if it can never run: a HARD target on
     /// a lost node. A SOFT target there is dropped (the task runs anywhere).
-    pub fn put(&mut self, mut task: Task, now: Instant) -> Result<(), Box<Task>> {
+    pub(crate) fn put(&mut self, mut task: Task, now: Instant) -> Result<(), Box<Task>> {
         if let Some(t) = task.target {
             let rank_gone = !t.node && self.lost_ranks.contains(&t.rank);
             if rank_gone || self.lost_nodes.contains(&self.layout.node_of(t.rank)) {
@@ -198,12 +199,13 @@ impl Balancer {
         }
     }
 
-    pub fn queued(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn queued(&self) -> usize {
         self.queues.values().map(BinaryHeap::len).sum()
     }
 
     /// `worker` is ready for a task (it asked, or finished its last one).
-    pub fn ready(&mut self, worker: Rank) {
+    pub(crate) fn ready(&mut self, worker: Rank) {
         self.ahead.retain(|w| *w != worker);
         if !self.idle.contains(&worker) {
             self.idle.push_back(worker);
@@ -211,7 +213,7 @@ impl Balancer {
     }
 
     /// `worker` is busy but may be sent a task ahead.
-    pub fn ready_ahead(&mut self, worker: Rank) {
+    pub(crate) fn ready_ahead(&mut self, worker: Rank) {
         if !self.idle.contains(&worker) && !self.ahead.contains(&worker) {
             self.ahead.push_back(worker);
         }
@@ -219,7 +221,7 @@ impl Balancer {
 
     /// `worker` finished a task it was sent: what it took (and fetched) is
     /// learned.
-    pub fn finished(&mut self, worker: Rank, o: &Outcome, now: Instant) {
+    pub(crate) fn finished(&mut self, worker: Rank, o: &Outcome, now: Instant) {
         let Some(tasks) = self.sent.get_mut(&worker) else {
             return;
         };
@@ -243,7 +245,7 @@ impl Balancer {
 
     /// Tasks sent to `worker` and not done, and how many of them are not
     /// short.
-    pub fn outstanding(&self, worker: Rank) -> (u32, u32) {
+    pub(crate) fn outstanding(&self, worker: Rank) -> (u32, u32) {
         self.sent.get(&worker).map_or((0, 0), |tasks| {
             let long = tasks.iter().filter(|s| !s.short).count();
             (tasks.len() as u32, long as u32)
@@ -251,13 +253,13 @@ impl Balancer {
     }
 
     /// The task `worker` is running (the first it was sent and not done).
-    pub fn running(&self, worker: Rank) -> Option<u64> {
+    pub(crate) fn running(&self, worker: Rank) -> Option<u64> {
         self.sent.get(&worker)?.front().map(|s| s.task.id)
     }
 
     /// Forgets a worker that went away; returns the tasks it was sent and
     /// had not finished.
-    pub fn lost(&mut self, worker: Rank) -> Vec<Task> {
+    pub(crate) fn lost(&mut self, worker: Rank) -> Vec<Task> {
         self.idle.retain(|w| *w != worker);
         self.ahead.retain(|w| *w != worker);
         let sent = self.sent.remove(&worker).unwrap_or_default();
@@ -267,7 +269,7 @@ impl Balancer {
     /// Node `node` is lost (a worker of it left: its file-system daemon is
     /// gone): its queued SOFT work may run anywhere; its HARD work, which
     /// never can now, is given back.
-    pub fn node_lost(&mut self, node: u32, now: Instant) -> Vec<Task> {
+    pub(crate) fn node_lost(&mut self, node: u32, now: Instant) -> Vec<Task> {
         if !self.lost_nodes.insert(node) {
             return Vec::new();
         }
@@ -287,7 +289,7 @@ impl Balancer {
     /// Worker `w`'s process is gone: work queued for it runs elsewhere
     /// (SOFT) or is given back (HARD); its node is lost once no worker of
     /// it is left. What it was sent is `lost`'s.
-    pub fn rank_lost(&mut self, w: Rank, now: Instant) -> Vec<Task> {
+    pub(crate) fn rank_lost(&mut self, w: Rank, now: Instant) -> Vec<Task> {
         if !self.lost_ranks.insert(w) {
             return Vec::new();
         }
@@ -303,7 +305,7 @@ impl Balancer {
     }
 
     /// Whether worker `rank`'s process is gone while its node is not lost.
-    pub fn rank_gone(&self, rank: Rank) -> bool {
+    pub(crate) fn rank_gone(&self, rank: Rank) -> bool {
         self.lost_ranks.contains(&rank) && !self.lost_nodes.contains(&self.layout.node_of(rank))
     }
 
@@ -321,14 +323,14 @@ impl Balancer {
         stuck
     }
 
-    pub fn idle(&self) -> impl Iterator<Item = Rank> + '_ {
+    pub(crate) fn idle(&self) -> impl Iterator<Item = Rank> + '_ {
         self.idle.iter().copied()
     }
 
     /// Matches idle workers with tasks they may run: first each worker's own
     /// work, then SOFT work worth moving, to a worker of the target's node if
     /// one is idle; then busy workers with room get work ahead.
-    pub fn dispatch(&mut self, now: Instant) -> Vec<(Rank, Task)> {
+    pub(crate) fn dispatch(&mut self, now: Instant) -> Vec<(Rank, Task)> {
         let mut out = Vec::new();
         let mut waiting = VecDeque::new();
         while let Some(w) = self.idle.pop_front() {
@@ -534,7 +536,7 @@ impl Balancer {
     }
 
     /// When SOFT tasks waiting beside idle workers are weighed again.
-    pub fn next_spill(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn next_spill(&self, now: Instant) -> Option<Instant> {
         let waiting = self
             .queues
             .keys()
@@ -546,7 +548,7 @@ impl Balancer {
     /// nothing to do: up to half of what they may run, never HARD RANK
     /// work and HARD NODE work only for their nodes. SOFT work leaves its
     /// node on the terms of a spill.
-    pub fn give(&mut self, idle: &[(Rank, u32)], now: Instant) -> Vec<Task> {
+    pub(crate) fn give(&mut self, idle: &[(Rank, u32)], now: Instant) -> Vec<Task> {
         let nodes = distinct(idle.iter().map(|(_, n)| *n));
         let mut slots: Vec<(Slot, Option<Spill>)> = Vec::new();
         let mut eligible = 0;

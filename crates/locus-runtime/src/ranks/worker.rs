@@ -4,12 +4,12 @@
 //! node's store and published only when the process succeeds, so a failed
 //! task leaves every file as it was; host files are used as they are.
 
-use crate::files::{fs_path, LOCUS_PREFIX};
-use crate::interp::{Interpreter, Lang};
-use crate::layout::Layout;
-use crate::process::{self, Capture, Ended, Stream, Usage};
-use crate::record::{hash_of, now_us, task_stream, Recorder, Seen, TaskRecord};
-use crate::wire;
+use crate::exec::files::{fs_path, LOCUS_PREFIX};
+use crate::exec::interp::{Interpreter, Lang};
+use crate::exec::process::{self, Capture, Ended, Stream, Usage};
+use crate::ranks::layout::Layout;
+use crate::ranks::wire;
+use crate::records::record::{hash_of, now_us, task_stream, Recorder, Seen, TaskRecord};
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::frame;
@@ -28,7 +28,7 @@ const RECORD_FLUSH: std::time::Duration = std::time::Duration::from_millis(50);
 /// How often a worker checks that its node's file-system daemon answers.
 const NODE_WATCH: std::time::Duration = std::time::Duration::from_millis(250);
 
-pub struct WorkerConfig {
+pub(crate) struct WorkerConfig {
     pub me: Rank,
     pub layout: Arc<Layout>,
     pub server: SocketAddr,
@@ -80,7 +80,7 @@ impl WorkerConfig {
 /// rank's variables set (Swift/T's and Locus's), and without the ones that
 /// make a process one of the run's ranks (a process that runs `locus`
 /// itself is not, and the launcher's PMI session is the rank's).
-pub fn launcher(me: Rank, layout: &Layout) -> std::io::Result<process::Launcher> {
+pub(crate) fn launcher(me: Rank, layout: &Layout) -> std::io::Result<process::Launcher> {
     process::Launcher::new(
         &[
             ("ADLB_RANK_SELF", me.to_string()),
@@ -94,7 +94,7 @@ pub fn launcher(me: Rank, layout: &Layout) -> std::io::Result<process::Launcher>
 }
 
 /// Serves tasks until the server says the run is over.
-pub async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
+pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
     let me = cfg.me;
     let server = (cfg.server, cfg.layout.server_of(me));
     let (mut reader, wr) = wire::connect(server, &cfg.secret, me).await.map_err(|e| {

@@ -9,11 +9,11 @@
 //! counts as done. Non-leaders report their progress to the leader, whose
 //! stall detector and end-of-run summary cover every server.
 
-use crate::ids::IdMap;
-use crate::plan::BlockId;
-use crate::server::Dispatch;
-use crate::store::{owner, FutureId};
-use crate::value::{Key, Value};
+use crate::engine::ids::IdMap;
+use crate::engine::plan::BlockId;
+use crate::engine::store::{owner, FutureId};
+use crate::engine::value::{Key, Value};
+use crate::ranks::server::Dispatch;
 use locus_lang::ir::VarId;
 use locus_proto::run::Rank;
 use serde::{Deserialize, Serialize};
@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, OnceCell};
 
 #[derive(Debug, Serialize, Deserialize)]
-pub enum Msg {
+pub(crate) enum Msg {
     /// Run composite function `func`, its parameters bound to these futures.
     Call {
         id: u64,
@@ -80,7 +80,7 @@ pub enum Msg {
 /// A `foreach`'s iterations: `n` in `from..to` of a range (value
 /// `lo + n * step`, index `n`), or an array's members (value, key).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum Items {
+pub(crate) enum Items {
     Range {
         lo: i64,
         step: i64,
@@ -91,7 +91,7 @@ pub enum Items {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub enum Read {
+pub(crate) enum Read {
     /// The value, once closed.
     Value,
     /// A container's member once present (`None`: closed without it).
@@ -101,14 +101,14 @@ pub enum Read {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub enum Write {
+pub(crate) enum Write {
     Assign(Value),
     /// A member at a path (`Store::insert`).
     Insert(Vec<Key>, Value),
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub enum Answer {
+pub(crate) enum Answer {
     Value(Value),
     Member(Option<Value>),
     Written(Result<(), String>),
@@ -120,7 +120,7 @@ pub enum Answer {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Status {
+pub(crate) struct Status {
     /// Variables this server's tasks wait on, with how many wait.
     pub waiting: Vec<(String, usize)>,
     pub control: ControlStats,
@@ -142,7 +142,7 @@ pub struct ControlStats {
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
-pub struct Progress {
+pub(crate) struct Progress {
     pub steps: u64,
     /// Leaf tasks running.
     pub external: u64,
@@ -160,7 +160,7 @@ type Closed = Arc<OnceCell<Value>>;
 const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One engine's link to the others.
-pub struct Remote {
+pub(crate) struct Remote {
     /// This server's index (0 = the leader).
     pub me: u32,
     pub servers: u32,
@@ -178,7 +178,7 @@ pub struct Remote {
 }
 
 impl Remote {
-    pub fn new(me: u32, servers: u32, first: Rank, dispatch: Arc<Dispatch>) -> Remote {
+    pub(crate) fn new(me: u32, servers: u32, first: Rank, dispatch: Arc<Dispatch>) -> Remote {
         Remote {
             me,
             servers,
@@ -192,7 +192,7 @@ impl Remote {
         }
     }
 
-    pub fn send(&self, server: u32, msg: &Msg) {
+    pub(crate) fn send(&self, server: u32, msg: &Msg) {
         match postcard::to_allocvec(msg) {
             Ok(bytes) => self.dispatch.send_engine(self.rank_of(server), bytes),
             Err(e) => self.dispatch.report_abort(format!("engine message: {e}")),
@@ -200,21 +200,21 @@ impl Remote {
     }
 
     /// The rank of server `index`.
-    pub fn rank_of(&self, index: u32) -> Rank {
+    pub(crate) fn rank_of(&self, index: u32) -> Rank {
         self.first + index
     }
 
     /// The index of server rank `rank`.
-    pub fn index_of(&self, rank: Rank) -> u32 {
+    pub(crate) fn index_of(&self, rank: Rank) -> u32 {
         rank - self.first
     }
 
     /// The server to run the next piece of control work: each in turn.
-    pub fn next_server(&self) -> u32 {
+    pub(crate) fn next_server(&self) -> u32 {
         self.next_server.fetch_add(1, Ordering::Relaxed) % self.servers
     }
 
-    pub fn new_id(&self) -> u64 {
+    pub(crate) fn new_id(&self) -> u64 {
         self.next_req.fetch_add(1, Ordering::Relaxed)
     }
 
@@ -227,7 +227,7 @@ impl Remote {
         rx.await.ok()
     }
 
-    pub fn answered(&self, req: u64, answer: Answer) {
+    pub(crate) fn answered(&self, req: u64, answer: Answer) {
         if let Some(tx) = self.replies.lock().expect("replies").remove(&req) {
             let _ = tx.send(answer);
         }
@@ -244,7 +244,7 @@ impl Remote {
 
     /// Another server's future's closed value (`path`: its file's path),
     /// asked once per server however many tasks want it.
-    pub async fn value(&self, id: FutureId, path: bool) -> Value {
+    pub(crate) async fn value(&self, id: FutureId, path: bool) -> Value {
         let cell = self
             .cache
             .lock()
@@ -265,7 +265,7 @@ impl Remote {
 
     /// Member `key` of another server's container once present; `None` if
     /// it closed without it.
-    pub async fn member(&self, id: FutureId, key: Key) -> Option<Value> {
+    pub(crate) async fn member(&self, id: FutureId, key: Key) -> Option<Value> {
         match self.read(id, Read::Member(key)).await {
             Answer::Member(v) => v,
             other => self.unexpected(other).await,
@@ -280,7 +280,7 @@ impl Remote {
     }
 
     /// Whether another server's future is known here to be closed.
-    pub fn known_closed(&self, id: FutureId) -> bool {
+    pub(crate) fn known_closed(&self, id: FutureId) -> bool {
         self.cache
             .lock()
             .expect("cache")
@@ -288,7 +288,7 @@ impl Remote {
             .is_some_and(|c| c.initialized())
     }
 
-    pub async fn write(&self, id: FutureId, what: Write) -> Result<(), String> {
+    pub(crate) async fn write(&self, id: FutureId, what: Write) -> Result<(), String> {
         match self
             .ask(owner(id), |req| Msg::Write { req, id, what })
             .await
@@ -301,7 +301,7 @@ impl Remote {
 
     /// Asks server `server` to make lost files again; the paths it did not
     /// make, or `None` if the run ended first.
-    pub async fn ask_remake(
+    pub(crate) async fn ask_remake(
         &self,
         server: u32,
         paths: Vec<String>,
@@ -313,7 +313,7 @@ impl Remote {
     }
 
     /// Asks server `server` to make again every lost file its tasks made.
-    pub async fn ask_repair(&self, server: u32) -> Option<Result<usize, String>> {
+    pub(crate) async fn ask_repair(&self, server: u32) -> Option<Result<usize, String>> {
         match self.ask(server, |req| Msg::Repair { req }).await? {
             Answer::Repaired(r) => Some(r),
             other => self.unexpected(other).await,
@@ -321,7 +321,7 @@ impl Remote {
     }
 
     /// On the leader: the other servers' status (those that answer in time).
-    pub async fn statuses(&self) -> Vec<Status> {
+    pub(crate) async fn statuses(&self) -> Vec<Status> {
         let mut out = Vec::new();
         let ask_all = async {
             let asked = (0..self.servers)
@@ -336,12 +336,12 @@ impl Remote {
         out
     }
 
-    pub fn progressed(&self, server: u32, p: Progress) {
+    pub(crate) fn progressed(&self, server: u32, p: Progress) {
         self.progress.lock().expect("progress").insert(server, p);
     }
 
     /// The other servers' progress added up.
-    pub fn others(&self) -> Progress {
+    pub(crate) fn others(&self) -> Progress {
         let all = self.progress.lock().expect("progress");
         all.values().fold(Progress::default(), |a, p| Progress {
             steps: a.steps + p.steps,
