@@ -42,7 +42,7 @@ pub fn run(lines: usize, rounds: usize) -> anyhow::Result<()> {
         }
         check.push(t.elapsed().as_secs_f64());
         let t = Instant::now();
-        let (tokens, _) = locus_lang::lexer::lex(&text);
+        let (tokens, _) = locus_lang::lex(&text);
         std::hint::black_box(tokens);
         lex.push(t.elapsed().as_secs_f64());
     }

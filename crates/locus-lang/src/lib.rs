@@ -5,14 +5,15 @@ pub mod ast;
 pub mod builtins;
 pub mod diag;
 pub mod ir;
-pub mod lexer;
-pub mod lower;
-pub mod modules;
-pub mod parser;
+mod lexer;
+mod lower;
+mod modules;
+mod parser;
 pub mod source;
 pub mod types;
 
 pub use diag::Diagnostic;
+pub use lexer::lex;
 pub use source::Source;
 
 /// Stack for the recursive descent: enough for the deepest nesting the

@@ -24,7 +24,7 @@ struct Loader<'s> {
 }
 
 /// Replaces every user-module import in `program` by the module's items.
-pub fn expand(src: &Source, program: &mut Program) -> Vec<Diagnostic> {
+pub(crate) fn expand(src: &Source, program: &mut Program) -> Vec<Diagnostic> {
     let mut l = Loader {
         src,
         loaded: HashSet::new(),

@@ -13,7 +13,7 @@ const MAX_DEPTH: u32 = 100;
 /// A switch's cases (labels, body) and its default body.
 type SwitchArms = (Vec<(Vec<Expr>, Block)>, Option<Block>);
 
-pub fn parse(tokens: Vec<Token>) -> (Program, Vec<Diagnostic>) {
+pub(crate) fn parse(tokens: Vec<Token>) -> (Program, Vec<Diagnostic>) {
     let mut p = Parser {
         toks: tokens,
         pos: 0,

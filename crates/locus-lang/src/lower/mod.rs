@@ -81,7 +81,7 @@ struct Globals<'s> {
     consts: HashMap<String, (Type, Const)>,
 }
 
-pub fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>) {
+pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let mut g = Globals {
         src,
