@@ -96,6 +96,23 @@ pub struct Dispatch {
 pub const RELEASED_MOST: usize = 20_000;
 
 impl Dispatch {
+    fn new(events: mpsc::UnboundedSender<Event>, inbox: Inbox) -> Dispatch {
+        Dispatch {
+            events,
+            pending: Mutex::default(),
+            next_id: AtomicU64::new(1),
+            abort: Mutex::default(),
+            aborted: Notify::new(),
+            inbox: Mutex::new(Some(inbox)),
+            lost: Mutex::default(),
+            node_lost: Notify::new(),
+            servers_gone: Mutex::default(),
+            workers_gone: Mutex::default(),
+            room: Notify::new(),
+            most_released: Default::default(),
+        }
+    }
+
     /// Sends `bytes` to the engine of server rank `to`.
     pub fn send_engine(&self, to: Rank, bytes: Vec<u8>) {
         let _ = self.events.send(Event::Send(to, RankMsg::Engine(bytes)));
@@ -258,20 +275,7 @@ impl Server {
             .ok();
         let (events, rx) = mpsc::unbounded_channel();
         let (engine, inbox) = mpsc::unbounded_channel();
-        let dispatch = Arc::new(Dispatch {
-            events: events.clone(),
-            pending: Mutex::default(),
-            next_id: AtomicU64::new(1),
-            abort: Mutex::default(),
-            aborted: Notify::new(),
-            inbox: Mutex::new(Some(inbox)),
-            lost: Mutex::default(),
-            node_lost: Notify::new(),
-            servers_gone: Mutex::default(),
-            workers_gone: Mutex::default(),
-            room: Notify::new(),
-            most_released: Default::default(),
-        });
+        let dispatch = Arc::new(Dispatch::new(events.clone(), inbox));
         Ok(Server {
             listener,
             local,
@@ -361,25 +365,7 @@ impl Server {
             attach(s, reader, wr, events.clone());
             expected.insert(s);
         }
-        let mut state = State {
-            me,
-            balancer: Balancer::new(layout.clone(), me, cfg.soft_wait),
-            layout: layout.clone(),
-            peers: HashMap::new(),
-            dispatch,
-            engine,
-            next_server: 0,
-            stealing: false,
-            steal_round: 0,
-            next_steal: Instant::now(),
-            backoff: STEAL_BACKOFF_MIN,
-            closing: false,
-            writers: Vec::new(),
-            asked: HashSet::new(),
-            workers: layout.workers_of(me).count(),
-            left: HashSet::new(),
-            left_in_run: 0,
-        };
+        let mut state = State::new(me, layout, cfg.soft_wait, dispatch, engine);
         let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
         let mut early = Vec::new();
         while !expected.iter().all(|r| state.peers.contains_key(r)) {
@@ -417,35 +403,36 @@ impl Server {
 }
 
 impl State {
-    /// Handles events until the run is over for this server.
+    /// Handles events until the run is over for this server: the one
+    /// place the state machine is given the time.
     async fn serve(&mut self, early: Vec<Event>, mut rx: mpsc::UnboundedReceiver<Event>) {
         for ev in early {
-            if !self.handle(ev) {
+            if !self.handle(ev, Instant::now()) {
                 return;
             }
         }
         loop {
-            let ev = match self.wake_at() {
+            let ev = match self.wake_at(Instant::now()) {
                 Some(at) => match tokio::time::timeout_at(at.into(), rx.recv()).await {
                     Ok(ev) => ev,
                     Err(_) => {
-                        self.after_events();
+                        self.after_events(Instant::now());
                         continue;
                     }
                 },
                 None => rx.recv().await,
             };
             let Some(ev) = ev else { return };
-            if !self.handle(ev) {
+            if !self.handle(ev, Instant::now()) {
                 return;
             }
             // Take everything queued before matching: one pass per burst.
             while let Ok(ev) = rx.try_recv() {
-                if !self.handle(ev) {
+                if !self.handle(ev, Instant::now()) {
                     return;
                 }
             }
-            self.after_events();
+            self.after_events(Instant::now());
         }
     }
 }
@@ -502,15 +489,42 @@ struct State {
 }
 
 impl State {
+    fn new(
+        me: Rank,
+        layout: Arc<Layout>,
+        soft_wait: Option<Duration>,
+        dispatch: Arc<Dispatch>,
+        engine: mpsc::UnboundedSender<(Rank, Vec<u8>)>,
+    ) -> State {
+        State {
+            me,
+            balancer: Balancer::new(layout.clone(), me, soft_wait),
+            workers: layout.workers_of(me).count(),
+            layout,
+            peers: HashMap::new(),
+            dispatch,
+            engine,
+            next_server: 0,
+            stealing: false,
+            steal_round: 0,
+            next_steal: Instant::now(),
+            backoff: STEAL_BACKOFF_MIN,
+            closing: false,
+            writers: Vec::new(),
+            asked: HashSet::new(),
+            left: HashSet::new(),
+            left_in_run: 0,
+        }
+    }
+
     fn send(&self, to: Rank, msg: RankMsg) {
         if let Some(tx) = self.peers.get(&to) {
             let _ = tx.send(msg);
         }
     }
 
-    /// Handles one event; `false` ends the loop.
-    fn handle(&mut self, ev: Event) -> bool {
-        let now = Instant::now();
+    /// Handles one event at time `now`; `false` ends the loop.
+    fn handle(&mut self, ev: Event, now: Instant) -> bool {
         match ev {
             Event::Joined(r, tx, w) => {
                 self.peers.insert(r, tx);
@@ -802,8 +816,7 @@ impl State {
     }
 
     /// Matches work to idle workers, and steals for those left idle.
-    fn after_events(&mut self) {
-        let now = Instant::now();
+    fn after_events(&mut self, now: Instant) {
         self.assign(now);
         if self.layout.servers < 2 || self.stealing || self.closing || now < self.next_steal {
             return;
@@ -826,15 +839,194 @@ impl State {
 
     /// When the loop must wake without an event: a steal retry or SOFT
     /// tasks to weigh again.
-    fn wake_at(&self) -> Option<Instant> {
+    fn wake_at(&self, now: Instant) -> Option<Instant> {
         if self.closing || self.balancer.idle().next().is_none() {
             return None;
         }
-        let now = Instant::now();
         let steal = (self.layout.servers > 1 && !self.stealing).then_some(self.next_steal);
         [steal, self.balancer.next_spill(now)]
             .into_iter()
             .flatten()
             .min()
+    }
+}
+
+/// A server's state machine driven by hand: events in, time given, the
+/// messages it sends read from each peer's channel. No sockets, no clock.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locus_proto::run::{Placed, Target, Work};
+
+    struct Harness {
+        state: State,
+        /// What the state machine sent to each other rank.
+        sent: HashMap<Rank, mpsc::UnboundedReceiver<RankMsg>>,
+        t0: Instant,
+    }
+
+    /// Server `me` of a run whose ranks are on `nodes` (the last `servers`
+    /// ranks serve), every other rank connected.
+    fn harness(nodes: &[&str], servers: u32, me: Rank) -> Harness {
+        let names: Vec<String> = nodes.iter().map(|n| (*n).to_string()).collect();
+        let layout = Arc::new(Layout::from_names(servers, &names).unwrap());
+        let (events, _) = mpsc::unbounded_channel();
+        let (engine, inbox) = mpsc::unbounded_channel();
+        let dispatch = Arc::new(Dispatch::new(events, inbox));
+        let mut state = State::new(me, layout.clone(), None, dispatch, engine);
+        let mut sent = HashMap::new();
+        for r in (0..layout.size()).filter(|r| *r != me) {
+            let (tx, rx) = mpsc::unbounded_channel();
+            state.peers.insert(r, tx);
+            sent.insert(r, rx);
+        }
+        Harness {
+            state,
+            sent,
+            t0: Instant::now(),
+        }
+    }
+
+    impl Harness {
+        fn msg(&mut self, from: Rank, msg: RankMsg) {
+            assert!(self.state.handle(Event::Msg(from, msg), self.t0));
+        }
+
+        fn sent_to(&mut self, r: Rank) -> Vec<RankMsg> {
+            let rx = self.sent.get_mut(&r).unwrap();
+            std::iter::from_fn(|| rx.try_recv().ok()).collect()
+        }
+
+        fn runs_sent_to(&mut self, r: Rank) -> Vec<u64> {
+            let msgs = self.sent_to(r);
+            let runs = msgs.into_iter().filter_map(|m| match m {
+                RankMsg::Run(t) => Some(t.id),
+                _ => None,
+            });
+            runs.collect()
+        }
+
+        /// Puts `task` as its engine would, with the engine's wait for
+        /// its outcome.
+        fn put(&mut self, task: Task) -> oneshot::Receiver<Outcome> {
+            let (tx, rx) = oneshot::channel();
+            let pending = &self.state.dispatch.pending;
+            pending.lock().unwrap().insert(task.id, tx);
+            assert!(self.state.handle(Event::Put(task), self.t0));
+            rx
+        }
+    }
+
+    fn task(n: u64, target: Option<(Rank, bool)>) -> Task {
+        Task {
+            id: ids::tagged(0, n),
+            func: "f".into(),
+            target: target.map(|(rank, hard)| Target {
+                rank,
+                hard,
+                node: false,
+            }),
+            placed: Placed::Explicit,
+            prio: 0,
+            work: Work::Sleep { secs: 0.0 },
+            at: String::new(),
+            key: String::new(),
+            inputs: Vec::new(),
+            stats: None,
+            spill: None,
+            remade: false,
+        }
+    }
+
+    fn done(id: u64, rank: Rank) -> Outcome {
+        Outcome {
+            id,
+            rank,
+            ..Outcome::default()
+        }
+    }
+
+    #[test]
+    fn a_task_goes_to_the_worker_that_asked_and_its_outcome_to_its_engine() {
+        let mut h = harness(&["a", "a", "a"], 1, 2);
+        h.msg(0, RankMsg::Want);
+        let mut outcome = h.put(task(1, None));
+        h.state.after_events(h.t0);
+        assert_eq!(h.runs_sent_to(0), vec![task(1, None).id]);
+        assert!(h.runs_sent_to(1).is_empty());
+        assert!(outcome.try_recv().is_err(), "answered before it ran");
+        h.msg(0, RankMsg::Done(done(task(1, None).id, 0)));
+        assert_eq!(outcome.try_recv().unwrap().rank, 0);
+    }
+
+    #[test]
+    fn the_task_of_a_worker_gone_while_running_it_runs_on_another() {
+        let mut h = harness(&["a", "a", "a"], 1, 2);
+        let _outcome = h.put(task(1, None));
+        h.msg(0, RankMsg::Want);
+        h.state.after_events(h.t0);
+        assert_eq!(h.runs_sent_to(0), vec![task(1, None).id]);
+        h.msg(1, RankMsg::Want);
+        let broke = Event::Closed(0, Some("connection reset".into()));
+        assert!(h.state.handle(broke, h.t0));
+        h.state.after_events(h.t0);
+        assert_eq!(h.runs_sent_to(1), vec![task(1, None).id]);
+        let gone = h.state.dispatch.workers_gone();
+        assert_eq!(gone.len(), 1, "{gone:?}");
+        assert!(gone[0].contains("worker rank 0"), "{gone:?}");
+    }
+
+    #[test]
+    fn a_hard_task_for_a_gone_worker_fails_naming_it_and_a_soft_one_runs() {
+        let mut h = harness(&["a", "a", "a"], 1, 2);
+        assert!(h.state.handle(Event::Closed(1, None), h.t0));
+        let mut hard = h.put(task(1, Some((1, true))));
+        let failed = hard.try_recv().unwrap();
+        let error = failed.error.unwrap();
+        assert!(error.contains("HARD target, rank 1"), "{error}");
+        assert!(error.contains("is gone"), "{error}");
+        let _soft = h.put(task(2, Some((1, false))));
+        h.msg(0, RankMsg::Want);
+        h.state.after_events(h.t0);
+        assert_eq!(h.runs_sent_to(0), vec![task(2, None).id]);
+    }
+
+    #[test]
+    fn empty_steal_rounds_back_off_by_the_time_given() {
+        // Workers 0..3, servers 4 and 5; server 4 serves workers 0 and 2.
+        let mut h = harness(&["a", "a", "b", "b", "a", "b"], 2, 4);
+        h.msg(0, RankMsg::Want);
+        h.state.after_events(h.t0);
+        let steals = |msgs: Vec<RankMsg>| {
+            let steals = msgs.iter().filter(|m| matches!(m, RankMsg::Steal { .. }));
+            steals.count()
+        };
+        assert_eq!(steals(h.sent_to(5)), 1, "an idle worker: steal");
+        // An empty answer: the next round waits STEAL_BACKOFF_MIN, then
+        // twice that after another.
+        h.msg(5, RankMsg::Gift { tasks: Vec::new() });
+        h.state.after_events(h.t0);
+        assert_eq!(steals(h.sent_to(5)), 0, "asked again at once");
+        let t1 = h.t0 + STEAL_BACKOFF_MIN;
+        assert_eq!(h.state.wake_at(h.t0), Some(t1));
+        h.state.after_events(t1);
+        assert_eq!(steals(h.sent_to(5)), 1, "not asked once the wait was over");
+        assert!(h
+            .state
+            .handle(Event::Msg(5, RankMsg::Gift { tasks: Vec::new() }), t1));
+        assert_eq!(h.state.wake_at(t1), Some(t1 + 2 * STEAL_BACKOFF_MIN));
+        // Work given: the worker runs it and the wait starts over.
+        let given = Task {
+            id: ids::tagged(1, 1),
+            ..task(0, None)
+        };
+        let t2 = t1 + 2 * STEAL_BACKOFF_MIN;
+        h.state.after_events(t2);
+        assert!(h
+            .state
+            .handle(Event::Msg(5, RankMsg::Gift { tasks: vec![given] }), t2));
+        h.state.after_events(t2);
+        assert_eq!(h.runs_sent_to(0), vec![ids::tagged(1, 1)]);
+        assert_eq!(h.state.backoff, STEAL_BACKOFF_MIN);
     }
 }
