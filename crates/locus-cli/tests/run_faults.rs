@@ -6,7 +6,7 @@ mod common;
 use common::{locus, processes_with, Run};
 use locus_proto::auth::{self, Channel, Secret};
 use locus_proto::frame;
-use locus_proto::run::RankMsg;
+use locus_proto::run::{ErrorKind, RankMsg};
 use locus_runtime::Entry;
 use std::io::Write;
 use std::net::TcpStream;
@@ -95,11 +95,17 @@ fn a_failed_run_leaves_no_app_running_and_a_dead_leader_is_reported() {
          long();\nfail();\n",
         marker.display()
     );
-    let (child, _) = start(dir.path(), &script);
+    let (child, failed_dir) = start(dir.path(), &script);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("exited with code 4"), "{stderr}");
+    // The run and the task say what kind of failure it was.
+    let summary = locus_runtime::RunSummary::load(&failed_dir).unwrap();
+    assert_eq!(summary.error_kind, Some(ErrorKind::Task), "{summary:?}");
+    let records = locus_runtime::record::load(&failed_dir).unwrap();
+    let fail = records.iter().find(|r| r.func == "fail").unwrap();
+    assert_eq!(fail.error_kind, Some(ErrorKind::Task));
     assert!(
         processes_with("sleep 7.321").is_empty(),
         "an app outlived its run"

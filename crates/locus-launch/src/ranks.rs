@@ -11,6 +11,7 @@ use crate::role::{self, Program};
 use crate::site::{self, Deploy, Shape, Site};
 use locus_fs::CLUSTER_FILE;
 use locus_fs::{ClusterSpec, Durability, Placement, Upkeep};
+use locus_proto::run::ErrorKind;
 use locus_runtime::ranks_dir;
 use locus_runtime::record::{keep_for_resume, now_us, records_dir, resume_dir};
 use locus_runtime::Layout;
@@ -430,6 +431,7 @@ fn run_here(
             start_us,
             end_us: now_us(),
             error: Some(why),
+            error_kind: Some(ErrorKind::Lost),
             control: Vec::new(),
             diskless_hosts: Vec::new(),
             wireup: None,

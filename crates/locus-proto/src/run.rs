@@ -6,6 +6,89 @@ use serde::{Deserialize, Serialize};
 
 pub type Rank = u32;
 
+/// What kind of failure ended a task or a run, for a caller that decides
+/// by it (the message is for people).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorKind {
+    /// The script itself: an assertion, a value its operation refuses, a
+    /// variable written twice, a wait nothing will end.
+    Script,
+    /// A task's program: it exited non-zero, was killed, ran past its
+    /// timeout, raised, or left an output unwritten.
+    Task,
+    /// Work or files lost with a node or a rank, and not made again.
+    Lost,
+    /// The file system refused or failed a read or a write.
+    Fs,
+    /// The ranks of the run could not start or meet.
+    Launch,
+    /// A bug in Locus.
+    Internal,
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ErrorKind::Script => "script",
+            ErrorKind::Task => "task",
+            ErrorKind::Lost => "lost",
+            ErrorKind::Fs => "file system",
+            ErrorKind::Launch => "launch",
+            ErrorKind::Internal => "internal",
+        })
+    }
+}
+
+/// A task's or a run's failure: its kind, and its one-line message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct RunError {
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+impl RunError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> RunError {
+        RunError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn script(message: impl Into<String>) -> RunError {
+        RunError::new(ErrorKind::Script, message)
+    }
+
+    pub fn task(message: impl Into<String>) -> RunError {
+        RunError::new(ErrorKind::Task, message)
+    }
+
+    pub fn lost(message: impl Into<String>) -> RunError {
+        RunError::new(ErrorKind::Lost, message)
+    }
+
+    pub fn fs(message: impl Into<String>) -> RunError {
+        RunError::new(ErrorKind::Fs, message)
+    }
+
+    pub fn launch(message: impl Into<String>) -> RunError {
+        RunError::new(ErrorKind::Launch, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> RunError {
+        RunError::new(ErrorKind::Internal, message)
+    }
+
+    /// The same failure, its message led by `context` (`file:line:col`,
+    /// a function's name).
+    pub fn within(self, context: impl std::fmt::Display) -> RunError {
+        RunError {
+            message: format!("{context}: {}", self.message),
+            ..self
+        }
+    }
+}
+
 /// Where a task must or should run (`location(rank, HARD|SOFT, RANK|NODE)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
@@ -147,8 +230,8 @@ pub struct Outcome {
     pub rank: Rank,
     /// How long the task ran, in microseconds.
     pub micros: u64,
-    /// The failure, worded for the user, or `None` on success.
-    pub error: Option<String>,
+    /// The failure, or `None` on success.
+    pub error: Option<RunError>,
     /// What a task that computes a value (`python`) gave.
     #[serde(default)]
     pub value: Option<String>,
@@ -188,7 +271,7 @@ pub enum RankMsg {
     Gift { tasks: Vec<Task> },
     /// Server → leader: the run cannot go on (a worker went away, a
     /// failure in a server's engine).
-    Abort { reason: String },
+    Abort { reason: RunError },
     /// Server → server: a message between their dataflow engines (the
     /// runtime's own encoding).
     Engine(Vec<u8>),

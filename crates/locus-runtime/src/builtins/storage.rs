@@ -13,6 +13,7 @@ use crate::records::record::Seen;
 use locus_fs::Client;
 use locus_lang::builtins::Run;
 use locus_proto::fs::{Kind, NodeId};
+use locus_proto::run::RunError;
 use locus_proto::run::{Held, Rank, Stats};
 use locus_proto::{Errno, FsError};
 use std::path::PathBuf;
@@ -466,9 +467,12 @@ impl Storage {
 
     /// Whether Locus file `path` is lost with a node (`Client::lost`); a
     /// host file never is.
-    pub async fn lost(&self, path: &str) -> Result<bool, String> {
+    pub async fn lost(&self, path: &str) -> Result<bool, RunError> {
         match self.on_fs(path) {
-            Some((client, fp)) => client.lost(fp).await.map_err(|e| e.to_string()),
+            Some((client, fp)) => client
+                .lost(fp)
+                .await
+                .map_err(|e| RunError::fs(e.to_string())),
             None => Ok(false),
         }
     }
@@ -479,9 +483,11 @@ impl Storage {
         &self,
         path: &str,
         rec: &locus_proto::fs::Record,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, RunError> {
         match self.on_fs(path) {
-            Some((client, fp)) => client.reinstate(fp, rec).await.map_err(|e| e.to_string()),
+            Some((client, fp)) => {
+                (client.reinstate(fp, rec).await).map_err(|e| RunError::fs(e.to_string()))
+            }
             None => Ok(false),
         }
     }

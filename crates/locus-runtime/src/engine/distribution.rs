@@ -16,7 +16,7 @@ impl Engine {
         tokio::spawn(async move {
             if let Err(err) = e.remote.write(f, what).await {
                 e.fail(match at {
-                    Some(at) => format!("{}: {err}", e.place(&at)),
+                    Some(at) => err.within(e.place(&at)),
                     None => err,
                 });
             }
@@ -87,7 +87,7 @@ impl Engine {
         match msg {
             Msg::Call { id, func, binds } => {
                 let Some(callee) = self.funcs.get(&func).cloned() else {
-                    return self.fail(format!("no function '{func}'"));
+                    return self.fail(RunError::internal(format!("no function '{func}'")));
                 };
                 let done = self.finished_guard(from, id);
                 self.start_call(&callee, &binds, &done);
@@ -102,7 +102,7 @@ impl Engine {
             } => {
                 let (Some(f), Some(b)) = (self.funcs.get(&func).cloned(), self.plans.block(block))
                 else {
-                    return self.fail(format!("no block {block} in '{func}'"));
+                    return self.fail(RunError::internal(format!("no block {block} in '{func}'")));
                 };
                 let (e, b, done) = (self.clone(), b.clone(), self.finished_guard(from, id));
                 tokio::spawn(async move {

@@ -129,7 +129,10 @@ impl Engine {
     pub(super) fn key(&self, v: &Value) -> Option<Key> {
         let k = v.key();
         if k.is_none() {
-            self.fail(format!("{} cannot be an array key", v.render()));
+            self.fail(RunError::script(format!(
+                "{} cannot be an array key",
+                v.render()
+            )));
         }
         k
     }
@@ -154,7 +157,7 @@ impl Engine {
                 };
                 match r {
                     Ok(v) => self.set(frame.get(*dst), v, done),
-                    Err(e) => self.fail(format!("{}: {e}", self.place(at))),
+                    Err(e) => self.fail(RunError::script(e).within(self.place(at))),
                 }
             }
             Stmt::Builtin { outs, op, args, at } => {
@@ -170,7 +173,7 @@ impl Engine {
                             self.set(frame.get(*o), values.next().unwrap_or(SIGNAL), done);
                         }
                     }
-                    Err(e) => self.fail(format!("{}: {e}", self.place(at))),
+                    Err(e) => self.fail(e.within(self.place(at))),
                 }
             }
             Stmt::Copy { dst, src } => {
@@ -187,7 +190,7 @@ impl Engine {
                 let at = self.place(at);
                 let call = self.call(func, frame, name, outs, args, opts, &at, done);
                 if let Err(e) = Box::pin(call).await {
-                    self.fail(format!("{at}: {e}"));
+                    self.fail(e.within(at));
                 }
             }
             Stmt::If { cond, .. } => {
@@ -205,7 +208,7 @@ impl Engine {
             Stmt::Switch { on, cases, .. } => {
                 let v = self.get(func, frame, *on).await;
                 let Value::Int(i) = v else {
-                    return self.fail("switch on a non-int".into());
+                    return self.fail(RunError::internal("switch on a non-int"));
                 };
                 // The default block follows the cases.
                 let which = cases
@@ -222,11 +225,11 @@ impl Engine {
                     None => Value::Int(1),
                 };
                 let (Value::Int(lo), Value::Int(hi), Value::Int(step)) = (lo, hi, step) else {
-                    return self.fail("a range needs ints".into());
+                    return self.fail(RunError::internal("a range needs ints"));
                 };
                 let count = match builtins::range_len(lo, hi, step) {
                     Ok(n) => n,
-                    Err(e) => return self.fail(e),
+                    Err(e) => return self.fail(RunError::script(e)),
                 };
                 for (server, from, to) in self.shares(count) {
                     let items = Items::Range { lo, step, from, to };
@@ -235,7 +238,7 @@ impl Engine {
             }
             Stmt::ForeachArray { array, .. } => {
                 let Value::Container(m) = self.get(func, frame, *array).await else {
-                    return self.fail("foreach over a non-array".into());
+                    return self.fail(RunError::internal("foreach over a non-array"));
                 };
                 let mut members = m.into_iter();
                 for (server, from, to) in self.shares(members.len() as u64) {
@@ -368,7 +371,10 @@ impl Engine {
         let (Stmt::ForeachRange { value, index, .. } | Stmt::ForeachArray { value, index, .. }) =
             &block.stmts[i]
         else {
-            return self.fail(format!("statement {i} of block {} is no foreach", block.id));
+            return self.fail(RunError::internal(format!(
+                "statement {i} of block {} is no foreach",
+                block.id
+            )));
         };
         let body = &block.nested[i][0];
         let start = |v: Value, ix: Value| {
@@ -466,10 +472,10 @@ impl Engine {
         if v.is_none() {
             let steps: String = keys.iter().map(|k| format!("[{k}]")).collect();
             let name = &func.vars[c as usize].name;
-            self.fail(format!(
+            self.fail(RunError::script(format!(
                 "{}: {name}{steps} is read but never assigned",
                 self.place(at)
-            ));
+            )));
         }
         v
     }
@@ -494,9 +500,9 @@ impl Engine {
         opts: &ir::CallOpts,
         at: &str,
         done: &Arc<Done>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let Some(callee) = self.funcs.get(name).cloned() else {
-            return Err(format!("no function '{name}'"));
+            return Err(RunError::internal(format!("no function '{name}'")));
         };
         // The callee's parameters are the caller's futures.
         let binds: Vec<(VarId, FutureId)> = (callee.inputs.iter().zip(args))
@@ -521,7 +527,7 @@ impl Engine {
             FnKind::Leaf {
                 package, target, ..
             } => {
-                return Err(format!("'{name}' is implemented by {package} '{target}', which this runtime does not provide"));
+                return Err(RunError::script(format!("'{name}' is implemented by {package} '{target}', which this runtime does not provide")));
             }
         }
         Ok(())

@@ -13,17 +13,17 @@ impl Engine {
         frame: &Frame,
         name: &str,
         opts: &ir::CallOpts,
-    ) -> Result<(Option<Target>, i64, Option<f64>), String> {
+    ) -> Result<(Option<Target>, i64, Option<f64>), RunError> {
         let timeout = match opts.timeout {
             None => None,
             Some(t) => match self.get(caller, frame, t).await {
                 Value::Int(i) if i > 0 => Some(i as f64),
                 Value::Float(x) if x > 0.0 && x.is_finite() => Some(x),
                 other => {
-                    return Err(format!(
+                    return Err(RunError::script(format!(
                         "call of '{name}': @timeout must be a positive number of seconds, not {}",
                         other.render()
-                    ))
+                    )))
                 }
             },
         };
@@ -31,10 +31,10 @@ impl Engine {
             Some(p) => match self.get(caller, frame, p).await {
                 Value::Int(i) => i,
                 other => {
-                    return Err(format!(
+                    return Err(RunError::script(format!(
                         "call of '{name}': @prio must be an int, not {}",
                         other.render()
-                    ))
+                    )))
                 }
             },
             None => 0,
@@ -43,15 +43,17 @@ impl Engine {
             return Ok((None, prio, timeout));
         };
         let Value::Location(l) = self.get(caller, frame, loc).await else {
-            return Err(format!("call of '{name}': @location needs a location"));
+            return Err(RunError::script(format!(
+                "call of '{name}': @location needs a location"
+            )));
         };
         let rank = self.opts.storage.layout.check_target(l.rank).map_err(|e| {
-            format!(
+            RunError::script(format!(
                 "call of '{name}': location({}, {}, {}): {e}",
                 l.rank,
                 if l.hard && !opts.soft { "HARD" } else { "SOFT" },
                 if l.node { "NODE" } else { "RANK" }
-            )
+            ))
         })?;
         let target = Target {
             rank,
@@ -93,12 +95,12 @@ impl Engine {
         op: Builtin,
         a: &[Value],
         outs: &[VarId],
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, RunError> {
         let cx = Context {
             args: &self.opts.args,
         };
         match op {
-            Builtin::Pure(p) => builtins::pure(p, a, &cx),
+            Builtin::Pure(p) => builtins::pure(p, a, &cx).map_err(RunError::script),
             Builtin::Run(r) => {
                 let dst = match (r, outs.first()) {
                     (
@@ -109,11 +111,14 @@ impl Engine {
                 };
                 // Boxed, as the task builtins: every statement's future
                 // would otherwise be as large as the largest of these.
-                let v = Box::pin(self.opts.storage.call(r, a, dst.as_deref())).await?;
+                // They read and write the run's files: their failures are
+                // the file system's.
+                let called = Box::pin(self.opts.storage.call(r, a, dst.as_deref())).await;
+                let v = called.map_err(RunError::fs)?;
                 Ok(v.into_iter().collect())
             }
             Builtin::Effect(e) => {
-                if let Some(line) = builtins::effect(e, a, &cx)? {
+                if let Some(line) = builtins::effect(e, a, &cx).map_err(RunError::script)? {
                     self.print(&line);
                 }
                 Ok(Vec::new())
@@ -127,7 +132,7 @@ impl Engine {
         self: &Arc<Self>,
         op: TaskFn,
         a: &[Value],
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, RunError> {
         let text = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
         let work = match op {
             TaskFn::Sleep | TaskFn::SleepTrace => Work::Sleep {
@@ -179,12 +184,12 @@ impl Engine {
     }
 
     /// Runs a leaf task on a worker and waits for it.
-    pub(super) async fn leaf(self: &Arc<Self>, task: Task) -> Result<(), String> {
+    pub(super) async fn leaf(self: &Arc<Self>, task: Task) -> Result<(), RunError> {
         self.leaf_outcome(task).await.map(drop)
     }
 
     /// Runs a leaf task on a worker; returns what became of it.
-    pub(super) async fn leaf_outcome(self: &Arc<Self>, task: Task) -> Result<Outcome, String> {
+    pub(super) async fn leaf_outcome(self: &Arc<Self>, task: Task) -> Result<Outcome, RunError> {
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
         self.show_progress();
         // Only an app reads and writes Locus files (lineage).
@@ -255,7 +260,7 @@ impl Engine {
         (target, prio, timeout): (Option<Target>, i64, Option<f64>),
         at: &str,
         done: &Arc<Done>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         self.run_block(app, frame, self.plans.body(&app.name), done)
             .await;
         let outputs: HashSet<VarId> = app.outputs.iter().copied().collect();
@@ -291,7 +296,10 @@ impl Engine {
         let stdout = self.stream(app, frame, &outputs, t.stdout).await;
         let stderr = self.stream(app, frame, &outputs, t.stderr).await;
         if argv.is_empty() {
-            return Err(format!("app '{}' has an empty command line", app.name));
+            return Err(RunError::script(format!(
+                "app '{}' has an empty command line",
+                app.name
+            )));
         }
         let mut out_files = Vec::new();
         for o in &app.outputs {

@@ -15,7 +15,7 @@ const CHECKS_IN_FLIGHT: usize = 64;
 
 /// The one run of a producer making its lost files again, shared by the
 /// tasks that wait for them.
-type Remaking = Arc<tokio::sync::OnceCell<Result<(), String>>>;
+type Remaking = Arc<tokio::sync::OnceCell<Result<(), RunError>>>;
 
 /// A Locus file of the run: the task that made it, and its record then.
 #[derive(Clone)]
@@ -96,7 +96,7 @@ impl Engine {
     /// made them. `Ok(false)`: no task of this run made any of them and
     /// none is lost (a file that never existed: the task's own error
     /// stands); an error names every lost file nothing can make again.
-    pub(super) async fn remake(self: &Arc<Self>, paths: &[String]) -> Result<bool, String> {
+    pub(super) async fn remake(self: &Arc<Self>, paths: &[String]) -> Result<bool, RunError> {
         let mut unknown = self.remake_here(paths).await?;
         for s in (0..self.remote.servers).filter(|s| *s != self.remote.me) {
             if unknown.is_empty() {
@@ -106,7 +106,7 @@ impl Engine {
             match self.remote.ask_remake(s, asked).await {
                 Some(Ok(left)) => unknown = left,
                 Some(Err(e)) => return Err(e),
-                None => return Err("the run was stopped".into()),
+                None => return Err(RunError::internal("the run was stopped")),
             }
         }
         let known = unknown.len() < paths.len();
@@ -117,10 +117,10 @@ impl Engine {
             }
         }
         if !lost.is_empty() {
-            return Err(format!(
+            return Err(RunError::lost(format!(
                 "lost (their node gone, or every copy found bad), and made by no task of this run: {}",
                 lost.join(", ")
-            ));
+            )));
         }
         Ok(known)
     }
@@ -133,7 +133,7 @@ impl Engine {
     pub(super) async fn remake_here(
         self: &Arc<Self>,
         paths: &[String],
-    ) -> Result<Vec<String>, String> {
+    ) -> Result<Vec<String>, RunError> {
         let mut unknown = Vec::new();
         // Each producer with the run that made its files last as it was
         // before they were found lost.
@@ -187,7 +187,7 @@ impl Engine {
             runs.spawn(async move { cell.get_or_init(|| e.remake_by(&producer)).await.clone() });
         }
         while let Some(run) = runs.join_next().await {
-            run.map_err(|e| format!("making a lost file again: {e}"))??;
+            run.map_err(|e| RunError::internal(format!("making a lost file again: {e}")))??;
         }
         Ok(unknown)
     }
@@ -205,7 +205,7 @@ impl Engine {
     }
 
     /// Runs `producer` again (a new task, marked as such in the records).
-    async fn remake_by(self: &Arc<Self>, producer: &Task) -> Result<(), String> {
+    async fn remake_by(self: &Arc<Self>, producer: &Task) -> Result<(), RunError> {
         // First in its queue: tasks are waiting for what it makes.
         let task = Task {
             id: self.opts.dispatch.task_id(),
@@ -220,11 +220,11 @@ impl Engine {
         self.step();
         match outcome.error {
             Some(e) => {
-                let e = format!("making lost files again: {e}");
+                let e = e.within("making lost files again");
                 // The run fails at the call that failed: the producer's,
                 // not that of the task waiting for its files (whose own
                 // failure comes after, and is not the run's).
-                self.fail(format!("{}: {e}", producer.at));
+                self.fail(e.clone().within(&producer.at));
                 Err(e)
             }
             None => Ok(()),
@@ -233,7 +233,7 @@ impl Engine {
 
     /// In a run that lost a node: every file this engine's tasks made that
     /// is lost now is made again (or named again); returns how many were.
-    pub(super) async fn repair_here(self: &Arc<Self>) -> Result<usize, String> {
+    pub(super) async fn repair_here(self: &Arc<Self>) -> Result<usize, RunError> {
         let paths: Vec<String> = (self.lineage.made_by.lock().expect("lineage").keys())
             .cloned()
             .collect();
@@ -257,12 +257,12 @@ impl Engine {
 
     /// On the leader, in a run that lost nodes: every engine makes its lost
     /// files again; returns how many were.
-    pub(super) async fn repair(self: &Arc<Self>) -> Result<usize, String> {
+    pub(super) async fn repair(self: &Arc<Self>) -> Result<usize, RunError> {
         let mut count = self.repair_here().await?;
         for s in 1..self.remote.servers {
             match self.remote.ask_repair(s).await {
                 Some(r) => count += r?,
-                None => return Err("the run was stopped".into()),
+                None => return Err(RunError::internal("the run was stopped")),
             }
         }
         Ok(count)

@@ -22,7 +22,7 @@ use crate::ranks::server::Dispatch;
 use locus_lang::builtins::{Builtin, Run, Task as TaskFn};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
-use locus_proto::run::{Arg, Held, Outcome, Placed, Stats, Target, Task, Work};
+use locus_proto::run::{Arg, Held, Outcome, Placed, RunError, Stats, Target, Task, Work};
 use remote::{ControlStats, Items, Msg, Remote, Status};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -121,7 +121,7 @@ pub struct Engine {
     /// Work sent to other servers and not finished, holding its caller's guard.
     shipped: Mutex<IdMap<Arc<Done>>>,
     opts: RunOptions,
-    failure: Mutex<Option<String>>,
+    failure: Mutex<Option<RunError>>,
     failed: Notify,
     /// Bumped by every completed step; the stall detector watches it.
     progress: AtomicU64,
@@ -290,7 +290,9 @@ impl Engine {
             while let Some((from, bytes)) = inbox.recv().await {
                 match postcard::from_bytes::<Msg>(&bytes) {
                     Ok(msg) => e.received_msg(e.remote.index_of(from), msg),
-                    Err(err) => e.fail(format!("a message from rank {from}: {err}")),
+                    Err(err) => e.fail(RunError::internal(format!(
+                        "a message from rank {from}: {err}"
+                    ))),
                 }
             }
         });
@@ -309,7 +311,7 @@ impl Engine {
     /// Runs `main` to the end: `Ok` when every statement is done, `Err`
     /// with the first failure, or with a report when the run cannot progress.
     /// No progress on any server while no leaf task runs means stuck.
-    pub async fn run(self: &Arc<Self>) -> Result<(), String> {
+    pub async fn run(self: &Arc<Self>) -> Result<(), RunError> {
         let (tx, rx) = oneshot::channel();
         let main = self.funcs["main"].clone();
         {
@@ -383,18 +385,20 @@ impl Engine {
         std::panic::set_hook(Box::new(move |info| {
             report(info);
             if let Some(e) = engine.upgrade() {
-                e.fail(format!("internal error (a bug in Locus): {info}"));
+                e.fail(RunError::internal(format!(
+                    "internal error (a bug in Locus): {info}"
+                )));
             }
         }));
     }
 
-    fn fail(&self, msg: String) {
+    fn fail(&self, e: RunError) {
         let mut f = self.failure.lock().expect("failure");
         if f.is_none() {
             if self.remote.me != 0 {
-                self.opts.dispatch.report_abort(msg.clone());
+                self.opts.dispatch.report_abort(e.clone());
             }
-            *f = Some(msg);
+            *f = Some(e);
         }
         self.failed.notify_one();
     }
@@ -495,7 +499,7 @@ impl Engine {
     ) {
         if self.store.is_local(f) {
             if let Err(e) = self.store.insert(f, &path, v) {
-                self.fail(format!("{}: {e}", self.place(at)));
+                self.fail(e.within(self.place(at)));
             }
             self.step();
         } else {

@@ -15,7 +15,7 @@ use crate::engine::store::{owner, FutureId};
 use crate::engine::value::{Key, Value};
 use crate::ranks::server::Dispatch;
 use locus_lang::ir::VarId;
-use locus_proto::run::Rank;
+use locus_proto::run::{Rank, RunError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -111,12 +111,12 @@ pub(crate) enum Write {
 pub(crate) enum Answer {
     Value(Value),
     Member(Option<Value>),
-    Written(Result<(), String>),
+    Written(Result<(), RunError>),
     Status(Status),
     /// To `Remake`: the paths no task of the answering engine made.
-    Remade(Result<Vec<String>, String>),
+    Remade(Result<Vec<String>, RunError>),
     /// To `Repair`: how many files were made again.
-    Repaired(Result<usize, String>),
+    Repaired(Result<usize, RunError>),
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -195,7 +195,9 @@ impl Remote {
     pub(crate) fn send(&self, server: u32, msg: &Msg) {
         match postcard::to_allocvec(msg) {
             Ok(bytes) => self.dispatch.send_engine(self.rank_of(server), bytes),
-            Err(e) => self.dispatch.report_abort(format!("engine message: {e}")),
+            Err(e) => self
+                .dispatch
+                .report_abort(RunError::internal(format!("engine message: {e}"))),
         }
     }
 
@@ -274,8 +276,9 @@ impl Remote {
 
     /// An answer of the wrong kind: a broken peer; the run cannot go on.
     async fn unexpected<T>(&self, a: Answer) -> T {
-        self.dispatch
-            .report_abort(format!("an engine answered out of turn: {a:?}"));
+        self.dispatch.report_abort(RunError::internal(format!(
+            "an engine answered out of turn: {a:?}"
+        )));
         std::future::pending().await
     }
 
@@ -288,7 +291,7 @@ impl Remote {
             .is_some_and(|c| c.initialized())
     }
 
-    pub(crate) async fn write(&self, id: FutureId, what: Write) -> Result<(), String> {
+    pub(crate) async fn write(&self, id: FutureId, what: Write) -> Result<(), RunError> {
         match self
             .ask(owner(id), |req| Msg::Write { req, id, what })
             .await
@@ -305,7 +308,7 @@ impl Remote {
         &self,
         server: u32,
         paths: Vec<String>,
-    ) -> Option<Result<Vec<String>, String>> {
+    ) -> Option<Result<Vec<String>, RunError>> {
         match self.ask(server, |req| Msg::Remake { req, paths }).await? {
             Answer::Remade(r) => Some(r),
             other => self.unexpected(other).await,
@@ -313,7 +316,7 @@ impl Remote {
     }
 
     /// Asks server `server` to make again every lost file its tasks made.
-    pub(crate) async fn ask_repair(&self, server: u32) -> Option<Result<usize, String>> {
+    pub(crate) async fn ask_repair(&self, server: u32) -> Option<Result<usize, RunError>> {
         match self.ask(server, |req| Msg::Repair { req }).await? {
             Answer::Repaired(r) => Some(r),
             other => self.unexpected(other).await,

@@ -59,7 +59,7 @@ impl Engine {
         }
     }
 
-    pub(super) async fn stall_report(&self) -> String {
+    pub(super) async fn stall_report(&self) -> RunError {
         let mut waiting = self.waiting_names();
         for s in self.remote.statuses().await {
             waiting.extend(s.waiting);
@@ -70,13 +70,13 @@ impl Engine {
             .collect();
         names.sort();
         names.dedup();
-        format!(
+        RunError::script(format!(
             "the run cannot progress: tasks wait on variables that are never assigned: {}",
             if names.is_empty() {
                 "(none found)".to_string()
             } else {
                 names.join(", ")
             }
-        )
+        ))
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::engine::ids;
 use crate::engine::value::{Key, Value};
+use locus_proto::run::RunError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
@@ -106,12 +107,15 @@ impl Store {
 
     /// Closes `id` with `v`: a scalar is set, a container gets `v`'s
     /// members and closes.
-    pub(crate) fn assign(&self, id: FutureId, v: Value) -> Result<(), String> {
+    pub(crate) fn assign(&self, id: FutureId, v: Value) -> Result<(), RunError> {
         if !self.is_container(id) {
             return self.set(id, v);
         }
         let Value::Container(m) = v else {
-            return Err(format!("an array was given {}", v.render()));
+            return Err(RunError::script(format!(
+                "an array was given {}",
+                v.render()
+            )));
         };
         for (k, v) in m {
             self.insert(id, &[k], v)?;
@@ -121,7 +125,7 @@ impl Store {
     }
 
     /// Closes scalar `id` with `v`; a second assignment is an error.
-    pub(crate) fn set(&self, id: FutureId, v: Value) -> Result<(), String> {
+    pub(crate) fn set(&self, id: FutureId, v: Value) -> Result<(), RunError> {
         self.with(id, |s| {
             if s.value.is_some() {
                 return Err("a variable was assigned twice".to_string());
@@ -131,6 +135,7 @@ impl Store {
             s.wake();
             Ok(())
         })
+        .map_err(RunError::script)
     }
 
     pub(crate) fn set_path(&self, id: FutureId, path: String) {
@@ -142,7 +147,7 @@ impl Store {
 
     /// Adds the member at `path` to container `id`: `[k]` is a member of
     /// its own, `[i, j, …]` a member of inner containers made on the way.
-    pub(crate) fn insert(&self, id: FutureId, path: &[Key], v: Value) -> Result<(), String> {
+    pub(crate) fn insert(&self, id: FutureId, path: &[Key], v: Value) -> Result<(), RunError> {
         let shown = || path.iter().map(|k| format!("[{k}]")).collect::<String>();
         self.with(id, |s| {
             if s.closed {
@@ -192,6 +197,7 @@ impl Store {
             s.wake();
             Ok(())
         })
+        .map_err(RunError::script)
     }
 
     /// Closes container `id` (no more members); idempotent.

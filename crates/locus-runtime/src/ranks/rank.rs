@@ -14,6 +14,7 @@ use crate::records::record::now_us;
 use crate::records::resume::{Resume, ResumeBy};
 use locus_fs::{Client, ClientOptions, ClusterSpec, Placement};
 use locus_lang::ir::Program;
+use locus_proto::run::{ErrorKind, RunError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -105,6 +106,9 @@ pub struct RunSummary {
     pub start_us: u64,
     pub end_us: u64,
     pub error: Option<String>,
+    /// What kind of failure `error` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
     /// Each server's control work (the leader's first).
     #[serde(default)]
     pub control: Vec<ControlStats>,
@@ -160,18 +164,18 @@ pub fn run_rank(
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, String>,
     progress: Option<Arc<dyn Progress>>,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     if opts.mount {
         // Before any thread starts: every thread of the rank (and every app)
         // then shares the namespace.
-        crate::exec::mount::private_namespace()?;
+        crate::exec::mount::private_namespace().map_err(RunError::launch)?;
     }
     // One thread per rank: ranks are processes, one per core, and a single
     // thread spares the engine's futures cross-thread wake-ups.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| RunError::internal(e.to_string()))?;
     let result = rt.block_on(rank_main(env, opts, program, progress));
     // Tasks left waiting on a failed run must not hold the process open.
     rt.shutdown_timeout(Duration::from_millis(100));
@@ -183,24 +187,25 @@ async fn rank_main(
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, String>,
     progress: Option<Arc<dyn Progress>>,
-) -> Result<(), String> {
+) -> Result<(), RunError> {
     let me = env.rank;
     if opts.servers == 0 || opts.servers >= env.size {
-        return Err(format!(
+        return Err(RunError::launch(format!(
             "{} ranks cannot hold {} server(s) and at least one worker",
             env.size, opts.servers
-        ));
+        )));
     }
     let is_server = me >= env.size - opts.servers;
-    let dir_err = |e: std::io::Error| format!("run directory {}: {e}", opts.run_dir.display());
+    let dir_err = |e: std::io::Error| {
+        RunError::launch(format!("run directory {}: {e}", opts.run_dir.display()))
+    };
     std::fs::create_dir_all(&opts.run_dir).map_err(dir_err)?;
     let secret = locus_fs::shared_secret(&opts.run_dir).map_err(dir_err)?;
     let server = if is_server {
-        let addr = listen_addr()?;
-        Some(
-            Server::bind(addr, me)
-                .map_err(|e| format!("server rank {me} cannot listen on {addr}: {e}"))?,
-        )
+        let addr = listen_addr().map_err(RunError::launch)?;
+        Some(Server::bind(addr, me).map_err(|e| {
+            RunError::launch(format!("server rank {me} cannot listen on {addr}: {e}"))
+        })?)
     } else {
         None
     };
@@ -208,7 +213,10 @@ async fn rank_main(
         rank: me,
         node: rendezvous::node_name(),
         addr: match &server {
-            Some(s) => Some(s.local_addr().map_err(|e| e.to_string())?),
+            Some(s) => Some(
+                s.local_addr()
+                    .map_err(|e| RunError::launch(e.to_string()))?,
+            ),
             None => None,
         },
         pid: std::process::id(),
@@ -218,41 +226,46 @@ async fn rank_main(
     // The leader (first server) gathers.
     let gatherer = size - opts.servers;
     // Kept to the rank's end: dropping it finalizes the PMI session.
-    let (entries, wireup, _pmi) =
-        match Pmi::from_env(GATHER_TIMEOUT).map_err(|e| format!("rank {me}: {e}"))? {
-            Some(mut pmi) => {
-                let mine = entry.clone();
-                let (entries, pmi) = tokio::task::spawn_blocking(move || {
-                    (
-                        rendezvous::exchange_pmi(&mut pmi, &mine, size, gatherer),
-                        pmi,
-                    )
-                })
-                .await
-                .map_err(|e| e.to_string())?;
-                (entries?, Wireup::Pmi, Some(pmi))
-            }
-            None => {
-                let board = RanksDir::of(&opts.run_dir);
-                rendezvous::publish(&board, &entry).map_err(dir_err)?;
-                let entries = tokio::task::spawn_blocking(move || {
-                    rendezvous::gather(&board, size, me, gatherer, GATHER_TIMEOUT)
-                })
-                .await
-                .map_err(|e| e.to_string())??;
-                (entries, Wireup::RunDir, None)
-            }
-        };
+    let (entries, wireup, _pmi) = match Pmi::from_env(GATHER_TIMEOUT)
+        .map_err(|e| RunError::launch(format!("rank {me}: {e}")))?
+    {
+        Some(mut pmi) => {
+            let mine = entry.clone();
+            let (entries, pmi) = tokio::task::spawn_blocking(move || {
+                (
+                    rendezvous::exchange_pmi(&mut pmi, &mine, size, gatherer),
+                    pmi,
+                )
+            })
+            .await
+            .map_err(|e| RunError::internal(e.to_string()))?;
+            (entries.map_err(RunError::launch)?, Wireup::Pmi, Some(pmi))
+        }
+        None => {
+            let board = RanksDir::of(&opts.run_dir);
+            rendezvous::publish(&board, &entry).map_err(dir_err)?;
+            let entries = tokio::task::spawn_blocking(move || {
+                rendezvous::gather(&board, size, me, gatherer, GATHER_TIMEOUT)
+            })
+            .await
+            .map_err(|e| RunError::internal(e.to_string()))?
+            .map_err(RunError::launch)?;
+            (entries, Wireup::RunDir, None)
+        }
+    };
     let names: Vec<String> = entries.iter().map(|e| e.node.clone()).collect();
-    let layout = Arc::new(Layout::from_names(opts.servers, &names)?);
+    let layout = Arc::new(Layout::from_names(opts.servers, &names).map_err(RunError::launch)?);
     let fs = match &opts.fs_dir {
-        Some(d) => Some(open_fs(d, &entry.node, opts.placement, &opts.run_dir)?),
+        Some(d) => {
+            let opened = open_fs(d, &entry.node, opts.placement, &opts.run_dir);
+            Some(opened.map_err(RunError::fs)?)
+        }
         None => None,
     };
     // The leader checks where the workers are against the file system.
     let diskless_hosts = match (&fs, &opts.fs_dir) {
         (Some((_, fs_hosts)), Some(dir)) if me == layout.leader() => {
-            diskless_hosts(&layout, fs_hosts, opts.fs_remote, dir)?
+            diskless_hosts(&layout, fs_hosts, opts.fs_remote, dir).map_err(RunError::launch)?
         }
         _ => Vec::new(),
     };
@@ -261,19 +274,24 @@ async fn rank_main(
         let client = fs.map(|(c, _)| c);
         // Dropped (unmounted) when the worker is done.
         let mounted = match (&client, opts.mount) {
-            (Some(c), true) => Some(crate::exec::mount::at_locus(c.clone(), &opts.run_dir)?),
+            (Some(c), true) => {
+                Some(crate::exec::mount::at_locus(c.clone(), &opts.run_dir).map_err(RunError::fs)?)
+            }
             _ => None,
         };
-        let launcher = crate::ranks::worker::launcher(me, &layout)
-            .map_err(|e| format!("worker rank {me} cannot prepare to start apps: {e}"))?;
+        let launcher = crate::ranks::worker::launcher(me, &layout).map_err(|e| {
+            RunError::launch(format!(
+                "worker rank {me} cannot prepare to start apps: {e}"
+            ))
+        })?;
         let cfg = WorkerConfig {
             me,
             launcher,
             record_hashes: opts.record_hashes,
             registering: Default::default(),
-            server: entries[server_rank as usize]
-                .addr
-                .ok_or_else(|| format!("server rank {server_rank} published no address"))?,
+            server: entries[server_rank as usize].addr.ok_or_else(|| {
+                RunError::launch(format!("server rank {server_rank} published no address"))
+            })?,
             layout,
             secret,
             fs: client,
@@ -299,12 +317,13 @@ async fn rank_main(
             secret,
             soft_wait: opts.soft_wait,
         })
-        .await?;
+        .await
+        .map_err(RunError::launch)?;
     let leads = me == layout.leader();
     let start_us = now_us();
     let progress = progress.filter(|_| leads);
     let engine = Engine::new(
-        program()?,
+        program().map_err(RunError::script)?,
         RunOptions {
             dispatch: dispatch.clone(),
             server: me - layout.workers(),
@@ -318,13 +337,14 @@ async fn rank_main(
             out: Arc::new(Mutex::new(std::io::stdout())),
             stall: opts.stall,
             progress,
-            resume: Resume::new(&opts.run_dir, me, opts.resume)?,
+            resume: Resume::new(&opts.run_dir, me, opts.resume).map_err(RunError::fs)?,
         },
     );
     engine.fail_on_panic();
     engine.start();
     if !leads {
-        return serving.await;
+        serving.await;
+        return Ok(());
     }
     let serve = tokio::spawn(serving);
     let result = engine.run().await;
@@ -336,7 +356,8 @@ async fn rank_main(
         layout: (*layout).clone(),
         start_us,
         end_us,
-        error: result.clone().err(),
+        error: result.as_ref().err().map(|e| e.message.clone()),
+        error_kind: result.as_ref().err().map(|e| e.kind),
         control,
         diskless_hosts,
         wireup: Some(wireup),
@@ -348,7 +369,7 @@ async fn rank_main(
         .and_then(|b| std::fs::write(summary_path(&opts.run_dir), b));
     let _ = std::io::stdout().flush();
     result?;
-    written.map_err(|e| format!("{}: {e}", summary_path(&opts.run_dir).display()))
+    written.map_err(|e| RunError::fs(format!("{}: {e}", summary_path(&opts.run_dir).display())))
 }
 
 /// The hosts of `layout`'s workers that are not hosts of the file system in

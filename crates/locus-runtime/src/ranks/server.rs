@@ -11,7 +11,7 @@ use crate::ranks::layout::Layout;
 use crate::ranks::rendezvous::Entry;
 use crate::ranks::wire::{self, Reader};
 use locus_proto::auth::Secret;
-use locus_proto::run::{Outcome, Rank, RankMsg, Task};
+use locus_proto::run::{Outcome, Rank, RankMsg, RunError, Task};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -54,7 +54,7 @@ enum Event {
     /// From this server's engine.
     Put(Task),
     Send(Rank, RankMsg),
-    Abort(String),
+    Abort(RunError),
     /// The leader's engine is done: end the run.
     Finish,
 }
@@ -68,7 +68,7 @@ pub struct Dispatch {
     events: mpsc::UnboundedSender<Event>,
     pending: Mutex<IdMap<oneshot::Sender<Outcome>>>,
     next_id: AtomicU64,
-    abort: Mutex<Option<String>>,
+    abort: Mutex<Option<RunError>>,
     aborted: Notify,
     /// Messages from other servers' engines, until the engine takes them.
     inbox: Mutex<Option<Inbox>>,
@@ -124,7 +124,7 @@ impl Dispatch {
     }
 
     /// Ends the run with `reason` (on the leader), or tells the leader to.
-    pub fn report_abort(&self, reason: String) {
+    pub fn report_abort(&self, reason: RunError) {
         let _ = self.events.send(Event::Abort(reason));
     }
 
@@ -144,7 +144,7 @@ impl Dispatch {
         self.most_released.fetch_max(released, Ordering::Relaxed);
         let _ = self.events.send(Event::Put(task));
         rx.await
-            .unwrap_or_else(|_| failed(id, 0, "the run was stopped".into()))
+            .unwrap_or_else(|_| failed(id, 0, RunError::internal("the run was stopped")))
     }
 
     fn complete(&self, o: Outcome) {
@@ -187,13 +187,13 @@ impl Dispatch {
         }
     }
 
-    fn abort(&self, reason: String) {
+    fn abort(&self, reason: RunError) {
         self.abort.lock().expect("abort").get_or_insert(reason);
         self.aborted.notify_one();
     }
 
     /// Resolves when a server reports that the run cannot go on (leader).
-    pub async fn aborted(&self) -> String {
+    pub async fn aborted(&self) -> RunError {
         loop {
             let notified = self.aborted.notified();
             if let Some(r) = self.abort.lock().expect("abort").clone() {
@@ -232,7 +232,7 @@ impl Dispatch {
 }
 
 /// The outcome of a task that did not run or did not finish.
-fn failed(id: u64, rank: Rank, error: String) -> Outcome {
+fn failed(id: u64, rank: Rank, error: RunError) -> Outcome {
     Outcome {
         id,
         rank,
@@ -300,7 +300,7 @@ impl Server {
     pub(crate) async fn start(
         self,
         cfg: ServerConfig,
-    ) -> Result<impl std::future::Future<Output = Result<(), String>>, String> {
+    ) -> Result<impl std::future::Future<Output = ()>, String> {
         let Server {
             listener,
             local,
@@ -397,7 +397,6 @@ impl Server {
             for w in state.writers.drain(..) {
                 let _ = tokio::time::timeout(FLUSH_TIMEOUT, w).await;
             }
-            Ok(())
         })
     }
 }
@@ -596,11 +595,11 @@ impl State {
                     let gone = &self.dispatch.servers_gone;
                     gone.lock().expect("servers gone").insert(r);
                     // Its engine's values and queued tasks are nowhere else.
-                    self.report_abort(format!(
+                    self.report_abort(RunError::lost(format!(
                         "server rank {r} on {} is gone ({how}): the run cannot go on \
                          without the values and tasks it held (`--resume` picks it up)",
                         self.layout.node_name(r)
-                    ));
+                    )));
                 }
                 self.peers.remove(&r);
                 // Without the leader the run is over, whatever happened to it.
@@ -630,7 +629,7 @@ impl State {
         }
     }
 
-    fn report_abort(&self, reason: String) {
+    fn report_abort(&self, reason: RunError) {
         if self.me == self.layout.leader() {
             self.dispatch.abort(reason);
         } else {
@@ -686,7 +685,7 @@ impl State {
             t.func,
             self.layout.node_name(rank)
         );
-        self.deliver(failed(t.id, rank, error));
+        self.deliver(failed(t.id, rank, RunError::lost(error)));
     }
 
     /// Worker `w` left the run because its node `node` was lost: the node
@@ -755,7 +754,9 @@ impl State {
     fn count_gone(&mut self, reason: String) {
         self.left_in_run += 1;
         if self.left_in_run == self.layout.workers() as usize {
-            self.report_abort(format!("every worker is gone (last: {reason})"));
+            self.report_abort(RunError::lost(format!(
+                "every worker is gone (last: {reason})"
+            )));
         }
     }
 
@@ -983,6 +984,8 @@ mod tests {
         let mut hard = h.put(task(1, Some((1, true))));
         let failed = hard.try_recv().unwrap();
         let error = failed.error.unwrap();
+        assert_eq!(error.kind, locus_proto::run::ErrorKind::Lost);
+        let error = error.message;
         assert!(error.contains("HARD target, rank 1"), "{error}");
         assert!(error.contains("is gone"), "{error}");
         let _soft = h.put(task(2, Some((1, false))));

@@ -14,7 +14,7 @@ use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::frame;
 use locus_proto::fs::Record;
-use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, Stats, Task, Work};
+use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, RunError, Stats, Task, Work};
 use locus_proto::{Cause, Errno};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -94,18 +94,20 @@ pub(crate) fn launcher(me: Rank, layout: &Layout) -> std::io::Result<process::La
 }
 
 /// Serves tasks until the server says the run is over.
-pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), String> {
+pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
     let me = cfg.me;
     let server = (cfg.server, cfg.layout.server_of(me));
     let (mut reader, wr) = wire::connect(server, &cfg.secret, me).await.map_err(|e| {
-        format!(
+        RunError::launch(format!(
             "worker rank {me} cannot reach its server {}: {e}",
             cfg.server
-        )
+        ))
     })?;
-    let records_err = |e: std::io::Error| format!("worker rank {me}: records: {e}");
+    let records_err = |e: std::io::Error| RunError::fs(format!("worker rank {me}: records: {e}"));
     let mut records = Recorder::new(&cfg.run_dir, me);
-    let lost = |e: std::io::Error| format!("worker rank {me}: connection to its server: {e}");
+    let lost = |e: std::io::Error| {
+        RunError::lost(format!("worker rank {me}: connection to its server: {e}"))
+    };
     // Messages go out through a batching writer; tasks sent ahead queue here.
     let (out, rx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(frame::write_batched(wr, rx));
@@ -295,14 +297,19 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         }
         Work::Python { code, expr } => eval(&cfg.python, Lang::Python, code, expr)
             .await
-            .map(|v| value = Some(v)),
+            .map(|v| value = Some(v))
+            .map_err(RunError::task),
         Work::R { code, expr } => eval(&cfg.r, Lang::R, code, expr)
             .await
-            .map(|v| value = Some(v)),
-        Work::System { argv } => system(argv, cfg.task_timeout).await.map(|(out, code)| {
-            value = Some(out);
-            exit = Some(code);
-        }),
+            .map(|v| value = Some(v))
+            .map_err(RunError::task),
+        Work::System { argv } => system(argv, cfg.task_timeout)
+            .await
+            .map(|(out, code)| {
+                value = Some(out);
+                exit = Some(code);
+            })
+            .map_err(RunError::task),
         Work::App {
             argv,
             stdin,
@@ -354,7 +361,8 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         commit_us: io.commit_us,
         exit,
         attempts,
-        error: error.clone(),
+        error: error.as_ref().map(|e| e.message.clone()),
+        error_kind: error.as_ref().map(|e| e.kind),
         at: task.at,
         argv: io.argv,
         inputs: io.inputs,
@@ -631,7 +639,7 @@ impl<'a> App<'a> {
         streams: [&Option<Arg>; 3],
         (io, exit, attempts): (&mut Io, &mut Option<i32>, &mut u32),
         running: tokio::sync::SemaphorePermit<'_>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let staging = Instant::now();
         let mut outputs = Outputs {
             fs: self.cfg.fs.as_ref(),
@@ -654,15 +662,17 @@ impl<'a> App<'a> {
             match self.stage(a, io, &mut outputs.pending).await {
                 Ok(w) => staged.push(Some(w)),
                 Err(e) if io.lost.len() > lost => {
-                    failure.get_or_insert(e);
+                    failure.get_or_insert(RunError::lost(e));
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(RunError::fs(e)),
             }
         }
         if let Some(e) = failure {
             return Err(e);
         }
-        let made_empty = self.make_unmapped(&mut outputs.pending)?;
+        let made_empty = self
+            .make_unmapped(&mut outputs.pending)
+            .map_err(RunError::fs)?;
         let files = staged.split_off(argv.len());
         let words: Vec<String> = staged.into_iter().flatten().collect();
         io.stage_us = staging.elapsed().as_micros() as u64;
@@ -683,11 +693,11 @@ impl<'a> App<'a> {
             let ended = match spawned {
                 Ok(e) => e,
                 Err(e) => {
-                    self.end_hold(false, io).await?;
-                    return Err(format!(
+                    self.end_hold(false, io).await.map_err(RunError::fs)?;
+                    return Err(RunError::task(format!(
                         "app '{}': cannot run `{command}` on {node} (rank {}): {e}",
                         self.func, cfg.me
-                    ));
+                    )));
                 }
             };
             let code = ended.code;
@@ -722,10 +732,10 @@ impl<'a> App<'a> {
                 )),
             };
             // What it wrote through the mount: published only if it succeeded.
-            self.end_hold(failure.is_none(), io).await?;
+            (self.end_hold(failure.is_none(), io).await).map_err(RunError::fs)?;
             let Some(failure) = failure else { break };
             if *attempts > cfg.retries {
-                return Err(format!(
+                return Err(RunError::task(format!(
                     "app '{}' failed on {node} (rank {}): `{command}` {failure}{}",
                     self.func,
                     cfg.me,
@@ -734,7 +744,7 @@ impl<'a> App<'a> {
                     } else {
                         String::new()
                     }
-                ));
+                )));
             }
             *attempts += 1;
             // The next attempt's streams replace this one's.
@@ -747,10 +757,10 @@ impl<'a> App<'a> {
         drop(running);
         let _registering = Registering::new(&cfg.registering);
         if cfg.has_left() {
-            return Err(format!(
+            return Err(RunError::lost(format!(
                 "app '{}' on {node} (rank {}) was not published: its node was lost",
                 self.func, cfg.me
-            ));
+            )));
         }
         let committing = Instant::now();
         let made_by = format!(
@@ -768,10 +778,10 @@ impl<'a> App<'a> {
         };
         for (out, record) in outputs.pending.iter().zip(records) {
             let record = record.map_err(|e| {
-                format!(
+                RunError::fs(format!(
                     "app '{}': registering {LOCUS_PREFIX}{}: {e}",
                     self.func, out.path
-                )
+                ))
             })?;
             io.written += record.size;
             let path = format!("{LOCUS_PREFIX}{}", out.path);

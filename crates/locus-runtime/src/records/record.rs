@@ -2,7 +2,7 @@
 //! `RUN_DIR/records/rank-R.jsonl`: what ran, where, how it was placed, when,
 //! and how many input bytes were local or fetched.
 
-use locus_proto::run::{Placed, Rank, Spill, Target};
+use locus_proto::run::{ErrorKind, Placed, Rank, Spill, Target};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufWriter, Write};
@@ -37,6 +37,9 @@ pub struct TaskRecord {
     pub exit: Option<i32>,
     pub attempts: u32,
     pub error: Option<String>,
+    /// What kind of failure `error` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<ErrorKind>,
     /// Where the script calls it (`file:line:col`).
     #[serde(default)]
     pub at: String,

@@ -180,6 +180,7 @@ impl Resume {
             exit: Some(0),
             attempts: 0,
             error: None,
+            error_kind: None,
             at: at.to_string(),
             argv: done.argv.clone(),
             inputs: done.inputs.clone(),

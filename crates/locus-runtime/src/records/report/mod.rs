@@ -297,9 +297,10 @@ impl Report {
             self.run.layout.workers(),
             self.run.layout.servers,
             self.run.layout.nodes.len(),
-            match &self.run.error {
-                Some(e) => format!("; failed: {e}"),
-                None => String::new(),
+            match (&self.run.error, self.run.error_kind) {
+                (Some(e), Some(kind)) => format!("; failed ({kind}): {e}"),
+                (Some(e), None) => format!("; failed: {e}"),
+                (None, _) => String::new(),
             }
         );
         if !self.run.lost_nodes.is_empty() {
@@ -424,7 +425,7 @@ impl Report {
 mod tests {
     use super::*;
     use crate::ranks::layout::Layout;
-    use locus_proto::run::Spill;
+    use locus_proto::run::{ErrorKind, Spill};
 
     fn record(id: u64, rank: u32, (start, end): (u64, u64), bytes: (u64, u64)) -> TaskRecord {
         serde_json::from_value(serde_json::json!({
@@ -460,6 +461,7 @@ mod tests {
                 start_us: 0,
                 end_us: 1000,
                 error: None,
+                error_kind: None,
                 control: Vec::new(),
                 diskless_hosts: Vec::new(),
                 wireup: None,
@@ -517,7 +519,8 @@ mod tests {
                 layout: Layout::from_names(1, &names).unwrap(),
                 start_us: 100,
                 end_us: 1100,
-                error: None,
+                error: Some("app 'fit' failed on a (rank 0): `fit` exited with code 1".into()),
+                error_kind: Some(ErrorKind::Task),
                 control: Vec::new(),
                 diskless_hosts: Vec::new(),
                 wireup: None,
@@ -528,6 +531,7 @@ mod tests {
             dir: dir.path().to_path_buf(),
         };
         let text = report.text();
+        assert!(text.contains("; failed (task): app 'fit' failed"), "{text}");
         assert!(
             text.contains("busy    0.001 s (100.0%)  idle   0.0%"),
             "{text}"
