@@ -13,6 +13,8 @@
 mod builtins;
 mod engine;
 mod exec;
+#[cfg(test)]
+mod harness;
 mod ranks;
 mod records;
 

@@ -378,12 +378,19 @@ impl Engine {
     /// leader.
     /// Makes a panic anywhere in this process a failure of the run, named
     /// as an internal error, rather than a control task gone silently and
-    /// the run stalling.
+    /// the run stalling. Only a panic on the calling thread counts: the rank's tasks all run
+    /// on it (a current-thread runtime); one on a blocking thread ends in an
+    /// error its awaiter handles, and one on another thread of a test
+    /// running several ranks is another rank's.
     pub fn fail_on_panic(self: &Arc<Self>) {
         let engine = Arc::downgrade(self);
+        let rank_thread = std::thread::current().id();
         let report = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             report(info);
+            if std::thread::current().id() != rank_thread {
+                return;
+            }
             if let Some(e) = engine.upgrade() {
                 e.fail(RunError::internal(format!(
                     "internal error (a bug in Locus): {info}"

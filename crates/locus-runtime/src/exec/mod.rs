@@ -2,6 +2,7 @@
 //! `spawn` starts it), the interpreters of `python()` and `R()`
 //! (`interp`), a worker's view of the file system (`files`, `mount`).
 
+pub(crate) mod apps;
 pub(crate) mod files;
 pub(crate) mod interp;
 pub(crate) mod mount;

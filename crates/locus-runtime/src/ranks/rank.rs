@@ -5,6 +5,7 @@
 use crate::builtins::storage::Storage;
 use crate::engine::remote::ControlStats;
 use crate::engine::{Engine, Locality, Progress, RunOptions};
+use crate::exec::apps::Apps;
 use crate::ranks::layout::Layout;
 use crate::ranks::pmi::Pmi;
 use crate::ranks::rendezvous::{self, Entry, RankEnv, RanksDir, Wireup};
@@ -156,6 +157,19 @@ fn listen_addr() -> Result<SocketAddr, String> {
     }
 }
 
+/// What a rank is given besides its options: how its apps run, where it
+/// listens as a server, where the script's output goes. A process's own
+/// rank gets processes, `listen_addr` and stdout (`run_rank`); a rank
+/// run inside a test gets what the test gives.
+pub(crate) struct RankParts {
+    /// Runs a worker's apps; processes with the rank's environment when
+    /// `None`.
+    pub apps: Option<Arc<dyn Apps>>,
+    /// Where a server listens; `listen_addr()` when `None`.
+    pub listen: Option<SocketAddr>,
+    pub out: Arc<Mutex<dyn Write + Send>>,
+}
+
 /// Runs this process's rank to the end of the run. `program` is needed on
 /// servers only and compiled on demand; the leader shows its progress on
 /// `progress`.
@@ -164,6 +178,22 @@ pub fn run_rank(
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, String>,
     progress: Option<Arc<dyn Progress>>,
+) -> Result<(), RunError> {
+    let parts = RankParts {
+        apps: None,
+        listen: None,
+        out: Arc::new(Mutex::new(std::io::stdout())),
+    };
+    run_rank_with(env, opts, program, progress, parts)
+}
+
+/// `run_rank`, with the parts given.
+pub(crate) fn run_rank_with(
+    env: RankEnv,
+    opts: RankOptions,
+    program: impl FnOnce() -> Result<Program, String>,
+    progress: Option<Arc<dyn Progress>>,
+    parts: RankParts,
 ) -> Result<(), RunError> {
     if opts.mount {
         // Before any thread starts: every thread of the rank (and every app)
@@ -176,7 +206,7 @@ pub fn run_rank(
         .enable_all()
         .build()
         .map_err(|e| RunError::internal(e.to_string()))?;
-    let result = rt.block_on(rank_main(env, opts, program, progress));
+    let result = rt.block_on(rank_main(env, opts, program, progress, parts));
     // Tasks left waiting on a failed run must not hold the process open.
     rt.shutdown_timeout(Duration::from_millis(100));
     result
@@ -187,6 +217,7 @@ async fn rank_main(
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, String>,
     progress: Option<Arc<dyn Progress>>,
+    parts: RankParts,
 ) -> Result<(), RunError> {
     let me = env.rank;
     if opts.servers == 0 || opts.servers >= env.size {
@@ -202,7 +233,10 @@ async fn rank_main(
     std::fs::create_dir_all(&opts.run_dir).map_err(dir_err)?;
     let secret = locus_fs::shared_secret(&opts.run_dir).map_err(dir_err)?;
     let server = if is_server {
-        let addr = listen_addr().map_err(RunError::launch)?;
+        let addr = match parts.listen {
+            Some(addr) => addr,
+            None => listen_addr().map_err(RunError::launch)?,
+        };
         Some(Server::bind(addr, me).map_err(|e| {
             RunError::launch(format!("server rank {me} cannot listen on {addr}: {e}"))
         })?)
@@ -279,14 +313,17 @@ async fn rank_main(
             }
             _ => None,
         };
-        let launcher = crate::ranks::worker::launcher(me, &layout).map_err(|e| {
-            RunError::launch(format!(
-                "worker rank {me} cannot prepare to start apps: {e}"
-            ))
-        })?;
+        let apps = match parts.apps {
+            Some(apps) => apps,
+            None => Arc::new(crate::ranks::worker::launcher(me, &layout).map_err(|e| {
+                RunError::launch(format!(
+                    "worker rank {me} cannot prepare to start apps: {e}"
+                ))
+            })?),
+        };
         let cfg = WorkerConfig {
             me,
-            launcher,
+            apps,
             record_hashes: opts.record_hashes,
             registering: Default::default(),
             server: entries[server_rank as usize].addr.ok_or_else(|| {
@@ -334,7 +371,7 @@ async fn rank_main(
             run_id,
             args: crate::CommandLine::new(opts.script.display().to_string(), &opts.args),
             run_dir: opts.run_dir.clone(),
-            out: Arc::new(Mutex::new(std::io::stdout())),
+            out: parts.out,
             stall: opts.stall,
             progress,
             resume: Resume::new(&opts.run_dir, me, opts.resume).map_err(RunError::fs)?,

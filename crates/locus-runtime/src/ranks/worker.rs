@@ -4,6 +4,7 @@
 //! node's store and published only when the process succeeds, so a failed
 //! task leaves every file as it was; host files are used as they are.
 
+use crate::exec::apps::Apps;
 use crate::exec::files::{fs_path, LOCUS_PREFIX};
 use crate::exec::interp::{Interpreter, Lang};
 use crate::exec::process::{self, Capture, Ended, Stream, Usage};
@@ -58,8 +59,8 @@ pub(crate) struct WorkerConfig {
     /// what it writes from then on would be lost with it, so nothing more
     /// is published.
     pub left: std::sync::atomic::AtomicBool,
-    /// Starts apps with the rank's environment (`launcher`).
-    pub launcher: process::Launcher,
+    /// Runs apps: processes with the rank's environment (`launcher`).
+    pub apps: Arc<dyn Apps>,
     /// Records hold the hashes of the files tasks read and write
     /// (`--record-hashes`, for `--resume=content`).
     pub record_hashes: bool,
@@ -942,7 +943,7 @@ async fn spawn(
     // thread's runtime reads.
     let alone =
         cfg.mounted.is_none() && cfg.registering.load(std::sync::atomic::Ordering::Relaxed) == 0;
-    process::run(&cfg.launcher, words, streams, timeout, alone).await
+    cfg.apps.run(words, streams, timeout, alone).await
 }
 
 #[cfg(test)]

@@ -1,0 +1,221 @@
+//! A run inside one test process: the script's ranks as threads (servers
+//! and workers meeting through the run directory, on loopback), its apps
+//! answered by closures instead of processes. What the engine, the servers
+//! and the workers do together is tested here without spawning anything.
+
+use crate::exec::apps::{Apps, Running};
+use crate::exec::process::{Ended, Stream, Usage};
+use crate::ranks::rank::{run_rank_with, RankOptions, RankParts, RunSummary};
+use crate::ranks::rendezvous::RankEnv;
+use crate::records::record::{self, TaskRecord};
+use locus_lang::Source;
+use locus_proto::run::RunError;
+use std::collections::HashMap;
+use std::fs::File;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// An app's program in a test: given its command line and its stdout when
+/// the script redirects it, returns its exit code.
+type Program = Box<dyn Fn(&[String], Option<&mut File>) -> i32 + Send + Sync>;
+
+/// Apps answered by closures, named by their command's first word; every
+/// command line run is kept, in order.
+#[derive(Default)]
+pub(crate) struct FakeApps {
+    programs: HashMap<String, Program>,
+    pub ran: Mutex<Vec<Vec<String>>>,
+}
+
+impl FakeApps {
+    pub(crate) fn with(
+        mut self,
+        name: &str,
+        program: impl Fn(&[String], Option<&mut File>) -> i32 + Send + Sync + 'static,
+    ) -> FakeApps {
+        self.programs.insert(name.to_string(), Box::new(program));
+        self
+    }
+}
+
+impl Apps for FakeApps {
+    fn run<'a>(
+        &'a self,
+        argv: &'a [String],
+        streams: [Stream; 3],
+        _timeout: Option<Duration>,
+        _alone: bool,
+    ) -> Running<'a> {
+        self.ran.lock().unwrap().push(argv.to_vec());
+        let [_, mut stdout, _] = streams;
+        let stdout = match &mut stdout {
+            Stream::File(f) => Some(f),
+            _ => None,
+        };
+        // A program nobody gave is what a shell says of it.
+        let code = match self.programs.get(&argv[0]) {
+            Some(program) => program(argv, stdout),
+            None => 127,
+        };
+        Box::pin(async move {
+            Ok(Ended {
+                code: Some(code),
+                usage: Usage::default(),
+                kept: [None, None],
+            })
+        })
+    }
+}
+
+/// What a run inside the test left.
+pub(crate) struct Finished {
+    /// The leader's answer: the run's.
+    pub result: Result<(), RunError>,
+    /// What the script printed.
+    pub out: String,
+    pub run_dir: tempfile::TempDir,
+}
+
+impl Finished {
+    pub(crate) fn records(&self) -> Vec<TaskRecord> {
+        record::load(self.run_dir.path()).unwrap()
+    }
+
+    pub(crate) fn summary(&self) -> RunSummary {
+        RunSummary::load(self.run_dir.path()).unwrap()
+    }
+}
+
+/// Runs `script` on `workers` workers and `servers` servers, its apps
+/// answered by `apps`, with the options `tweak` sets.
+pub(crate) fn run(
+    script: &str,
+    (workers, servers): (u32, u32),
+    apps: FakeApps,
+    tweak: impl FnOnce(&mut RankOptions),
+) -> Finished {
+    let run_dir = tempfile::tempdir().unwrap();
+    let program = locus_lang::compile(&Source::new("test.swift", script))
+        .unwrap_or_else(|d| panic!("{}", locus_lang::diag::report(&d, &Source::new("", script))));
+    let mut opts = RankOptions::new("test.swift".into(), run_dir.path().to_path_buf());
+    opts.servers = servers;
+    tweak(&mut opts);
+    let out = Arc::new(Mutex::new(Vec::new()));
+    let apps: Arc<dyn Apps> = Arc::new(apps);
+    let size = workers + servers;
+    let ranks: Vec<_> = (0..size)
+        .map(|rank| {
+            let (opts, program) = (opts.clone(), program.clone());
+            let parts = RankParts {
+                apps: Some(apps.clone()),
+                listen: Some(([127, 0, 0, 1], 0).into()),
+                out: out.clone(),
+            };
+            std::thread::spawn(move || {
+                let env = RankEnv { rank, size };
+                run_rank_with(env, opts, move || Ok(program), None, parts)
+            })
+        })
+        .collect();
+    let results: Vec<_> = ranks.into_iter().map(|r| r.join().unwrap()).collect();
+    let out = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+    Finished {
+        result: results[workers as usize].clone(),
+        out,
+        run_dir,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locus_proto::run::ErrorKind;
+    use std::io::Write;
+
+    /// `sum` writes the sum of its arguments to its stdout.
+    fn adder() -> FakeApps {
+        FakeApps::default().with("sum", |argv, out| {
+            let sum: i64 = argv[1..].iter().map(|a| a.parse::<i64>().unwrap()).sum();
+            writeln!(out.unwrap(), "{sum}").unwrap();
+            0
+        })
+    }
+
+    #[test]
+    fn a_map_over_apps_runs_every_task_once_spread_over_the_workers() {
+        let script = "import files;\nimport string;\nimport sys;\n\
+                      app (file o) sum(int a, int b) { \"sum\" a b @stdout=o }\n\
+                      foreach i in [0:19] {\n\
+                        file o<sprintf(\"%s/%i.txt\", argv(\"out\"), i)> = sum(i, 100);\n\
+                        trace(read(o));\n\
+                      }\n";
+        let out = tempfile::tempdir().unwrap();
+        let run = run(script, (3, 2), adder(), |o| {
+            o.args = vec![format!("--out={}", out.path().display())];
+        });
+        run.result.as_ref().unwrap();
+        for i in 0..20 {
+            let written = std::fs::read_to_string(out.path().join(format!("{i}.txt"))).unwrap();
+            assert_eq!(written.trim(), (i + 100).to_string());
+        }
+        let records = run.records();
+        assert_eq!(records.len(), 20, "each task once");
+        let mut ranks: Vec<u32> = records.iter().map(|r| r.rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        assert!(ranks.len() > 1, "all on one worker: {ranks:?}");
+        let mut traced: Vec<i64> = (run.out.lines())
+            .filter_map(|l| l.strip_prefix("trace: "))
+            .map(|n| n.parse().unwrap())
+            .collect();
+        traced.sort_unstable();
+        assert_eq!(traced, (100..120).collect::<Vec<i64>>(), "{}", run.out);
+    }
+
+    #[test]
+    fn an_app_that_fails_ends_the_run_as_a_task_failure_naming_it() {
+        let apps = adder().with("broken", |_, _| 3);
+        let script = "app (void v) broken() { \"broken\" }\nbroken();\n";
+        let run = run(script, (2, 1), apps, |_| {});
+        let e = run.result.clone().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Task, "{e}");
+        assert!(e.message.contains("app 'broken' failed"), "{e}");
+        assert!(e.message.contains("exited with code 3"), "{e}");
+        let summary = run.summary();
+        assert_eq!(summary.error_kind, Some(ErrorKind::Task));
+        let records = run.records();
+        assert_eq!(records[0].error_kind, Some(ErrorKind::Task));
+    }
+
+    #[test]
+    fn a_failed_attempt_is_run_again_up_to_the_retries() {
+        let tries = Arc::new(Mutex::new(0));
+        let counted = tries.clone();
+        let apps = FakeApps::default().with("flaky", move |_, _| {
+            let mut n = counted.lock().unwrap();
+            *n += 1;
+            if *n < 3 {
+                1
+            } else {
+                0
+            }
+        });
+        let script = "app (void v) flaky() { \"flaky\" }\nflaky();\n";
+        let run = run(script, (1, 1), apps, |o| o.retries = 2);
+        run.result.as_ref().unwrap();
+        assert_eq!(*tries.lock().unwrap(), 3);
+        assert_eq!(run.records()[0].attempts, 3);
+    }
+
+    #[test]
+    fn a_failed_assertion_is_a_script_failure_naming_its_place() {
+        let apps = adder();
+        let script = "import assert;\n\n\
+                      assert(1 == 2, \"one is not two\");\n";
+        let run = run(script, (1, 1), apps, |_| {});
+        let e = run.result.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Script, "{e}");
+        assert!(e.message.contains("one is not two"), "{e}");
+        assert!(e.message.starts_with("test.swift:3:"), "{e}");
+    }
+}
