@@ -1,38 +1,21 @@
 //! Races the simulation found, pinned down in process: each loops over
 //! the interleavings that broke a promise before its fix.
 
-use locus_fs::{Client, ClientOptions, Durability};
+mod common;
+
+use common::{rt, Cluster};
+use locus_fs::{Client, ClientOptions};
 use locus_proto::{Errno, FsResult};
-use locus_sim::{InProcess, Shape};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-/// A cluster of `nodes` keeping `replicas` copies, formed in `dir`.
-fn start(dir: &std::path::Path, nodes: u32, replicas: u32) -> InProcess {
-    let shape = Shape {
-        nodes,
-        replicas,
-        durability: Durability::Group,
-    };
-    InProcess::start(dir, shape).expect("in-process cluster")
-}
-
-fn client(c: &InProcess, node: u32) -> Client {
-    c.client(ClientOptions {
+fn client(c: &Cluster, node: u32) -> Client {
+    c.client_with(ClientOptions {
         node,
         timeout: Duration::from_secs(2),
         ..ClientOptions::default()
     })
-    .expect("client")
 }
 
 /// A name in `dir` whose record the daemon keeping `dir`'s entries keeps
@@ -52,8 +35,7 @@ async fn create_whole(c: &Client, path: &str, data: &[u8]) -> FsResult<()> {
 
 #[test]
 fn an_unlink_racing_a_create_of_the_name_leaves_the_new_file_whole_or_none() {
-    let dir = tempfile::tempdir().unwrap();
-    let cluster = start(dir.path(), 2, 1);
+    let cluster = Cluster::with(2, 1);
     let c = client(&cluster, 1);
     rt().block_on(async {
         c.mkdir("/d").await.unwrap();
@@ -102,8 +84,7 @@ fn an_unlink_racing_a_create_of_the_name_leaves_the_new_file_whole_or_none() {
 
 #[test]
 fn an_unlink_racing_a_rename_or_a_put_of_the_file_leaves_one_of_their_orders() {
-    let dir = tempfile::tempdir().unwrap();
-    let cluster = start(dir.path(), 2, 1);
+    let cluster = Cluster::with(2, 1);
     let (c, other) = (client(&cluster, 0), client(&cluster, 1));
     rt().block_on(async {
         c.mkdir("/d").await.unwrap();
@@ -164,8 +145,7 @@ fn an_unlink_racing_a_rename_or_a_put_of_the_file_leaves_one_of_their_orders() {
 fn an_unlink_answered_before_its_daemon_crashed_stays_done_on_the_replica() {
     let rt = rt();
     for i in 0..16u64 {
-        let dir = tempfile::tempdir().unwrap();
-        let cluster = start(dir.path(), 3, 2);
+        let cluster = Cluster::with(3, 2);
         let (writer, reader) = (client(&cluster, 2), client(&cluster, 1));
         let keeper = writer.owner("/d");
         let cluster = Arc::new(Mutex::new(cluster));
@@ -179,7 +159,7 @@ fn an_unlink_answered_before_its_daemon_crashed_stays_done_on_the_replica() {
             };
             tokio::time::sleep(Duration::from_micros(i * 150)).await;
             let crash = cluster.clone();
-            tokio::task::spawn_blocking(move || crash.lock().unwrap().crash(keeper).unwrap())
+            tokio::task::spawn_blocking(move || crash.lock().unwrap().c.crash(keeper).unwrap())
                 .await
                 .unwrap();
             if unlink.await.unwrap().is_ok() {

@@ -1,8 +1,9 @@
-//! File-system semantics on a real local cluster (FusionFS scenarios).
+//! File-system semantics on a cluster inside the test process (FusionFS
+//! scenarios): what the client library promises, daemon by daemon.
 
 mod common;
 
-use common::{eventually, names, rt, TestCluster};
+use common::{eventually, names, rt, Cluster};
 use locus_fs::{ClientOptions, Placement};
 use locus_proto::fs::Kind;
 use locus_proto::Errno;
@@ -10,7 +11,7 @@ use std::io::Write;
 
 #[test]
 fn fusionfs_visibility_across_nodes() {
-    let c = TestCluster::up(4);
+    let c = Cluster::up(4);
     let rt = rt();
     let clients: Vec<_> = (0..4).map(|n| c.client(n)).collect();
     rt.block_on(async {
@@ -76,7 +77,7 @@ fn fusionfs_visibility_across_nodes() {
 
 #[test]
 fn posix_errors_change_nothing() {
-    let c = TestCluster::up(3);
+    let c = Cluster::up(3);
     let rt = rt();
     let cl = c.client(0);
     rt.block_on(async {
@@ -121,7 +122,7 @@ fn posix_errors_change_nothing() {
 
 #[test]
 fn second_writer_gets_ebusy() {
-    let c = TestCluster::up(2);
+    let c = Cluster::up(2);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     rt.block_on(async {
@@ -154,7 +155,7 @@ fn second_writer_gets_ebusy() {
 
 #[test]
 fn concurrent_creators_in_one_directory() {
-    let c = TestCluster::up(2);
+    let c = Cluster::up(2);
     let rt = rt();
     rt.block_on(async {
         c.client(0).mkdir("/shared").await.unwrap();
@@ -208,7 +209,7 @@ fn concurrent_creators_in_one_directory() {
 
 #[test]
 fn rename_files_and_directories() {
-    let c = TestCluster::up(3);
+    let c = Cluster::up(3);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(2));
     rt.block_on(async {
@@ -263,7 +264,7 @@ fn rename_files_and_directories() {
 /// with its bytes (before: both names and the bytes could be gone).
 #[test]
 fn concurrent_renames_of_one_file_leave_it_under_exactly_one_name() {
-    let c = TestCluster::up(2);
+    let c = Cluster::up(2);
     let rt = rt();
     let clients = [c.client(0), c.client(1), c.client(0)];
     rt.block_on(async {
@@ -300,7 +301,7 @@ fn concurrent_renames_of_one_file_leave_it_under_exactly_one_name() {
 /// can: no file is lost or doubled, whatever order the renames win in.
 #[test]
 fn racing_renames_to_new_names_lose_no_file() {
-    let c = TestCluster::up(3);
+    let c = Cluster::up(3);
     let rt = rt();
     let clients: Vec<_> = (0..3).map(|n| c.client(n)).collect();
     rt.block_on(async {
@@ -341,7 +342,7 @@ fn racing_renames_to_new_names_lose_no_file() {
 /// nothing (`EBUSY`); `rename_noreplace` never replaces.
 #[test]
 fn rename_onto_a_busy_or_taken_name_changes_nothing() {
-    let c = TestCluster::up(2);
+    let c = Cluster::up(2);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     rt.block_on(async {
@@ -369,7 +370,7 @@ fn rename_onto_a_busy_or_taken_name_changes_nothing() {
 
 #[test]
 fn placement_policies_and_hints() {
-    let c = TestCluster::up(4);
+    let c = Cluster::up(4);
     let rt = rt();
     rt.block_on(async {
         // place() fixes the node of a file not yet created.
@@ -448,7 +449,7 @@ fn placement_policies_and_hints() {
 
 #[test]
 fn local_path_and_commit_for_programs() {
-    let c = TestCluster::up(2);
+    let c = Cluster::up(2);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     rt.block_on(async {
@@ -496,7 +497,7 @@ fn local_path_and_commit_for_programs() {
 
 #[test]
 fn a_diskless_client_moves_every_byte_over_the_network() {
-    let c = TestCluster::up(1);
+    let c = Cluster::up(1);
     let rt = rt();
     let scratch = tempfile::tempdir().unwrap();
     let node = c.client(0);
@@ -536,7 +537,7 @@ fn a_diskless_client_moves_every_byte_over_the_network() {
 
 #[test]
 fn large_files_fetch_intact_over_parallel_streams_and_same_host_copies() {
-    let c = TestCluster::up(3);
+    let c = Cluster::up(3);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     // Node 2 fetches over TCP although its holders share this host.
@@ -568,123 +569,8 @@ fn large_files_fetch_intact_over_parallel_streams_and_same_host_copies() {
 }
 
 #[test]
-fn trees_stage_in_spread_over_the_nodes_and_out_byte_exact() {
-    let c = TestCluster::up(4);
-    let host = tempfile::tempdir().unwrap();
-    let src = host.path().join("inputs");
-    for d in 0..10 {
-        let dir = src.join(format!("d{d}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        for f in 0..100 {
-            let body = format!("file {d}/{f}\n").repeat(f + 1);
-            std::fs::write(dir.join(format!("f{f}.txt")), body).unwrap();
-        }
-    }
-    let src_s = src.to_str().unwrap();
-    // A new destination becomes the copy; `/locus/…` as in scripts.
-    let put = c.fs(&[
-        "put",
-        "-r",
-        "--placement",
-        "round-robin",
-        src_s,
-        "/locus/in",
-    ]);
-    assert!(
-        put.status.success(),
-        "{}",
-        String::from_utf8_lossy(&put.stderr)
-    );
-    assert!(String::from_utf8_lossy(&put.stdout).starts_with("1000 files, "));
-    let rt = rt();
-    let cl = c.client(0);
-    let mut per_node = [0; 4];
-    rt.block_on(async {
-        for d in 0..10 {
-            for e in cl.readdir(&format!("/in/d{d}")).await.unwrap() {
-                let holders = cl.locate(&format!("/in/d{d}/{}", e.name)).await.unwrap();
-                per_node[holders[0] as usize] += 1;
-            }
-        }
-    });
-    assert_eq!(per_node, [250; 4], "round-robin over one command's files");
-    // An existing directory receives the tree under its own name.
-    rt.block_on(cl.mkdir("/into")).unwrap();
-    assert!(c.fs(&["put", "-r", src_s, "/into"]).status.success());
-    assert_eq!(rt.block_on(cl.readdir("/into/inputs")).unwrap().len(), 10);
-    // Out again, byte-exact.
-    let out = host.path().join("out");
-    let got = c.fs(&["get", "-r", "/locus/in", out.to_str().unwrap()]);
-    assert!(
-        got.status.success(),
-        "{}",
-        String::from_utf8_lossy(&got.stderr)
-    );
-    for d in 0..10 {
-        for f in 0..100 {
-            let rel = format!("d{d}/f{f}.txt");
-            assert_eq!(
-                std::fs::read(out.join(&rel)).unwrap(),
-                std::fs::read(src.join(&rel)).unwrap(),
-                "{rel}"
-            );
-        }
-    }
-    // The same through this command's node instead of by the nodes.
-    let put = c.fs(&["put", "-r", "--via", "client", src_s, "/viaclient"]);
-    assert!(String::from_utf8_lossy(&put.stdout).starts_with("1000 files, "));
-    let out2 = host.path().join("out2");
-    let got = c.fs(&[
-        "get",
-        "-r",
-        "--via",
-        "client",
-        "/viaclient",
-        out2.to_str().unwrap(),
-    ]);
-    assert!(got.status.success());
-    for rel in ["d0/f0.txt", "d9/f99.txt"] {
-        assert_eq!(
-            std::fs::read(out2.join(rel)).unwrap(),
-            std::fs::read(src.join(rel)).unwrap(),
-            "{rel}"
-        );
-    }
-    // One file to stdout; a directory without -r is refused and creates nothing.
-    let cat = c.fs(&["get", "/locus/in/d3/f0.txt", "-"]);
-    assert_eq!(cat.stdout, b"file 3/0\n");
-    let refused = c.fs(&["put", src_s, "/single"]);
-    assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("put -r"));
-    assert_eq!(
-        rt.block_on(cl.stat("/single")).unwrap_err().code,
-        Errno::ENOENT
-    );
-    let missing = c.fs(&["put", "/nonexistent/file", "/single"]);
-    assert!(!missing.status.success());
-    assert_eq!(
-        rt.block_on(cl.stat("/single")).unwrap_err().code,
-        Errno::ENOENT
-    );
-    let refused = c.fs(&["get", "/locus/in", host.path().to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("get -r"));
-    // One file into an existing directory lands there under its own name,
-    // both ways, as cp puts it.
-    let one = src.join("d4/f5.txt");
-    assert!(c
-        .fs(&["put", one.to_str().unwrap(), "/into"])
-        .status
-        .success());
-    let body = "file 4/5\n".repeat(6).into_bytes();
-    assert_eq!(rt.block_on(cl.get("/into/f5.txt")).unwrap(), body);
-    let got = c.fs(&["get", "/into/f5.txt", out2.to_str().unwrap()]);
-    assert!(got.status.success());
-    assert_eq!(std::fs::read(out2.join("f5.txt")).unwrap(), body);
-}
-
-#[test]
 fn nodes_stage_files_themselves_and_a_failed_copy_changes_nothing() {
-    let c = TestCluster::up(2);
+    let c = Cluster::up(2);
     let host = tempfile::tempdir().unwrap();
     let src = host.path().join("src.bin");
     std::fs::write(&src, vec![7u8; 300_000]).unwrap();
@@ -733,7 +619,7 @@ fn nodes_stage_files_themselves_and_a_failed_copy_changes_nothing() {
 
 #[test]
 fn a_version_is_fetched_once_per_node_however_many_clients_want_it() {
-    let c = TestCluster::up(2);
+    let c = Cluster::up(2);
     let rt = rt();
     let data: Vec<u8> = (0..24u32 << 20).map(|i| (i % 253) as u8).collect();
     rt.block_on(c.client(0).put("/shared.bin", &data)).unwrap();
@@ -758,7 +644,7 @@ fn a_version_is_fetched_once_per_node_however_many_clients_want_it() {
 
 #[test]
 fn a_copy_made_from_a_record_read_earlier_follows_what_changed_since() {
-    let c = TestCluster::up(3);
+    let c = Cluster::up(3);
     let (zero, one, two) = (c.client(0), c.client(1), c.client(2));
     rt().block_on(async {
         let old = one.put("/moved.txt", b"first").await.unwrap();
@@ -779,7 +665,7 @@ fn a_copy_made_from_a_record_read_earlier_follows_what_changed_since() {
 
 #[test]
 fn a_programs_outputs_are_registered_together_each_with_its_own_answer() {
-    let c = TestCluster::up(3);
+    let c = Cluster::up(3);
     let client = c.client(0);
     rt().block_on(async {
         client.put("/batch/old.txt", b"old").await.unwrap();
@@ -821,7 +707,7 @@ async fn close_later(w: locus_fs::Writer) -> locus_proto::fs::Record {
 
 #[test]
 fn a_lent_directory_answers_for_its_names_and_every_closed_file_is_seen_elsewhere() {
-    let c = TestCluster::up(3);
+    let c = Cluster::up(3);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     rt.block_on(async {
@@ -873,7 +759,7 @@ fn a_lent_directory_answers_for_its_names_and_every_closed_file_is_seen_elsewher
 #[test]
 fn empty_files_are_names_of_one_stored_file_and_their_spares_are_written_again() {
     use std::os::unix::fs::MetadataExt;
-    let c = TestCluster::up(2);
+    let c = Cluster::up(2);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     let ino_on = |node, path: &str, stamp| {
@@ -956,7 +842,7 @@ fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn a_file_open_in_a_lent_directory_is_claimed_when_another_node_looks() {
-    let c = TestCluster::up(3);
+    let c = Cluster::up(3);
     let rt = rt();
     let (a, b) = (c.client(0), c.client(1));
     rt.block_on(async {
