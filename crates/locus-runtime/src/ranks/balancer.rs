@@ -608,7 +608,7 @@ fn water_level(free: &[f64], work: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use locus_proto::run::{Fetched, Held, Placed, Target, Work};
 
@@ -625,7 +625,8 @@ mod tests {
         Balancer::new(layout(), 4, cap)
     }
 
-    fn task(id: u64, target: Option<(Rank, bool, bool)>, prio: i64) -> Task {
+    /// A sleep task, targeted at (rank, HARD, NODE) if given.
+    pub(crate) fn task(id: u64, target: Option<(Rank, bool, bool)>, prio: i64) -> Task {
         Task {
             id,
             func: "f".into(),

@@ -857,7 +857,6 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use locus_proto::run::{Placed, Target, Work};
 
     struct Harness {
         state: State,
@@ -918,25 +917,11 @@ mod tests {
         }
     }
 
+    /// Task `n` of the engine of the first server, targeted at (rank,
+    /// HARD) if given.
     fn task(n: u64, target: Option<(Rank, bool)>) -> Task {
-        Task {
-            id: ids::tagged(0, n),
-            func: "f".into(),
-            target: target.map(|(rank, hard)| Target {
-                rank,
-                hard,
-                node: false,
-            }),
-            placed: Placed::Explicit,
-            prio: 0,
-            work: Work::Sleep { secs: 0.0 },
-            at: String::new(),
-            key: String::new(),
-            inputs: Vec::new(),
-            stats: None,
-            spill: None,
-            remade: false,
-        }
+        let target = target.map(|(rank, hard)| (rank, hard, false));
+        crate::ranks::balancer::tests::task(ids::tagged(0, n), target, 0)
     }
 
     fn done(id: u64, rank: Rank) -> Outcome {
