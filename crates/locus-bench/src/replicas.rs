@@ -10,8 +10,7 @@
 use crate::io::{on_threads, settle, MIB};
 use crate::report::{header, median, row, row_precise, target};
 use crate::workspace::{default_root, Workspace};
-use locus_fs::Store;
-use locus_fs::{copy_as_written, Client};
+use locus_fs::{copy_as_written, Client, Store};
 use locus_launch::Daemons;
 use std::fs::File;
 use std::io::Write;

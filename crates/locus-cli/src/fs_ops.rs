@@ -2,8 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use locus_fs::Via;
-use locus_fs::{Client, ClientOptions, Placement};
+use locus_fs::{Client, ClientOptions, Placement, Via};
 use locus_proto::fs::{Kind, NodeId, Record};
 use locus_proto::{Errno, FsError};
 use std::io::Write;

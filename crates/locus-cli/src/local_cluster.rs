@@ -4,10 +4,9 @@ use crate::fs_ops::ClusterArgs;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use locus_fs::Durability;
-use locus_fs::CLUSTER_FILE;
 use locus_fs::{
-    made_by_note, Client, ClientOptions, ClusterSpec, JoinConfig, Placement, ServeConfig, Upkeep,
+    made_by_note, Client, ClientOptions, ClusterSpec, Durability, JoinConfig, Placement,
+    ServeConfig, Upkeep, CLUSTER_FILE,
 };
 use locus_launch::site::{self, Deploy, Site, SiteLauncher};
 use locus_launch::{daemons, running_pid, Daemons};

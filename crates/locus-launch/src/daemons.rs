@@ -7,10 +7,9 @@
 //! cluster, deployed ones included.
 
 use crate::role::{self, Program};
-use locus_fs::CLUSTER_FILE;
 use locus_fs::{
     Client, ClientOptions, ClusterSpec, Durability, JoinConfig, NodeInfo, Placement, ServeConfig,
-    Upkeep,
+    Upkeep, CLUSTER_FILE,
 };
 use locus_proto::fs::NodeId;
 use std::io;

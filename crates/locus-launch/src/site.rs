@@ -7,8 +7,7 @@
 use crate::role::{self, Program};
 use crate::supervise;
 use anyhow::{bail, Context, Result};
-use locus_fs::CLUSTER_FILE;
-use locus_fs::{ClusterSpec, Durability, JoinConfig, Placement, ServeConfig};
+use locus_fs::{ClusterSpec, Durability, JoinConfig, Placement, ServeConfig, CLUSTER_FILE};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};

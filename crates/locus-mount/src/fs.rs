@@ -15,9 +15,8 @@ use fuser::{
     ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs,
     ReplyWrite, Request, TimeOrNow, WriteFlags,
 };
-use locus_fs::now_ns;
 use locus_fs::path::join;
-use locus_fs::Client;
+use locus_fs::{now_ns, Client};
 use locus_proto::fs::{Kind, Record};
 use locus_proto::FsError;
 use std::ffi::OsStr;
