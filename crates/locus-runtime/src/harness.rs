@@ -67,6 +67,9 @@ impl Apps for FakeApps {
     }
 }
 
+/// How long a run inside a test may take.
+const RUN_DEADLINE: Duration = Duration::from_secs(60);
+
 /// What a run inside the test left.
 pub(crate) struct Finished {
     /// The leader's answer: the run's.
@@ -90,9 +93,26 @@ impl Finished {
 /// answered by `apps`, with the options `tweak` sets.
 pub(crate) fn run(
     script: &str,
+    shape: (u32, u32),
+    apps: FakeApps,
+    tweak: impl FnOnce(&mut RankOptions),
+) -> Finished {
+    run_cutting(script, shape, apps, tweak, None)
+}
+
+/// A rank to cut (as a kill ends its process) once this many apps ran.
+pub(crate) struct Cut {
+    pub rank: u32,
+    pub after_runs: usize,
+}
+
+/// `run`, cutting a rank as `cut` says.
+pub(crate) fn run_cutting(
+    script: &str,
     (workers, servers): (u32, u32),
     apps: FakeApps,
     tweak: impl FnOnce(&mut RankOptions),
+    cut: Option<Cut>,
 ) -> Finished {
     let run_dir = tempfile::tempdir().unwrap();
     let program = locus_lang::compile(&Source::new("test.swift", script))
@@ -101,26 +121,61 @@ pub(crate) fn run(
     opts.servers = servers;
     tweak(&mut opts);
     let out = Arc::new(Mutex::new(Vec::new()));
-    let apps: Arc<dyn Apps> = Arc::new(apps);
+    let apps = Arc::new(apps);
     let size = workers + servers;
-    let ranks: Vec<_> = (0..size)
-        .map(|rank| {
-            let (opts, program) = (opts.clone(), program.clone());
-            let parts = RankParts {
-                apps: Some(apps.clone()),
-                listen: Some(([127, 0, 0, 1], 0).into()),
-                out: out.clone(),
-            };
-            std::thread::spawn(move || {
-                let env = RankEnv { rank, size };
-                run_rank_with(env, opts, move || Ok(program), None, parts)
-            })
-        })
-        .collect();
-    let results: Vec<_> = ranks.into_iter().map(|r| r.join().unwrap()).collect();
+    let (cut_tx, cut_rx) = tokio::sync::oneshot::channel();
+    let mut cut_rx = Some(cut_rx);
+    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cutter = cut.map(|Cut { rank, after_runs }| {
+        let (apps, ended) = (apps.clone(), ended.clone());
+        let cutter = std::thread::spawn(move || {
+            while apps.ran.lock().unwrap().len() < after_runs {
+                if ended.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let _ = cut_tx.send(());
+        });
+        (rank, cutter)
+    });
+    let (done_tx, done) = std::sync::mpsc::channel();
+    for rank in 0..size {
+        let (opts, program) = (opts.clone(), program.clone());
+        let parts = RankParts {
+            apps: Some(apps.clone() as Arc<dyn Apps>),
+            listen: Some(([127, 0, 0, 1], 0).into()),
+            out: out.clone(),
+            cut: match &cutter {
+                Some((r, _)) if *r == rank => cut_rx.take(),
+                _ => None,
+            },
+        };
+        let done_tx = done_tx.clone();
+        std::thread::spawn(move || {
+            let env = RankEnv { rank, size };
+            let result = run_rank_with(env, opts, move || Ok(program), None, parts);
+            let _ = done_tx.send((rank, result));
+        });
+    }
+    // A run that never ends fails its test rather than hanging it.
+    let deadline = std::time::Instant::now() + RUN_DEADLINE;
+    let mut results: Vec<Option<Result<(), RunError>>> = vec![None; size as usize];
+    for _ in 0..size {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (rank, result) = (done.recv_timeout(left))
+            .unwrap_or_else(|_| panic!("the run did not end within {RUN_DEADLINE:?}"));
+        results[rank as usize] = Some(result);
+    }
+    ended.store(true, std::sync::atomic::Ordering::Relaxed);
+    if let Some((_, cutter)) = cutter {
+        cutter.join().unwrap();
+    }
     let out = String::from_utf8(out.lock().unwrap().clone()).unwrap();
     Finished {
-        result: results[workers as usize].clone(),
+        result: results[workers as usize]
+            .take()
+            .expect("the leader's answer"),
         out,
         run_dir,
     }
@@ -217,5 +272,40 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Script, "{e}");
         assert!(e.message.contains("one is not two"), "{e}");
         assert!(e.message.starts_with("test.swift:3:"), "{e}");
+    }
+
+    #[test]
+    fn a_worker_cut_mid_run_costs_only_its_tasks_which_run_elsewhere() {
+        // Each app takes a while, so the cut finds the workers busy.
+        let out = tempfile::tempdir().unwrap();
+        let apps = FakeApps::default().with("work", |argv, _| {
+            std::thread::sleep(Duration::from_millis(20));
+            std::fs::write(&argv[1], "done").unwrap();
+            0
+        });
+        let script = "import string;\nimport sys;\n\
+                      app (file o) work() { \"work\" o }\n\
+                      foreach i in [0:11] {\n\
+                        file o<sprintf(\"%s/%i.txt\", argv(\"out\"), i)> = work();\n\
+                      }\n";
+        let cut = Cut {
+            rank: 0,
+            after_runs: 3,
+        };
+        let run = run_cutting(
+            script,
+            (2, 1),
+            apps,
+            |o| o.args = vec![format!("--out={}", out.path().display())],
+            Some(cut),
+        );
+        run.result.as_ref().unwrap();
+        for i in 0..12 {
+            let written = std::fs::read_to_string(out.path().join(format!("{i}.txt")));
+            assert_eq!(written.unwrap(), "done", "output {i}");
+        }
+        let gone = run.summary().workers_gone;
+        assert_eq!(gone.len(), 1, "{gone:?}");
+        assert!(gone[0].starts_with("worker rank 0 "), "{gone:?}");
     }
 }

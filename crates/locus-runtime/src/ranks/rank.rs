@@ -168,6 +168,9 @@ pub(crate) struct RankParts {
     /// Where a server listens; `listen_addr()` when `None`.
     pub listen: Option<SocketAddr>,
     pub out: Arc<Mutex<dyn Write + Send>>,
+    /// Ends the rank at once when it fires, as a kill ends a process: its
+    /// connections close, nothing more is sent or written.
+    pub cut: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 /// Runs this process's rank to the end of the run. `program` is needed on
@@ -183,6 +186,7 @@ pub fn run_rank(
         apps: None,
         listen: None,
         out: Arc::new(Mutex::new(std::io::stdout())),
+        cut: None,
     };
     run_rank_with(env, opts, program, progress, parts)
 }
@@ -193,7 +197,7 @@ pub(crate) fn run_rank_with(
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, String>,
     progress: Option<Arc<dyn Progress>>,
-    parts: RankParts,
+    mut parts: RankParts,
 ) -> Result<(), RunError> {
     if opts.mount {
         // Before any thread starts: every thread of the rank (and every app)
@@ -206,7 +210,17 @@ pub(crate) fn run_rank_with(
         .enable_all()
         .build()
         .map_err(|e| RunError::internal(e.to_string()))?;
-    let result = rt.block_on(rank_main(env, opts, program, progress, parts));
+    let cut = parts.cut.take();
+    let result = rt.block_on(async {
+        let ranked = rank_main(env, opts, program, progress, parts);
+        match cut {
+            None => ranked.await,
+            Some(cut) => tokio::select! {
+                result = ranked => result,
+                Ok(()) = cut => Err(RunError::lost(format!("rank {} was cut", env.rank))),
+            },
+        }
+    });
     // Tasks left waiting on a failed run must not hold the process open.
     rt.shutdown_timeout(Duration::from_millis(100));
     result
