@@ -19,12 +19,14 @@ use std::time::Duration;
 /// the script redirects it, returns its exit code.
 type Program = Box<dyn Fn(&[String], Option<&mut File>) -> i32 + Send + Sync>;
 
-/// Apps answered by closures, named by their command's first word; every
-/// command line run is kept, in order.
+/// Apps answered by closures, named by their command's first word.
 #[derive(Default)]
 pub(crate) struct FakeApps {
     programs: HashMap<String, Program>,
-    pub ran: Mutex<Vec<Vec<String>>>,
+    /// Apps started so far.
+    started: Mutex<usize>,
+    /// Cuts a rank once this many apps started (`run_cutting`).
+    cut: Mutex<Option<(usize, tokio::sync::oneshot::Sender<()>)>>,
 }
 
 impl FakeApps {
@@ -46,7 +48,19 @@ impl Apps for FakeApps {
         _timeout: Option<Duration>,
         _alone: bool,
     ) -> Running<'a> {
-        self.ran.lock().unwrap().push(argv.to_vec());
+        let started = {
+            let mut started = self.started.lock().unwrap();
+            *started += 1;
+            *started
+        };
+        let due = self
+            .cut
+            .lock()
+            .unwrap()
+            .take_if(|(after, _)| started >= *after);
+        if let Some((_, cut)) = due {
+            let _ = cut.send(());
+        }
         let [_, mut stdout, _] = streams;
         let stdout = match &mut stdout {
             Stream::File(f) => Some(f),
@@ -100,7 +114,7 @@ pub(crate) fn run(
     run_cutting(script, shape, apps, tweak, None)
 }
 
-/// A rank to cut (as a kill ends its process) once this many apps ran.
+/// A rank to cut (as a kill ends its process) once this many apps started.
 pub(crate) struct Cut {
     pub rank: u32,
     pub after_runs: usize,
@@ -121,35 +135,22 @@ pub(crate) fn run_cutting(
     opts.servers = servers;
     tweak(&mut opts);
     let out = Arc::new(Mutex::new(Vec::new()));
-    let apps = Arc::new(apps);
     let size = workers + servers;
-    let (cut_tx, cut_rx) = tokio::sync::oneshot::channel();
-    let mut cut_rx = Some(cut_rx);
-    let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let cutter = cut.map(|Cut { rank, after_runs }| {
-        let (apps, ended) = (apps.clone(), ended.clone());
-        let cutter = std::thread::spawn(move || {
-            while apps.ran.lock().unwrap().len() < after_runs {
-                if ended.load(std::sync::atomic::Ordering::Relaxed) {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            let _ = cut_tx.send(());
-        });
-        (rank, cutter)
+    // The rank to cut gets the receiver; the apps fire it.
+    let mut cut_rx = cut.map(|Cut { rank, after_runs }| {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        *apps.cut.lock().unwrap() = Some((after_runs, tx));
+        (rank, rx)
     });
+    let apps: Arc<dyn Apps> = Arc::new(apps);
     let (done_tx, done) = std::sync::mpsc::channel();
     for rank in 0..size {
         let (opts, program) = (opts.clone(), program.clone());
         let parts = RankParts {
-            apps: Some(apps.clone() as Arc<dyn Apps>),
+            apps: Some(apps.clone()),
             listen: Some(([127, 0, 0, 1], 0).into()),
             out: out.clone(),
-            cut: match &cutter {
-                Some((r, _)) if *r == rank => cut_rx.take(),
-                _ => None,
-            },
+            cut: cut_rx.take_if(|(r, _)| *r == rank).map(|(_, rx)| rx),
         };
         let done_tx = done_tx.clone();
         std::thread::spawn(move || {
@@ -166,10 +167,6 @@ pub(crate) fn run_cutting(
         let (rank, result) = (done.recv_timeout(left))
             .unwrap_or_else(|_| panic!("the run did not end within {RUN_DEADLINE:?}"));
         results[rank as usize] = Some(result);
-    }
-    ended.store(true, std::sync::atomic::Ordering::Relaxed);
-    if let Some((_, cutter)) = cutter {
-        cutter.join().unwrap();
     }
     let out = String::from_utf8(out.lock().unwrap().clone()).unwrap();
     Finished {
