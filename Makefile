@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy simulate
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy simulate simulate-runs
 
 setup:
 	./scripts/setup.sh
@@ -26,6 +26,10 @@ SEEDS ?= 1000
 FROM ?= 0
 simulate: build
 	target/release/locus bench simulate $(if $(SEED),--from $(SEED) --seeds 1,--from $(FROM) --seeds $(SEEDS))
+
+# The same for generated workflow runs (`make simulate-runs SEED=N`).
+simulate-runs: build
+	target/release/locus bench simulate --runs $(if $(SEED),--from $(SEED) --seeds 1,--from $(FROM) --seeds $(SEEDS))
 
 bench-meta: build
 	target/release/locus bench meta

@@ -1,9 +1,11 @@
-//! `locus bench simulate`: many seeds of the file system's simulation
-//! (`locus-sim`), spread over worker threads; the first broken promise is
-//! printed with its seed and the steps that led to it, and fails the
-//! command. With one seed, replays it.
+//! `locus bench simulate`: many seeds of a simulation (`locus-sim`): the
+//! file system's, or with `--runs` generated workflows run by the runtime
+//! in process, spread over worker threads; the first broken promise is
+//! printed with its seed and what led to it, and fails the command. With
+//! one seed, replays it.
 
-use locus_sim::{simulate, Config, Summary};
+use locus_sim::{simulate, simulate_workflow, Config, Expected, Summary, WorkflowConfig};
+use std::fmt::Display;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -14,13 +16,15 @@ pub struct SimulateOpts {
     pub seeds: u64,
     /// Seeds run at once.
     pub jobs: u32,
-    /// Steps of each seed's workload.
+    /// Steps of each seed's workload (the file system's simulation).
     pub steps: u32,
+    /// Simulate workflow runs rather than the file system.
+    pub runs: bool,
 }
 
-/// What the seeds run so far did.
+/// What the file system's seeds run so far did.
 #[derive(Default)]
-struct Totals {
+struct FsTotals {
     seeds: u64,
     ops: usize,
     crashes: usize,
@@ -28,7 +32,7 @@ struct Totals {
     replicated: u64,
 }
 
-impl Totals {
+impl FsTotals {
     fn add(&mut self, s: &Summary) {
         self.seeds += 1;
         self.ops += s.ops;
@@ -38,23 +42,86 @@ impl Totals {
     }
 }
 
+impl Display for FsTotals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} seeds ({} with two copies), {} operations, {} daemon crashes, {} restarts",
+            self.seeds, self.replicated, self.ops, self.crashes, self.restarts
+        )
+    }
+}
+
+/// What the workflow seeds run so far did.
+#[derive(Default)]
+struct RunTotals {
+    seeds: u64,
+    tasks: usize,
+    /// Runs by how they ended: done, task failed, stalled, server lost.
+    ended: [u64; 4],
+}
+
+impl RunTotals {
+    fn add(&mut self, s: &locus_sim::WorkflowSummary) {
+        self.seeds += 1;
+        self.tasks += s.tasks;
+        let i = match s.ended {
+            Expected::Done => 0,
+            Expected::TaskFailed => 1,
+            Expected::Stalled => 2,
+            Expected::ServerLost => 3,
+        };
+        self.ended[i] += 1;
+    }
+}
+
+impl Display for RunTotals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [done, failed, stalled, lost] = self.ended;
+        write!(
+            f,
+            "{} runs ({} app tasks): {done} done with every output right, {failed} failed \
+             naming the app, {stalled} cannot progress naming the variable, {lost} lost \
+             with a cut server",
+            self.seeds, self.tasks
+        )
+    }
+}
+
 pub fn run(opts: SimulateOpts) -> anyhow::Result<()> {
     println!("{}", crate::machine::describe());
+    let what = match opts.runs {
+        true => "workflow runs".to_string(),
+        false => format!("the file system, {} steps each", opts.steps),
+    };
     println!(
-        "simulate: seeds {}..{} ({} at once), {} steps each; replay one with --from S --seeds 1",
+        "simulate {what}: seeds {}..{} ({} at once); replay one with --from S --seeds 1",
         opts.from,
         opts.from + opts.seeds,
         opts.jobs,
-        opts.steps
     );
-    let cfg = Config {
-        steps: opts.steps,
-        ..Config::default()
-    };
+    if opts.runs {
+        let cfg = WorkflowConfig::default();
+        sweep(&opts, |seed| simulate_workflow(seed, &cfg), RunTotals::add)
+    } else {
+        let cfg = Config {
+            steps: opts.steps,
+            ..Config::default()
+        };
+        sweep(&opts, |seed| simulate(seed, &cfg), FsTotals::add)
+    }
+}
+
+/// Runs the seeds on `opts.jobs` threads until they are done or one fails.
+fn sweep<S, F: Display + Send, T: Default + Display + Send>(
+    opts: &SimulateOpts,
+    one: impl Fn(u64) -> Result<S, F> + Sync,
+    add: impl Fn(&mut T, &S) + Sync,
+) -> anyhow::Result<()> {
     let next = AtomicU64::new(opts.from);
     let end = opts.from + opts.seeds;
     let failed = AtomicBool::new(false);
-    let totals = Mutex::new(Totals::default());
+    let totals = Mutex::new((0u64, T::default()));
     let failure = Mutex::new(None);
     let started = Instant::now();
     std::thread::scope(|s| {
@@ -64,48 +131,35 @@ pub fn run(opts: SimulateOpts) -> anyhow::Result<()> {
                 if seed >= end || failed.load(Ordering::Relaxed) {
                     return;
                 }
-                match simulate(seed, &cfg) {
+                match one(seed) {
                     Ok(summary) => {
                         let mut t = totals.lock().expect("totals");
-                        t.add(&summary);
-                        if t.seeds % 500 == 0 {
-                            println!(
-                                "{} seeds, {} operations, {} crashes: every answer explained ({:.0} s)",
-                                t.seeds,
-                                t.ops,
-                                t.crashes,
-                                started.elapsed().as_secs_f64()
-                            );
+                        add(&mut t.1, &summary);
+                        t.0 += 1;
+                        if t.0 % 500 == 0 {
+                            let secs = started.elapsed().as_secs_f64();
+                            println!("{}: every one as promised ({secs:.0} s)", t.1);
                         }
                     }
                     Err(f) => {
                         failed.store(true, Ordering::Relaxed);
-                        failure.lock().expect("failure").get_or_insert(f);
+                        failure.lock().expect("failure").get_or_insert((seed, f));
                     }
                 }
             });
         }
     });
-    let t = totals.into_inner().expect("totals");
+    let (seeds, t) = totals.into_inner().expect("totals");
     let secs = started.elapsed().as_secs_f64();
-    println!(
-        "{} seeds ({} with two copies), {} operations, {} daemon crashes, {} restarts in {secs:.0} s \
-         ({:.1} seeds/s)",
-        t.seeds,
-        t.replicated,
-        t.ops,
-        t.crashes,
-        t.restarts,
-        t.seeds as f64 / secs
-    );
+    println!("{t} in {secs:.0} s ({:.1} seeds/s)", seeds as f64 / secs);
     match failure.into_inner().expect("failure") {
         None => {
             println!("violations: 0");
             Ok(())
         }
-        Some(f) => {
+        Some((seed, f)) => {
             println!("{f}");
-            anyhow::bail!("seed {} broke a promise", f.seed)
+            anyhow::bail!("seed {seed} broke a promise")
         }
     }
 }

@@ -405,6 +405,8 @@ pub(crate) enum BenchCommand {
     /// The file system's seeded simulation (in-process daemons, crashed
     /// and restarted while clients work): every answer checked against
     /// what the file system promises; fails on the first that is not.
+    /// With `--runs`, generated workflows run in process with failing
+    /// apps and cut ranks, each judged by how it must end.
     Simulate {
         /// The first seed.
         #[arg(long, default_value_t = 0)]
@@ -417,6 +419,9 @@ pub(crate) enum BenchCommand {
         /// Steps of each seed's workload.
         #[arg(long, default_value_t = 24)]
         steps: u32,
+        /// Simulate workflow runs rather than the file system.
+        #[arg(long)]
+        runs: bool,
     },
     /// Local write/read and remote-fetch throughput, beside raw dd.
     Io {
@@ -634,11 +639,13 @@ pub(crate) fn run(b: BenchCommand) -> Result<()> {
             seeds,
             jobs,
             steps,
+            runs,
         } => locus_bench::simulate::run(locus_bench::simulate::SimulateOpts {
             from,
             seeds,
             jobs,
             steps,
+            runs,
         }),
     }
 }

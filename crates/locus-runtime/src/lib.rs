@@ -13,14 +13,14 @@
 mod builtins;
 mod engine;
 mod exec;
-#[cfg(test)]
-mod harness;
+mod in_process;
 mod ranks;
 mod records;
 
 pub use builtins::cmdline::CommandLine;
 pub use engine::{Counts, Engine, Locality, Progress, RunOptions};
 pub use exec::files::{fs_path, LOCUS_PREFIX};
+pub use in_process::{Cut, FakeApps, Finished, InProcess, NeverEnded};
 pub use ranks::layout::Layout;
 pub use ranks::rank::{run_rank, summary_path, RankOptions, RunSummary};
 pub use ranks::rendezvous::{ranks_dir, Entry, RankEnv};

@@ -1,13 +1,16 @@
-//! A run inside one test process: the script's ranks as threads (servers
-//! and workers meeting through the run directory, on loopback), its apps
+//! A run inside one process: the script's ranks as threads (servers and
+//! workers meeting through the run directory, on loopback), its apps
 //! answered by closures instead of processes. What the engine, the servers
-//! and the workers do together is tested here without spawning anything.
+//! and the workers do together is tested (and simulated, `locus-sim`)
+//! without spawning anything.
 
 use crate::exec::apps::{Apps, Running};
 use crate::exec::process::{Ended, Stream, Usage};
 use crate::ranks::rank::{run_rank_with, RankOptions, RankParts, RunSummary};
 use crate::ranks::rendezvous::RankEnv;
 use crate::records::record::{self, TaskRecord};
+use locus_lang::ir::Program;
+#[cfg(test)]
 use locus_lang::Source;
 use locus_proto::run::RunError;
 use std::collections::HashMap;
@@ -16,13 +19,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// An app's program in a test: given its command line and its stdout when
-/// the script redirects it, returns its exit code.
-type Program = Box<dyn Fn(&[String], Option<&mut File>) -> i32 + Send + Sync>;
+/// the script redirects it, returns its exit code, or `None` for a program
+/// that never ends.
+type AppFn = Box<dyn Fn(&[String], Option<&mut File>) -> Option<i32> + Send + Sync>;
 
 /// Apps answered by closures, named by their command's first word.
 #[derive(Default)]
-pub(crate) struct FakeApps {
-    programs: HashMap<String, Program>,
+pub struct FakeApps {
+    programs: HashMap<String, AppFn>,
     /// Apps started so far.
     started: Mutex<usize>,
     /// Cuts a rank once this many apps started (`run_cutting`).
@@ -30,10 +34,20 @@ pub(crate) struct FakeApps {
 }
 
 impl FakeApps {
-    pub(crate) fn with(
-        mut self,
+    /// Answers the app `name` with `program` (its exit code).
+    pub fn with(
+        self,
         name: &str,
         program: impl Fn(&[String], Option<&mut File>) -> i32 + Send + Sync + 'static,
+    ) -> FakeApps {
+        self.with_hanging(name, move |argv, out| Some(program(argv, out)))
+    }
+
+    /// `with`, for a program that may never end (`None`).
+    pub fn with_hanging(
+        mut self,
+        name: &str,
+        program: impl Fn(&[String], Option<&mut File>) -> Option<i32> + Send + Sync + 'static,
     ) -> FakeApps {
         self.programs.insert(name.to_string(), Box::new(program));
         self
@@ -69,9 +83,12 @@ impl Apps for FakeApps {
         // A program nobody gave is what a shell says of it.
         let code = match self.programs.get(&argv[0]) {
             Some(program) => program(argv, stdout),
-            None => 127,
+            None => Some(127),
         };
         Box::pin(async move {
+            let Some(code) = code else {
+                return std::future::pending().await;
+            };
             Ok(Ended {
                 code: Some(code),
                 usage: Usage::default(),
@@ -82,29 +99,44 @@ impl Apps for FakeApps {
 }
 
 /// How long a run inside a test may take.
+#[cfg(test)]
 const RUN_DEADLINE: Duration = Duration::from_secs(60);
 
-/// What a run inside the test left.
-pub(crate) struct Finished {
+/// What a run inside the process left.
+pub struct Finished {
     /// The leader's answer: the run's.
     pub result: Result<(), RunError>,
     /// What the script printed.
     pub out: String,
+    /// The run directory, removed with it.
     pub run_dir: tempfile::TempDir,
 }
 
 impl Finished {
-    pub(crate) fn records(&self) -> Vec<TaskRecord> {
-        record::load(self.run_dir.path()).unwrap()
+    /// Its tasks' records.
+    pub fn records(&self) -> std::io::Result<Vec<TaskRecord>> {
+        record::load(self.run_dir.path())
     }
 
-    pub(crate) fn summary(&self) -> RunSummary {
-        RunSummary::load(self.run_dir.path()).unwrap()
+    /// Its `run.json`.
+    pub fn summary(&self) -> std::io::Result<RunSummary> {
+        RunSummary::load(self.run_dir.path())
     }
+}
+
+/// A run that did not end within its deadline: it waited silently.
+#[derive(Debug, thiserror::Error)]
+#[error("the run did not end within {deadline:?}; ranks {running:?} were still running")]
+pub struct NeverEnded {
+    /// The deadline it was given.
+    pub deadline: Duration,
+    /// The ranks that had not ended.
+    pub running: Vec<u32>,
 }
 
 /// Runs `script` on `workers` workers and `servers` servers, its apps
 /// answered by `apps`, with the options `tweak` sets.
+#[cfg(test)]
 pub(crate) fn run(
     script: &str,
     shape: (u32, u32),
@@ -114,67 +146,108 @@ pub(crate) fn run(
     run_cutting(script, shape, apps, tweak, None)
 }
 
-/// A rank to cut (as a kill ends its process) once this many apps started.
-pub(crate) struct Cut {
-    pub rank: u32,
-    pub after_runs: usize,
-}
-
 /// `run`, cutting a rank as `cut` says.
+#[cfg(test)]
 pub(crate) fn run_cutting(
     script: &str,
-    (workers, servers): (u32, u32),
+    shape: (u32, u32),
     apps: FakeApps,
     tweak: impl FnOnce(&mut RankOptions),
     cut: Option<Cut>,
 ) -> Finished {
-    let run_dir = tempfile::tempdir().unwrap();
     let program = locus_lang::compile(&Source::new("test.swift", script))
         .unwrap_or_else(|d| panic!("{}", locus_lang::diag::report(&d, &Source::new("", script))));
-    let mut opts = RankOptions::new("test.swift".into(), run_dir.path().to_path_buf());
-    opts.servers = servers;
-    tweak(&mut opts);
-    let out = Arc::new(Mutex::new(Vec::new()));
-    let size = workers + servers;
-    // The rank to cut gets the receiver; the apps fire it.
-    let mut cut_rx = cut.map(|Cut { rank, after_runs }| {
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        *apps.cut.lock().unwrap() = Some((after_runs, tx));
-        (rank, rx)
-    });
-    let apps: Arc<dyn Apps> = Arc::new(apps);
-    let (done_tx, done) = std::sync::mpsc::channel();
-    for rank in 0..size {
-        let (opts, program) = (opts.clone(), program.clone());
-        let parts = RankParts {
-            apps: Some(apps.clone()),
-            listen: Some(([127, 0, 0, 1], 0).into()),
-            out: out.clone(),
-            cut: cut_rx.take_if(|(r, _)| *r == rank).map(|(_, rx)| rx),
-        };
-        let done_tx = done_tx.clone();
-        std::thread::spawn(move || {
-            let env = RankEnv { rank, size };
-            let result = run_rank_with(env, opts, move || Ok(program), None, parts);
-            let _ = done_tx.send((rank, result));
+    let run = InProcess {
+        shape,
+        deadline: RUN_DEADLINE,
+        cut,
+    };
+    run.run(program, apps, tweak)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A rank to cut (as a kill ends its process) once this many apps started.
+#[derive(Debug, Clone, Copy)]
+pub struct Cut {
+    /// The rank cut.
+    pub rank: u32,
+    /// Apps started (on any rank) before it is cut.
+    pub after_runs: usize,
+}
+
+/// How a run inside the process is laid out and bounded.
+#[derive(Debug, Clone, Copy)]
+pub struct InProcess {
+    /// Workers, then servers.
+    pub shape: (u32, u32),
+    /// How long it may take before it is a silent wait.
+    pub deadline: Duration,
+    /// A rank cut as a kill ends its process.
+    pub cut: Option<Cut>,
+}
+
+impl InProcess {
+    /// Runs `program` (compiled from `test.swift`), its apps answered by
+    /// `apps`, with the options `tweak` sets. A run still going at the
+    /// deadline is left to its threads and answered `NeverEnded`.
+    pub fn run(
+        &self,
+        program: Program,
+        apps: FakeApps,
+        tweak: impl FnOnce(&mut RankOptions),
+    ) -> Result<Finished, NeverEnded> {
+        let (workers, servers) = self.shape;
+        let run_dir = tempfile::tempdir().expect("a temporary run directory");
+        let mut opts = RankOptions::new("test.swift".into(), run_dir.path().to_path_buf());
+        opts.servers = servers;
+        tweak(&mut opts);
+        let out = Arc::new(Mutex::new(Vec::new()));
+        let size = workers + servers;
+        // The rank to cut gets the receiver; the apps fire it.
+        let mut cut_rx = self.cut.map(|Cut { rank, after_runs }| {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            *apps.cut.lock().unwrap() = Some((after_runs, tx));
+            (rank, rx)
         });
-    }
-    // A run that never ends fails its test rather than hanging it.
-    let deadline = std::time::Instant::now() + RUN_DEADLINE;
-    let mut results: Vec<Option<Result<(), RunError>>> = vec![None; size as usize];
-    for _ in 0..size {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let (rank, result) = (done.recv_timeout(left))
-            .unwrap_or_else(|_| panic!("the run did not end within {RUN_DEADLINE:?}"));
-        results[rank as usize] = Some(result);
-    }
-    let out = String::from_utf8(out.lock().unwrap().clone()).unwrap();
-    Finished {
-        result: results[workers as usize]
-            .take()
-            .expect("the leader's answer"),
-        out,
-        run_dir,
+        let apps: Arc<dyn Apps> = Arc::new(apps);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        for rank in 0..size {
+            let (opts, program) = (opts.clone(), program.clone());
+            let parts = RankParts {
+                apps: Some(apps.clone()),
+                listen: Some(([127, 0, 0, 1], 0).into()),
+                out: out.clone(),
+                cut: cut_rx.take_if(|(r, _)| *r == rank).map(|(_, rx)| rx),
+            };
+            let done_tx = done_tx.clone();
+            std::thread::spawn(move || {
+                let env = RankEnv { rank, size };
+                let result = run_rank_with(env, opts, move || Ok(program), None, parts);
+                let _ = done_tx.send((rank, result));
+            });
+        }
+        // A run that never ends fails its test rather than hanging it.
+        let deadline = std::time::Instant::now() + self.deadline;
+        let mut results: Vec<Option<Result<(), RunError>>> = vec![None; size as usize];
+        for _ in 0..size {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let Ok((rank, result)) = done.recv_timeout(left) else {
+                let running = (0..size).filter(|r| results[*r as usize].is_none());
+                return Err(NeverEnded {
+                    deadline: self.deadline,
+                    running: running.collect(),
+                });
+            };
+            results[rank as usize] = Some(result);
+        }
+        let out = String::from_utf8(out.lock().unwrap().clone()).unwrap();
+        Ok(Finished {
+            result: results[workers as usize]
+                .take()
+                .expect("the leader's answer"),
+            out,
+            run_dir,
+        })
     }
 }
 
@@ -210,7 +283,7 @@ mod tests {
             let written = std::fs::read_to_string(out.path().join(format!("{i}.txt"))).unwrap();
             assert_eq!(written.trim(), (i + 100).to_string());
         }
-        let records = run.records();
+        let records = run.records().unwrap();
         assert_eq!(records.len(), 20, "each task once");
         let mut ranks: Vec<u32> = records.iter().map(|r| r.rank).collect();
         ranks.sort_unstable();
@@ -233,9 +306,9 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::Task, "{e}");
         assert!(e.message.contains("app 'broken' failed"), "{e}");
         assert!(e.message.contains("exited with code 3"), "{e}");
-        let summary = run.summary();
+        let summary = run.summary().unwrap();
         assert_eq!(summary.error_kind, Some(ErrorKind::Task));
-        let records = run.records();
+        let records = run.records().unwrap();
         assert_eq!(records[0].error_kind, Some(ErrorKind::Task));
     }
 
@@ -256,7 +329,7 @@ mod tests {
         let run = run(script, (1, 1), apps, |o| o.retries = 2);
         run.result.as_ref().unwrap();
         assert_eq!(*tries.lock().unwrap(), 3);
-        assert_eq!(run.records()[0].attempts, 3);
+        assert_eq!(run.records().unwrap()[0].attempts, 3);
     }
 
     #[test]
@@ -301,7 +374,7 @@ mod tests {
             let written = std::fs::read_to_string(out.path().join(format!("{i}.txt")));
             assert_eq!(written.unwrap(), "done", "output {i}");
         }
-        let gone = run.summary().workers_gone;
+        let gone = run.summary().unwrap().workers_gone;
         assert_eq!(gone.len(), 1, "{gone:?}");
         assert!(gone[0].starts_with("worker rank 0 "), "{gone:?}");
     }
