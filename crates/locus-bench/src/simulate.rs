@@ -57,8 +57,9 @@ impl Display for FsTotals {
 struct RunTotals {
     seeds: u64,
     tasks: usize,
-    /// Runs by how they ended: done, task failed, stalled, server lost.
-    ended: [u64; 4],
+    /// Runs by how they ended: done, task failed, stalled, server lost,
+    /// a rank cut before it joined.
+    ended: [u64; 5],
 }
 
 impl RunTotals {
@@ -70,6 +71,7 @@ impl RunTotals {
             Expected::TaskFailed => 1,
             Expected::Stalled => 2,
             Expected::ServerLost => 3,
+            Expected::NeverJoined => 4,
         };
         self.ended[i] += 1;
     }
@@ -77,12 +79,12 @@ impl RunTotals {
 
 impl Display for RunTotals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let [done, failed, stalled, lost] = self.ended;
+        let [done, failed, stalled, lost, unjoined] = self.ended;
         write!(
             f,
             "{} runs ({} app tasks): {done} done with every output right, {failed} failed \
              naming the app, {stalled} cannot progress naming the variable, {lost} lost \
-             with a cut server",
+             with a cut server, {unjoined} failed naming a rank cut before it joined",
             self.seeds, self.tasks
         )
     }

@@ -13,6 +13,7 @@ pub mod path;
 mod peer;
 mod placement;
 mod private_dir;
+mod removals;
 mod ring;
 mod stage;
 

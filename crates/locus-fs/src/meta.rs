@@ -8,7 +8,10 @@
 //! transaction is durable, so an acknowledged change survives `kill -9`.
 
 use crate::path::join;
-use locus_proto::fs::{Change, Entry, Kind, Lease, NodeId, Record, Request, Response, WriteLock};
+use crate::removals::Removals;
+use locus_proto::fs::{
+    Change, Entry, Kind, Lease, NodeId, OpId, Record, Request, Response, WriteLock,
+};
 use locus_proto::{Errno, FsError, FsResult};
 use redb::{Database, ReadableTable, ReadableTableMetadata, Table, TableDefinition};
 use std::path::{Path, PathBuf};
@@ -386,8 +389,10 @@ impl MetaStore {
         let db = self.db.reopen()?;
         let txn = db.begin_write().map_err(storage_error)?;
         let mut taken = 0;
+        // Keys only: no removal is answered from here.
+        let removals = Removals::default();
         {
-            let mut shard = Shard::open(&txn)?;
+            let mut shard = Shard::open(&txn, &removals)?;
             if replace {
                 for c in self.keys(&mine)? {
                     shard.change(c.removal())?;
@@ -438,6 +443,7 @@ fn table_of(c: &Change) -> u8 {
         Change::Record { .. } => 0,
         Change::Entry { .. } => 1,
         Change::Hint { .. } => 2,
+        Change::Removed { .. } => 3,
     }
 }
 
@@ -580,6 +586,7 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
         unflushed: 0,
         since: None,
     };
+    let mut removals = Removals::default();
     loop {
         let first = match flushing.patience(Instant::now()) {
             None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
@@ -601,11 +608,19 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
         let flush = asked || flushing.next_is_flushed(Instant::now(), lazy);
         let applied = db
             .reopen()
-            .and_then(|open| apply_batch(&open, &batch, flush));
+            .and_then(|open| apply_batch(&open, &batch, flush, &removals));
         let alone = batch.len() == 1;
         match applied {
             Ok(replies) => {
-                flushing.committed(flush, Instant::now());
+                let now = Instant::now();
+                flushing.committed(flush, now);
+                for (_, changes) in &replies {
+                    for c in changes {
+                        if let Change::Removed { path, op, record } = c {
+                            removals.note(path, *op, record.clone(), now);
+                        }
+                    }
+                }
                 // Failing until a write succeeds again.
                 db.failure.lock().expect("failure lock").take();
                 for (job, (reply, changes)) in batch.into_iter().zip(replies) {
@@ -625,7 +640,12 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
 /// Each operation's answer and what it wrote.
 type Applied = (Response, Vec<Change>);
 
-fn apply_batch(db: &Database, batch: &[Job], flush: bool) -> FsResult<Vec<Applied>> {
+fn apply_batch(
+    db: &Database,
+    batch: &[Job],
+    flush: bool,
+    removals: &Removals,
+) -> FsResult<Vec<Applied>> {
     let mut txn = db.begin_write().map_err(storage_error)?;
     txn.set_durability(match flush {
         true => redb::Durability::Immediate,
@@ -633,7 +653,7 @@ fn apply_batch(db: &Database, batch: &[Job], flush: bool) -> FsResult<Vec<Applie
     });
     let mut replies = Vec::with_capacity(batch.len());
     {
-        let mut shard = Shard::open(&txn)?;
+        let mut shard = Shard::open(&txn, removals)?;
         for job in batch {
             let reply = match &job.op {
                 Some(op) => shard.answer(op)?,
@@ -653,16 +673,26 @@ struct Shard<'t> {
     entries: Table<'t, (&'static str, &'static str), u8>,
     hints: Table<'t, &'static str, u32>,
     changes: Vec<Change>,
+    /// Removals answered before this transaction.
+    removals: &'t Removals,
 }
 
 impl<'t> Shard<'t> {
-    fn open(txn: &'t redb::WriteTransaction) -> FsResult<Shard<'t>> {
+    fn open(txn: &'t redb::WriteTransaction, removals: &'t Removals) -> FsResult<Shard<'t>> {
         Ok(Shard {
             records: txn.open_table(RECORDS).map_err(storage_error)?,
             entries: txn.open_table(ENTRIES).map_err(storage_error)?,
             hints: txn.open_table(HINTS).map_err(storage_error)?,
             changes: Vec::new(),
+            removals,
         })
+    }
+
+    /// The answer `op` had when it removed `path` here lately: the same
+    /// operation sent again.
+    fn removed_before(&self, path: &str, op: OpId) -> Option<Response> {
+        let record = self.removals.done(path, op)?;
+        Some(record.clone().map_or(Response::Ok, Response::Record))
     }
 
     fn get(&self, path: &str) -> FsResult<Record> {
@@ -699,10 +729,21 @@ impl<'t> Shard<'t> {
                 node: Some(n),
             } => self.hints.insert(path.as_str(), *n).map(drop),
             Change::Hint { path, node: None } => self.hints.remove(path.as_str()).map(drop),
+            // Kept by the writer once the transaction is committed.
+            Change::Removed { .. } => Ok(()),
         }
         .map_err(storage_error)?;
         self.changes.push(c);
         Ok(())
+    }
+
+    /// Notes (for the writer, and the replicas) that `op` removed `path`.
+    fn note_removed(&mut self, path: &str, op: OpId, record: Option<&Record>) -> FsResult<()> {
+        self.change(Change::Removed {
+            path: path.to_string(),
+            op,
+            record: record.cloned(),
+        })
     }
 
     fn put(&mut self, path: &str, record: &Record) -> FsResult<()> {
@@ -932,7 +973,11 @@ impl<'t> Shard<'t> {
                 path,
                 kind,
                 locked_by,
+                op,
             } => {
+                if let Some(answer) = self.removed_before(path, *op) {
+                    return Ok(answer);
+                }
                 let rec = self.get(path)?;
                 if rec.kind != *kind {
                     return Err(wrong_kind(path, rec.kind));
@@ -961,9 +1006,18 @@ impl<'t> Shard<'t> {
                     path: path.clone(),
                     record: None,
                 })?;
+                self.note_removed(path, *op, Some(&rec))?;
                 Ok(Response::Record(rec))
             }
-            Request::RemoveFile { parent, name, path } => {
+            Request::RemoveFile {
+                parent,
+                name,
+                path,
+                op,
+            } => {
+                if let Some(answer) = self.removed_before(path, *op) {
+                    return Ok(answer);
+                }
                 if *path != join(parent, name) {
                     return Err(FsError::new(Errno::EINVAL, path.as_str())
                         .with_detail("the name is not the path's"));
@@ -988,6 +1042,7 @@ impl<'t> Shard<'t> {
                     name: name.clone(),
                     kind: None,
                 })?;
+                self.note_removed(path, *op, rec.as_ref())?;
                 let Some(rec) = rec else {
                     return Ok(Response::Ok);
                 };
@@ -1376,6 +1431,7 @@ mod tests {
             path: "/g".into(),
             kind: Kind::File,
             locked_by: Some(token),
+            op: token,
         };
         for wrong in [replace(2), remove(2)] {
             match meta.write(wrong).await {
@@ -1457,6 +1513,71 @@ mod tests {
             if !more {
                 return out;
             }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_removal_sent_again_is_answered_as_it_was_here_and_on_the_replica() {
+        let dir = tempfile::tempdir().unwrap();
+        let primary = MetaStore::open(&dir.path().join("a.redb"), Durability::Group).unwrap();
+        let replica = MetaStore::open(&dir.path().join("b.redb"), Durability::Group).unwrap();
+        let create = |name: &str| Request::CreateFile {
+            parent: "/".into(),
+            name: name.into(),
+            path: join("/", name),
+            record: Record::new(Kind::File, 0o644, 1),
+            parents: Vec::new(),
+            lease: None,
+        };
+        let unlink = |name: &str, op| Request::RemoveFile {
+            parent: "/".into(),
+            name: name.into(),
+            path: join("/", name),
+            op,
+        };
+        let remove = |name: &str, op| Request::RemoveRecord {
+            path: join("/", name),
+            kind: Kind::File,
+            locked_by: None,
+            op,
+        };
+        for op in [create("f"), create("g"), unlink("f", 7), remove("g", 8)] {
+            let (tx, rx) = oneshot::channel();
+            primary.submit(
+                op,
+                Box::new(move |r, changes, _| drop(tx.send((r, changes)))),
+            );
+            let (r, changes) = rx.await.unwrap();
+            assert!(!matches!(r, Response::Err(_)), "{r:?}");
+            let r = replica.write(Request::Replicate { changes }).await;
+            assert!(matches!(r, Response::Ok), "{r:?}");
+        }
+        for store in [&primary, &replica] {
+            // The same operations again: their answers, not ENOENT.
+            assert!(matches!(
+                store.write(unlink("f", 7)).await,
+                Response::Record(_)
+            ));
+            assert!(matches!(
+                store.write(remove("g", 8)).await,
+                Response::Record(_)
+            ));
+            // Another's removal of a removed file is a miss.
+            match store.write(unlink("f", 9)).await {
+                Response::Err(e) => assert_eq!(e.code, Errno::ENOENT),
+                other => panic!("{other:?}"),
+            }
+            // A file made again under the name is not taken by the old
+            // removal sent again.
+            assert!(matches!(
+                store.write(create("f")).await,
+                Response::Created { .. }
+            ));
+            assert!(matches!(
+                store.write(unlink("f", 7)).await,
+                Response::Record(_)
+            ));
+            assert!(store.get("/f").is_ok(), "the new file stays");
         }
     }
 

@@ -259,20 +259,25 @@ pub enum Request {
     /// (`EBUSY` otherwise): a writer or a rename removing what it alone may
     /// change; without, only if no one holds it (`EBUSY`: an unlink of a
     /// file being written or renamed). Answers with the removed record.
+    /// Sent again with the same `op` (its answer lost with a daemon), it
+    /// is answered as it was.
     RemoveRecord {
         path: String,
         kind: Kind,
         locked_by: Option<u64>,
+        op: OpId,
     },
     /// Removes a file in one step where one daemon keeps its entry in
     /// `parent` and its record: `ENOENT` if there is no such entry,
     /// `EISDIR` for a directory, `EBUSY` while it is being written or
     /// renamed. Answers `Record` with the removed record, or `Ok` for a
-    /// name whose record a crash lost.
+    /// name whose record a crash lost. Sent again with the same `op`, it
+    /// is answered as it was.
     RemoveFile {
         parent: String,
         name: String,
         path: String,
+        op: OpId,
     },
     /// Replaces the record of file `path`, whose write lock `token` holds,
     /// with `record` (unlocked): a rename's decided step, moving a file's
@@ -541,13 +546,27 @@ pub enum Change {
         path: String,
         node: Option<NodeId>,
     },
+    /// Not a key: operation `op` removed `path`'s record (`record`, or
+    /// none a crash had lost). Daemons keep it in memory for a while, so
+    /// that the operation sent again after its answer was lost with a
+    /// daemon is answered as it was, not `ENOENT` for its own work.
+    Removed {
+        path: String,
+        op: OpId,
+        record: Option<Record>,
+    },
 }
+
+/// A client's name for one removal, the same each time it sends it.
+pub type OpId = u64;
 
 impl Change {
     /// The path whose owner keeps this key (an entry lives with its parent).
     pub fn key_path(&self) -> &str {
         match self {
-            Change::Record { path, .. } | Change::Hint { path, .. } => path,
+            Change::Record { path, .. }
+            | Change::Hint { path, .. }
+            | Change::Removed { path, .. } => path,
             Change::Entry { parent, .. } => parent,
         }
     }
@@ -562,6 +581,8 @@ impl Change {
                 kind: None,
             },
             Change::Hint { path, .. } => Change::Hint { path, node: None },
+            // A note, not a key: there is nothing to remove.
+            removed @ Change::Removed { .. } => removed,
         }
     }
 

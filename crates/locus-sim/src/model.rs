@@ -111,6 +111,10 @@ enum Event {
     /// or an empty record without its name (its daemons crashed between the
     /// two steps; documented).
     MaybeLeftover(String),
+    /// A failed create or put takes back the name it claimed (leaving the
+    /// empty record it may have made): operations running beside it may
+    /// have seen the name meanwhile (documented).
+    MaybeTakenBack(String),
     IsNameless(String),
     /// A rename's `ENOENT`: no source, or a target left without a record.
     RenameRefused(String, String),
@@ -119,10 +123,13 @@ enum Event {
 }
 
 /// `made`, preceded for an operation whose outcome is unknown by the name it
-/// may have left without a record.
+/// may have left without a record, and may have taken back.
 fn unknown_may_leave_nameless(unknown: bool, path: &str, made: [Event; 2]) -> Vec<Event> {
-    let leftover = unknown.then(|| Event::MaybeLeftover(path.to_string()));
-    leftover.into_iter().chain(made).collect()
+    let leftover = unknown.then(|| {
+        let p = path.to_string();
+        [Event::MaybeLeftover(p.clone()), Event::MaybeTakenBack(p)]
+    });
+    leftover.into_iter().flatten().chain(made).collect()
 }
 
 /// A removal's two steps for an operation whose outcome is unknown (it may
@@ -319,7 +326,16 @@ impl Model {
             }),
             Event::MaybeEmpty(p) if !listed(p) => showing(p, &[EMPTY]),
             Event::MaybeLeftover(p) if !listed(p) => showing(p, &[NAMELESS, UNNAMED]),
-            Event::MaybeEmpty(_) | Event::MaybeLeftover(_) => vec![ns.clone()],
+            Event::MaybeTakenBack(p) if nameless(p) => {
+                let mut gone = ns.clone();
+                gone.remove(p);
+                let mut all = showing(p, &[UNNAMED]);
+                all.push(gone);
+                all
+            }
+            Event::MaybeEmpty(_) | Event::MaybeLeftover(_) | Event::MaybeTakenBack(_) => {
+                vec![ns.clone()]
+            }
             Event::Set(p, id) => with(&|n| {
                 n.insert(p.clone(), *id);
             }),

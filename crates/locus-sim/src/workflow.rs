@@ -32,7 +32,7 @@ pub struct WorkflowConfig {
 impl Default for WorkflowConfig {
     fn default() -> Self {
         WorkflowConfig {
-            deadline: Duration::from_secs(30),
+            deadline: Duration::from_secs(90),
             inject: None,
         }
     }
@@ -70,6 +70,9 @@ pub enum Expected {
     Stalled,
     /// A server was cut: the run is lost, saying so.
     ServerLost,
+    /// A rank was cut before it joined the others: the run fails once the
+    /// join's time is out, naming it.
+    NeverJoined,
 }
 
 /// A run that did not end as its seed says it must.
@@ -199,6 +202,9 @@ impl Draw {
         }
         if ends.is_empty() {
             ends.push(Expected::Done);
+        }
+        if self.cut.is_some() {
+            ends.push(Expected::NeverJoined);
         }
         ends
     }
@@ -469,6 +475,9 @@ fn classify(e: &RunError) -> Result<Expected, String> {
         ErrorKind::Task if named("app 'gen'") || named("app 'mix'") => Ok(Expected::TaskFailed),
         ErrorKind::Script if named("cannot progress") && named("never") => Ok(Expected::Stalled),
         ErrorKind::Lost => Ok(Expected::ServerLost),
+        ErrorKind::Launch if named("did not connect") || named("cannot reach") => {
+            Ok(Expected::NeverJoined)
+        }
         _ => Err(format!(
             "the run failed ({:?}) naming no drawn cause: {e}",
             e.kind

@@ -347,6 +347,7 @@ impl Client {
                 parent: parent.to_string(),
                 name: name.to_string(),
                 path: path.clone(),
+                op: rand::random(),
             };
             match self.meta(&path, remove).await? {
                 Response::Record(rec) => self.drop_copies(&path, rec.holders, rec.stamp).await,
@@ -378,6 +379,7 @@ impl Client {
             path: path.clone(),
             kind: Kind::Dir,
             locked_by: None,
+            op: rand::random(),
         };
         let lost_record = match self.meta(&path, removed).await {
             Ok(r) => expect_record(r).map(|_| false)?,
@@ -436,6 +438,7 @@ impl Client {
             path: path.to_string(),
             kind: Kind::File,
             locked_by,
+            op: rand::random(),
         };
         let rec = expect_record(self.meta(path, remove).await?)?;
         let (parent, name) = split(path)?;

@@ -203,6 +203,7 @@ mod tests {
             path: "/e".into(),
             kind: locus_proto::fs::Kind::Dir,
             locked_by: None,
+            op: 1,
         };
         assert!(d.blocking(&rmdir, 2).is_none());
         d.grant("/e", 2).unwrap();
@@ -216,6 +217,7 @@ mod tests {
             path: "/d".into(),
             kind: locus_proto::fs::Kind::Dir,
             locked_by: None,
+            op: 1,
         };
         let waiting = d
             .blocking(&rmdir, 2)

@@ -382,26 +382,40 @@ impl Server {
                         .map(std::string::ToString::to_string)
                         .collect();
                     missing.sort();
-                    return Err(format!(
+                    let why = format!(
                         "server rank {me}: ranks {} did not connect within {JOIN_TIMEOUT:?}",
                         missing.join(",")
-                    ));
+                    );
+                    // The leader learns the cause, not only that this
+                    // server is gone.
+                    let leader = state.layout.leader();
+                    if leader != me {
+                        let reason = RunError::launch(why.clone());
+                        state.send(leader, RankMsg::Abort { reason });
+                        state.close_flushed().await;
+                    }
+                    return Err(why);
                 }
             }
         }
         Ok(async move {
             state.serve(early, rx).await;
-            // Messages still queued (the last `Shutdown`s) must go out
-            // before the process ends.
-            state.peers.clear();
-            for w in state.writers.drain(..) {
-                let _ = tokio::time::timeout(FLUSH_TIMEOUT, w).await;
-            }
+            // The last `Shutdown`s.
+            state.close_flushed().await;
         })
     }
 }
 
 impl State {
+    /// Closes every connection once what is queued on it went out (or
+    /// `FLUSH_TIMEOUT` passed): messages must leave before the process ends.
+    async fn close_flushed(&mut self) {
+        self.peers.clear();
+        for w in self.writers.drain(..) {
+            let _ = tokio::time::timeout(FLUSH_TIMEOUT, w).await;
+        }
+    }
+
     /// Handles events until the run is over for this server: the one
     /// place the state machine is given the time.
     async fn serve(&mut self, early: Vec<Event>, mut rx: mpsc::UnboundedReceiver<Event>) {
