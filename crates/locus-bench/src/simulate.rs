@@ -30,6 +30,7 @@ struct FsTotals {
     crashes: usize,
     restarts: usize,
     replicated: u64,
+    lost: usize,
 }
 
 impl FsTotals {
@@ -39,6 +40,7 @@ impl FsTotals {
         self.crashes += s.crashes;
         self.restarts += s.restarts;
         self.replicated += u64::from(s.shape.replicas > 1);
+        self.lost += s.lost;
     }
 }
 
@@ -46,8 +48,9 @@ impl Display for FsTotals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} seeds ({} with two copies), {} operations, {} daemon crashes, {} restarts",
-            self.seeds, self.replicated, self.ops, self.crashes, self.restarts
+            "{} seeds ({} with two copies), {} operations, {} daemon crashes, {} restarts, \
+             {} requests or answers lost",
+            self.seeds, self.replicated, self.ops, self.crashes, self.restarts, self.lost
         )
     }
 }

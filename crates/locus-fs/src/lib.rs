@@ -16,6 +16,7 @@ mod private_dir;
 mod removals;
 mod ring;
 mod stage;
+mod transport;
 
 pub use client::follow::copy_as_written;
 pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
@@ -30,7 +31,9 @@ pub use data::store::Store;
 pub use data::sums;
 pub use data::version::VersionRef;
 pub use meta::{now_ns, Durability};
+pub use peer::Endpoint;
 pub use placement::Placement;
 pub use private_dir::create as create_private_dir;
 pub use ring::{hash_node, Ring, DEFAULT_VNODES};
 pub use stage::{get_tree, put_tree, Via};
+pub use transport::{Calling, Tcp, Transport};

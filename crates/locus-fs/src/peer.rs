@@ -25,10 +25,15 @@ struct Conn {
 /// Where a daemon is and how to prove ourselves to it.
 #[derive(Clone)]
 pub struct Endpoint {
+    /// The node's id.
     pub node: NodeId,
+    /// Its name (the host's, or `nodeNNN` for emulated nodes).
     pub name: String,
+    /// Where its daemon listens.
     pub addr: SocketAddr,
+    /// The cluster's secret, proven at each connection.
     pub secret: Secret,
+    /// Bound on connecting and on any one request.
     pub timeout: Duration,
 }
 

@@ -6,12 +6,14 @@
 //! keeps it then). It restarts on the same address.
 
 use locus_fs::{
-    serve_until, Client, ClientOptions, ClusterSpec, Durability, JoinConfig, ServeConfig, Upkeep,
+    serve_until, Client, ClientOptions, ClusterSpec, Durability, JoinConfig, ServeConfig,
+    Transport, Upkeep,
 };
 use locus_proto::fs::NodeId;
 use locus_proto::FsResult;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
@@ -108,6 +110,16 @@ impl InProcess {
     /// A client acting on node `node`.
     pub fn client(&self, opts: ClientOptions) -> FsResult<Client> {
         Client::open(&self.dir, opts)
+    }
+
+    /// A client whose metadata requests travel through what `wrap` makes
+    /// of its TCP transport.
+    pub fn client_over(
+        &self,
+        opts: ClientOptions,
+        wrap: impl FnOnce(Arc<dyn Transport>) -> Arc<dyn Transport>,
+    ) -> FsResult<Client> {
+        Client::open_with_transport(&self.dir, opts, wrap)
     }
 
     /// Whether `node`'s daemon runs (not crashed).

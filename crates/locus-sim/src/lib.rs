@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod cluster;
+mod lossy;
 mod model;
 mod ops;
 mod sim;

@@ -10,6 +10,7 @@
 //! and its race most of the time.
 
 use crate::cluster::{InProcess, Shape};
+use crate::lossy::{Losses, Lossy};
 use crate::model::{Done, Model, Verdict};
 use crate::ops::{all_paths, Op, Seen, DIRS};
 use locus_fs::{Client, ClientOptions, Durability};
@@ -20,6 +21,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,6 +32,8 @@ const LEASE: Duration = Duration::from_secs(2);
 const LEASE_SLACK: Duration = Duration::from_secs(2);
 /// The bound on one request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Seeds the draw of lost messages, apart from the workload's.
+const LOSS_SEED: u64 = 0x1055_1055_1055_1055;
 /// Steps of reads at the end, until a single state is left.
 const SETTLE_STEPS: u32 = 3;
 
@@ -75,6 +79,8 @@ pub struct Summary {
     pub crashes: usize,
     /// Daemons restarted.
     pub restarts: usize,
+    /// Requests and answers lost on their way.
+    pub lost: usize,
 }
 
 /// A broken promise (or a harness that could not run), with the seed that
@@ -154,13 +160,25 @@ pub fn simulate(seed: u64, cfg: &Config) -> Result<Summary, Failure> {
     };
     let dir = tempfile::tempdir().map_err(|e| harness(&e))?;
     let cluster = InProcess::start(dir.path(), shape).map_err(|e| harness(&e))?;
+    // Drawn apart from the workload, so that a seed's workload stays what
+    // it was before messages were lost.
+    let mut losing = StdRng::seed_from_u64(seed ^ LOSS_SEED);
+    let loss = match losing.gen_bool(0.5) {
+        true => losing.gen_range(0.01..0.06),
+        false => 0.0,
+    };
+    let losses = Arc::new(Losses::default());
     let clients = (0..shape.nodes)
         .map(|node| {
-            cluster.client(ClientOptions {
+            let opts = ClientOptions {
                 node,
                 timeout: REQUEST_TIMEOUT,
                 lease: LEASE,
                 ..ClientOptions::default()
+            };
+            let lossy_seed = losing.gen();
+            cluster.client_over(opts, |tcp| {
+                Arc::new(Lossy::new(tcp, lossy_seed, loss, losses.clone()))
             })
         })
         .collect::<FsResult<Vec<Client>>>()
@@ -178,7 +196,8 @@ pub fn simulate(seed: u64, cfg: &Config) -> Result<Summary, Failure> {
         cluster: Arc::new(Mutex::new(cluster)),
         clients,
         model: Model::new(),
-        log: vec![format!("{shape:?}")],
+        log: vec![format!("{shape:?}, messages lost: {:.1}%", loss * 100.0)],
+        losses,
         touched: HashMap::new(),
         restarted: None,
         t0: Instant::now(),
@@ -188,12 +207,15 @@ pub fn simulate(seed: u64, cfg: &Config) -> Result<Summary, Failure> {
             ops: 0,
             crashes: 0,
             restarts: 0,
+            lost: 0,
         },
     };
     let result = rt.block_on(sim.run());
     // Clients go before the daemons they talk to.
     drop(sim.clients);
     rt.shutdown_timeout(Duration::from_secs(1));
+    sim.summary.lost =
+        sim.losses.requests.load(Ordering::Relaxed) + sim.losses.answers.load(Ordering::Relaxed);
     result.map(|()| sim.summary)
 }
 
@@ -206,6 +228,8 @@ struct Sim {
     clients: Vec<Client>,
     model: Model,
     log: Vec<String>,
+    /// Messages the clients' transports lose, and when.
+    losses: Arc<Losses>,
     /// When an operation last ended on each path.
     touched: HashMap<String, Duration>,
     /// The step of the last restart.
@@ -235,9 +259,13 @@ impl Sim {
             } else {
                 (self.draw_ops(step), self.draw_fault(step))
             };
+            // Messages are lost while the workload runs, not while
+            // everything is read back.
+            self.losses.on.store(!settle, Ordering::Relaxed);
             let uncertain = self.step(step, plan, fault).await?;
             settle = uncertain || fault.is_some();
         }
+        self.losses.on.store(false, Ordering::Relaxed);
         // Every daemon back, then read until one state is left.
         let down: Vec<NodeId> = {
             let c = self.cluster.lock().expect("cluster");

@@ -29,9 +29,10 @@ use crate::client::copies::Copies;
 use crate::client::held_dirs::HeldDirs;
 use crate::cluster::{ClusterSpec, SECRET_FILE};
 use crate::data::store::Store;
-use crate::peer::{Endpoint, Peer};
+use crate::peer::Endpoint;
 use crate::placement::Placement;
 use crate::ring::Ring;
+use crate::transport::{no_such_node, Tcp, Transport};
 use locus_proto::auth::Secret;
 use locus_proto::fs::{NodeId, Record, Response};
 use locus_proto::{Errno, FsError, FsResult};
@@ -100,7 +101,8 @@ struct Inner {
     /// This node's store, or the scratch directory of a diskless client.
     store: Store,
     diskless: bool,
-    peers: Vec<Peer>,
+    /// How metadata requests reach the daemons.
+    transport: Arc<dyn Transport>,
     /// Each node's directory (its store, for nodes on this host).
     dirs: Vec<PathBuf>,
     ring: Ring,
@@ -170,6 +172,12 @@ pub(crate) async fn blocking<T: Send + 'static>(
         .and_then(|r| r)
 }
 
+/// The secret of the cluster in `dir`.
+fn load_secret(dir: &Path) -> FsResult<Secret> {
+    let path = dir.join(SECRET_FILE);
+    Secret::load(&path).map_err(|e| FsError::io(path.display().to_string(), &e))
+}
+
 impl Client {
     /// A client of the cluster described in `dir` (as written by `locus fs up`).
     pub fn open(dir: &Path, opts: ClientOptions) -> FsResult<Client> {
@@ -181,14 +189,33 @@ impl Client {
     /// [`Client::open`] of the cluster in `dir` whose file the caller read
     /// already (to choose the node).
     pub fn open_loaded(dir: &Path, spec: &ClusterSpec, opts: ClientOptions) -> FsResult<Client> {
-        let secret_path = dir.join(SECRET_FILE);
-        let secret = Secret::load(&secret_path)
-            .map_err(|e| FsError::io(secret_path.display().to_string(), &e))?;
-        Client::new(spec, secret, opts)
+        Client::new(spec, load_secret(dir)?, opts)
+    }
+
+    /// [`Client::open`], its transport wrapped (see `with_transport`).
+    pub fn open_with_transport(
+        dir: &Path,
+        opts: ClientOptions,
+        wrap: impl FnOnce(Arc<dyn Transport>) -> Arc<dyn Transport>,
+    ) -> FsResult<Client> {
+        let spec =
+            ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        Client::with_transport(&spec, load_secret(dir)?, opts, wrap)
     }
 
     /// A client of the cluster `spec` describes, proving `secret` to its daemons.
     pub fn new(spec: &ClusterSpec, secret: Secret, opts: ClientOptions) -> FsResult<Client> {
+        Client::with_transport(spec, secret, opts, |tcp| tcp)
+    }
+
+    /// `new`, its metadata requests carried by what `wrap` makes of the
+    /// TCP transport (a test's or a simulation's faults around it).
+    pub fn with_transport(
+        spec: &ClusterSpec,
+        secret: Secret,
+        opts: ClientOptions,
+        wrap: impl FnOnce(Arc<dyn Transport>) -> Arc<dyn Transport>,
+    ) -> FsResult<Client> {
         let me = spec.nodes.get(opts.node as usize).ok_or_else(|| {
             FsError::new(Errno::EINVAL, format!("node {}", opts.node))
                 .with_detail(format!("the cluster has nodes 0..{}", spec.nodes.len() - 1))
@@ -196,25 +223,24 @@ impl Client {
         let store_dir = opts.scratch.as_deref().unwrap_or(&me.dir);
         let store =
             Store::open(store_dir).map_err(|e| FsError::io(store_dir.display().to_string(), &e))?;
-        let peers = spec
+        let endpoints = spec
             .nodes
             .iter()
-            .map(|n| {
-                Peer::new(Endpoint {
-                    node: n.id,
-                    name: n.name.clone(),
-                    addr: n.addr,
-                    secret: secret.clone(),
-                    timeout: opts.timeout,
-                })
+            .map(|n| Endpoint {
+                node: n.id,
+                name: n.name.clone(),
+                addr: n.addr,
+                secret: secret.clone(),
+                timeout: opts.timeout,
             })
             .collect();
+        let transport = wrap(Arc::new(Tcp::new(endpoints)));
         Ok(Client {
             inner: Arc::new(Inner {
                 me: opts.node,
                 store,
                 diskless: opts.scratch.is_some(),
-                peers,
+                transport,
                 dirs: spec.nodes.iter().map(|n| n.dir.clone()).collect(),
                 ring: spec.ring(),
                 placement: opts.placement.unwrap_or(spec.placement),
@@ -262,17 +288,14 @@ impl Client {
 
     /// Nodes in the cluster.
     pub fn node_count(&self) -> usize {
-        self.inner.peers.len()
+        self.inner.transport.nodes()
     }
 
     /// Name and address of node `id`.
     pub fn endpoint(&self, id: NodeId) -> FsResult<&Endpoint> {
         self.inner
-            .peers
-            .get(id as usize)
-            .map(|p| &p.endpoint)
-            .ok_or_else(|| {
-                FsError::new(Errno::EINVAL, format!("node {id}")).with_detail("no such node")
-            })
+            .transport
+            .endpoint(id)
+            .ok_or_else(|| no_such_node(id))
     }
 }

@@ -75,7 +75,7 @@ impl Client {
     /// of directories set.
     pub async fn set_copies(&self, dir: &str, copies: u32) -> FsResult<u64> {
         let dir = normalise(dir)?;
-        let nodes = self.inner.peers.len() as u32;
+        let nodes = self.node_count() as u32;
         if copies == 0 || copies > nodes {
             return Err(FsError::new(Errno::EINVAL, dir)
                 .with_detail(format!("copies must be 1 to {nodes}, the cluster's nodes")));

@@ -167,21 +167,21 @@ impl Client {
         f: impl FnOnce(&mut TcpStream) -> io::Result<FsResult<T>>,
     ) -> FsResult<T> {
         let pool = &self.inner.transfers[node as usize];
-        let peer = &self.inner.peers[node as usize];
+        let endpoint = self.endpoint(node)?;
         // A stream the daemon closed while it sat idle (the daemon was
         // restarted) is dropped, not taken for the daemon being down.
         let pooled = std::iter::from_fn(|| pool.lock().expect("transfer pool").pop())
             .find(|s| !transfer::closed_by_peer(s));
         let mut stream = match pooled {
             Some(s) => s,
-            None => peer.endpoint.open_blocking(Channel::Transfer)?,
+            None => endpoint.open_blocking(Channel::Transfer)?,
         };
         match f(&mut stream) {
             Ok(result) => {
                 pool.lock().expect("transfer pool").push(stream);
                 result
             }
-            Err(e) => Err(transfer::this_side(&e).unwrap_or_else(|| peer.endpoint.unreachable(e))),
+            Err(e) => Err(transfer::this_side(&e).unwrap_or_else(|| endpoint.unreachable(e))),
         }
     }
 

@@ -148,7 +148,7 @@ impl Client {
             parent: parent.to_string(),
             name: name.to_string(),
         };
-        let patience = Instant::now() + self.inner.peers[0].endpoint.timeout;
+        let patience = Instant::now() + self.endpoint(0)?.timeout;
         loop {
             if let Response::Present(None) = self.meta(parent, has()).await? {
                 return Ok(NoRecord::NoName);

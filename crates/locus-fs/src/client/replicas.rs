@@ -51,9 +51,7 @@ impl Client {
         if copies == 1 || target != me || self.inner.diskless {
             return None;
         }
-        let first = replica_set(me, self.inner.peers.len(), 2)
-            .into_iter()
-            .nth(1)?;
+        let first = replica_set(me, self.node_count(), 2).into_iter().nth(1)?;
         if !self.same_host(first) {
             return None;
         }
@@ -138,7 +136,7 @@ impl Client {
             return Vec::new();
         }
         let mut made = Vec::new();
-        let others = replica_set(holder, self.inner.peers.len(), u32::MAX);
+        let others = replica_set(holder, self.node_count(), u32::MAX);
         for node in others.into_iter().skip(1).filter(|n| !have.contains(n)) {
             if made.len() as u32 == wanted {
                 break;
@@ -167,8 +165,7 @@ impl Client {
     /// Whether `node`'s daemon is on this host (on loopback, not an
     /// emulated node behind its own link) and may copy files directly.
     pub(super) fn same_host(&self, node: NodeId) -> bool {
-        let addr = self.inner.peers[node as usize].endpoint.addr;
-        self.inner.same_host_copy && addr.ip().is_loopback()
+        self.inner.same_host_copy && self.endpoint(node).is_ok_and(|e| e.addr.ip().is_loopback())
     }
 
     /// Waits for the replicas being made in the background (a program that

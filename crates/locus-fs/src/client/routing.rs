@@ -21,8 +21,7 @@ impl Client {
     }
 
     pub(crate) async fn call(&self, node: NodeId, req: Request) -> FsResult<Response> {
-        self.endpoint(node)?;
-        self.inner.peers[node as usize].call(req).await
+        self.inner.transport.call(node, req).await
     }
 
     /// A metadata request to the owner of `path`; while the owner cannot be
@@ -57,7 +56,7 @@ impl Client {
         if self.inner.replicas == 1 && !self.inner.take_over {
             return (self.call(owner, req).await, false);
         }
-        let nodes = self.inner.peers.len();
+        let nodes = self.node_count();
         let candidates = match self.inner.take_over {
             true => nodes as u32,
             false => self.inner.replicas,

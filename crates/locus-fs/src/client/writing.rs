@@ -504,7 +504,7 @@ impl Client {
             .unwrap_or_else(|| self.new_file_target(&path, None));
         let _renewal = self.keep_lease(&path, lease);
         // The replicas' nodes read the source too, at the same time.
-        let copies = replica_set(target, self.inner.peers.len(), claimed.copies);
+        let copies = replica_set(target, self.node_count(), claimed.copies);
         let imports: Vec<_> = copies
             .iter()
             .map(|&node| {
