@@ -185,23 +185,25 @@ impl Draw {
     /// Ends the run may have: the first a fault would cause, or any of
     /// them when faults race.
     fn allowed(&self) -> Vec<Expected> {
-        let mut ends = Vec::new();
-        if matches!(&self.failing, Some((_, fails)) if *fails > self.retries) {
-            ends.push(Expected::TaskFailed);
-        }
-        if self.never_assigned && ends.is_empty() {
-            ends.push(Expected::Stalled);
-        }
+        let worker_cut = matches!(&self.cut, Some(c) if c.rank < self.shape.0);
+        let fails = self.failing.as_ref().map_or(0, |(_, n)| *n);
+        // A failed attempt on a cut worker is lost with it, not counted:
+        // the task runs again elsewhere.
+        let may_fail = fails > self.retries;
+        let must_fail = fails > self.retries + u32::from(worker_cut);
+        let finish = match self.never_assigned {
+            true => Expected::Stalled,
+            false => Expected::Done,
+        };
+        let mut ends = match (must_fail, may_fail) {
+            (true, _) => vec![Expected::TaskFailed],
+            (false, true) => vec![Expected::TaskFailed, finish],
+            (false, false) => vec![finish],
+        };
+        // A server cut after the run's last app started may find it ended
+        // as it would have anyway.
         if matches!(&self.cut, Some(c) if c.rank >= self.shape.0) {
-            // A server cut after the run's last app started may find the
-            // run done, or failed as it would have been anyway.
             ends.push(Expected::ServerLost);
-            if ends.len() == 1 {
-                ends.push(Expected::Done);
-            }
-        }
-        if ends.is_empty() {
-            ends.push(Expected::Done);
         }
         if self.cut.is_some() {
             ends.push(Expected::NeverJoined);
