@@ -191,9 +191,10 @@ impl Client {
             kind,
         };
         let copies = match self.meta_retried(parent, entry).await {
-            (Err(e), true) if e.code == Errno::EEXIST && self.nameless(path, kind).await => {
-                self.stat(parent).await?.copies
-            }
+            (Err(e), true) if e.code == Errno::EEXIST => match self.nameless(path, kind).await? {
+                true => self.stat(parent).await?.copies,
+                false => return Err(e),
+            },
             (added, _) => expect_added(added?)?,
         };
         self.inner.copies.learn(parent, copies, Instant::now());

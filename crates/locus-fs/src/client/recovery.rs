@@ -121,20 +121,29 @@ impl Client {
     /// has the kind asked for and no record, even after a creator between
     /// its two steps would have made one, and it is still there then (an
     /// unlink between its two steps, record first, removes it by then).
-    pub(super) async fn nameless(&self, path: &str, kind: Kind) -> bool {
-        let Ok((parent, name)) = split(path) else {
-            return false;
-        };
+    /// `Err` when that cannot be told (a daemon unreachable): the create's
+    /// outcome is then unknown, not `EEXIST`.
+    pub(super) async fn nameless(&self, path: &str, kind: Kind) -> FsResult<bool> {
+        let (parent, name) = split(path)?;
         let named = || async {
             let has = Request::HasEntry {
                 parent: parent.to_string(),
                 name: name.to_string(),
             };
-            matches!(self.meta(parent, has).await, Ok(Response::Present(Some(k))) if k == kind)
+            match self.meta(parent, has).await? {
+                Response::Present(found) => Ok(found == Some(kind)),
+                other => Err(unexpected(other)),
+            }
         };
+        if !named().await? {
+            return Ok(false);
+        }
+        match self.stat_created(path).await {
+            Err(e) if e.code == Errno::ENOENT => {}
+            Ok(_) => return Ok(false),
+            Err(e) => return Err(e),
+        }
         named().await
-            && matches!(self.stat_created(path).await, Err(e) if e.code == Errno::ENOENT)
-            && named().await
     }
 
     /// What is at `path`, where an unlink found no record: no name (or
