@@ -11,12 +11,15 @@ use locus_proto::Errno;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+/// Which requests a test picks.
+type Pick = Box<dyn FnMut(&Request) -> bool + Send>;
+
 /// Loses the answer of each request `lose` picks (after the daemon applied
 /// it), and the requests `refuse` picks (before they reach a daemon).
 struct Losing {
     inner: Arc<dyn Transport>,
-    lose: Mutex<Box<dyn FnMut(&Request) -> bool + Send>>,
-    refuse: Mutex<Box<dyn FnMut(&Request) -> bool + Send>>,
+    lose: Mutex<Pick>,
+    refuse: Mutex<Pick>,
 }
 
 impl Transport for Losing {
@@ -57,11 +60,7 @@ fn first(
     })
 }
 
-fn losing(
-    c: &Cluster,
-    lose: Box<dyn FnMut(&Request) -> bool + Send>,
-    refuse: Box<dyn FnMut(&Request) -> bool + Send>,
-) -> Client {
+fn losing(c: &Cluster, lose: Pick, refuse: Pick) -> Client {
     let opts = ClientOptions::default();
     c.c.client_over(opts, |inner| {
         Arc::new(Losing {
@@ -73,7 +72,7 @@ fn losing(
     .expect("client")
 }
 
-fn never() -> Box<dyn FnMut(&Request) -> bool + Send> {
+fn never() -> Pick {
     Box::new(|_| false)
 }
 
