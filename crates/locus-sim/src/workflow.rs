@@ -187,10 +187,11 @@ impl Draw {
     fn allowed(&self) -> Vec<Expected> {
         let worker_cut = matches!(&self.cut, Some(c) if c.rank < self.shape.0);
         let fails = self.failing.as_ref().map_or(0, |(_, n)| *n);
-        // A failed attempt on a cut worker is lost with it, not counted:
-        // the task runs again elsewhere.
+        // Failed attempts on a cut worker (the one it ran as it was cut,
+        // and any it started before its end took hold) are lost with it,
+        // not counted: the task runs again elsewhere.
         let may_fail = fails > self.retries;
-        let must_fail = fails > self.retries + u32::from(worker_cut);
+        let must_fail = may_fail && !worker_cut;
         let finish = match self.never_assigned {
             true => Expected::Stalled,
             false => Expected::Done,
