@@ -107,9 +107,9 @@ enum Event {
     IsPresent(String),
     Reads(String, Id),
     Lists(String, Vec<String>),
-    /// A failed create or put may leave its name listed without a record,
-    /// or an empty record without its name (its daemons crashed between the
-    /// two steps; documented).
+    /// A failed create, put or rename may leave its (target) name listed
+    /// without a record, or an empty record without its name (its daemons
+    /// crashed, or an answer was lost, between the two steps; documented).
     MaybeLeftover(String),
     /// A failed create or put takes back the name it claimed (leaving the
     /// empty record it may have made): operations running beside it may
@@ -249,9 +249,16 @@ impl Model {
                 vec![RenameRefused(from.clone(), to.clone())]
             }
             (Op::Rename { from, to }, _) if done => {
+                // Its target is made as a create's name is (the documented
+                // leftovers too), then takes the source's record.
                 let link = Link(from.clone(), to.clone());
                 let removed = [RemoveRecord(from.clone()), Remove(from.clone())];
-                std::iter::once(link)
+                let leftover =
+                    unknown.then(|| [MaybeLeftover(to.clone()), MaybeTakenBack(to.clone())]);
+                leftover
+                    .into_iter()
+                    .flatten()
+                    .chain(std::iter::once(link))
                     .chain(may_stop_halfway(unknown, removed))
                     .collect()
             }
