@@ -36,4 +36,4 @@ pub use placement::Placement;
 pub use private_dir::create as create_private_dir;
 pub use ring::{hash_node, Ring, DEFAULT_VNODES};
 pub use stage::{get_tree, put_tree, Via};
-pub use transport::{Calling, Tcp, Transport};
+pub use transport::{Calling, Transport};

@@ -31,13 +31,13 @@ pub trait Transport: Send + Sync {
 
 /// The deployed transport: one pipelined TCP connection per daemon, made
 /// again by the next request after it breaks.
-pub struct Tcp {
+pub(crate) struct Tcp {
     peers: Vec<Peer>,
 }
 
 impl Tcp {
     /// A transport to the daemons at `endpoints` (node ids in order).
-    pub fn new(endpoints: Vec<Endpoint>) -> Tcp {
+    pub(crate) fn new(endpoints: Vec<Endpoint>) -> Tcp {
         Tcp {
             peers: endpoints.into_iter().map(Peer::new).collect(),
         }
