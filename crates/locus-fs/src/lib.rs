@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+mod answers;
 mod client;
 mod cluster;
 mod daemon;
@@ -13,7 +14,6 @@ pub mod path;
 mod peer;
 mod placement;
 mod private_dir;
-mod removals;
 mod ring;
 mod stage;
 mod transport;

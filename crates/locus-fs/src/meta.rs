@@ -7,10 +7,10 @@
 //! an operation waits is one commit. Each operation replies only after its
 //! transaction is durable, so an acknowledged change survives `kill -9`.
 
+use crate::answers::Answers;
 use crate::path::join;
-use crate::removals::Removals;
 use locus_proto::fs::{
-    Change, Entry, Kind, Lease, NodeId, OpId, Record, Request, Response, WriteLock,
+    Answer, Change, Entry, Kind, Lease, NodeId, OpId, Record, Request, Response, WriteLock,
 };
 use locus_proto::{Errno, FsError, FsResult};
 use redb::{Database, ReadableTable, ReadableTableMetadata, Table, TableDefinition};
@@ -389,10 +389,10 @@ impl MetaStore {
         let db = self.db.reopen()?;
         let txn = db.begin_write().map_err(storage_error)?;
         let mut taken = 0;
-        // Keys only: no removal is answered from here.
-        let removals = Removals::default();
+        // Keys only: no operation is answered from here.
+        let answers = Answers::default();
         {
-            let mut shard = Shard::open(&txn, &removals)?;
+            let mut shard = Shard::open(&txn, &answers)?;
             if replace {
                 for c in self.keys(&mine)? {
                     shard.change(c.removal())?;
@@ -443,7 +443,7 @@ fn table_of(c: &Change) -> u8 {
         Change::Record { .. } => 0,
         Change::Entry { .. } => 1,
         Change::Hint { .. } => 2,
-        Change::Removed { .. } => 3,
+        Change::Answered { .. } => 3,
     }
 }
 
@@ -586,7 +586,7 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
         unflushed: 0,
         since: None,
     };
-    let mut removals = Removals::default();
+    let mut answers = Answers::default();
     loop {
         let first = match flushing.patience(Instant::now()) {
             None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
@@ -608,7 +608,7 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
         let flush = asked || flushing.next_is_flushed(Instant::now(), lazy);
         let applied = db
             .reopen()
-            .and_then(|open| apply_batch(&open, &batch, flush, &removals));
+            .and_then(|open| apply_batch(&open, &batch, flush, &answers));
         let alone = batch.len() == 1;
         match applied {
             Ok(replies) => {
@@ -616,8 +616,8 @@ fn writer_loop(db: &Db, rx: mpsc::Receiver<Job>, durability: Durability) {
                 flushing.committed(flush, now);
                 for (_, changes) in &replies {
                     for c in changes {
-                        if let Change::Removed { path, op, record } = c {
-                            removals.note(path, *op, record.clone(), now);
+                        if let Change::Answered { path, op, answer } = c {
+                            answers.note(path, *op, answer.clone(), now);
                         }
                     }
                 }
@@ -644,7 +644,7 @@ fn apply_batch(
     db: &Database,
     batch: &[Job],
     flush: bool,
-    removals: &Removals,
+    answers: &Answers,
 ) -> FsResult<Vec<Applied>> {
     let mut txn = db.begin_write().map_err(storage_error)?;
     txn.set_durability(match flush {
@@ -653,7 +653,7 @@ fn apply_batch(
     });
     let mut replies = Vec::with_capacity(batch.len());
     {
-        let mut shard = Shard::open(&txn, removals)?;
+        let mut shard = Shard::open(&txn, answers)?;
         for job in batch {
             let reply = match &job.op {
                 Some(op) => shard.answer(op)?,
@@ -673,26 +673,25 @@ struct Shard<'t> {
     entries: Table<'t, (&'static str, &'static str), u8>,
     hints: Table<'t, &'static str, u32>,
     changes: Vec<Change>,
-    /// Removals answered before this transaction.
-    removals: &'t Removals,
+    /// Operations answered before this transaction.
+    answers: &'t Answers,
 }
 
 impl<'t> Shard<'t> {
-    fn open(txn: &'t redb::WriteTransaction, removals: &'t Removals) -> FsResult<Shard<'t>> {
+    fn open(txn: &'t redb::WriteTransaction, answers: &'t Answers) -> FsResult<Shard<'t>> {
         Ok(Shard {
             records: txn.open_table(RECORDS).map_err(storage_error)?,
             entries: txn.open_table(ENTRIES).map_err(storage_error)?,
             hints: txn.open_table(HINTS).map_err(storage_error)?,
             changes: Vec::new(),
-            removals,
+            answers,
         })
     }
 
-    /// The answer `op` had when it removed `path` here lately: the same
-    /// operation sent again.
-    fn removed_before(&self, path: &str, op: OpId) -> Option<Response> {
-        let record = self.removals.done(path, op)?;
-        Some(record.clone().map_or(Response::Ok, Response::Record))
+    /// The answer `op` on `path` had here lately: the same operation sent
+    /// again.
+    fn answered_before(&self, path: &str, op: OpId) -> Option<Response> {
+        self.answers.done(path, op).cloned().map(Response::from)
     }
 
     fn get(&self, path: &str) -> FsResult<Record> {
@@ -730,20 +729,34 @@ impl<'t> Shard<'t> {
             } => self.hints.insert(path.as_str(), *n).map(drop),
             Change::Hint { path, node: None } => self.hints.remove(path.as_str()).map(drop),
             // Kept by the writer once the transaction is committed.
-            Change::Removed { .. } => Ok(()),
+            Change::Answered { .. } => Ok(()),
         }
         .map_err(storage_error)?;
         self.changes.push(c);
         Ok(())
     }
 
-    /// Notes (for the writer, and the replicas) that `op` removed `path`.
-    fn note_removed(&mut self, path: &str, op: OpId, record: Option<&Record>) -> FsResult<()> {
-        self.change(Change::Removed {
+    /// Notes (for the writer, and the replicas) that `op` on `path` was
+    /// answered `answer`.
+    fn note_answer(&mut self, path: &str, op: OpId, answer: Answer) -> FsResult<()> {
+        self.change(Change::Answered {
             path: path.to_string(),
             op,
-            record: record.cloned(),
+            answer,
         })
+    }
+
+    /// `Committed`, noted as the answer to the lock's holder `token`.
+    fn committed(
+        &mut self,
+        path: &str,
+        token: OpId,
+        record: Record,
+        replaced: Record,
+    ) -> FsResult<Response> {
+        let answer = Answer::Committed { record, replaced };
+        self.note_answer(path, token, answer.clone())?;
+        Ok(answer.into())
     }
 
     fn put(&mut self, path: &str, record: &Record) -> FsResult<()> {
@@ -891,6 +904,9 @@ impl<'t> Shard<'t> {
                 sum,
                 made_by,
             } => {
+                if let Some(answer) = self.answered_before(path, *token) {
+                    return Ok(answer);
+                }
                 let replaced = self.get(path)?;
                 if replaced.lock.map(|l| l.token) != Some(*token) {
                     return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
@@ -907,16 +923,16 @@ impl<'t> Shard<'t> {
                     .collect();
                 rec.lock = None;
                 self.put(path, &rec)?;
-                Ok(Response::Committed {
-                    record: rec,
-                    replaced,
-                })
+                self.committed(path, *token, rec, replaced)
             }
             Request::ReplaceLocked {
                 path,
                 token,
                 record,
             } => {
+                if let Some(answer) = self.answered_before(path, *token) {
+                    return Ok(answer);
+                }
                 let replaced = self.get(path)?;
                 if replaced.kind != Kind::File {
                     return Err(wrong_kind(path, replaced.kind));
@@ -929,10 +945,7 @@ impl<'t> Shard<'t> {
                     ..record.clone()
                 };
                 self.put(path, &rec)?;
-                Ok(Response::Committed {
-                    record: rec,
-                    replaced,
-                })
+                self.committed(path, *token, rec, replaced)
             }
             Request::SetAttr {
                 path,
@@ -975,7 +988,7 @@ impl<'t> Shard<'t> {
                 locked_by,
                 op,
             } => {
-                if let Some(answer) = self.removed_before(path, *op) {
+                if let Some(answer) = self.answered_before(path, *op) {
                     return Ok(answer);
                 }
                 let rec = self.get(path)?;
@@ -1006,7 +1019,7 @@ impl<'t> Shard<'t> {
                     path: path.clone(),
                     record: None,
                 })?;
-                self.note_removed(path, *op, Some(&rec))?;
+                self.note_answer(path, *op, Answer::Removed(Some(rec.clone())))?;
                 Ok(Response::Record(rec))
             }
             Request::RemoveFile {
@@ -1015,7 +1028,7 @@ impl<'t> Shard<'t> {
                 path,
                 op,
             } => {
-                if let Some(answer) = self.removed_before(path, *op) {
+                if let Some(answer) = self.answered_before(path, *op) {
                     return Ok(answer);
                 }
                 if *path != join(parent, name) {
@@ -1042,7 +1055,7 @@ impl<'t> Shard<'t> {
                     name: name.clone(),
                     kind: None,
                 })?;
-                self.note_removed(path, *op, rec.as_ref())?;
+                self.note_answer(path, *op, Answer::Removed(rec.clone()))?;
                 let Some(rec) = rec else {
                     return Ok(Response::Ok);
                 };

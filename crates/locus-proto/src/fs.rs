@@ -546,19 +546,40 @@ pub enum Change {
         path: String,
         node: Option<NodeId>,
     },
-    /// Not a key: operation `op` removed `path`'s record (`record`, or
-    /// none a crash had lost). Daemons keep it in memory for a while, so
-    /// that the operation sent again after its answer was lost with a
-    /// daemon is answered as it was, not `ENOENT` for its own work.
-    Removed {
+    /// Not a key: operation `op` on `path` was answered `answer`. Daemons
+    /// keep it in memory for a while, so that the operation sent again
+    /// after its answer was lost (with a daemon, or on the network) is
+    /// answered as it was — not `ENOENT` or `EBUSY` for its own work.
+    Answered {
         path: String,
         op: OpId,
-        record: Option<Record>,
+        answer: Answer,
     },
 }
 
-/// A client's name for one removal, the same each time it sends it.
+/// A client's name for one operation, the same each time it sends it: a
+/// removal's `op`, a commit's or a replacement's lock token.
 pub type OpId = u64;
+
+/// What an operation that is not safe to apply twice answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Answer {
+    /// A removal: the record it took (none for a name whose record a
+    /// crash had lost).
+    Removed(Option<Record>),
+    /// A commit or a replacement under a write lock.
+    Committed { record: Record, replaced: Record },
+}
+
+impl From<Answer> for Response {
+    fn from(a: Answer) -> Response {
+        match a {
+            Answer::Removed(Some(rec)) => Response::Record(rec),
+            Answer::Removed(None) => Response::Ok,
+            Answer::Committed { record, replaced } => Response::Committed { record, replaced },
+        }
+    }
+}
 
 impl Change {
     /// The path whose owner keeps this key (an entry lives with its parent).
@@ -566,7 +587,7 @@ impl Change {
         match self {
             Change::Record { path, .. }
             | Change::Hint { path, .. }
-            | Change::Removed { path, .. } => path,
+            | Change::Answered { path, .. } => path,
             Change::Entry { parent, .. } => parent,
         }
     }
@@ -582,7 +603,7 @@ impl Change {
             },
             Change::Hint { path, .. } => Change::Hint { path, node: None },
             // A note, not a key: there is nothing to remove.
-            removed @ Change::Removed { .. } => removed,
+            answered @ Change::Answered { .. } => answered,
         }
     }
 

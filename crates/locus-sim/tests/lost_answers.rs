@@ -152,3 +152,29 @@ fn a_create_that_cannot_tell_whether_the_name_is_its_own_says_so_not_eexist() {
         assert_eq!(ok.stat(&path).await.unwrap().size, 4);
     });
 }
+
+#[test]
+fn a_commit_or_a_rename_whose_answer_was_lost_is_answered_as_done_when_sent_again() {
+    // Two copies, so that the lost step is sent again (replica, then owner).
+    let c = Cluster::with(3, 2);
+    let rt = rt();
+    let mut commit = first(|r| matches!(r, Request::CommitWrite { .. }));
+    let mut replace = first(|r| matches!(r, Request::ReplaceLocked { .. }));
+    let client = losing(&c, Box::new(move |r| commit(r) | replace(r)), never());
+    let plain = c.client(1);
+    rt.block_on(async {
+        plain.mkdir("/d").await.unwrap();
+        // The first commit's answer is lost: the close still succeeds, once.
+        let mut w = client.create("/d/a").await.unwrap();
+        w.write_all(b"first").unwrap();
+        w.close().await.unwrap();
+        let mut w = plain.create("/d/b").await.unwrap();
+        w.write_all(b"second").unwrap();
+        w.close().await.unwrap();
+        // The rename's decided step (replacing `b`) has its answer lost.
+        client.rename("/d/a", "/d/b").await.unwrap();
+        assert_eq!(plain.stat("/d/a").await.unwrap_err().code, Errno::ENOENT);
+        let read = plain.get("/d/b").await.unwrap();
+        assert_eq!(read, b"first", "the renamed file, its copy kept");
+    });
+}

@@ -268,7 +268,7 @@ fn key_of(c: &Change) -> (u8, String, String) {
         Change::Record { path, .. } => (0, path.clone(), String::new()),
         Change::Entry { parent, name, .. } => (1, parent.clone(), name.clone()),
         Change::Hint { path, .. } => (2, path.clone(), String::new()),
-        Change::Removed { path, op, .. } => (3, path.clone(), op.to_string()),
+        Change::Answered { path, op, .. } => (3, path.clone(), op.to_string()),
     }
 }
 
