@@ -359,6 +359,11 @@ impl Model {
                     n.insert(to.clone(), id);
                 })
             }
+            // An empty record without a name is read by its path as an
+            // empty file, and renamed by it as one (documented).
+            Event::Link(from, to) if ns.get(from) == Some(&UNNAMED) => with(&|n| {
+                n.insert(to.clone(), EMPTY);
+            }),
             Event::RemoveRecord(p) if written(p) => with(&|n| {
                 n.insert(p.clone(), NAMELESS);
             }),
