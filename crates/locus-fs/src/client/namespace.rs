@@ -212,6 +212,14 @@ impl Client {
         match created {
             Ok(Response::Created { hint, record }) => Ok((hint, record)),
             other => {
+                // A record made before its answer was lost (a rename's
+                // holds the file's bytes) goes first, while the name is
+                // still this create's.
+                if let (Err(e), Some(l)) = (&other, lease) {
+                    if e.is_unreachable() {
+                        let _ = self.remove_locked(path, l.token).await;
+                    }
+                }
                 let undo = Request::RemoveEntry {
                     parent: parent.to_string(),
                     name: name.to_string(),
