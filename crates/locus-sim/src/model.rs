@@ -328,7 +328,9 @@ impl Model {
             all
         };
         match ev {
-            Event::NewName(p) if !listed(p) => with(&|n| {
+            // A create may take a name a failed operation left without a
+            // record (documented).
+            Event::NewName(p) if !listed(p) || nameless(p) => with(&|n| {
                 n.insert(p.clone(), EMPTY);
             }),
             Event::MaybeEmpty(p) if !listed(p) => showing(p, &[EMPTY]),
