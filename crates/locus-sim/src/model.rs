@@ -101,6 +101,9 @@ enum Event {
     /// record: the record goes, the name stays (left so when a daemon
     /// crashed then; documented).
     RemoveRecord(String),
+    /// `RemoveRecord`, or nothing yet: a removal that goes on to remove
+    /// the name.
+    MayRemoveRecordFirst(String),
     /// An unlink's `ENOENT`: there is no name.
     IsUnnamed(String),
     IsAbsent(String),
@@ -132,13 +135,14 @@ fn unknown_may_leave_nameless(unknown: bool, path: &str, made: [Event; 2]) -> Ve
     leftover.into_iter().flatten().chain(made).collect()
 }
 
-/// A removal's two steps for an operation whose outcome is unknown (it may
-/// stop between them), else its one visible step.
+/// A removal's two steps: for an operation whose outcome is unknown it may
+/// stop between them; for one that answered, operations beside it may see
+/// the name without its record in between (where two daemons keep them).
 fn may_stop_halfway(unknown: bool, [record, name]: [Event; 2]) -> Vec<Event> {
-    if unknown {
-        vec![record, name]
-    } else {
-        vec![name]
+    match (unknown, record) {
+        (true, record) => vec![record, name],
+        (false, Event::RemoveRecord(p)) => vec![Event::MayRemoveRecordFirst(p), name],
+        (false, _) => vec![name],
     }
 }
 
@@ -369,6 +373,8 @@ impl Model {
             Event::RemoveRecord(p) if written(p) => with(&|n| {
                 n.insert(p.clone(), NAMELESS);
             }),
+            Event::MayRemoveRecordFirst(p) if written(p) => showing(p, &[NAMELESS]),
+            Event::MayRemoveRecordFirst(_) => vec![ns.clone()],
             Event::Remove(p) if ns.contains_key(p) => with(&|n| {
                 n.remove(p);
             }),
