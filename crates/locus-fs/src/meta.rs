@@ -736,26 +736,14 @@ impl<'t> Shard<'t> {
         Ok(())
     }
 
-    /// Notes (for the writer, and the replicas) that `op` on `path` was
-    /// answered `answer`.
-    fn note_answer(&mut self, path: &str, op: OpId, answer: Answer) -> FsResult<()> {
+    /// `answer`, noted (for the writer, and the replicas) as what `op` on
+    /// `path` was answered: the same operation sent again gets it again.
+    fn answered(&mut self, path: &str, op: OpId, answer: Answer) -> FsResult<Response> {
         self.change(Change::Answered {
             path: path.to_string(),
             op,
-            answer,
-        })
-    }
-
-    /// `Committed`, noted as the answer to the lock's holder `token`.
-    fn committed(
-        &mut self,
-        path: &str,
-        token: OpId,
-        record: Record,
-        replaced: Record,
-    ) -> FsResult<Response> {
-        let answer = Answer::Committed { record, replaced };
-        self.note_answer(path, token, answer.clone())?;
+            answer: answer.clone(),
+        })?;
         Ok(answer.into())
     }
 
@@ -923,7 +911,14 @@ impl<'t> Shard<'t> {
                     .collect();
                 rec.lock = None;
                 self.put(path, &rec)?;
-                self.committed(path, *token, rec, replaced)
+                self.answered(
+                    path,
+                    *token,
+                    Answer::Committed {
+                        record: rec,
+                        replaced,
+                    },
+                )
             }
             Request::ReplaceLocked {
                 path,
@@ -945,7 +940,14 @@ impl<'t> Shard<'t> {
                     ..record.clone()
                 };
                 self.put(path, &rec)?;
-                self.committed(path, *token, rec, replaced)
+                self.answered(
+                    path,
+                    *token,
+                    Answer::Committed {
+                        record: rec,
+                        replaced,
+                    },
+                )
             }
             Request::SetAttr {
                 path,
@@ -1019,8 +1021,7 @@ impl<'t> Shard<'t> {
                     path: path.clone(),
                     record: None,
                 })?;
-                self.note_answer(path, *op, Answer::Removed(Some(rec.clone())))?;
-                Ok(Response::Record(rec))
+                self.answered(path, *op, Answer::Removed(Some(rec)))
             }
             Request::RemoveFile {
                 parent,
@@ -1055,15 +1056,13 @@ impl<'t> Shard<'t> {
                     name: name.clone(),
                     kind: None,
                 })?;
-                self.note_answer(path, *op, Answer::Removed(rec.clone()))?;
-                let Some(rec) = rec else {
-                    return Ok(Response::Ok);
-                };
-                self.change(Change::Record {
-                    path: path.clone(),
-                    record: None,
-                })?;
-                Ok(Response::Record(rec))
+                if rec.is_some() {
+                    self.change(Change::Record {
+                        path: path.clone(),
+                        record: None,
+                    })?;
+                }
+                self.answered(path, *op, Answer::Removed(rec))
             }
             Request::SetHint { path, node } => {
                 if self
