@@ -169,3 +169,71 @@ fn an_unlink_answered_before_its_daemon_crashed_stays_done_on_the_replica() {
         });
     }
 }
+
+/// One whole version of the overwrite test's file: `version N` on
+/// 1 + N % 50 lines.
+fn version(i: u32) -> String {
+    format!("version {i}\n").repeat(1 + i as usize % 50)
+}
+
+fn is_whole_version(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    let Some(i) = text
+        .strip_prefix("version ")
+        .and_then(|t| t.split('\n').next()?.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    text == version(i)
+}
+
+#[test]
+fn readers_racing_overwrites_see_the_old_or_the_new_version_never_no_file() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const READS: u32 = 10_000;
+    let cluster = Cluster::with(3, 1);
+    let writers = [client(&cluster, 0), client(&cluster, 1)];
+    rt().block_on(async {
+        writers[0].mkdir("/d").await.unwrap();
+        writers[0].put("/d/f", version(0).as_bytes()).await.unwrap();
+        let reads = Arc::new(AtomicU32::new(0));
+        // Readers on the writers' nodes (whose copies are dropped as they
+        // read them) and on another, each reading as `get`, `open_read`
+        // and `read_range` do.
+        let readers: Vec<_> = (0..3)
+            .map(|node| {
+                let (r, reads) = (client(&cluster, node), reads.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let n = reads.fetch_add(1, Ordering::Relaxed);
+                        if n >= READS {
+                            return;
+                        }
+                        let got = match n % 3 {
+                            0 => r.get("/d/f").await,
+                            1 => r.read_range("/d/f", 0, u64::MAX).await,
+                            _ => r.open_read("/d/f").await.and_then(|mut f| {
+                                let mut bytes = Vec::new();
+                                std::io::Read::read_to_end(&mut f, &mut bytes)
+                                    .map(|_| bytes)
+                                    .map_err(|e| locus_proto::FsError::io("/d/f", &e))
+                            }),
+                        };
+                        let got = got.unwrap_or_else(|e| panic!("read #{n} on node {node}: {e}"));
+                        assert!(is_whole_version(&got), "read #{n} on node {node}: {got:?}");
+                    }
+                })
+            })
+            .collect();
+        let mut i = 1;
+        // (A reader that failed stops the writes too.)
+        while reads.load(Ordering::Relaxed) < READS && !readers.iter().any(|r| r.is_finished()) {
+            let w = &writers[i as usize % 2];
+            w.put("/d/f", version(i).as_bytes()).await.unwrap();
+            i += 1;
+        }
+        for r in readers {
+            r.await.unwrap();
+        }
+    });
+}

@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 /// Files at least this large are fetched over several streams at once.
 const PARALLEL_FETCH_MIN: u64 = 16 << 20;
 const FETCH_STREAMS: u64 = 4;
+/// How many times a read starts again from the file's current version when
+/// the one it was reading is replaced meanwhile (its copies dropped): a
+/// reader loses only to a writer publishing faster than one fetch.
+const REREADS: u32 = 10;
 
 /// Where a file's data is on this node, once `local_copy` made it local.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,7 +221,7 @@ impl Client {
                 // Rewritten while we fetched it (the old copies are dropped
                 // once the new version is published), or its copies moved
                 // since `known` was read: fetch what is there now.
-                Err(e) if attempts < 3 => {
+                Err(e) if attempts < REREADS => {
                     let now = self.stat(&path).await?;
                     if now == rec {
                         return Err(e);
@@ -227,6 +231,32 @@ impl Client {
                     attempts += 1;
                 }
                 other => return other,
+            }
+        }
+    }
+
+    /// Opens this node's copy of the current version of `path` (as
+    /// `local_copy_from` makes it). A copy made local can be dropped before
+    /// it is opened, its version replaced by another node's write: then the
+    /// version current now is opened, so a reader gets the old or the new
+    /// version, never "no such file".
+    pub(crate) async fn open_current(
+        &self,
+        path: &str,
+        known: Option<&Record>,
+    ) -> FsResult<(File, LocalCopy)> {
+        let mut known = known.cloned();
+        let mut attempts = 0;
+        loop {
+            let local = self.local_copy_from(path, known.as_ref()).await?;
+            match File::open(&local.path) {
+                Ok(file) => return Ok((file, local)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < REREADS => {
+                    tracing::debug!("{path}: copy {} dropped before it was opened", local.stamp);
+                    known = None;
+                    attempts += 1;
+                }
+                Err(e) => return Err(FsError::io(path, &e)),
             }
         }
     }
@@ -257,17 +287,13 @@ impl Client {
         let mut bad = Vec::new();
         let mut rec = rec.clone();
         if self.holds(&rec) {
-            let verdict = match local.path.exists() {
-                true => self.check_local(path, &rec, &local.path).await?,
-                false => Err(Mismatch::Missing),
-            };
-            match verdict {
+            match self.check_local(path, &rec, &local.path).await? {
                 Ok(()) => {
                     local.fetched = false;
                     return Ok(local);
                 }
                 Err(why) => {
-                    self.set_aside(path, &rec, me, why).await;
+                    self.bad_copy(path, &rec, me, why).await?;
                     rec.holders.retain(|&h| h != me);
                     bad.push((me, why));
                 }
@@ -306,7 +332,7 @@ impl Client {
                 };
                 if let Err(why) = sent {
                     self.inner.store.discard(&tmp);
-                    self.set_aside(path, &rec, from, why).await;
+                    self.bad_copy(path, &rec, from, why).await?;
                     rec.holders.retain(|&h| h != from);
                     bad.push((from, why));
                     continue;
@@ -337,14 +363,16 @@ impl Client {
 
     /// Opens `path` for reading, as a local copy (fetched if none is here).
     pub async fn open_read(&self, path: &str) -> FsResult<File> {
-        let local = self.local_path(path).await?;
-        File::open(&local).map_err(|e| FsError::io(path, &e))
+        let path = normalise(path)?;
+        self.open_current(&path, None).await.map(|(file, _)| file)
     }
 
     /// Reads a whole file.
     pub async fn get(&self, path: &str) -> FsResult<Vec<u8>> {
-        let local = self.local_path(path).await?;
-        std::fs::read(&local).map_err(|e| FsError::io(path, &e))
+        let mut file = self.open_read(path).await?;
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| FsError::io(path, &e))?;
+        Ok(bytes)
     }
 
     /// Copies file `path` out to host file `dest` by a node holding it (this
@@ -394,7 +422,7 @@ impl Client {
             match exported {
                 Ok(n) => return Ok(n),
                 Err(why) => {
-                    self.set_aside(&path, &rec, node, why).await;
+                    self.bad_copy(&path, &rec, node, why).await?;
                     bad.push((node, why));
                 }
             }

@@ -12,7 +12,7 @@ use locus_proto::fs::Record;
 use locus_proto::{FsError, FsResult};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Reads up to `len` bytes of `file` from `offset` (fewer at its end).
 fn read_at(file: &File, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
@@ -67,6 +67,7 @@ impl Client {
         let path = normalise(path)?;
         self.published(&path).await;
         let mut rec = self.stat(&path).await?;
+        let mut replaced = false;
         if self.holds(&rec) {
             let file = self.store().data_path(&path, rec.stamp);
             let (p, r, f) = (path.clone(), rec.clone(), file.clone());
@@ -77,26 +78,24 @@ impl Client {
                 Some(Ok(bytes)) => return Ok(bytes),
                 Some(Err(why)) => {
                     let me = self.node();
-                    self.set_aside(&path, &rec, me, why).await;
-                    rec.holders.retain(|&h| h != me);
-                    if rec.holders.is_empty() {
-                        return Err(crate::data::verify::no_good_copy(&path, &[(me, why)]));
+                    match self.bad_copy(&path, &rec, me, why).await {
+                        Ok(()) => {
+                            rec.holders.retain(|&h| h != me);
+                            if rec.holders.is_empty() {
+                                let bad = [(me, why)];
+                                return Err(crate::data::verify::no_good_copy(&path, &bad));
+                            }
+                        }
+                        // Replaced since it was read: the version current
+                        // now is read (its record looked at again).
+                        Err(_) => replaced = true,
                     }
                 }
                 None => {}
             }
         }
-        let local = self.local_copy_from(&path, Some(&rec)).await?;
-        read_file(&path, local.path, offset, len).await
+        let known = (!replaced).then_some(&rec);
+        let (file, _) = self.open_current(&path, known).await?;
+        blocking(move || read_at(&file, offset, len).map_err(|e| FsError::io(&path, &e))).await
     }
-}
-
-async fn read_file(path: &str, file: PathBuf, offset: u64, len: u64) -> FsResult<Vec<u8>> {
-    let p = path.to_string();
-    blocking(move || {
-        File::open(&file)
-            .and_then(|f| read_at(&f, offset, len))
-            .map_err(|e| FsError::io(&p, &e))
-    })
-    .await
 }

@@ -46,7 +46,11 @@ pub(crate) struct Checked(Mutex<HashMap<(String, u64), FileState>>);
 
 /// Whether the file at `file` holds what `rec` vouches for.
 fn check_file(file: &Path, rec: &Record) -> std::io::Result<Result<(), Mismatch>> {
-    sums::check(&File::open(file)?, rec.size, rec.sum)
+    match File::open(file) {
+        Ok(f) => sums::check(&f, rec.size, rec.sum),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Err(Mismatch::Missing)),
+        Err(e) => Err(e),
+    }
 }
 
 /// Whether `copied`, the chunks of the bytes copied into `file`, are
@@ -85,7 +89,13 @@ impl Client {
         file: &Path,
     ) -> FsResult<Result<(), Mismatch>> {
         let key = (path.to_string(), rec.stamp);
-        let meta = std::fs::metadata(file).map_err(|e| FsError::io(path, &e))?;
+        let meta = match std::fs::metadata(file) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Err(Mismatch::Missing))
+            }
+            Err(e) => return Err(FsError::io(path, &e)),
+        };
         let now = state(&meta);
         let checked = &self.checked().0;
         if checked.lock().expect("checked").get(&key) == Some(&now) {
@@ -134,6 +144,27 @@ impl Client {
         let (p, rec, file) = (path.to_string(), rec.clone(), file.to_path_buf());
         crate::client::blocking(move || check_file(&file, &rec).map_err(|e| FsError::io(&p, &e)))
             .await
+    }
+
+    /// Node `node`'s copy of version `rec` of `path` is not what `rec`
+    /// says: set aside, unless it is missing because the version was
+    /// replaced since `rec` was read (its writer drops the replaced copies
+    /// once the new version is published). Then the read must start again
+    /// from the current version: this fails, and the caller's next look
+    /// at the record finds it changed.
+    pub(crate) async fn bad_copy(
+        &self,
+        path: &str,
+        rec: &Record,
+        node: NodeId,
+        why: Mismatch,
+    ) -> FsResult<()> {
+        if why == Mismatch::Missing && self.stat(path).await?.stamp != rec.stamp {
+            return Err(FsError::new(Errno::EIO, path)
+                .with_detail("replaced by a newer version while it was read"));
+        }
+        self.set_aside(path, rec, node, why).await;
+        Ok(())
     }
 
     /// Sets node `node`'s bad copy of version `rec` of `path` aside and
