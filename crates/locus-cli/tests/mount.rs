@@ -884,3 +884,47 @@ fn a_damaged_copy_is_never_read_through_the_mount() {
     let m = Mount::of(&c, bad);
     assert_eq!(std::fs::read(m.at("/m/bad.bin")).unwrap(), bytes);
 }
+
+#[test]
+fn opens_racing_overwrites_on_another_node_see_the_old_or_the_new_version() {
+    if !can_mount() {
+        return;
+    }
+    const OPENS: u32 = 10_000;
+    let c = TestCluster::up(2);
+    let m1 = Mount::of(&c, 1);
+    let (rt, writer) = (rt(), c.client(0));
+    // One whole version: `version N` on 1 + N % 50 lines.
+    let version = |i: u32| format!("version {i}\n").repeat(1 + i as usize % 50);
+    rt.block_on(writer.put("/f", version(0).as_bytes()))
+        .unwrap();
+    let opens = std::sync::atomic::AtomicU32::new(0);
+    std::thread::scope(|s| {
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| loop {
+                    let n = opens.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if n >= OPENS {
+                        return;
+                    }
+                    let text = std::fs::read_to_string(m1.at("/f"))
+                        .unwrap_or_else(|e| panic!("open #{n}: {e}"));
+                    let first = text.lines().next().unwrap_or_default();
+                    let i: u32 = first.trim_start_matches("version ").parse().unwrap();
+                    assert_eq!(text, version(i), "open #{n}: a whole version");
+                })
+            })
+            .collect();
+        let mut i = 1;
+        while opens.load(std::sync::atomic::Ordering::Relaxed) < OPENS
+            && !readers.iter().any(|r| r.is_finished())
+        {
+            rt.block_on(writer.put("/f", version(i).as_bytes()))
+                .unwrap();
+            i += 1;
+        }
+        for r in readers {
+            r.join().unwrap();
+        }
+    });
+}

@@ -223,22 +223,30 @@ impl LocusFs {
             let fh = self.handles.lock().expect("handles").insert(ino, open);
             return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
         }
-        let copy = match self.run(self.client.local_copy(path)) {
-            Ok(c) => c,
+        let (file, copy) = match self.run(self.client.open_local(path)) {
+            Ok(opened) => opened,
             Err(e) => return reply.error(failed("open", &e)),
         };
         if copy.fetched {
             self.hold.fetched(copy.size);
         }
-        if !self.is_version(ino, copy.stamp) {
-            // The kernel asks again by name and gets the current version.
-            return reply.error(Errno::ESTALE);
-        }
-        let file = match std::fs::File::open(&copy.path) {
-            Ok(f) => f,
-            Err(e) => return reply.error(io_errno(&e)),
-        };
+        // Rewritten since the kernel looked the name up (on another node, or
+        // by a task whose held writes were published): `ino` stands for the
+        // version before. Unless a program here still has it open, it stands
+        // for the current one from now on, read past what the kernel kept of
+        // the other; else the kernel asks again by name (`ESTALE`) and gets
+        // the current version's number.
+        let rebound = !self.is_version(ino, copy.stamp);
         let mut handles = self.handles.lock().expect("handles");
+        if rebound {
+            if handles.is_open(ino) {
+                return reply.error(Errno::ESTALE);
+            }
+            self.inodes
+                .lock()
+                .expect("inodes")
+                .published(ino, copy.stamp);
+        }
         let want = Backed::Version(copy.stamp);
         let backing = match self.pass_through(&mut handles, ino, want, || reply.open_backing(&file))
         {
@@ -247,10 +255,12 @@ impl LocusFs {
         };
         // Without passthrough the kernel reads through its cache: pages of
         // a version stay right (keep them), unless a program here writes
-        // the next version through them (then read past them).
-        let flags = match (&backing, handles.writer_of(ino)) {
-            (None, Some(_)) => FopenFlags::FOPEN_DIRECT_IO,
-            _ => FopenFlags::FOPEN_KEEP_CACHE,
+        // the next version through them or they were another version's
+        // (then read past them).
+        let past_cache = rebound || handles.writer_of(ino).is_some();
+        let flags = match backing.is_none() && past_cache {
+            true => FopenFlags::FOPEN_DIRECT_IO,
+            false => FopenFlags::FOPEN_KEEP_CACHE,
         };
         let open = Open::Read(Reading {
             file,

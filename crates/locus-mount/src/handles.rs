@@ -107,6 +107,11 @@ impl Handles {
         Some(h)
     }
 
+    /// Whether a program here has `ino` open.
+    pub(crate) fn is_open(&self, ino: u64) -> bool {
+        self.open.values().any(|&(i, _)| i == ino)
+    }
+
     /// A handle writing `ino` in this mount, if any (its size is the
     /// file's size as this mount's programs see it).
     pub(crate) fn writer_of(&self, ino: u64) -> Option<Handle> {

@@ -4,7 +4,9 @@
 //! cached pages and sizes of a number are always right, and a program still
 //! reading an older version keeps it while the name moves on to the next.
 //! A number handed out by a lookup stays bound (through renames) until the
-//! kernel forgets it.
+//! kernel forgets it; it moves on to a newer version only when opened while
+//! no program has it open (what the kernel kept of the older one is then
+//! read past).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -83,7 +85,8 @@ impl Inodes {
         ino
     }
 
-    /// `ino` (a file being written here) now stands for version `stamp`.
+    /// `ino` now stands for version `stamp` (written here, or opened while
+    /// nothing had the version before open).
     pub(crate) fn published(&mut self, ino: u64, stamp: u64) {
         if let Some(node) = self.by_ino.get_mut(&ino) {
             node.stamp = stamp;

@@ -363,8 +363,13 @@ impl Client {
 
     /// Opens `path` for reading, as a local copy (fetched if none is here).
     pub async fn open_read(&self, path: &str) -> FsResult<File> {
+        self.open_local(path).await.map(|(file, _)| file)
+    }
+
+    /// `open_read`, also saying which copy was opened (`local_copy`).
+    pub async fn open_local(&self, path: &str) -> FsResult<(File, LocalCopy)> {
         let path = normalise(path)?;
-        self.open_current(&path, None).await.map(|(file, _)| file)
+        self.open_current(&path, None).await
     }
 
     /// Reads a whole file.
