@@ -713,8 +713,21 @@ impl Parser {
     }
 
     fn lvalue(&mut self) -> PResult<LValue> {
-        let mut lv = LValue::Var(self.ident()?);
+        let var = LValue::Var(self.ident()?);
+        let mut links = 0;
+        let lv = self.lvalue_links(var, &mut links);
+        self.depth -= links;
+        lv
+    }
+
+    /// The indices and fields after a target's variable, each link counted
+    /// against the nesting limit (as in `postfix`).
+    fn lvalue_links(&mut self, mut lv: LValue, links: &mut u32) -> PResult<LValue> {
         loop {
+            if self.is_sym("[") || self.is_sym(".") {
+                *links += 1;
+                self.enter()?;
+            }
             if self.is_sym("[") {
                 let s = self.span();
                 self.bump();
@@ -1085,8 +1098,24 @@ impl Parser {
     }
 
     fn postfix(&mut self) -> PResult<Expr> {
-        let mut e = self.primary()?;
+        let e = self.primary()?;
+        let mut links = 0;
+        let e = self.postfix_links(e, &mut links);
+        self.depth -= links;
+        e
+    }
+
+    /// The indices and fields after a primary expression. Each link deepens
+    /// the (left-leaning) tree every later pass walks: count it against the
+    /// nesting limit too.
+    fn postfix_links(&mut self, mut e: Expr, links: &mut u32) -> PResult<Expr> {
         loop {
+            let link =
+                self.is_sym("[") || (self.is_sym(".") && matches!(self.tok_at(1), Tok::Ident(_)));
+            if link {
+                *links += 1;
+                self.enter()?;
+            }
             if self.is_sym("[") {
                 self.bump();
                 let idx = self.expr()?;
