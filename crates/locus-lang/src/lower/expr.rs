@@ -456,7 +456,7 @@ impl<'a> FnCx<'a> {
         let mismatch = |cx: &mut Self| {
             cx.error(
                 span,
-                format!("'{}' cannot combine {at} and {bt}", op_symbol(op)),
+                format!("'{}' cannot combine {at} and {bt}", op.symbol()),
             );
             Type::Error
         };
@@ -528,26 +528,5 @@ impl<'a> FnCx<'a> {
         let dst = self.temp(result.clone(), out);
         self.op(dst, ir::Op::Bin(op), vec![a, b], span, out);
         (dst, result)
-    }
-}
-
-fn op_symbol(op: BinOp) -> &'static str {
-    match op {
-        BinOp::Or => "||",
-        BinOp::And => "&&",
-        BinOp::Eq => "==",
-        BinOp::Ne => "!=",
-        BinOp::Lt => "<",
-        BinOp::Le => "<=",
-        BinOp::Gt => ">",
-        BinOp::Ge => ">=",
-        BinOp::Add => "+",
-        BinOp::Sub => "-",
-        BinOp::Mul => "*",
-        BinOp::Div => "/",
-        BinOp::IntDiv => "%/",
-        BinOp::Mod => "%%",
-        BinOp::Format => "%",
-        BinOp::Pow => "**",
     }
 }

@@ -128,22 +128,31 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
                 _ => o.is_ge(),
             })
         }
-        (BinOp::Add, Int(x), Int(y)) => Int(x.wrapping_add(*y)),
-        (BinOp::Sub, Int(x), Int(y)) => Int(x.wrapping_sub(*y)),
-        (BinOp::Mul, Int(x), Int(y)) => Int(x.wrapping_mul(*y)),
-        (BinOp::Pow, Int(x), Int(y)) => {
-            if *y < 0 {
-                return Err(format!("{x} ** {y}: negative integer exponent"));
-            }
-            Int(x.wrapping_pow((*y).min(i64::from(u32::MAX)) as u32))
+        (BinOp::Pow, Int(x), Int(y)) if *y < 0 => {
+            return Err(format!("{x} ** {y}: negative integer exponent"));
         }
         (BinOp::IntDiv | BinOp::Mod, Int(_), Int(0)) => {
             return Err("integer division by zero".into())
         }
-        // Swift/T's: truncated, the remainder with the dividend's sign
-        // (-7 %/ 2 is -3, -7 %% 2 is -1), as Java and C.
-        (BinOp::IntDiv, Int(x), Int(y)) => Int(x.wrapping_div(*y)),
-        (BinOp::Mod, Int(x), Int(y)) => Int(x.wrapping_rem(*y)),
+        // A result past 64 bits is an error, never a wrapped number (Swift/T's
+        // Tcl would give the big number). Division is Swift/T's: truncated,
+        // the remainder with the dividend's sign (-7 %/ 2 is -3, -7 %% 2 is
+        // -1), as Java and C.
+        (
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Pow | BinOp::IntDiv | BinOp::Mod,
+            Int(x),
+            Int(y),
+        ) => {
+            let result = match op {
+                BinOp::Add => x.checked_add(*y),
+                BinOp::Sub => x.checked_sub(*y),
+                BinOp::Mul => x.checked_mul(*y),
+                BinOp::Pow => u32::try_from(*y).ok().and_then(|y| x.checked_pow(y)),
+                BinOp::IntDiv => x.checked_div(*y),
+                _ => x.checked_rem(*y),
+            };
+            Int(result.ok_or_else(|| too_big(format!("{x} {} {y}", op.symbol())))?)
+        }
         (BinOp::Add, Float(x), Float(y)) => Float(x + y),
         (BinOp::Sub, Float(x), Float(y)) => Float(x - y),
         (BinOp::Mul, Float(x), Float(y)) => Float(x * y),
@@ -155,10 +164,23 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
     })
 }
 
+/// The error of an integer result past 64 bits, `what` being how it was
+/// computed.
+fn too_big(what: String) -> String {
+    format!("integer overflow: {what} does not fit in 64 bits")
+}
+
+/// `|i|`, which the most negative integer has none of.
+fn abs_int(i: i64) -> Result<i64, String> {
+    i.checked_abs().ok_or_else(|| too_big(format!("abs({i})")))
+}
+
 pub(crate) fn unary(op: UnOp, a: &Value) -> Result<Value, String> {
     Ok(match (op, a) {
         (UnOp::Not, Value::Bool(b)) => Value::Bool(!b),
-        (UnOp::Neg, Value::Int(i)) => Value::Int(-i),
+        (UnOp::Neg, Value::Int(i)) => {
+            Value::Int(i.checked_neg().ok_or_else(|| too_big(format!("-({i})")))?)
+        }
         (UnOp::Neg, Value::Float(x)) => Value::Float(-x),
         (op, v) => return Err(format!("{op:?} of {}", v.render())),
     })
@@ -365,12 +387,11 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
             array((0..len as u64).map(|k| Value::Float(lo + k as f64 * step)))
         }
         Pure::MakeVoid => Value::Bool(true),
-        Pure::SumInteger => Value::Int(
-            members(arg(0)?)?
-                .values()
-                .map(int)
-                .sum::<Result<i64, _>>()?,
-        ),
+        Pure::SumInteger => Value::Int(members(arg(0)?)?.values().try_fold(0i64, |sum, v| {
+            let v = int(v)?;
+            sum.checked_add(v)
+                .ok_or_else(|| too_big(format!("sum_integer: {sum} + {v}")))
+        })?),
         Pure::SumFloat => Value::Float(
             members(arg(0)?)?
                 .values()
@@ -393,10 +414,10 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
                 y.clone()
             }
         }
-        Pure::AbsInteger => Value::Int(int(arg(0)?)?.abs()),
+        Pure::AbsInteger => Value::Int(abs_int(int(arg(0)?)?)?),
         Pure::AbsFloat => Value::Float(float(arg(0)?)?.abs()),
         Pure::Abs => match arg(0)? {
-            Value::Int(i) => Value::Int(i.abs()),
+            Value::Int(i) => Value::Int(abs_int(*i)?),
             v => Value::Float(float(v)?.abs()),
         },
         Pure::PowInteger | Pure::PowFloat | Pure::Pow => {

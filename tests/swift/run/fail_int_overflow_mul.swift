@@ -1,0 +1,3 @@
+int x = 4294967296;
+int y = x * x;
+trace(y);

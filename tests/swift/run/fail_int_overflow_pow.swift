@@ -1,0 +1,2 @@
+int big = 2;
+trace(big ** 64);
