@@ -1,5 +1,6 @@
 //! The `locus fs` client commands, each acting as a client on one node.
 
+use crate::shown::shown;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use locus_fs::{Client, ClientOptions, Placement, Via};
@@ -306,7 +307,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             let client = c.client()?;
             let rec = client.stat(&path).await?;
             if rec.kind == Kind::File {
-                writeln!(out, "{path}")?;
+                writeln!(out, "{}", shown(&path))?;
                 return Ok(());
             }
             for e in client.readdir(&path).await? {
@@ -320,12 +321,12 @@ async fn run_op(op: FsOp) -> Result<()> {
                         r.size,
                         r.version,
                         holders(&r),
-                        e.name
+                        shown(&e.name)
                     )?;
                 } else if e.kind == Kind::Dir {
-                    writeln!(out, "{}/", e.name)?;
+                    writeln!(out, "{}/", shown(&e.name))?;
                 } else {
-                    writeln!(out, "{}", e.name)?;
+                    writeln!(out, "{}", shown(&e.name))?;
                 }
             }
         }

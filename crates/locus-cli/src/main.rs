@@ -8,6 +8,7 @@ mod launched;
 mod local_cluster;
 mod mount;
 mod run;
+mod shown;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -222,6 +222,14 @@ fn cli_round_trip_and_one_line_errors() {
     ok(&["get", "/a/moved.txt", copy.to_str().unwrap()]);
     assert_eq!(std::fs::read_to_string(&copy).unwrap(), "hello locus\n");
     assert_eq!(ok(&["ls", "/a"]), "b/\nlater.txt\nmoved.txt\n");
+    // A name holding a newline or a terminal escape is quoted as `ls`
+    // quotes it, never printed raw.
+    ok(&["put", host.to_str().unwrap(), "/a/x\ny\x1b[2J"]);
+    assert_eq!(
+        ok(&["ls", "/a"]),
+        "b/\nlater.txt\nmoved.txt\n'x'$'\\n''y'$'\\033''[2J'\n"
+    );
+    ok(&["rm", "/a/x\ny\x1b[2J"]);
     assert!(ok(&["stat", "/a/moved.txt"]).contains("size: 12"));
     assert!(ok(&["df"]).lines().count() == 4);
 
