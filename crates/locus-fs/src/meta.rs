@@ -1092,6 +1092,15 @@ impl<'t> Shard<'t> {
                     return Err(FsError::new(Errno::EINVAL, path.as_str())
                         .with_detail("the name is not the path's"));
                 }
+                // A whole file written at once (its one version stamped
+                // with its writer's token; no commit follows): sent again
+                // after its answer was lost, it is answered as it was — the
+                // version may have been replaced since —, not `EEXIST`. (A
+                // locked create is committed later under the same token.)
+                let write = (record.stamp != 0 && lease.is_none()).then_some(record.stamp);
+                if let Some(answer) = write.and_then(|token| self.answered_before(path, token)) {
+                    return Ok(answer);
+                }
                 for dir in parents {
                     self.make_dir(dir, record.mtime_ns)?;
                 }
@@ -1115,7 +1124,10 @@ impl<'t> Shard<'t> {
                     record.copies = above.copies;
                 }
                 self.put(path, &record)?;
-                Ok(Response::Created { record, hint })
+                match write {
+                    Some(token) => self.answered(path, token, Answer::Created { record, hint }),
+                    None => Ok(Response::Created { record, hint }),
+                }
             }
             Request::AddEntry { parent, name, kind } => {
                 let above = self.free_name(parent, name)?;
@@ -1337,7 +1349,17 @@ mod tests {
         }
         assert_eq!(meta.list("/a", None, 10).unwrap().0.len(), 1);
         assert_eq!(meta.list("/a/b", None, 10).unwrap().0[0].name, "f");
+        // The same write's create sent again (its answer lost) is answered
+        // as it was; another write's finds the name taken.
         match meta.write(create("/a/b/f", &["/a", "/a/b"])).await {
+            Response::Created { record, .. } => assert_eq!(record.stamp, 77),
+            other => panic!("{other:?}"),
+        }
+        let mut another = create("/a/b/f", &["/a", "/a/b"]);
+        if let Request::CreateFile { record, .. } = &mut another {
+            record.stamp = 78;
+        }
+        match meta.write(another).await {
             Response::Err(e) => assert_eq!(e.code, Errno::EEXIST),
             other => panic!("{other:?}"),
         }

@@ -569,6 +569,12 @@ pub enum Answer {
     Removed(Option<Record>),
     /// A commit or a replacement under a write lock.
     Committed { record: Record, replaced: Record },
+    /// A write's new file made, name and record at once (`CreateFile` with
+    /// a lease, keyed by its token).
+    Created {
+        record: Record,
+        hint: Option<NodeId>,
+    },
 }
 
 impl From<Answer> for Response {
@@ -577,6 +583,7 @@ impl From<Answer> for Response {
             Answer::Removed(Some(rec)) => Response::Record(rec),
             Answer::Removed(None) => Response::Ok,
             Answer::Committed { record, replaced } => Response::Committed { record, replaced },
+            Answer::Created { record, hint } => Response::Created { record, hint },
         }
     }
 }

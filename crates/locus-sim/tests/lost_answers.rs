@@ -178,3 +178,52 @@ fn a_commit_or_a_rename_whose_answer_was_lost_is_answered_as_done_when_sent_agai
         assert_eq!(read, b"first", "the renamed file, its copy kept");
     });
 }
+
+#[test]
+fn a_put_whose_create_answer_was_lost_is_done_even_when_overwritten_before_it_was_sent_again() {
+    // Two copies: the lost `CreateFile` is sent again (to the replica, then
+    // the owner). Before it is, another client overwrites the file — the
+    // first put's version was published, then replaced: both puts are done.
+    let c = Cluster::with(2, 2);
+    let rt = rt();
+    let other = c.client(1);
+    rt.block_on(other.mkdir("/d")).unwrap();
+    // A name one daemon keeps with its parent's entries (one `CreateFile`).
+    let path = (0..64)
+        .map(|i| format!("/d/f{i}"))
+        .find(|p| other.owner(p) == other.owner("/d"))
+        .expect("a name kept with its parent");
+    let creates = Arc::new(Mutex::new(0));
+    let overwrite = {
+        let (creates, other, path) = (creates.clone(), other.clone(), path.clone());
+        Box::new(move |r: &Request| {
+            if matches!(r, Request::CreateFile { .. }) {
+                let mut n = creates.lock().unwrap();
+                *n += 1;
+                if *n == 2 {
+                    // (On a thread of its own: this runs inside the
+                    // losing client's runtime.)
+                    let (other, path) = (other.clone(), path.clone());
+                    std::thread::spawn(move || common::rt().block_on(other.put(&path, b"second")))
+                        .join()
+                        .unwrap()
+                        .expect("the overwrite");
+                }
+            }
+            false
+        })
+    };
+    let client = losing(
+        &c,
+        first(|r| matches!(r, Request::CreateFile { .. })),
+        overwrite,
+    );
+    rt.block_on(async {
+        client
+            .put(&path, b"first")
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert!(*creates.lock().unwrap() >= 2, "sent again");
+        assert_eq!(other.get(&path).await.unwrap(), b"second");
+    });
+}
