@@ -40,6 +40,10 @@ struct File {
     base: usize,
     text: String,
     line_starts: Vec<usize>,
+    /// Offsets of the bytes that continue a character (UTF-8 past its
+    /// first byte): a column counts characters without walking its line,
+    /// which would make positions in a long line quadratic to find.
+    continuations: Vec<usize>,
 }
 
 impl File {
@@ -48,18 +52,27 @@ impl File {
         let at = (at as usize - self.base).min(self.text.len());
         let line = self.line_starts.partition_point(|&s| s <= at) - 1;
         let start = self.line_starts[line];
-        let col = self.text[start..floor_char(&self.text, at)].chars().count() + 1;
+        let end = floor_char(&self.text, at);
+        let before = |i| self.continuations.partition_point(|&c| c < i);
+        let col = end - start - (before(end) - before(start)) + 1;
         (line + 1, col)
     }
 
     fn new(name: String, base: usize, text: String) -> File {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        let continuations = text
+            .bytes()
+            .enumerate()
+            .filter(|&(_, b)| b & 0xC0 == 0x80)
+            .map(|(i, _)| i)
+            .collect();
         File {
             name,
             base,
             text,
             line_starts,
+            continuations,
         }
     }
 
@@ -176,4 +189,21 @@ fn floor_char(s: &str, mut i: usize) -> usize {
         i -= 1;
     }
     i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Source;
+
+    #[test]
+    fn columns_count_characters_not_bytes() {
+        let src = Source::new("s.swift", "ab\né€x\n\"ü\" + y");
+        assert_eq!(src.line_col(0), (1, 1));
+        assert_eq!(src.line_col(3), (2, 1));
+        assert_eq!(src.line_col(5), (2, 2));
+        assert_eq!(src.line_col(8), (2, 3));
+        // Inside a character: its column.
+        assert_eq!(src.line_col(6), (2, 2));
+        assert_eq!(src.line_col(14), (3, 4));
+    }
 }

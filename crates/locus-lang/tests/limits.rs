@@ -51,3 +51,34 @@ fn long_index_and_field_chains_are_refused_as_too_deep() {
         assert_eq!(too_deep(text), None, "{what}");
     }
 }
+
+/// The fastest of three compiles of `text`.
+fn compile_time(text: &str) -> std::time::Duration {
+    (0..3)
+        .map(|_| {
+            let src = Source::new("big.swift", text.to_string());
+            let start = std::time::Instant::now();
+            compile(&src).expect("compiles");
+            start.elapsed()
+        })
+        .min()
+        .expect("three runs")
+}
+
+#[test]
+fn long_one_line_literals_compile_in_time_linear_in_their_length() {
+    // Every entry's position is found on one long line: a walk of the line
+    // per entry made a 100,000-entry dictionary take seconds.
+    let dict = |n: usize| {
+        let pairs: Vec<String> = (0..n).map(|i| format!("\"k{i}\": \"é{i}\"")).collect();
+        format!(
+            "string d[string] = {{{}}};\ntrace(size(d));\n",
+            pairs.join(", ")
+        )
+    };
+    let (small, large) = (compile_time(&dict(25_000)), compile_time(&dict(100_000)));
+    // Four times the entries: about four times the time (nine times when
+    // it was quadratic); the bound leaves room for a busy machine.
+    let ratio = large.as_secs_f64() / small.as_secs_f64();
+    assert!(ratio < 6.5, "{small:?} then {large:?}: {ratio:.1}x");
+}
