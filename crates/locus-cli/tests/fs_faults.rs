@@ -78,7 +78,8 @@ fn connection_without_the_secret_is_refused() {
     s.read_exact(&mut hello).unwrap();
     let mut rest = Vec::new();
     let _ = s.read_to_end(&mut rest);
-    assert!(rest.is_empty(), "the daemon answered a stranger");
+    // At most the one byte saying it was refused.
+    assert!(rest.len() <= 1, "the daemon answered a stranger: {rest:?}");
 
     // The client library reports EACCES with the wrong secret file.
     let wrong = tempfile::tempdir().unwrap();

@@ -12,6 +12,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 const MAGIC: &[u8; 4] = b"LCS1";
 const NONCE_LEN: usize = 32;
 const ACCEPTED: u8 = 0xA5;
+/// Said before a refused connection is closed: a connection closed without
+/// it was cut (a daemon stopping or restarting), not refused.
+const REFUSED: u8 = 0x5A;
 /// How long a server waits for a client to prove itself.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -104,13 +107,16 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     let reply = tokio::time::timeout(HANDSHAKE_TIMEOUT, exchange)
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "handshake timed out"))??;
-    let channel = Channel::from_byte(reply[0]).ok_or_else(refused)?;
     let mut mac = [0u8; 32];
     mac.copy_from_slice(&reply[1..]);
     // `blake3::Hash` equality is constant-time.
-    if secret.answer(&nonce, channel) != blake3::Hash::from_bytes(mac) {
+    let channel = Channel::from_byte(reply[0])
+        .filter(|&channel| secret.answer(&nonce, channel) == blake3::Hash::from_bytes(mac));
+    let Some(channel) = channel else {
+        // Best effort: the peer learns it was refused, not cut off.
+        let _ = stream.write_all(&[REFUSED]).await;
         return Err(refused());
-    }
+    };
     stream.write_all(&[ACCEPTED]).await?;
     Ok(channel)
 }
@@ -136,9 +142,14 @@ pub fn connect<S: Read + Write>(
     reply.extend_from_slice(secret.answer(&nonce, channel).as_bytes());
     stream.write_all(&reply)?;
     let mut ack = [0u8; 1];
-    match stream.read_exact(&mut ack) {
-        Ok(()) if ack[0] == ACCEPTED => Ok(()),
-        _ => Err(refused()),
+    stream.read_exact(&mut ack)?;
+    match ack[0] {
+        ACCEPTED => Ok(()),
+        REFUSED => Err(refused()),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "peer is not a Locus daemon",
+        )),
     }
 }
 
@@ -182,6 +193,27 @@ mod tests {
         let (server, client) = handshake(Secret::generate(), Secret::generate()).await;
         assert!(server.is_err());
         assert_eq!(client.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+    }
+
+    #[tokio::test]
+    async fn a_connection_cut_during_the_handshake_is_not_a_refusal() {
+        // A daemon stopping (or restarting) after its challenge was read.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let key = Secret::generate();
+        let client = std::thread::spawn(move || {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            connect(&mut s, &key, Channel::Rpc)
+        });
+        let (mut s, _) = listener.accept().await.unwrap();
+        let mut hello = Vec::from(&MAGIC[..]);
+        hello.extend_from_slice(&[7; NONCE_LEN]);
+        s.write_all(&hello).await.unwrap();
+        let mut reply = [0u8; 33];
+        s.read_exact(&mut reply).await.unwrap();
+        drop(s);
+        let e = client.join().unwrap().unwrap_err();
+        assert_ne!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
     }
 
     #[test]
