@@ -449,6 +449,49 @@ fn kill_a_worker_mid_run(args: &[&str], victim: u32) {
 }
 
 #[test]
+fn a_stopped_worker_of_the_servers_host_is_taken_for_gone_and_the_run_completes() {
+    // Three workers and their server on one host (Unix sockets): a worker
+    // stopped mid-task (SIGSTOP) says nothing, nor does its connection.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let script = naps(&out, "0.5678", 12);
+    let (child, run_dir) = start_with(dir.path(), &script, &["-n", "4"]);
+    let worker = entry(&run_dir, 0).pid;
+    while processes_with("sleep 0.5678").len() < 6 {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: a signal to a rank of the run this test started.
+    unsafe { libc::kill(worker as i32, libc::SIGSTOP) };
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "{stderr}");
+    for i in 0..12 {
+        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
+        assert_eq!(got.trim(), i.to_string());
+    }
+    let summary = locus_runtime::RunSummary::load(&run_dir).unwrap();
+    let gone = &summary.workers_gone;
+    assert!(
+        gone.len() == 1
+            && gone[0].starts_with("worker rank 0 ")
+            && gone[0].contains("no sign of life"),
+        "{gone:?}\n{stderr}"
+    );
+    // Killed by the launcher once the run ended (it could not be told to stop).
+    assert!(
+        stderr.contains("rank 0 (a worker) on node0 did not stop"),
+        "{stderr}"
+    );
+    assert!(
+        !Path::new(&format!("/proc/{worker}")).exists() || {
+            let stat = std::fs::read_to_string(format!("/proc/{worker}/stat")).unwrap_or_default();
+            stat.contains(") Z ")
+        }
+    );
+}
+
+#[test]
 fn a_server_killed_mid_run_ends_it_clearly_and_resume_finishes_it() {
     // Workers 0-2, the leader (rank 3) and a second server (rank 4), whose
     // values and queue are nowhere else.

@@ -282,6 +282,10 @@ pub enum RankMsg {
     Leave { node: u32, reason: String },
     /// The run is over.
     Shutdown,
+    /// Sent on every rank connection, both ways, every few seconds: the
+    /// sender's process is running. A connection silent for longer than the
+    /// runtime's bound is taken as broken (its peer frozen or cut off).
+    Alive,
     /// Server → leader: a worker's process is gone (killed, or its
     /// connection broke; `reason` names it); its server queued what it had
     /// again.

@@ -452,8 +452,7 @@ impl State {
 
 /// Feeds one connection's messages to the server loop.
 fn attach(rank: Rank, mut reader: Reader, wr: wire::Writer, events: mpsc::UnboundedSender<Event>) {
-    let (tx, out) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(locus_proto::frame::write_batched(wr, out));
+    let (tx, writer) = wire::spawn_writer(wr);
     let _ = events.send(Event::Joined(rank, tx, writer));
     tokio::spawn(async move {
         let broken = loop {
@@ -596,7 +595,8 @@ impl State {
                     self.shutdown();
                     return false;
                 }
-                RankMsg::Hello { .. } | RankMsg::Run(_) => {}
+                // (`Alive` is taken by the connection's reader.)
+                RankMsg::Hello { .. } | RankMsg::Run(_) | RankMsg::Alive => {}
             },
             Event::Closed(r, broken) => {
                 let how = match broken {

@@ -15,6 +15,8 @@ use std::os::linux::net::SocketAddrExt;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 /// The sending half of a rank connection.
 pub(crate) type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -72,13 +74,61 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    /// The next message, `None` at a clean end of stream.
+    /// The next message, `None` at a clean end of stream. A connection
+    /// silent for `PEER_SILENCE` (not even `Alive`) is broken: its peer is
+    /// frozen (stopped, swapped out) or cut off, whatever the transport.
     pub(crate) async fn next(&mut self) -> io::Result<Option<RankMsg>> {
-        if !frame::read_async(&mut self.rd, &mut self.buf).await? {
-            return Ok(None);
+        loop {
+            let read = frame::read_async(&mut self.rd, &mut self.buf);
+            match tokio::time::timeout(PEER_SILENCE, read).await {
+                Err(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "no sign of life for {}s: frozen or cut off",
+                            PEER_SILENCE.as_secs()
+                        ),
+                    ))
+                }
+                Ok(read) => {
+                    if !read? {
+                        return Ok(None);
+                    }
+                }
+            }
+            match frame::decode(&self.buf)? {
+                RankMsg::Alive => {}
+                msg => return Ok(Some(msg)),
+            }
         }
-        frame::decode(&self.buf).map(Some)
     }
+}
+
+/// How often a rank says `Alive` on each connection: well within
+/// `PEER_SILENCE`, so a rank busy for a moment is not taken for frozen.
+const HEARTBEAT: Duration = Duration::from_secs(2);
+
+/// Sends what is queued on the returned channel down `wr` (batched), and
+/// `Alive` every `HEARTBEAT` while the channel is open. The handle ends
+/// once every sender is dropped and all is written.
+pub(crate) fn spawn_writer(
+    wr: Writer,
+) -> (mpsc::UnboundedSender<RankMsg>, JoinHandle<io::Result<()>>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let writer = tokio::spawn(frame::write_batched(wr, rx));
+    // A weak sender: the heartbeat never keeps the connection open.
+    let beating = tx.downgrade();
+    tokio::spawn(async move {
+        let mut beat = tokio::time::interval(HEARTBEAT);
+        loop {
+            beat.tick().await;
+            match beating.upgrade() {
+                Some(tx) if tx.send(RankMsg::Alive).is_ok() => {}
+                _ => return,
+            }
+        }
+    });
+    (tx, writer)
 }
 
 /// Writes one message as a frame.
@@ -151,11 +201,11 @@ async fn connect_once(
     Ok((reader, wr))
 }
 
-/// How long a rank connection over TCP may go without a sign of life from
-/// the other end before it counts as broken: a peer host cut off by the
-/// network, or frozen, is then gone as a killed one is (a connection at
-/// rest is probed by the kernel, and what is sent must be acknowledged).
-/// Without it a quiet connection to a lost host would wait for ever.
+/// How long a rank connection may go without a sign of life from the other
+/// end before it counts as broken: a peer frozen (its process stopped) or
+/// cut off by the network is then gone as a killed one is. Ranks say
+/// `Alive` every `HEARTBEAT`; over TCP the kernel also probes a connection
+/// at rest, and what is sent must be acknowledged in this time.
 const PEER_SILENCE: Duration = Duration::from_secs(10);
 
 /// Has the kernel watch a rank connection for `PEER_SILENCE`: probes after

@@ -13,7 +13,6 @@ use crate::ranks::wire;
 use crate::records::record::{hash_of, now_us, task_stream, Recorder, Seen, TaskRecord};
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
-use locus_proto::frame;
 use locus_proto::fs::Record;
 use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, RunError, Stats, Task, Work};
 use locus_proto::{Cause, Errno};
@@ -110,8 +109,7 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
         RunError::lost(format!("worker rank {me}: connection to its server: {e}"))
     };
     // Messages go out through a batching writer; tasks sent ahead queue here.
-    let (out, rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(frame::write_batched(wr, rx));
+    let (out, writer) = wire::spawn_writer(wr);
     let _ = out.send(RankMsg::Want);
     let (tasks, mut queue) = mpsc::unbounded_channel();
     tokio::spawn(async move {
