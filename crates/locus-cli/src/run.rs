@@ -226,7 +226,14 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
     let run_dir = match &a.run_dir {
         Some(d) => d.clone(),
         None => {
-            let d = std::env::temp_dir().join(format!("locus-run-{}", std::process::id()));
+            // A new directory of a name no one can guess (made 0700, never
+            // one that was there: another user cannot plant a link or a
+            // directory of their own in its place).
+            let d = tempfile::Builder::new()
+                .prefix("locus-run-")
+                .tempdir_in(std::env::temp_dir())
+                .context("cannot make a run directory")?
+                .keep();
             // It is kept (records, the run's files): say where it is.
             eprintln!("locus: run directory {}", d.display());
             d

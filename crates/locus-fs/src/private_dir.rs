@@ -17,9 +17,11 @@ pub fn create(dir: &Path) -> io::Result<()> {
     check(dir)
 }
 
-/// Fails unless `dir` belongs to this user and no one else can write in it.
+/// Fails unless `dir` is a directory (not a link to one: another user may
+/// have planted it) that belongs to this user and no one else can write in.
+/// In a sticky shared directory such as `/tmp`, an entry found so stays so.
 pub(crate) fn check(dir: &Path) -> io::Result<()> {
-    let meta = std::fs::metadata(dir)?;
+    let meta = std::fs::symlink_metadata(dir)?;
     // SAFETY: geteuid has no preconditions and cannot fail.
     let me = unsafe { libc::geteuid() };
     let refuse = |why: String| {
@@ -28,6 +30,12 @@ pub(crate) fn check(dir: &Path) -> io::Result<()> {
             format!("{}: {why}; refusing to use it", dir.display()),
         )
     };
+    if meta.file_type().is_symlink() {
+        return Err(refuse("a symbolic link".into()));
+    }
+    if !meta.is_dir() {
+        return Err(refuse("not a directory".into()));
+    }
     if meta.uid() != me {
         return Err(refuse(format!(
             "owned by uid {}, not by you (uid {me})",
@@ -62,6 +70,15 @@ mod tests {
             e.to_string().contains("writable by other users (mode 777)"),
             "{e}"
         );
+        // A link planted where a private directory goes is refused, and
+        // nothing is made through it.
+        let planted = top.path().join("planted");
+        let target = top.path().join("victim");
+        std::fs::create_dir(&target).unwrap();
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        let e = create(&planted).unwrap_err();
+        assert!(e.to_string().contains("planted: a symbolic link; refusing"), "{e}");
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
         if unsafe { libc::geteuid() } == 0 {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
             std::os::unix::fs::chown(&dir, Some(12345), None).unwrap();
