@@ -917,7 +917,9 @@ fn opens_racing_overwrites_on_another_node_see_the_old_or_the_new_version() {
             .collect();
         let mut i = 1;
         while opens.load(std::sync::atomic::Ordering::Relaxed) < OPENS
-            && !readers.iter().any(|r| r.is_finished())
+            && !readers
+                .iter()
+                .any(std::thread::ScopedJoinHandle::is_finished)
         {
             rt.block_on(writer.put("/f", version(i).as_bytes()))
                 .unwrap();

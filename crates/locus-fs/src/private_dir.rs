@@ -77,7 +77,10 @@ mod tests {
         std::fs::create_dir(&target).unwrap();
         std::os::unix::fs::symlink(&target, &planted).unwrap();
         let e = create(&planted).unwrap_err();
-        assert!(e.to_string().contains("planted: a symbolic link; refusing"), "{e}");
+        assert!(
+            e.to_string().contains("planted: a symbolic link; refusing"),
+            "{e}"
+        );
         assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
         if unsafe { libc::geteuid() } == 0 {
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();

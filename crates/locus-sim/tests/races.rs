@@ -227,7 +227,9 @@ fn readers_racing_overwrites_see_the_old_or_the_new_version_never_no_file() {
             .collect();
         let mut i = 1;
         // (A reader that failed stops the writes too.)
-        while reads.load(Ordering::Relaxed) < READS && !readers.iter().any(|r| r.is_finished()) {
+        while reads.load(Ordering::Relaxed) < READS
+            && !readers.iter().any(tokio::task::JoinHandle::is_finished)
+        {
             let w = &writers[i as usize % 2];
             w.put("/d/f", version(i).as_bytes()).await.unwrap();
             i += 1;
