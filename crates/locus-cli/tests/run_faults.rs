@@ -400,6 +400,14 @@ fn naps(out: &Path, secs: &str, n: u32) -> String {
     )
 }
 
+/// Every one of `n` naps wrote its number.
+fn assert_naps_done(out: &Path, n: u32) {
+    for i in 0..n {
+        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
+        assert_eq!(got.trim(), i.to_string(), "nap {i}");
+    }
+}
+
 fn kill_a_worker_mid_run(args: &[&str], victim: u32) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
@@ -419,10 +427,7 @@ fn kill_a_worker_mid_run(args: &[&str], victim: u32) {
     assert!(done.status.success(), "{stderr}");
     let said = format!("rank {victim} (a worker) on node0 was killed by signal 9; the run goes on");
     assert!(stderr.contains(&said), "{stderr}");
-    for i in 0..12 {
-        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
-        assert_eq!(got.trim(), i.to_string());
-    }
+    assert_naps_done(&out, 12);
     let records = locus_runtime::record::load(&run_dir).unwrap();
     let ran: std::collections::BTreeSet<_> = records
         .iter()
@@ -466,10 +471,7 @@ fn a_stopped_worker_of_the_servers_host_is_taken_for_gone_and_the_run_completes(
     let done = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&done.stderr);
     assert!(done.status.success(), "{stderr}");
-    for i in 0..12 {
-        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
-        assert_eq!(got.trim(), i.to_string());
-    }
+    assert_naps_done(&out, 12);
     let summary = locus_runtime::RunSummary::load(&run_dir).unwrap();
     let gone = &summary.workers_gone;
     assert!(
@@ -531,10 +533,7 @@ fn a_server_killed_mid_run_ends_it_clearly_and_resume_finishes_it() {
         "{}",
         String::from_utf8_lossy(&done.stderr)
     );
-    for i in 0..18 {
-        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
-        assert_eq!(got.trim(), i.to_string());
-    }
+    assert_naps_done(&out, 18);
     let records = locus_runtime::record::load(&run_dir).unwrap();
     let ran = records
         .iter()
@@ -615,8 +614,5 @@ fn a_live_run_owns_its_directory_and_a_resume_after_its_kill_runs_each_task_once
         .filter(|r| r.func == "nap" && !r.resumed)
         .count();
     assert_eq!(ran, 12 - finished, "only what the first run did not finish");
-    for i in 0..12 {
-        let got = std::fs::read_to_string(out.join(format!("{i}.txt"))).unwrap();
-        assert_eq!(got.trim(), i.to_string());
-    }
+    assert_naps_done(&out, 12);
 }
