@@ -481,7 +481,7 @@ impl Parser {
                     {
                         self.bump();
                         self.bump();
-                        let e = self.postfix()?;
+                        let e = self.app_word()?;
                         let slot = match w.as_str() {
                             "stdin" => &mut body.stdin,
                             "stdout" => &mut body.stdout,
@@ -491,7 +491,7 @@ impl Parser {
                         continue;
                     }
                 }
-                let e = self.postfix()?;
+                let e = self.app_word()?;
                 let span = at.to(e.span);
                 body.words.push(Expr {
                     kind: ExprKind::FileName(Box::new(e)),
@@ -499,7 +499,7 @@ impl Parser {
                 });
                 continue;
             }
-            body.words.push(self.postfix()?);
+            body.words.push(self.app_word()?);
         }
     }
 
@@ -1098,9 +1098,20 @@ impl Parser {
     }
 
     fn postfix(&mut self) -> PResult<Expr> {
+        self.postfix_in(false)
+    }
+
+    /// One word of an app's command line: as `postfix`, but a `[` after a
+    /// space starts the next word (`"echo" [a, b]` is two words, `A[i]`
+    /// one), as in Swift/T's command lines.
+    fn app_word(&mut self) -> PResult<Expr> {
+        self.postfix_in(true)
+    }
+
+    fn postfix_in(&mut self, words: bool) -> PResult<Expr> {
         let e = self.primary()?;
         let mut links = 0;
-        let e = self.postfix_links(e, &mut links);
+        let e = self.postfix_links(e, words, &mut links);
         self.depth -= links;
         e
     }
@@ -1108,8 +1119,11 @@ impl Parser {
     /// The indices and fields after a primary expression. Each link deepens
     /// the (left-leaning) tree every later pass walks: count it against the
     /// nesting limit too.
-    fn postfix_links(&mut self, mut e: Expr, links: &mut u32) -> PResult<Expr> {
+    fn postfix_links(&mut self, mut e: Expr, words: bool, links: &mut u32) -> PResult<Expr> {
         loop {
+            if words && self.is_sym("[") && self.span().start != self.prev_span().end {
+                return Ok(e);
+            }
             let link =
                 self.is_sym("[") || (self.is_sym(".") && matches!(self.tok_at(1), Tok::Ident(_)));
             if link {
