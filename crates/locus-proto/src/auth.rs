@@ -130,10 +130,7 @@ pub fn connect<S: Read + Write>(
     let mut hello = [0u8; 4 + NONCE_LEN];
     stream.read_exact(&mut hello)?;
     if &hello[..4] != MAGIC {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "peer is not a Locus daemon",
-        ));
+        return Err(not_a_daemon());
     }
     let mut nonce = [0u8; NONCE_LEN];
     nonce.copy_from_slice(&hello[4..]);
@@ -146,11 +143,12 @@ pub fn connect<S: Read + Write>(
     match ack[0] {
         ACCEPTED => Ok(()),
         REFUSED => Err(refused()),
-        _ => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "peer is not a Locus daemon",
-        )),
+        _ => Err(not_a_daemon()),
     }
+}
+
+fn not_a_daemon() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "peer is not a Locus daemon")
 }
 
 fn refused() -> io::Error {

@@ -204,20 +204,16 @@ async fn connect_once(
 /// How long a rank connection may go without a sign of life from the other
 /// end before it counts as broken: a peer frozen (its process stopped) or
 /// cut off by the network is then gone as a killed one is. Ranks say
-/// `Alive` every `HEARTBEAT`; over TCP the kernel also probes a connection
-/// at rest, and what is sent must be acknowledged in this time.
+/// `Alive` every `HEARTBEAT` (so a connection is never at rest: no kernel
+/// keepalive probes are needed), and over TCP what is sent must be
+/// acknowledged in this time.
 const PEER_SILENCE: Duration = Duration::from_secs(10);
 
-/// Has the kernel watch a rank connection for `PEER_SILENCE`: probes after
-/// 4 s at rest, then every 2 s, three unanswered ending it.
+/// Has the kernel end a TCP rank connection whose sent bytes go
+/// unacknowledged for `PEER_SILENCE` (the sender learns it too, not only
+/// the reader).
 fn watch_peer<S: std::os::fd::AsFd>(s: &S) -> io::Result<()> {
-    let s = socket2::SockRef::from(s);
-    let probes = socket2::TcpKeepalive::new()
-        .with_time(Duration::from_secs(4))
-        .with_interval(Duration::from_secs(2))
-        .with_retries(3);
-    s.set_tcp_keepalive(&probes)?;
-    s.set_tcp_user_timeout(Some(PEER_SILENCE))
+    socket2::SockRef::from(s).set_tcp_user_timeout(Some(PEER_SILENCE))
 }
 
 /// The caller's side of the handshake, bounded in time (`timeout` sets a
