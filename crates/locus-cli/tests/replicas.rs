@@ -136,8 +136,8 @@ fn kill_node_2_after(run_dir: &Path, after: usize) -> std::thread::JoinHandle<us
 /// Forty tasks each writing a file, each file read by a task of its own,
 /// and one task joining them, on 4 nodes (two workers each) whose file
 /// system keeps `replicas` copies; node 2's daemon is killed with `kill -9`
-/// once 8 tasks are done (and node 3's, with `then_node_3`, once a task
-/// made a lost file again). The run must complete with the result a run
+/// once 8 tasks are done (and node 3's, with `then_node_3`, once files
+/// are being made again). The run must complete with the result a run
 /// without the failure gives. Returns the run and the run's `make` records
 /// that succeeded.
 fn run_losing_node_2(replicas: &str, then_node_3: bool) -> (Run, Vec<record::TaskRecord>) {
@@ -181,8 +181,13 @@ fn run_losing_node_2(replicas: &str, then_node_3: bool) -> (Run, Vec<record::Tas
     let run_dir = dir.path().join("run");
     let fs_dir = run_dir.join("fs");
     let killer = kill_node_2_after(&run_dir, 8);
-    let second =
-        then_node_3.then(|| kill_node_when(&run_dir, 3, |done| done.iter().any(|r| r.remade)));
+    // A task that found its input lost (the only failures of this run)
+    // has its producer run again at once: node 3 is lost while it does.
+    let second = then_node_3.then(|| {
+        kill_node_when(&run_dir, 3, |done| {
+            done.iter().any(|r| r.remade || r.error.is_some())
+        })
+    });
     let run = Run::in_dir(
         dir,
         &[
@@ -201,7 +206,9 @@ fn run_losing_node_2(replicas: &str, then_node_3: bool) -> (Run, Vec<record::Tas
     let _down = FsDown(fs_dir.clone());
     assert!(
         run.out.status.success(),
-        "run failed: {}",
+        "run failed ({}): {}{}",
+        run.out.status,
+        String::from_utf8_lossy(&run.out.stdout),
         String::from_utf8_lossy(&run.out.stderr)
     );
     let done_before = killer.join().unwrap();

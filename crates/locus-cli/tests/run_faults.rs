@@ -616,3 +616,33 @@ fn a_live_run_owns_its_directory_and_a_resume_after_its_kill_runs_each_task_once
     assert_eq!(ran, 12 - finished, "only what the first run did not finish");
     assert_naps_done(&out, 12);
 }
+
+#[test]
+fn a_builtin_waiting_on_a_stopped_daemon_is_not_taken_for_a_stalled_run() {
+    // The run is taken for stalled after ~1 s with no step and nothing
+    // running; a builtin's file-system call is work under way however long
+    // it takes. Node 1's daemon, which keeps the file's record, is stopped
+    // for 3 s (less than the client's 5 s timeout): the run waits for it.
+    let c = common::TestCluster::up(2);
+    let client = c.client(0);
+    let path = (0..)
+        .map(|i| format!("/slow{i}.txt"))
+        .find(|p| client.owner(p) == 1)
+        .unwrap();
+    common::rt().block_on(client.put(&path, b"four")).unwrap();
+    c.signal(1, libc::SIGSTOP);
+    let resume = std::thread::spawn({
+        let pid = c.pid(1);
+        move || {
+            std::thread::sleep(Duration::from_secs(3));
+            // SAFETY: a plain signal to a daemon this test started.
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+        }
+    });
+    let script =
+        format!("import files;\nfile f = input(\"/locus{path}\");\ntrace(file_size(f));\n");
+    let run = Run::new(&["-n", "2", "--fs", c.path_str()], &script);
+    resume.join().unwrap();
+    let run = run.ok();
+    assert!(run.stdout().contains("trace: 4"), "{}", run.stdout());
+}

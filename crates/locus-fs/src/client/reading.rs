@@ -36,6 +36,9 @@ pub struct LocalCopy {
     pub sum: Option<Sum>,
     /// The data came from another node (it was not here before).
     pub fetched: bool,
+    /// No version of the file was closed yet (`Record::version` 0): its
+    /// first writer has it open, or gave up. It reads as empty.
+    pub never_closed: bool,
 }
 
 impl Client {
@@ -282,6 +285,7 @@ impl Client {
             stamp: rec.stamp,
             sum: rec.sum,
             fetched: true,
+            never_closed: rec.version == 0,
         };
         // Copies found bad (set aside), and the holders left to read from.
         let mut bad = Vec::new();

@@ -113,7 +113,8 @@ impl Engine {
                 // would otherwise be as large as the largest of these.
                 // They read and write the run's files: their failures are
                 // the file system's.
-                let called = Box::pin(self.opts.storage.call(r, a, dst.as_deref())).await;
+                let call = self.opts.storage.call(r, a, dst.as_deref());
+                let called = Box::pin(self.outside(call)).await;
                 let v = called.map_err(RunError::fs)?;
                 Ok(v.into_iter().collect())
             }
@@ -321,7 +322,8 @@ impl Engine {
             .collect();
         // The awaits below are boxed: this call's state is kept while its
         // task waits for a worker, for every task released at once.
-        let earlier = Box::pin(resume.unchanged(&key, &inputs, &self.opts.storage)).await;
+        let unchanged = resume.unchanged(&key, &inputs, &self.opts.storage);
+        let earlier = Box::pin(self.outside(unchanged)).await;
         if let Some(earlier) = earlier.filter(|e| e.declared.len() == out_files.len()) {
             let rank = self.opts.first_server + self.opts.server;
             let node = self.opts.storage.layout.node_name(rank);
@@ -335,7 +337,7 @@ impl Engine {
             return Ok(());
         }
         let read: Vec<&Arg> = argv.iter().chain(&stdin).collect();
-        let stats = Box::pin(self.inputs_of(target, &read)).await;
+        let stats = Box::pin(self.outside(self.inputs_of(target, &read))).await;
         let held = stats
             .as_ref()
             .map_or_else(Vec::new, |s| self.opts.storage.held(s));

@@ -139,6 +139,9 @@ pub struct Engine {
     tasks_put: AtomicU64,
     tasks_done: AtomicU64,
     tasks_failed: AtomicU64,
+    /// File-system calls made for the script between its steps (`outside`)
+    /// under way: no progress is expected meanwhile either.
+    outside: AtomicU64,
     /// What made each Locus file of the run this engine put a task for.
     lineage: lineage::Lineage,
 }
@@ -275,6 +278,7 @@ impl Engine {
             tasks_put: AtomicU64::new(0),
             tasks_done: AtomicU64::new(0),
             tasks_failed: AtomicU64::new(0),
+            outside: AtomicU64::new(0),
             lineage: Default::default(),
         })
     }
@@ -327,7 +331,8 @@ impl Engine {
                 tokio::time::sleep(self.opts.stall).await;
                 let (mine, others) = (self.progress_now(), self.remote.others());
                 let now = mine.steps + others.steps;
-                if now == last && mine.external + others.external == 0 {
+                let busy = mine.external + others.external + mine.outside + others.outside;
+                if now == last && busy == 0 {
                     return;
                 }
                 last = now;

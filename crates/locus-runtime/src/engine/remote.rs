@@ -151,6 +151,9 @@ pub(crate) struct Progress {
     pub done: u64,
     #[serde(default)]
     pub failed: u64,
+    /// File-system calls for the script under way (`Engine::outside`).
+    #[serde(default)]
+    pub outside: u64,
 }
 
 /// A value that another server's future closed with, once it has.
@@ -352,6 +355,7 @@ impl Remote {
             put: a.put + p.put,
             done: a.done + p.done,
             failed: a.failed + p.failed,
+            outside: a.outside + p.outside,
         })
     }
 }

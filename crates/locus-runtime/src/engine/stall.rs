@@ -15,7 +15,24 @@ impl Engine {
             put,
             done,
             failed: self.tasks_failed.load(Ordering::Acquire),
+            outside: self.outside.load(Ordering::Acquire),
         }
+    }
+
+    /// Awaits `io`, a file-system call made for the script between its
+    /// steps (a builtin's, an app's inputs looked at before it is put):
+    /// however long it takes (a node lost, a loaded machine), the run is
+    /// not taken for stalled meanwhile.
+    pub(super) async fn outside<T>(&self, io: impl std::future::Future<Output = T>) -> T {
+        struct Counted<'a>(&'a AtomicU64);
+        impl Drop for Counted<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.outside.fetch_add(1, Ordering::AcqRel);
+        let _counted = Counted(&self.outside);
+        io.await
     }
 
     /// Every server's control work, the leader's first (on the leader, at

@@ -527,6 +527,13 @@ impl<'a> App<'a> {
                             return Err(fail(p, &e));
                         }
                     };
+                    // An input is a closed file: one never closed is being
+                    // made again (its first copy lost) — lost for now, so
+                    // the task waits for its producer and runs again.
+                    if copy.never_closed {
+                        io.lost.push(p.clone());
+                        return Err(fail(p, &"being made again: it was never closed"));
+                    }
                     let hash = match (copy.sum, self.cfg.record_hashes) {
                         (Some(sum), true) => Some(locus_fs::sums::hex(&sum)),
                         _ => self.hash(&copy.path).await,
