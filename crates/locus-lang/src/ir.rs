@@ -224,9 +224,12 @@ pub enum Stmt {
     },
     /// `a => b`: each part starts when everything the previous one did is done.
     Seq(Vec<Vec<Stmt>>),
-    /// Adds `value` to `array` under a key no other member has.
+    /// Adds `value` under a key no other member has to `array`, or to the
+    /// container at `path` in it (`A[i] += v`).
     ArrayAppend {
         array: VarId,
+        #[serde(default)]
+        path: Vec<Member>,
         value: VarId,
         /// Where the script writes it, for errors at run time (as for the
         /// other writes below).
@@ -466,8 +469,11 @@ impl Function {
                 }
                 let _ = writeln!(out, "{pad}}}");
             }
-            Stmt::ArrayAppend { array, value, .. } => {
-                let _ = writeln!(out, "{pad}{} += {}", v(*array), v(*value));
+            Stmt::ArrayAppend {
+                array, path, value, ..
+            } => {
+                let steps = show_path(path, &v);
+                let _ = writeln!(out, "{pad}{}{steps} += {}", v(*array), v(*value));
             }
             Stmt::ArrayInsert {
                 array,

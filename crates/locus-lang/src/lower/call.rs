@@ -20,6 +20,12 @@ impl<'a> FnCx<'a> {
         let ExprKind::Call { name, args, .. } = &e.kind else {
             unreachable!("a call")
         };
+        if self.is_constructor(name) {
+            let t = Type::Struct(name.name.clone());
+            let dst = self.temp(t.clone(), out);
+            self.construct(e, dst, out);
+            return (dst, t);
+        }
         let resolved = self.resolve(name, args);
         let Resolved::Found(sig, _) = &resolved else {
             self.call_resolved(e, resolved, None, out);
@@ -98,8 +104,82 @@ impl<'a> FnCx<'a> {
         let ExprKind::Call { name, args, .. } = &e.kind else {
             unreachable!("a call")
         };
+        if self.is_constructor(name) {
+            let made = Type::Struct(name.name.clone());
+            match outs {
+                Some([(dst, t)]) if t.accepts(&made) => self.construct(e, *dst, out),
+                Some([(_, t)]) => self.error(e.span, format!("this makes a {made}; {t} expected")),
+                _ => self.error(e.span, format!("'{made}(…)' makes one value; assign it")),
+            }
+            return;
+        }
         let resolved = self.resolve(name, args);
         self.call_resolved(e, resolved, outs, out);
+    }
+
+    /// Whether a call of `name` constructs a struct: it names a struct type
+    /// and no function.
+    fn is_constructor(&self, name: &Ident) -> bool {
+        self.g.structs.contains_key(&name.name)
+            && !self.g.functions.contains_key(&name.name)
+            && !self.g.overloads.contains_key(&name.name)
+    }
+
+    /// `T(a, b, …)` for struct type `T`, into `dst`: its fields, in the
+    /// order `T` declares them, set to the arguments (Swift/T's guide:
+    /// `person p3 = person("Nguyen", 42);`).
+    fn construct(&mut self, e: &Expr, dst: VarId, out: &mut Vec<Stmt>) {
+        let ExprKind::Call {
+            name,
+            args,
+            annotations,
+        } = &e.kind
+        else {
+            unreachable!("a call")
+        };
+        if let Some(a) = annotations.first() {
+            self.error(
+                a.span,
+                format!("constructing a {} takes no annotations", name.name),
+            );
+        }
+        let fields = self.g.structs[&name.name].clone();
+        let keyword = args
+            .iter()
+            .find(|a| matches!(a.kind, ExprKind::Keyword(..)));
+        if args.len() != fields.len() || keyword.is_some() {
+            let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+            self.error(
+                keyword.map_or(e.span, |k| k.span),
+                format!(
+                    "constructing a {} takes its {} field{} in order ({}), given {} argument{}",
+                    name.name,
+                    fields.len(),
+                    if fields.len() == 1 { "" } else { "s" },
+                    names.join(", "),
+                    args.len(),
+                    if args.len() == 1 { "" } else { "s" },
+                ),
+            );
+            return;
+        }
+        let at = self.pos(e.span);
+        for ((field, want), a) in fields.into_iter().zip(args) {
+            let (value, t) = self.expr(a, out, Some(&want));
+            if !want.accepts(&t) {
+                let s = &name.name;
+                self.error(
+                    a.span,
+                    format!("field '{field}' of {s} is {want}, given {t}"),
+                );
+            }
+            out.push(Stmt::StructSet {
+                target: dst,
+                field,
+                value,
+                at: at.clone(),
+            });
+        }
     }
 
     /// `call`, where what the call finds is known already.

@@ -174,40 +174,46 @@ impl<'a> FnCx<'a> {
     }
 
     /// `b += v;` on a bag or array variable.
+    /// `B += v;`, `A[i] += v;`, `s.f += v;`: `v` added to the bag or
+    /// array there (made on first use, as an element assigned is) under a
+    /// key no other member has.
     pub(super) fn append(&mut self, target: &ast::LValue, value: &Expr, out: &mut Vec<Stmt>) {
-        let ast::LValue::Var(name) = target else {
-            self.error(
-                value.span,
-                "only a bag or array variable can be appended to",
-            );
+        let root = target.root();
+        let Some((id, role)) = self.lookup(&root.name).map(|l| (l.id, l.role)) else {
+            self.error(root.span, format!("undeclared variable '{}'", root.name));
             return;
         };
-        let Some(local) = self.lookup(&name.name).map(|l| (l.id, l.role)) else {
-            self.error(name.span, format!("undeclared variable '{}'", name.name));
-            return;
-        };
-        let (array, role) = local;
         if role == Role::Input {
+            let n = &root.name;
             self.error(
-                name.span,
-                format!("'{}' is an input and cannot be assigned", name.name),
+                root.span,
+                format!("'{n}' is an input and cannot be assigned"),
             );
         }
-        let elem = match &self.vars[array as usize].ty {
-            Type::Array { elem, .. } => (**elem).clone(),
+        let (array, path, ty) = match target {
+            ast::LValue::Var(_) => (id, Vec::new(), self.vars[id as usize].ty.clone()),
+            _ => match self.lvalue_parent(target, out) {
+                (Some((array, path)), ty) => (array, path, ty),
+                (None, _) => return,
+            },
+        };
+        let elem = match ty {
+            Type::Array { elem, .. } => *elem,
+            Type::Error => return,
             other => {
                 self.error(
-                    name.span,
-                    format!("'{}' is {other}, not a bag or array", name.name),
+                    value.span,
+                    format!("only a bag or array can be appended to; this is {other}"),
                 );
                 return;
             }
         };
         let v = self.typed_expr(value, out, &elem);
         self.ever_assigned.insert(array);
-        let at = self.pos(name.span);
+        let at = self.pos(root.span);
         out.push(Stmt::ArrayAppend {
             array,
+            path,
             value: v,
             at,
         });

@@ -137,6 +137,19 @@ impl Engine {
         k
     }
 
+    /// The keys of `path` (`[i].f…`), once its indices are set; `None` (the
+    /// run failed) if one cannot be a key.
+    async fn keys(&self, func: &Function, frame: &Frame, path: &[ir::Member]) -> Option<Vec<Key>> {
+        let mut keys = Vec::with_capacity(path.len() + 1);
+        for m in path {
+            keys.push(match m {
+                ir::Member::Field(f) => Key::Str(f.clone()),
+                ir::Member::Index(i) => self.key(&self.get(func, frame, *i).await)?,
+            });
+        }
+        Some(keys)
+    }
+
     pub(super) async fn exec(
         self: &Arc<Self>,
         func: &Arc<Function>,
@@ -263,12 +276,20 @@ impl Engine {
                         .await;
                 }
             }
-            Stmt::ArrayAppend { array, value, at } => {
+            Stmt::ArrayAppend {
+                array,
+                path,
+                value,
+                at,
+            } => {
+                let Some(mut keys) = self.keys(func, frame, path).await else {
+                    return;
+                };
                 let v = self.get(func, frame, *value).await;
                 // Keys unique over all servers: this server's, then a count.
                 let n = self.appended.fetch_add(1, Ordering::Relaxed) as i64;
-                let k = Key::Int((i64::from(self.remote.me) << 40) | n);
-                self.insert(at, frame.get(*array), vec![k], v, done);
+                keys.push(Key::Int((i64::from(self.remote.me) << 40) | n));
+                self.insert(at, frame.get(*array), keys, v, done);
             }
             Stmt::ArrayInsert {
                 array,
@@ -297,17 +318,9 @@ impl Engine {
                 value,
                 at,
             } => {
-                let mut keys = Vec::with_capacity(path.len());
-                for m in path {
-                    keys.push(match m {
-                        ir::Member::Field(f) => Key::Str(f.clone()),
-                        ir::Member::Index(i) => {
-                            let k = self.get(func, frame, *i).await;
-                            let Some(k) = self.key(&k) else { return };
-                            k
-                        }
-                    });
-                }
+                let Some(keys) = self.keys(func, frame, path).await else {
+                    return;
+                };
                 let v = self.get(func, frame, *value).await;
                 self.insert(at, frame.get(*target), keys, v, done);
             }
