@@ -177,7 +177,7 @@ impl<'a> FnCx<'a> {
                 target: dst,
                 field,
                 value,
-                at: at.clone(),
+                at,
             });
         }
     }
