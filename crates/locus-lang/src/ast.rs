@@ -189,7 +189,9 @@ pub enum StmtKind {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForVar {
-    pub ty: Option<Ident>,
+    /// `int i = 0`, `int A[] = B`: declared in the header (else a name
+    /// whose type is its first value's).
+    pub ty: Option<TypeRef>,
     pub name: Ident,
     pub init: Expr,
 }

@@ -910,12 +910,18 @@ impl Parser {
         let mut init = Vec::new();
         if !self.is_sym(";") {
             loop {
-                let ty = if matches!(self.tok_at(1), Tok::Ident(_)) {
-                    Some(self.ident()?)
-                } else {
-                    None
+                let base = match self.tok_at(1) {
+                    Tok::Ident(_) => Some(self.ident()?),
+                    _ => None,
                 };
                 let name = self.ident()?;
+                let ty = match base {
+                    Some(base) => Some(TypeRef {
+                        base,
+                        dims: self.dims()?,
+                    }),
+                    None => None,
+                };
                 self.expect_sym("=")?;
                 init.push(ForVar {
                     ty,

@@ -173,7 +173,6 @@ impl<'a> FnCx<'a> {
         }
     }
 
-    /// `b += v;` on a bag or array variable.
     /// `B += v;`, `A[i] += v;`, `s.f += v;`: `v` added to the bag or
     /// array there (made on first use, as an element assigned is) under a
     /// key no other member has.
@@ -644,7 +643,7 @@ impl<'a> FnCx<'a> {
             let (id, t) = self.expr(&v.init, out, None);
             let t = match &v.ty {
                 Some(ty) => {
-                    let declared = resolve_name(self.g, ty, self.diags);
+                    let declared = resolve_type(self.g, ty, self.diags);
                     if !declared.accepts(&t) {
                         self.error(v.init.span, format!("expected {declared}, found {t}"));
                     }
@@ -672,25 +671,31 @@ impl<'a> FnCx<'a> {
             let mut cond_ir = Vec::new();
             let test = cx.condition(cond, &mut cond_ir);
             let mut body_ir = Vec::new();
-            cx.block(body, &mut body_ir);
             let mut next = Vec::new();
             let mut updates = Vec::new();
-            for (name, e) in update {
-                let Some(var) = vars
-                    .iter()
-                    .find(|(id, _)| cx.vars[*id as usize].name == name.name)
-                    .map(|v| v.0)
-                else {
-                    cx.error(
-                        name.span,
-                        format!("'{}' is not a variable of this loop", name.name),
-                    );
-                    continue;
-                };
-                let ty = cx.vars[var as usize].ty.clone();
-                let val = cx.typed_expr(e, &mut next, &ty);
-                updates.push((var, val));
-            }
+            // The updates see the body's variables (the guide's `count =
+            // count + c`, `c` declared in the body): one scope for both.
+            cx.scoped(|cx| {
+                for s in body {
+                    cx.stmt(s, &mut body_ir);
+                }
+                for (name, e) in update {
+                    let Some(var) = vars
+                        .iter()
+                        .find(|(id, _)| cx.vars[*id as usize].name == name.name)
+                        .map(|v| v.0)
+                    else {
+                        cx.error(
+                            name.span,
+                            format!("'{}' is not a variable of this loop", name.name),
+                        );
+                        continue;
+                    };
+                    let ty = cx.vars[var as usize].ty.clone();
+                    let val = cx.typed_expr(e, &mut next, &ty);
+                    updates.push((var, val));
+                }
+            });
             cx.loop_depth -= 1;
             Stmt::Loop {
                 vars,
