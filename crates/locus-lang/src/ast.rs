@@ -145,6 +145,12 @@ pub enum StmtKind {
         target: LValue,
         value: Expr,
     },
+    /// `x <incr> := v;`: changes updateable variable `x` by `op`.
+    Update {
+        target: Ident,
+        op: Ident,
+        value: Expr,
+    },
     Expr(Expr),
     If {
         cond: Expr,

@@ -27,6 +27,46 @@ pub struct Program {
     pub main: Function,
 }
 
+/// How `x <op> := v` changes an updateable variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UpdateOp {
+    /// `x <incr> := v`: `x + v`.
+    Incr,
+    /// `x <scale> := v`: `x * v`.
+    Scale,
+    /// `x <min> := v`: the smaller of `x` and `v`.
+    Min,
+}
+
+impl UpdateOp {
+    /// The operation a script names between `<` and `>`.
+    pub fn named(name: &str) -> Option<UpdateOp> {
+        Some(match name {
+            "incr" => UpdateOp::Incr,
+            "scale" => UpdateOp::Scale,
+            "min" => UpdateOp::Min,
+            _ => return None,
+        })
+    }
+
+    /// `x` changed by this operation with `v`.
+    pub fn apply(self, x: f64, v: f64) -> f64 {
+        match self {
+            UpdateOp::Incr => x + v,
+            UpdateOp::Scale => x * v,
+            UpdateOp::Min => x.min(v),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            UpdateOp::Incr => "incr",
+            UpdateOp::Scale => "scale",
+            UpdateOp::Min => "min",
+        }
+    }
+}
+
 /// One step into a container: an array index or a struct field.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Member {
@@ -224,6 +264,14 @@ pub enum Stmt {
     },
     /// `a => b`: each part starts when everything the previous one did is done.
     Seq(Vec<Vec<Stmt>>),
+    /// Changes updateable `var` (a container whose member 0 is its value)
+    /// by `op` with `value`.
+    Update {
+        var: VarId,
+        op: UpdateOp,
+        value: VarId,
+        at: Pos,
+    },
     /// Adds `value` under a key no other member has to `array`, or to the
     /// container at `path` in it (`A[i] += v`).
     ArrayAppend {
@@ -468,6 +516,9 @@ impl Function {
                     self.open(out, depth + 1, "then".into(), p);
                 }
                 let _ = writeln!(out, "{pad}}}");
+            }
+            Stmt::Update { var, op, value, .. } => {
+                let _ = writeln!(out, "{pad}{} <{}> := {}", v(*var), op.name(), v(*value));
             }
             Stmt::ArrayAppend {
                 array, path, value, ..

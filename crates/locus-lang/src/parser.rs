@@ -651,6 +651,23 @@ impl Parser {
             self.pos = save;
             self.diags.truncate(ndiags);
         }
+        if matches!(self.tok(), Tok::Ident(_))
+            && self.is_sym_at(1, "<")
+            && matches!(self.tok_at(2), Tok::Ident(_))
+            && self.is_sym_at(3, ">")
+            && self.is_sym_at(4, ":")
+            && self.is_sym_at(5, "=")
+        {
+            // `x <incr> := v;`
+            let target = self.ident()?;
+            self.bump();
+            let op = self.ident()?;
+            for _ in 0..3 {
+                self.bump();
+            }
+            let value = self.expr()?;
+            return Ok(StmtKind::Update { target, op, value });
+        }
         if matches!(self.tok(), Tok::Ident(_)) && !self.is_sym_at(1, "(") {
             // `a = e;`, or `a, b = f();` and `a, b = 1, 2;`, or `b += v;`
             let mut targets = vec![self.lvalue()?];

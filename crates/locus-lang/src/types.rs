@@ -22,6 +22,10 @@ pub enum Type {
         elem: Box<Type>,
     },
     Struct(String),
+    /// `updateable_float`: a float changed in place (`x <incr> := v`) until
+    /// every statement that may change it is done; read, it is its value
+    /// now.
+    Updateable,
     /// Stands for a type already reported as wrong, to avoid cascades.
     Error,
 }
@@ -65,6 +69,7 @@ impl Type {
             "file" => Type::File,
             "location" => Type::Location,
             "blob" => Type::Blob,
+            "updateable_float" => Type::Updateable,
             // A URL is passed to programs as its text.
             "url" => Type::String,
             // An ordering signal between leaf functions, as `void`.
@@ -95,6 +100,7 @@ impl fmt::Display for Type {
                 }
             }
             Type::Struct(n) => f.write_str(n),
+            Type::Updateable => f.write_str("updateable_float"),
             Type::Error => f.write_str("<error>"),
         }
     }

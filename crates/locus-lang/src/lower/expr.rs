@@ -84,7 +84,13 @@ impl<'a> FnCx<'a> {
             ExprKind::Float(v) => self.constant(Type::Float, Const::Float(*v), out),
             ExprKind::Str(s) => self.constant(Type::String, Const::Str(s.clone()), out),
             ExprKind::Bool(b) => self.constant(Type::Bool, Const::Bool(*b), out),
-            ExprKind::Var(name) => self.var_ref(name, e.span, out),
+            ExprKind::Var(name) => match self.var_ref(name, e.span, out) {
+                // Read where a value is wanted, an updateable is its value now.
+                (id, Type::Updateable) if expected != Some(&Type::Updateable) => {
+                    self.latest(id, e.span, out)
+                }
+                found => found,
+            },
             ExprKind::Call { .. } => self.call_value(e, out),
             ExprKind::Index(..) | ExprKind::Field(..) if self.path_type(e).is_some() => {
                 self.path_read(e, out)
@@ -376,6 +382,21 @@ impl<'a> FnCx<'a> {
             },
             _ => None,
         }
+    }
+
+    /// The value updateable `id` has now (member 0 of the container it is:
+    /// set from its declaration on).
+    fn latest(&mut self, id: VarId, span: Span, out: &mut Vec<Stmt>) -> (VarId, Type) {
+        let (index, _) = self.constant(Type::Int, Const::Int(0), out);
+        let dst = self.temp(Type::Float, out);
+        let at = self.pos(span);
+        out.push(Stmt::ArrayGet {
+            dst,
+            array: id,
+            index,
+            at,
+        });
+        (dst, Type::Float)
     }
 
     pub(super) fn var_ref(&mut self, name: &str, span: Span, out: &mut Vec<Stmt>) -> (VarId, Type) {

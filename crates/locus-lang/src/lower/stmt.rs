@@ -26,6 +26,10 @@ impl<'a> FnCx<'a> {
                     });
                     let id = self.declare(&v.name, t.clone(), Role::Local);
                     out.push(Stmt::Decl { var: id, mapping });
+                    if t == Type::Updateable && v.init.is_none() {
+                        let n = &v.name.name;
+                        self.error(v.name.span, format!("updateable_float '{n}' needs its first value: updateable_float {n} = 0.0;"));
+                    }
                     if let Some(init) = &v.init {
                         self.assign_into(id, &t, init, out);
                         self.note_assign(&v.name, id);
@@ -34,6 +38,7 @@ impl<'a> FnCx<'a> {
             }
             StmtKind::Assign { targets, value } => self.assign(targets, value, out),
             StmtKind::Append { target, value } => self.append(target, value, out),
+            StmtKind::Update { target, op, value } => self.update(target, op, value, out),
             StmtKind::Expr(e) => {
                 if let ExprKind::Call { .. } = e.kind {
                     self.call(e, None, out);
@@ -129,7 +134,8 @@ impl<'a> FnCx<'a> {
             StmtKind::Wait { deep, on, body } => {
                 let mut vars = Vec::new();
                 for e in on {
-                    vars.push(self.expr(e, out, None).0);
+                    // An updateable is waited for whole: until it is final.
+                    vars.push(self.expr(e, out, Some(&Type::Updateable)).0);
                 }
                 let mut b = Vec::new();
                 self.block(body, &mut b);
@@ -171,6 +177,50 @@ impl<'a> FnCx<'a> {
             }
             StmtKind::Block(b) => self.block(b, out),
         }
+    }
+
+    /// `x <incr> := v;`: updateable `x` changed (where it is declared, or
+    /// in blocks inside: its writers are counted there, and it is final,
+    /// for `wait (x)`, once they are all done).
+    fn update(&mut self, target: &Ident, op: &Ident, value: &Expr, out: &mut Vec<Stmt>) {
+        let Some((var, role)) = self.lookup(&target.name).map(|l| (l.id, l.role)) else {
+            self.error(
+                target.span,
+                format!("undeclared variable '{}'", target.name),
+            );
+            return;
+        };
+        let ty = self.vars[var as usize].ty.clone();
+        if !matches!(ty, Type::Updateable | Type::Error) {
+            let n = &target.name;
+            self.error(
+                target.span,
+                format!(
+                    "'{n}' is {ty}; only an updateable_float is updated with <{}> :=",
+                    op.name
+                ),
+            );
+            return;
+        }
+        if role == Role::Input {
+            let n = &target.name;
+            self.error(
+                target.span,
+                format!("'{n}' is a parameter: an updateable_float is updated only in the function that declares it"),
+            );
+        }
+        let Some(op) = ir::UpdateOp::named(&op.name) else {
+            let o = &op.name;
+            self.error(
+                op.span,
+                format!("unknown update <{o}>; the updates are <incr>, <scale> and <min>"),
+            );
+            return;
+        };
+        let value = self.typed_expr(value, out, &Type::Float);
+        self.ever_assigned.insert(var);
+        let at = self.pos(target.span);
+        out.push(Stmt::Update { var, op, value, at });
     }
 
     /// `B += v;`, `A[i] += v;`, `s.f += v;`: `v` added to the bag or
@@ -468,6 +518,19 @@ impl<'a> FnCx<'a> {
     /// Evaluates `e` into existing variable `dst` of type `ty`; a call
     /// writes its result there directly (so a mapped file is the app's output).
     pub(super) fn assign_into(&mut self, dst: VarId, ty: &Type, e: &Expr, out: &mut Vec<Stmt>) {
+        if *ty == Type::Updateable {
+            // Its first value: member 0 of the container it is.
+            let value = self.typed_expr(e, out, &Type::Float);
+            let (index, _) = self.constant(Type::Int, Const::Int(0), out);
+            let at = self.pos(e.span);
+            out.push(Stmt::ArrayInsert {
+                array: dst,
+                index,
+                value,
+                at,
+            });
+            return;
+        }
         if let ExprKind::Call { .. } = e.kind {
             self.call(e, Some(&[(dst, ty.clone())]), out);
             return;

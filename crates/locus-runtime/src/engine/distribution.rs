@@ -133,6 +133,7 @@ impl Engine {
                 let r = match what {
                     remote::Write::Assign(v) => self.store.assign(id, v),
                     remote::Write::Insert(path, v) => self.store.insert(id, &path, v),
+                    remote::Write::Update(op, v) => self.store.update(id, op, v),
                 };
                 self.step();
                 let answer = remote::Answer::Written(r);

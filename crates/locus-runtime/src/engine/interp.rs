@@ -276,6 +276,10 @@ impl Engine {
                         .await;
                 }
             }
+            Stmt::Update { var, op, value, at } => {
+                let v = self.get(func, frame, *value).await;
+                self.update(at, frame.get(*var), *op, v, done);
+            }
             Stmt::ArrayAppend {
                 array,
                 path,

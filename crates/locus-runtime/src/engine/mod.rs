@@ -240,7 +240,7 @@ impl Frame {
 }
 
 fn is_container(t: &Type) -> bool {
-    matches!(t, Type::Array { .. } | Type::Struct(_))
+    matches!(t, Type::Array { .. } | Type::Struct(_) | Type::Updateable)
 }
 
 impl Engine {
@@ -517,6 +517,25 @@ impl Engine {
         } else {
             let what = remote::Write::Insert(path, v);
             self.write_remote(f, what, Some(*at), done);
+        }
+    }
+
+    /// Changes updateable `f` by `op` with `v`, as the script does at `at`.
+    fn update(
+        self: &Arc<Self>,
+        at: &ir::Pos,
+        f: FutureId,
+        op: ir::UpdateOp,
+        v: Value,
+        done: &Arc<Done>,
+    ) {
+        if self.store.is_local(f) {
+            if let Err(e) = self.store.update(f, op, v) {
+                self.fail(e.within(self.place(at)));
+            }
+            self.step();
+        } else {
+            self.write_remote(f, remote::Write::Update(op, v), Some(*at), done);
         }
     }
 

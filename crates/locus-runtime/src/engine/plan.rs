@@ -64,9 +64,9 @@ fn writes_directly(s: &Stmt) -> &[VarId] {
         | Stmt::GetPath { dst, .. }
         | Stmt::StructGet { dst, .. } => std::slice::from_ref(dst),
         Stmt::Call { outs, .. } | Stmt::Builtin { outs, .. } => outs,
-        Stmt::ArrayInsert { array, .. } | Stmt::ArrayAppend { array, .. } => {
-            std::slice::from_ref(array)
-        }
+        Stmt::ArrayInsert { array, .. }
+        | Stmt::ArrayAppend { array, .. }
+        | Stmt::Update { var: array, .. } => std::slice::from_ref(array),
         Stmt::InsertPath { target, .. } | Stmt::StructSet { target, .. } => {
             std::slice::from_ref(target)
         }

@@ -105,6 +105,8 @@ pub(crate) enum Write {
     Assign(Value),
     /// A member at a path (`Store::insert`).
     Insert(Vec<Key>, Value),
+    /// An updateable changed (`Store::update`).
+    Update(locus_lang::ir::UpdateOp, Value),
 }
 
 #[derive(Debug, Serialize, Deserialize)]

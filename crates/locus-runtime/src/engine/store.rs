@@ -200,6 +200,38 @@ impl Store {
         .map_err(RunError::script)
     }
 
+    /// Changes updateable `id` (its value is member 0) by `op` with `v`;
+    /// waiters on member 0 see it changed.
+    pub(crate) fn update(
+        &self,
+        id: FutureId,
+        op: locus_lang::ir::UpdateOp,
+        v: Value,
+    ) -> Result<(), RunError> {
+        let Value::Float(v) = v else {
+            return Err(RunError::script(format!(
+                "<{}> := {}: not a float",
+                op.name(),
+                v.render()
+            )));
+        };
+        self.with(id, |s| {
+            if s.closed {
+                return Err(format!(
+                    "an updateable_float was changed (<{}>) after it was final",
+                    op.name()
+                ));
+            }
+            match s.more().members.get_mut(&Key::Int(0)) {
+                Some(Value::Float(x)) => *x = op.apply(*x, v),
+                _ => return Err("an updateable_float was changed before its first value".into()),
+            }
+            s.wake();
+            Ok(())
+        })
+        .map_err(RunError::script)
+    }
+
     /// Closes container `id` (no more members); idempotent.
     pub(crate) fn close(&self, id: FutureId) {
         self.with(id, |s| {
