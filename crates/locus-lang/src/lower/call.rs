@@ -117,6 +117,20 @@ impl<'a> FnCx<'a> {
         self.call_resolved(e, resolved, outs, out);
     }
 
+    /// The type of arguments that must share one where some are ints and
+    /// the others floats: float, the ints converted (Swift/T's
+    /// `assertEqual(n, 2.0)` with an int `n`); `None` otherwise (the first
+    /// argument's type decides).
+    fn numeric_same(&mut self, sig: &FnSig, args: &[&Expr]) -> Option<Type> {
+        let same: Vec<&Expr> = (args.iter().zip(&sig.inputs))
+            .filter(|(_, k)| matches!(k, ParamKind::Same))
+            .map(|(a, _)| *a)
+            .collect();
+        let types: Vec<Type> = same.iter().map(|a| self.probe_type(a)).collect();
+        let mixed = types.contains(&Type::Int) && types.contains(&Type::Float);
+        (mixed && types.iter().all(|t| matches!(t, Type::Int | Type::Float))).then_some(Type::Float)
+    }
+
     /// Whether a call of `name` constructs a struct: it names a struct type
     /// and no function.
     fn is_constructor(&self, name: &Ident) -> bool {
@@ -261,7 +275,7 @@ impl<'a> FnCx<'a> {
             );
         }
         let mut arg_ids = Vec::new();
-        let mut same: Option<Type> = None;
+        let mut same = self.numeric_same(&sig, &args);
         for (i, a) in args.iter().enumerate() {
             let kind = sig.inputs.get(i).cloned().unwrap_or(ParamKind::Any);
             let hint = match &kind {
@@ -269,7 +283,12 @@ impl<'a> FnCx<'a> {
                 ParamKind::Same => same.clone(),
                 _ => None,
             };
-            let (id, t) = self.expr(a, out, hint.as_ref());
+            let (mut id, mut t) = self.expr(a, out, hint.as_ref());
+            if matches!(kind, ParamKind::Same) && same == Some(Type::Float) && t == Type::Int {
+                let dst = self.temp(Type::Float, out);
+                self.builtin(vec![dst], Pure::IntToFloat.into(), vec![id], a.span, out);
+                (id, t) = (dst, Type::Float);
+            }
             let ok = match &kind {
                 ParamKind::Is(want) => want.accepts(&t),
                 ParamKind::Any => t != Type::Void,
