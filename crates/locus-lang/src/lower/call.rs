@@ -422,6 +422,16 @@ impl<'a> FnCx<'a> {
         match sig.builtin {
             Some(op) => self.builtin(out_ids, op, arg_ids, name.span, out),
             None => {
+                // The globals it reads, as they are here.
+                for global in &sig.globals {
+                    match self.lookup(global) {
+                        Some(l) => arg_ids.push(l.id),
+                        None => self.error(
+                            name.span,
+                            format!("'{}' reads top-level variable '{global}', which is not declared before this call", name.name),
+                        ),
+                    }
+                }
                 let at = self.pos(name.span);
                 out.push(Stmt::Call {
                     func: ir_name.unwrap_or_else(|| name.name.clone()),

@@ -14,6 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 mod call;
 mod expr;
+mod globals;
 mod stmt;
 
 /// A callable's signature, user-defined or built in.
@@ -32,6 +33,9 @@ struct FnSig {
     /// default values.
     params: Vec<String>,
     defaults: Vec<Option<Expr>>,
+    /// The top-level variables a user function reads (itself or through
+    /// its calls): hidden inputs after its own, which every call passes.
+    globals: Vec<String>,
 }
 
 impl FnSig {
@@ -59,6 +63,7 @@ impl FnSig {
             module: Some(s.module),
             params: Vec::new(),
             defaults: Vec::new(),
+            globals: Vec::new(),
         }
     }
 }
@@ -79,6 +84,8 @@ struct Globals<'s> {
     structs: BTreeMap<String, Vec<(String, Type)>>,
     typedefs: HashMap<String, Type>,
     consts: HashMap<String, (Type, Const)>,
+    /// The variables top-level statements declare, which functions read.
+    top: BTreeMap<String, Type>,
 }
 
 pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diagnostic>) {
@@ -92,6 +99,7 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
         structs: BTreeMap::new(),
         typedefs: HashMap::new(),
         consts: HashMap::new(),
+        top: BTreeMap::new(),
     };
     let mut imports = Vec::new();
     // Types first, so that signatures can use them in any order.
@@ -150,6 +158,9 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
             _ => {}
         }
     }
+    // Their errors are reported where `main` declares them.
+    g.top = globals::top_level(prog, &g, &mut Vec::new());
+    let reads = globals::read_by_functions(prog, &g.top);
     let mut definitions: HashMap<&str, usize> = HashMap::new();
     for item in &prog.items {
         if let ast::Item::Func(f) = item {
@@ -207,6 +218,7 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
                         true => f.inputs.iter().map(|p| p.default.clone()).collect(),
                         false => Vec::new(),
                     },
+                    globals: reads.get(&f.name.name).cloned().unwrap_or_default(),
                 };
                 if ir_name != f.name.name {
                     g.overloads
@@ -471,6 +483,16 @@ fn lower_function(
             out.push(id);
         }
     }
+    let name = (g.ir_names.get(&f.name.span.start).cloned()).unwrap_or_else(|| f.name.name.clone());
+    if let Some(sig) = g.functions.get(&name) {
+        for global in &sig.globals {
+            let ident = Ident {
+                name: global.clone(),
+                span: f.name.span,
+            };
+            inputs.push(cx.declare(&ident, g.top[global].clone(), Role::Global));
+        }
+    }
     let mut body = Vec::new();
     let kind = match &f.body {
         ast::FuncBody::Composite(b) => {
@@ -531,7 +553,6 @@ fn lower_function(
             target: target.clone(),
         },
     };
-    let name = (g.ir_names.get(&f.name.span.start).cloned()).unwrap_or_else(|| f.name.name.clone());
     let mut func = cx.finish(name, kind, inputs, outputs, body);
     func.pure_fn = pure_fn;
     func.dispatch = dispatch;
@@ -550,6 +571,8 @@ enum Role {
     Local,
     Input,
     Output,
+    /// A top-level variable a function reads (`globals`).
+    Global,
 }
 
 struct Local {
@@ -687,17 +710,27 @@ impl<'a> FnCx<'a> {
         });
     }
 
+    /// Reports an assignment of `name`, which has `role`, if it is not
+    /// allowed: an input's, or a global's inside a function (as Swift/T).
+    fn read_only(&mut self, role: Role, name: &Ident) -> bool {
+        let why = match role {
+            Role::Input => "is an input and cannot be assigned",
+            Role::Global => {
+                "is a top-level variable: only the top level assigns it, not a function"
+            }
+            Role::Local | Role::Output => return false,
+        };
+        self.error(name.span, format!("'{}' {why}", name.name));
+        true
+    }
+
     /// Records a whole-value assignment of `id` and reports a second one.
     fn note_assign(&mut self, name: &Ident, id: VarId) {
         let (role, loop_depth) = match self.lookup(&name.name) {
             Some(l) => (l.role, l.loop_depth),
             None => return,
         };
-        if role == Role::Input {
-            self.error(
-                name.span,
-                format!("'{}' is an input and cannot be assigned", name.name),
-            );
+        if self.read_only(role, name) {
             return;
         }
         if loop_depth < self.loop_depth {

@@ -202,7 +202,7 @@ impl<'a> FnCx<'a> {
             );
             return;
         }
-        if role == Role::Input {
+        if matches!(role, Role::Input | Role::Global) {
             let n = &target.name;
             self.error(
                 target.span,
@@ -232,13 +232,7 @@ impl<'a> FnCx<'a> {
             self.error(root.span, format!("undeclared variable '{}'", root.name));
             return;
         };
-        if role == Role::Input {
-            let n = &root.name;
-            self.error(
-                root.span,
-                format!("'{n}' is an input and cannot be assigned"),
-            );
-        }
+        self.read_only(role, root);
         let (array, path, ty) = match target {
             ast::LValue::Var(_) => (id, Vec::new(), self.vars[id as usize].ty.clone()),
             _ => match self.lvalue_parent(target, out) {
@@ -355,12 +349,8 @@ impl<'a> FnCx<'a> {
                     Some(v) => v,
                     None => self.typed_expr(value, out, &ty),
                 };
-                if let Some(root) = self.lookup(&target.root().name) {
-                    if root.role == Role::Input {
-                        let span = target.root().span;
-                        let n = target.root().name.clone();
-                        self.error(span, format!("'{n}' is an input and cannot be assigned"));
-                    }
+                if let Some(role) = self.lookup(&target.root().name).map(|l| l.role) {
+                    self.read_only(role, target.root());
                 }
                 if let Some(id) = self.lookup(&target.root().name).map(|l| l.id) {
                     self.ever_assigned.insert(id);
