@@ -108,18 +108,23 @@ fn modules_come_from_include_dirs_and_swift_path_and_cycles_are_errors() {
         .output()
         .unwrap();
     assert!(via_env.status.success());
-    // A cycle is reported where it closes, in the module's own file.
+    // A cycle loads each module once, as Swift/T does: what both define
+    // is there.
     std::fs::write(
         lib.join("shared.swift"),
-        "import back;\n(int o) two() { o = 2; }\n",
+        "import back;\n(int o) two() { o = back() + 1; }\n",
     )
     .unwrap();
-    std::fs::write(lib.join("back.swift"), "import shared;\n").unwrap();
+    std::fs::write(
+        lib.join("back.swift"),
+        "import shared;\n(int o) back() { o = 1; }\n",
+    )
+    .unwrap();
     let cycle = locus(&["check", "-I", lib_s, script]);
-    let err = String::from_utf8_lossy(&cycle.stderr);
     assert!(
-        err.contains("back.swift:1:1: error: import cycle: shared -> back -> shared"),
-        "{err}"
+        cycle.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cycle.stderr)
     );
 }
 

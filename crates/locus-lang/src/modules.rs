@@ -1,13 +1,16 @@
 //! User modules: `import a.b;` (not a library module) loads `a/b.swift`
 //! from the importing file's directory, the script's, then the search
 //! path (`-I DIR`, `SWIFT_PATH`), as Swift/T does. A module's definitions
-//! join the script's; each module is loaded once however often imported.
-//! A missing module and an import cycle are errors at the import.
+//! join the script's, and its statements run as the script's top-level
+//! ones do, where it is first imported; each module is loaded once however
+//! often imported, so an import cycle (a module importing itself through
+//! others) loads each once, as in Swift/T. A missing module is an error at
+//! the import.
 //!
 //! Library modules are builtins, except those written in Swift and built
 //! into the compiler (`library/*.swift`), which load like user modules.
 
-use crate::ast::{Item, Program, StmtKind};
+use crate::ast::{Item, Program};
 use crate::diag::Diagnostic;
 use crate::source::{Source, Span};
 use crate::{builtins, lexer, parser};
@@ -66,11 +69,7 @@ impl Loader<'_> {
                 }
                 continue;
             }
-            if stack.contains(&name) {
-                let cycle = [stack.as_slice(), std::slice::from_ref(&name)].concat();
-                self.error(*span, format!("import cycle: {}", cycle.join(" -> ")));
-                continue;
-            }
+            // Loaded, or being loaded (a cycle): its items are there.
             if !self.loaded.insert(name.clone()) {
                 continue;
             }
@@ -106,7 +105,7 @@ impl Loader<'_> {
         out
     }
 
-    /// A module's items; a module holds definitions only.
+    /// A module's items: definitions and statements (no `main`).
     fn parse(&mut self, file: &Path, text: String) -> Vec<Item> {
         let base = self
             .src
@@ -125,11 +124,6 @@ impl Loader<'_> {
         for item in program.items {
             match &item {
                 Item::Main { span, .. } => self.error(*span, "a module cannot have 'main'"),
-                Item::Stmt(s) if !matches!(s.kind, StmtKind::Decl { global: true, .. }) => self
-                    .error(
-                        s.span,
-                        "a module holds definitions only (functions, types, global constants)",
-                    ),
                 _ => items.push(item),
             }
         }
