@@ -45,6 +45,12 @@ pub(crate) struct RunArgs {
     /// Seconds an app may run before it is killed and fails.
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
     pub task_timeout: Option<f64>,
+    /// The most memory each server rank may use (`512M`, `4GiB`, bytes):
+    /// a run whose script state grows past it fails, naming the loop or
+    /// function that made it grow. Default: half of the node's memory (or
+    /// of its cgroup's limit), shared by the run's servers on the node.
+    #[arg(long, value_name = "SIZE", value_parser = memory_size)]
+    pub max_memory: Option<u64>,
     /// Keep apps' stdout and stderr (those the script does not redirect)
     /// only in RUN_DIR/tasks/<id>.out|.err, not on the terminal too.
     #[arg(long)]
@@ -199,6 +205,7 @@ impl RunArgs {
             resume: self.resume,
             record_hashes: self.record_hashes || self.resume == Some(ResumeBy::Content),
             soft_wait: self.soft_wait.map(Duration::from_millis),
+            max_memory: self.max_memory,
             args: self.args.clone(),
             include: self.modules.search(),
             ..RankOptions::new(self.script.clone(), run_dir)
@@ -344,6 +351,15 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(x),
         _ => Err(format!("'{s}' is not a positive number of seconds")),
+    }
+}
+
+fn memory_size(s: &str) -> Result<u64, String> {
+    match parse_size::parse_size(s) {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "'{s}' is not a size (bytes, or with a unit: 512M, 4GiB)"
+        )),
     }
 }
 

@@ -646,3 +646,41 @@ fn a_builtin_waiting_on_a_stopped_daemon_is_not_taken_for_a_stalled_run() {
     let run = run.ok();
     assert!(run.stdout().contains("trace: 4"), "{}", run.stdout());
 }
+
+#[test]
+fn a_run_past_its_memory_budget_fails_naming_the_loop_or_the_recursion() {
+    // Both would take the node's memory: an endless range, and a function
+    // calling itself without a base case (whose calls, dropped at the end,
+    // overflowed the stack too). Each fails within its budget, naming its
+    // cause where the script has it.
+    let cases = [
+        (
+            "foreach i in [0:9223372036854775807] { int x = i + 1; }\n",
+            "t.swift:1:9: this loop made ",
+        ),
+        (
+            "(int o) f(int n) { o = f(n + 1); }\ntrace(f(0));\n",
+            "calls of 'f' made ",
+        ),
+    ];
+    for (script, cause) in cases {
+        let started = std::time::Instant::now();
+        let run = Run::new(&["-n", "2", "--max-memory", "120M"], script);
+        assert!(!run.out.status.success());
+        let err = String::from_utf8_lossy(&run.out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("locus: server"))
+            .unwrap_or_default();
+        assert!(
+            last.contains("over its budget of 114.4 MiB (--max-memory)") && last.contains(cause),
+            "{err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(120));
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.run_dir().join("run.json")).unwrap())
+                .unwrap();
+        assert_eq!(summary["error_kind"], "Memory");
+    }
+}

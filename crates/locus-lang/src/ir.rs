@@ -238,6 +238,8 @@ pub enum Stmt {
         index: Option<VarId>,
         body: Vec<Stmt>,
         opts: LoopOpts,
+        /// The loop variable, naming the loop (in a run out of memory).
+        at: Pos,
     },
     ForeachRange {
         lo: VarId,
@@ -247,6 +249,7 @@ pub enum Stmt {
         index: Option<VarId>,
         body: Vec<Stmt>,
         opts: LoopOpts,
+        at: Pos,
     },
     /// A sequential `for` loop: each iteration's variables are new futures.
     Loop {
@@ -256,6 +259,7 @@ pub enum Stmt {
         body: Vec<Stmt>,
         next: Vec<Stmt>,
         updates: Vec<(VarId, VarId)>,
+        at: Pos,
     },
     Wait {
         vars: Vec<VarId>,
@@ -452,6 +456,7 @@ impl Function {
                 index,
                 body,
                 opts,
+                ..
             } => {
                 let idx = index.map_or(String::new(), |i| format!(", {}", v(i)));
                 self.open(
@@ -469,6 +474,7 @@ impl Function {
                 index,
                 body,
                 opts,
+                ..
             } => {
                 let idx = index.map_or(String::new(), |i| format!(", {}", v(i)));
                 let st = step.map_or(String::new(), |s| format!(":{}", v(s)));
@@ -491,6 +497,7 @@ impl Function {
                 body,
                 next,
                 updates,
+                ..
             } => {
                 let init: Vec<String> = vars
                     .iter()

@@ -22,6 +22,8 @@ pub enum ErrorKind {
     Fs,
     /// The ranks of the run could not start or meet.
     Launch,
+    /// A server's state passed its memory budget (`--max-memory`).
+    Memory,
     /// A bug in Locus.
     Internal,
 }
@@ -34,6 +36,7 @@ impl std::fmt::Display for ErrorKind {
             ErrorKind::Lost => "lost",
             ErrorKind::Fs => "file system",
             ErrorKind::Launch => "launch",
+            ErrorKind::Memory => "memory",
             ErrorKind::Internal => "internal",
         })
     }

@@ -601,6 +601,7 @@ impl<'a> FnCx<'a> {
                 index: i,
                 body: b,
                 opts,
+                at: cx.pos(value.span),
             }
         });
         out.push(stmt);
@@ -631,6 +632,7 @@ impl<'a> FnCx<'a> {
                 index: i,
                 body: b,
                 opts,
+                at: cx.pos(value.span),
             }
         });
         out.push(stmt);
@@ -678,6 +680,7 @@ impl<'a> FnCx<'a> {
                 body: Vec::new(),
                 next,
                 updates: vec![(v, succ)],
+                at: cx.pos(var.span),
             }
         });
         out.push(stmt);
@@ -757,6 +760,7 @@ impl<'a> FnCx<'a> {
                 body: body_ir,
                 next,
                 updates,
+                at: cx.pos(cond.span),
             }
         });
         out.push(stmt);

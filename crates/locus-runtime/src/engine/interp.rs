@@ -15,6 +15,7 @@ impl Engine {
         block: &Arc<Block>,
         done: &Arc<Done>,
     ) {
+        self.made.add(block);
         let mut counts: HashMap<VarId, (FutureId, usize)> = HashMap::new();
         for s in &block.stmts {
             let Stmt::Decl { var, mapping } = s else {

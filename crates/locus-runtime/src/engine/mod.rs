@@ -22,7 +22,9 @@ use crate::ranks::server::Dispatch;
 use locus_lang::builtins::{Builtin, Run, Task as TaskFn};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
-use locus_proto::run::{Arg, Held, Outcome, Placed, RunError, Stats, Target, Task, Work};
+use locus_proto::run::{
+    Arg, ErrorKind, Held, Outcome, Placed, RunError, Stats, Target, Task, Work,
+};
 use remote::{ControlStats, Items, Msg, Remote, Status};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -38,6 +40,7 @@ pub(crate) mod ids;
 mod interp;
 mod leaf;
 mod lineage;
+pub(crate) mod memory;
 pub(crate) mod plan;
 pub(crate) mod remote;
 mod stall;
@@ -108,6 +111,8 @@ pub struct RunOptions {
     pub progress: Option<Arc<dyn Progress>>,
     /// Task keys, and what earlier runs did (`--resume`).
     pub resume: crate::records::resume::Resume,
+    /// The most resident memory this server may use (`memory`).
+    pub memory_budget: Option<u64>,
 }
 
 pub struct Engine {
@@ -116,6 +121,8 @@ pub struct Engine {
     funcs: HashMap<String, Arc<Function>>,
     /// Each function's body and every block, prepared once.
     plans: Plans,
+    /// Futures made by each block's runs, for a run out of memory.
+    made: memory::Made,
     store: Store,
     remote: Remote,
     /// Work sent to other servers and not finished, holding its caller's guard.
@@ -152,14 +159,15 @@ const SIGNAL: Value = Value::Bool(true);
 /// Runs a statement's completion callback once the statement and all the
 /// work it started have dropped their clones.
 struct Done {
-    _parent: Option<Arc<Done>>,
+    /// Held so the parent is done only after this; let go of in `drop`.
+    parent: Option<Arc<Done>>,
     on_done: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl Done {
     fn new(parent: Option<Arc<Done>>, f: impl FnOnce() + Send + 'static) -> Arc<Done> {
         Arc::new(Done {
-            _parent: parent,
+            parent,
             on_done: Mutex::new(Some(Box::new(f))),
         })
     }
@@ -169,6 +177,17 @@ impl Drop for Done {
     fn drop(&mut self) {
         if let Some(f) = self.on_done.lock().expect("done").take() {
             f();
+        }
+        // Parents this was the last holder of are done too, one after the
+        // other here: dropped recursively, the chain of a recursion a
+        // million calls deep overflowed the stack.
+        let mut parent = self.parent.take();
+        while let Some(mut done) = parent.and_then(Arc::into_inner) {
+            if let Some(f) = done.on_done.get_mut().expect("done").take() {
+                f();
+            }
+            // `done` goes with neither callback nor parent: no recursion.
+            parent = done.parent.take();
         }
     }
 }
@@ -261,6 +280,7 @@ impl Engine {
         Arc::new(Engine {
             files: program.files,
             funcs,
+            made: memory::Made::new(plans.len()),
             plans,
             store: Store::new(opts.server),
             remote,
@@ -283,9 +303,15 @@ impl Engine {
         })
     }
 
-    /// Starts taking messages from the other servers' engines; on a server
-    /// other than the leader, also reports progress to the leader.
+    /// Starts watching this server's memory (`memory`) and taking messages
+    /// from the other servers' engines; on a server other than the leader,
+    /// also reports progress to the leader.
     pub fn start(self: &Arc<Self>) {
+        let e = self.clone();
+        tokio::spawn(async move {
+            let over = e.over_budget(e.opts.memory_budget).await;
+            e.fail(over);
+        });
         let Some(mut inbox) = self.opts.dispatch.inbox() else {
             return;
         };

@@ -9,7 +9,7 @@
 //! once, and what a nested block writes reaches its parent as the set of
 //! variables it writes but does not declare.
 
-use locus_lang::ir::{Function, Stmt, VarId};
+use locus_lang::ir::{Function, Pos, Stmt, VarId};
 use std::collections::{HashMap, HashSet};
 use std::mem::take;
 use std::sync::Arc;
@@ -29,6 +29,28 @@ pub(crate) struct Block {
     pub nested: Vec<Vec<Arc<Block>>>,
     /// Variables written anywhere inside this block but declared outside it.
     pub writes_outer: HashSet<VarId>,
+    /// The futures each run of the block makes (its declarations).
+    pub decls: u64,
+    /// What runs the block again and again: its function, or the
+    /// innermost loop around it.
+    pub site: Site,
+}
+
+/// What makes the futures of a block (a run out of memory names it).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Site {
+    Function(String),
+    Loop(Pos),
+}
+
+/// The site of the blocks nested in `s`, inside a block of site `outer`.
+fn site_of(s: &Stmt, outer: &Site) -> Site {
+    match s {
+        Stmt::ForeachArray { at, .. } | Stmt::ForeachRange { at, .. } | Stmt::Loop { at, .. } => {
+            Site::Loop(*at)
+        }
+        _ => outer.clone(),
+    }
 }
 
 /// Moves the blocks out of a statement: `if` then/else; `switch` cases then
@@ -89,7 +111,10 @@ impl Plans {
         let mut blocks = Vec::new();
         let bodies = funcs
             .into_iter()
-            .map(|f| (f.name.clone(), plan(f.body.clone(), &mut blocks)))
+            .map(|f| {
+                let site = Site::Function(f.name.clone());
+                (f.name.clone(), plan(f.body.clone(), &site, &mut blocks))
+            })
             .collect();
         Plans { bodies, blocks }
     }
@@ -101,10 +126,14 @@ impl Plans {
     pub(crate) fn block(&self, id: BlockId) -> Option<&Arc<Block>> {
         self.blocks.get(id as usize)
     }
+
+    pub(crate) fn len(&self) -> usize {
+        self.blocks.len()
+    }
 }
 
 /// Recursion follows the script's nesting, which the front end bounds.
-fn plan(mut stmts: Vec<Stmt>, blocks: &mut Vec<Arc<Block>>) -> Arc<Block> {
+fn plan(mut stmts: Vec<Stmt>, site: &Site, blocks: &mut Vec<Arc<Block>>) -> Arc<Block> {
     let declared: HashSet<VarId> = stmts
         .iter()
         .filter_map(|s| match s {
@@ -117,9 +146,10 @@ fn plan(mut stmts: Vec<Stmt>, blocks: &mut Vec<Arc<Block>>) -> Arc<Block> {
     let mut writers: HashMap<VarId, usize> = declared.iter().map(|v| (*v, 0)).collect();
     let mut writes_outer = HashSet::new();
     for s in &mut stmts {
+        let inner_site = site_of(s, site);
         let inner: Vec<Arc<Block>> = take_nested(s)
             .into_iter()
-            .map(|b| plan(b, blocks))
+            .map(|b| plan(b, &inner_site, blocks))
             .collect();
         let mut mine: Vec<VarId> = writes_directly(s)
             .iter()
@@ -149,6 +179,8 @@ fn plan(mut stmts: Vec<Stmt>, blocks: &mut Vec<Arc<Block>>) -> Arc<Block> {
         writers,
         nested,
         writes_outer,
+        decls: declared.len() as u64,
+        site: site.clone(),
     });
     blocks.push(block.clone());
     block

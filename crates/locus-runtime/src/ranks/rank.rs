@@ -72,6 +72,11 @@ pub struct RankOptions {
     pub args: Vec<String>,
     /// How long without progress (and no task running) means stuck.
     pub stall: Duration,
+    /// The most resident memory each server may use (`--max-memory`);
+    /// default: half of its node's (or cgroup's) memory, shared by the
+    /// servers on the node.
+    #[serde(default)]
+    pub max_memory: Option<u64>,
 }
 
 impl RankOptions {
@@ -96,6 +101,7 @@ impl RankOptions {
             soft_wait: None,
             args: Vec::new(),
             stall: Duration::from_millis(500),
+            max_memory: None,
         }
     }
 }
@@ -387,6 +393,12 @@ async fn rank_main(
             run_dir: opts.run_dir.clone(),
             out: parts.out,
             stall: opts.stall,
+            memory_budget: opts.max_memory.or_else(|| {
+                let here = layout.node_of(me);
+                let servers =
+                    (layout.workers()..layout.size()).filter(|r| layout.node_of(*r) == here);
+                crate::engine::memory::default_budget(servers.count() as u32)
+            }),
             progress,
             resume: Resume::new(&opts.run_dir, me, opts.resume).map_err(RunError::fs)?,
         },

@@ -1,0 +1,132 @@
+//! The memory budget of a server rank: what the script's state (its
+//! futures, kept for the whole run) may take of the node. A run whose
+//! server passes it fails with one error naming what made most futures (a
+//! loop, or a function called again and again, as a recursion without a
+//! base case is) before the allocator aborts or the node's OOM killer picks
+//! a victim. Futures are counted per block as blocks run: one atomic add
+//! per block, not per future.
+
+use super::plan::{BlockId, Site};
+use super::*;
+
+/// How often a server looks at its resident memory.
+const EVERY: Duration = Duration::from_millis(200);
+
+/// Futures made by the runs of each block, by block id.
+pub(super) struct Made(Vec<AtomicU64>);
+
+impl Made {
+    pub(super) fn new(blocks: usize) -> Made {
+        Made((0..blocks).map(|_| AtomicU64::new(0)).collect())
+    }
+
+    pub(super) fn add(&self, block: &Block) {
+        self.0[block.id as usize].fetch_add(block.decls, Ordering::Relaxed);
+    }
+}
+
+impl Engine {
+    /// Resolves, with the run's error, once this rank's resident memory
+    /// passes `budget`; never without one.
+    pub(super) async fn over_budget(&self, budget: Option<u64>) -> RunError {
+        let Some(budget) = budget else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(EVERY).await;
+            if let Some(rss) = resident_bytes().filter(|rss| *rss > budget) {
+                return self.memory_error(rss, budget);
+            }
+        }
+    }
+
+    /// The error of a run whose server uses `rss` bytes, over `budget`.
+    fn memory_error(&self, rss: u64, budget: u64) -> RunError {
+        let mut by_site: Vec<(Site, u64)> = Vec::new();
+        for (id, made) in self.made.0.iter().enumerate() {
+            let n = made.load(Ordering::Relaxed);
+            let Some(block) = self.plans.block(id as BlockId).filter(|_| n > 0) else {
+                continue;
+            };
+            match by_site.iter_mut().find(|(s, _)| *s == block.site) {
+                Some((_, total)) => *total += n,
+                None => by_site.push((block.site.clone(), n)),
+            }
+        }
+        let grew = match by_site.into_iter().max_by_key(|(_, n)| *n) {
+            Some((Site::Loop(at), n)) => {
+                format!("{}: this loop made {n} values, all kept while the run goes", self.place(&at))
+            }
+            Some((Site::Function(f), n)) if f == "main" => {
+                format!("the script's top level made {n} values")
+            }
+            Some((Site::Function(f), n)) => format!(
+                "calls of '{f}' made {n} values (a recursion without a base case calls it without end)"
+            ),
+            None => "no statement of the script".into(),
+        };
+        RunError::new(
+            ErrorKind::Memory,
+            format!(
+                "server rank {} uses {} of memory, over its budget of {} (--max-memory): {grew}",
+                self.opts.first_server + self.opts.server,
+                mib(rss),
+                mib(budget)
+            ),
+        )
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+}
+
+/// This process's resident memory (`/proc/self/statm`).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf only reads a system constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok()?)
+}
+
+/// A server's default budget: half of what this node may use (its memory,
+/// or the limit of the cgroup this runs in, as Slurm sets), shared by the
+/// run's servers on it.
+pub(crate) fn default_budget(servers_here: u32) -> Option<u64> {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib << 10)
+        })?;
+    // cgroup v2: this process's group (`0::/path`), "max" when unlimited.
+    let group = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|c| {
+            let path = c.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+            Some(path)
+        });
+    let cgroup = std::fs::read_to_string(format!(
+        "/sys/fs/cgroup{}/memory.max",
+        group.unwrap_or_default().trim_end_matches('/')
+    ))
+    .ok()
+    .and_then(|m| m.trim().parse::<u64>().ok());
+    let node = cgroup.map_or(total, |c| c.min(total));
+    Some(node / 2 / u64::from(servers_here.max(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_budget_is_half_the_node_shared_by_its_servers() {
+        let one = default_budget(1).expect("this machine's memory");
+        let four = default_budget(4).expect("this machine's memory");
+        assert_eq!(four, one / 4);
+        assert!(one > 0 && resident_bytes().is_some_and(|rss| rss < one * 2));
+    }
+}
