@@ -78,7 +78,12 @@ const PIECES: &[&str] = &[
 fn corpus() -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut out = Vec::new();
-    for dir in ["tests/swift/check/ok", "tests/swift/check/err", "examples"] {
+    for dir in [
+        "tests/swift/check/ok",
+        "tests/swift/check/err",
+        "tests/swift/run",
+        "examples",
+    ] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "swift") {

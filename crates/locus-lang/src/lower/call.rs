@@ -17,9 +17,7 @@ pub(super) enum Resolved {
 impl<'a> FnCx<'a> {
     /// A call used as a value: it must return exactly one result.
     pub(super) fn call_value(&mut self, e: &Expr, out: &mut Vec<Stmt>) -> (VarId, Type) {
-        let ExprKind::Call { name, args, .. } = &e.kind else {
-            unreachable!("a call")
-        };
+        let (name, args, _) = call_parts(e);
         if self.is_constructor(name) {
             let t = Type::Struct(name.name.clone());
             let dst = self.temp(t.clone(), out);
@@ -101,9 +99,7 @@ impl<'a> FnCx<'a> {
     /// Lowers a call whose results go to `outs` (`None`: a statement, so
     /// the results are dropped).
     pub(super) fn call(&mut self, e: &Expr, outs: Option<&[(VarId, Type)]>, out: &mut Vec<Stmt>) {
-        let ExprKind::Call { name, args, .. } = &e.kind else {
-            unreachable!("a call")
-        };
+        let (name, args, _) = call_parts(e);
         if self.is_constructor(name) {
             let made = Type::Struct(name.name.clone());
             match outs {
@@ -143,14 +139,7 @@ impl<'a> FnCx<'a> {
     /// order `T` declares them, set to the arguments (Swift/T's guide:
     /// `person p3 = person("Nguyen", 42);`).
     fn construct(&mut self, e: &Expr, dst: VarId, out: &mut Vec<Stmt>) {
-        let ExprKind::Call {
-            name,
-            args,
-            annotations,
-        } = &e.kind
-        else {
-            unreachable!("a call")
-        };
+        let (name, args, annotations) = call_parts(e);
         if let Some(a) = annotations.first() {
             self.error(
                 a.span,
@@ -204,14 +193,7 @@ impl<'a> FnCx<'a> {
         outs: Option<&[(VarId, Type)]>,
         out: &mut Vec<Stmt>,
     ) {
-        let ExprKind::Call {
-            name,
-            args,
-            annotations,
-        } = &e.kind
-        else {
-            unreachable!("a call")
-        };
+        let (name, args, annotations) = call_parts(e);
         let (ir_name, sig) = match resolved {
             Resolved::Found(sig, ir_name) => (ir_name, sig),
             Resolved::Unknown => {
@@ -542,4 +524,17 @@ impl<'a> FnCx<'a> {
             }
         }
     }
+}
+
+/// The name, arguments and annotations of call expression `e`.
+fn call_parts(e: &Expr) -> (&Ident, &[Expr], &[ast::Annotation]) {
+    let ExprKind::Call {
+        name,
+        args,
+        annotations,
+    } = &e.kind
+    else {
+        unreachable!("a call")
+    };
+    (name, args, annotations)
 }
