@@ -202,11 +202,16 @@ impl<'a> FnCx<'a> {
             );
             return;
         }
-        if matches!(role, Role::Input | Role::Global) {
+        let outside = match role {
+            Role::Input => Some("a parameter"),
+            Role::Global => Some("a top-level variable"),
+            Role::Local | Role::Output => None,
+        };
+        if let Some(what) = outside {
             let n = &target.name;
             self.error(
                 target.span,
-                format!("'{n}' is a parameter: an updateable_float is updated only in the function that declares it"),
+                format!("'{n}' is {what}: an updateable_float is updated only in the function that declares it"),
             );
         }
         let Some(op) = ir::UpdateOp::named(&op.name) else {
