@@ -101,21 +101,29 @@ pub(crate) fn default_budget(servers_here: u32) -> Option<u64> {
             let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
             Some(kib << 10)
         })?;
-    // cgroup v2: this process's group (`0::/path`), "max" when unlimited.
-    let group = std::fs::read_to_string("/proc/self/cgroup")
-        .ok()
-        .and_then(|c| {
-            let path = c.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
-            Some(path)
-        });
-    let cgroup = std::fs::read_to_string(format!(
-        "/sys/fs/cgroup{}/memory.max",
-        group.unwrap_or_default().trim_end_matches('/')
-    ))
-    .ok()
-    .and_then(|m| m.trim().parse::<u64>().ok());
+    let cgroup = cgroup_limit();
     let node = cgroup.map_or(total, |c| c.min(total));
     Some(node / 2 / u64::from(servers_here.max(1)))
+}
+
+/// The memory limit of the cgroup this process runs in, if it sets one:
+/// v2's `memory.max` (`max` when unlimited), or v1's memory controller's
+/// `memory.limit_in_bytes` (as Slurm sites with cgroup v1 set it).
+fn cgroup_limit() -> Option<u64> {
+    let groups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    groups.lines().find_map(|line| {
+        let (_, rest) = line.split_once(':')?;
+        let (controllers, path) = rest.split_once(':')?;
+        let path = path.trim_end_matches('/');
+        let file = match controllers {
+            "" => format!("/sys/fs/cgroup{path}/memory.max"),
+            c if c.split(',').any(|c| c == "memory") => {
+                format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes")
+            }
+            _ => return None,
+        };
+        std::fs::read_to_string(file).ok()?.trim().parse().ok()
+    })
 }
 
 #[cfg(test)]
