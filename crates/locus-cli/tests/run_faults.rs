@@ -684,3 +684,34 @@ fn a_run_past_its_memory_budget_fails_naming_the_loop_or_the_recursion() {
         assert_eq!(summary["error_kind"], "Memory");
     }
 }
+
+#[test]
+fn a_host_file_slow_to_read_holds_its_builtin_only_not_the_server() {
+    // A FIFO whose writer comes 12 s later, as a hung NFS server would:
+    // read on the engine's thread, it held the whole server past its
+    // peers' 10 s bound for a sign of life, and the run lost its worker.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("slow");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a plain mkfifo of a path in this test's directory.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let writer = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            std::thread::sleep(Duration::from_secs(12));
+            std::fs::write(fifo, "late\n").unwrap();
+        }
+    });
+    let script = format!(
+        "import files;\n\
+         app (void o) nap() {{ \"sleep\" \"1\" }}\n\
+         foreach i in [1:3] {{ nap(); }}\n\
+         string s = read(input(\"{}\"));\n\
+         trace(\"read\", s);\n",
+        fifo.display()
+    );
+    let run = Run::new(&["-n", "2"], &script);
+    writer.join().unwrap();
+    let run = run.ok();
+    assert!(run.stdout().contains("trace: read,late"), "{}", run.stdout());
+}

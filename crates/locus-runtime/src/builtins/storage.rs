@@ -233,7 +233,7 @@ impl Storage {
                 let path = text(a, 0, name)?;
                 Value::Bool(match fs_path(&path) {
                     Some(fp) => self.client(name, &path)?.stat(fp).await.is_ok(),
-                    None => std::path::Path::new(&path).exists(),
+                    None => on_host(move || std::path::Path::new(&path).exists()).await?,
                 })
             }
             Run::FileSize | Run::FileType | Run::FileTypeString | Run::FileMtime => {
@@ -274,7 +274,13 @@ impl Storage {
                 .get(fp)
                 .await
                 .map_err(|e| format!("{name}({path}): {}", as_written(e)))?,
-            None => std::fs::read(&path).map_err(|e| format!("{name}({path}): {e}"))?,
+            None => {
+                let read = on_host({
+                    let path = path.clone();
+                    move || std::fs::read(path)
+                });
+                read.await?.map_err(|e| format!("{name}({path}): {e}"))?
+            }
         };
         Ok(bytes)
     }
@@ -302,7 +308,18 @@ impl Storage {
             return Ok((rec.size, (rec.mtime_ns / 1_000_000_000) as i64, kind));
         }
         use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        let m = std::fs::symlink_metadata(path).map_err(|e| err(&e))?;
+        let host = path.to_string();
+        let (m, followed) = on_host(move || {
+            let m = std::fs::symlink_metadata(&host)?;
+            // Size and mtime follow a link, as Tcl's `file size`/`file mtime`.
+            let followed = match m.file_type().is_symlink() {
+                true => Some(std::fs::metadata(&host)?),
+                false => None,
+            };
+            Ok::<_, std::io::Error>((m, followed))
+        })
+        .await?
+        .map_err(|e| err(&e))?;
         let t = m.file_type();
         let kinds = [
             (t.is_file(), "file"),
@@ -314,12 +331,7 @@ impl Storage {
             (t.is_block_device(), "blockSpecial"),
         ];
         let kind = kinds.iter().find(|k| k.0).map_or("file", |k| k.1);
-        // Size and mtime follow a link, as Tcl's `file size`/`file mtime`.
-        let m = if t.is_symlink() {
-            std::fs::metadata(path).map_err(|e| err(&e))?
-        } else {
-            m
-        };
+        let m = followed.unwrap_or(m);
         Ok((m.len(), m.mtime(), kind))
     }
 
@@ -354,15 +366,20 @@ impl Storage {
                     .map(|e| join(&e.name))
                     .collect()
             }
-            None => match std::fs::read_dir(dir.unwrap_or(".")) {
-                Ok(rd) => rd
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
+            None => {
+                let dir = dir.unwrap_or(".").to_string();
+                let names = on_host(move || match std::fs::read_dir(dir) {
+                    Ok(rd) => rd
+                        .flatten()
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect(),
+                    Err(_) => Vec::new(),
+                });
+                (names.await?.into_iter())
                     .filter(|n| wildcard(last.as_bytes(), n.as_bytes()))
                     .map(|n| join(&n))
-                    .collect(),
-                Err(_) => Vec::new(),
-            },
+                    .collect()
+            }
         };
         out.sort();
         Ok(out)
@@ -421,10 +438,14 @@ impl Storage {
                     .map_err(|e| fail(&as_written(e)))?;
             }
             None => {
-                if let Some(dir) = std::path::Path::new(path).parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
-                }
-                std::fs::write(path, data).map_err(|e| fail(&e))?;
+                let (host, data) = (std::path::PathBuf::from(path), data.to_string());
+                let written = on_host(move || {
+                    if let Some(dir) = host.parent() {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                    std::fs::write(host, data)
+                });
+                written.await?.map_err(|e| fail(&e))?;
             }
         }
         Ok(())
@@ -540,4 +561,11 @@ impl Storage {
             })
             .collect()
     }
+}
+
+/// Runs host-file work `f` off the engine's thread: a slow or hung host
+/// file system (an NFS server, a FIFO with no writer yet) holds this call
+/// only, not the server's other work and its heartbeats.
+async fn on_host<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    (tokio::task::spawn_blocking(f).await).map_err(|e| format!("a host file operation failed: {e}"))
 }
