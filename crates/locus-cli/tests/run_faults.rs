@@ -713,5 +713,9 @@ fn a_host_file_slow_to_read_holds_its_builtin_only_not_the_server() {
     let run = Run::new(&["-n", "2"], &script);
     writer.join().unwrap();
     let run = run.ok();
-    assert!(run.stdout().contains("trace: read,late"), "{}", run.stdout());
+    assert!(
+        run.stdout().contains("trace: read,late"),
+        "{}",
+        run.stdout()
+    );
 }
