@@ -259,9 +259,14 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
             site,
             hosts: a.nodes,
         },
-        (None, None) => On::This {
-            nodes: a.nodes.unwrap_or(1),
-        },
+        (None, None) => {
+            if let Some(hint) = one_node_of_an_allocation() {
+                eprintln!("{hint}");
+            }
+            On::This {
+                nodes: a.nodes.unwrap_or(1),
+            }
+        }
     };
     let size = match (a.ranks, &on) {
         (Some(n), _) => n,
@@ -352,6 +357,22 @@ fn positive_seconds(s: &str) -> Result<f64, String> {
         Ok(x) if x > 0.0 && x.is_finite() && x < 1e9 => Ok(x),
         _ => Err(format!("'{s}' is not a positive number of seconds")),
     }
+}
+
+/// Inside a Slurm allocation of several nodes (a batch script, `salloc`),
+/// a run without `--launcher` uses this node only: said at once, with how
+/// to use them all.
+fn one_node_of_an_allocation() -> Option<String> {
+    let job = std::env::var("SLURM_JOB_ID").ok()?;
+    let nodes: u32 = ["SLURM_JOB_NUM_NODES", "SLURM_NNODES"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())?;
+    (nodes > 1).then(|| {
+        format!(
+            "locus: Slurm job {job} has {nodes} nodes; without --launcher srun this run uses \
+             this node only (add --launcher srun -n RANKS to use them all)"
+        )
+    })
 }
 
 fn memory_size(s: &str) -> Result<u64, String> {

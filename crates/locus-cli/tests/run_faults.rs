@@ -719,3 +719,39 @@ fn a_host_file_slow_to_read_holds_its_builtin_only_not_the_server() {
         run.stdout()
     );
 }
+
+#[test]
+fn a_plain_run_in_a_slurm_batch_script_runs_on_this_node_and_says_how_to_use_all() {
+    // A batch script of a 3-node, 6-task job has Slurm's rank variables too
+    // (no step id: nothing started other ranks). Taken for rank 0 of 6, a
+    // plain `locus run` waited 60 s for ranks that never came.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("t.swift");
+    std::fs::write(&script, "trace(\"here\");\n").unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["run", "-n", "2", "--run-dir"])
+        .arg(dir.path().join("run"))
+        .arg(&script)
+        .envs([
+            ("SLURM_JOB_ID", "77"),
+            ("SLURM_JOB_NUM_NODES", "3"),
+            ("SLURM_NNODES", "3"),
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "6"),
+            ("SLURM_CONF", "/nonexistent/slurm.conf"),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("trace: here"));
+    assert!(
+        err.contains(
+            "locus: Slurm job 77 has 3 nodes; without --launcher srun this run uses this node \
+             only (add --launcher srun -n RANKS to use them all)"
+        ),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+}

@@ -24,13 +24,20 @@ pub struct RankEnv {
     pub size: u32,
 }
 
-/// (rank variable, size variable), ours first.
-const LAUNCHERS: &[(&str, &str)] = &[
-    ("LOCUS_RANK", "LOCUS_SIZE"),
-    ("SLURM_PROCID", "SLURM_NTASKS"),
-    ("PMI_RANK", "PMI_SIZE"),
-    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-    ("PMIX_RANK", "PMIX_SIZE"),
+/// (rank variable, size variable, a variable one of which must be set
+/// too), ours first. Slurm sets its rank variables in a batch script as
+/// well, where nothing started the other ranks: only a job step's tasks
+/// (`srun`) have a step id.
+const LAUNCHERS: &[(&str, &str, &[&str])] = &[
+    ("LOCUS_RANK", "LOCUS_SIZE", &[]),
+    (
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+        &["SLURM_STEP_ID", "SLURM_STEPID"],
+    ),
+    ("PMI_RANK", "PMI_SIZE", &[]),
+    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", &[]),
+    ("PMIX_RANK", "PMIX_SIZE", &[]),
 ];
 
 impl RankEnv {
@@ -41,7 +48,10 @@ impl RankEnv {
     }
 
     fn from_vars(get: impl Fn(&str) -> Option<String>) -> Option<RankEnv> {
-        LAUNCHERS.iter().find_map(|(r, s)| {
+        LAUNCHERS.iter().find_map(|(r, s, step)| {
+            if !step.is_empty() && !step.iter().any(|v| get(v).is_some()) {
+                return None;
+            }
             let rank = get(r)?.trim().parse().ok()?;
             let size: u32 = get(s)?.trim().parse().ok()?;
             (size > 1 && rank < size).then_some(RankEnv { rank, size })
@@ -295,6 +305,15 @@ mod tests {
             RankEnv::from_vars(|k| single.get(k).map(std::string::ToString::to_string)),
             None
         );
+        // A batch script of a 6-task job is not rank 0 of 6; a task of a
+        // step of it is.
+        let mut batch: HashMap<&str, &str> = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "6")].into();
+        let from = |vars: &HashMap<&str, &str>| {
+            RankEnv::from_vars(|k| vars.get(k).map(std::string::ToString::to_string))
+        };
+        assert_eq!(from(&batch), None);
+        batch.insert("SLURM_STEP_ID", "0");
+        assert_eq!(from(&batch), Some(RankEnv { rank: 0, size: 6 }));
     }
 
     #[test]
