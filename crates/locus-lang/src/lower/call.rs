@@ -113,20 +113,6 @@ impl<'a> FnCx<'a> {
         self.call_resolved(e, resolved, outs, out);
     }
 
-    /// The type of arguments that must share one where some are ints and
-    /// the others floats: float, the ints converted (Swift/T's
-    /// `assertEqual(n, 2.0)` with an int `n`); `None` otherwise (the first
-    /// argument's type decides).
-    fn numeric_same(&mut self, sig: &FnSig, args: &[&Expr]) -> Option<Type> {
-        let same: Vec<&Expr> = (args.iter().zip(&sig.inputs))
-            .filter(|(_, k)| matches!(k, ParamKind::Same))
-            .map(|(a, _)| *a)
-            .collect();
-        let types: Vec<Type> = same.iter().map(|a| self.probe_type(a)).collect();
-        let mixed = types.contains(&Type::Int) && types.contains(&Type::Float);
-        (mixed && types.iter().all(|t| matches!(t, Type::Int | Type::Float))).then_some(Type::Float)
-    }
-
     /// Whether a call of `name` constructs a struct: it names a struct type
     /// and no function.
     fn is_constructor(&self, name: &Ident) -> bool {
@@ -257,7 +243,12 @@ impl<'a> FnCx<'a> {
             );
         }
         let mut arg_ids = Vec::new();
-        let mut same = self.numeric_same(&sig, &args);
+        let mut same: Option<Type> = None;
+        // Arguments sharing one type, ints and floats mixed (Swift/T's
+        // `assertEqual(n, 2.0)` with an int `n`): floats, the ints
+        // converted once all are lowered.
+        let mut mixed = false;
+        let mut same_ints = Vec::new();
         for (i, a) in args.iter().enumerate() {
             let kind = sig.inputs.get(i).cloned().unwrap_or(ParamKind::Any);
             let hint = match &kind {
@@ -265,18 +256,21 @@ impl<'a> FnCx<'a> {
                 ParamKind::Same => same.clone(),
                 _ => None,
             };
-            let (mut id, mut t) = self.expr(a, out, hint.as_ref());
-            if matches!(kind, ParamKind::Same) && same == Some(Type::Float) && t == Type::Int {
-                let dst = self.temp(Type::Float, out);
-                self.builtin(vec![dst], Pure::IntToFloat.into(), vec![id], a.span, out);
-                (id, t) = (dst, Type::Float);
+            let (id, t) = self.expr(a, out, hint.as_ref());
+            if matches!(kind, ParamKind::Same) && t == Type::Int {
+                same_ints.push(i);
             }
             let ok = match &kind {
                 ParamKind::Is(want) => want.accepts(&t),
                 ParamKind::Any => t != Type::Void,
                 ParamKind::AnyArray => t.is_array() || t == Type::Error,
                 ParamKind::Same => match &same {
-                    Some(s) => s.accepts(&t),
+                    Some(s) if s.accepts(&t) => true,
+                    Some(s) if numeric_pair(s, &t) => {
+                        mixed = true;
+                        true
+                    }
+                    Some(_) => false,
                     None => {
                         same = Some(t.clone());
                         true
@@ -302,6 +296,18 @@ impl<'a> FnCx<'a> {
                 );
             }
             arg_ids.push(id);
+        }
+        for i in same_ints.into_iter().filter(|_| mixed) {
+            let float = self.temp(Type::Float, out);
+            let int = arg_ids[i];
+            self.builtin(
+                vec![float],
+                Pure::IntToFloat.into(),
+                vec![int],
+                args[i].span,
+                out,
+            );
+            arg_ids[i] = float;
         }
         let mut opts = ir::CallOpts::default();
         for a in annotations {
@@ -537,4 +543,9 @@ fn call_parts(e: &Expr) -> (&Ident, &[Expr], &[ast::Annotation]) {
         unreachable!("a call")
     };
     (name, args, annotations)
+}
+
+/// Whether one of `a` and `b` is int and the other float.
+fn numeric_pair(a: &Type, b: &Type) -> bool {
+    matches!((a, b), (Type::Int, Type::Float) | (Type::Float, Type::Int))
 }
