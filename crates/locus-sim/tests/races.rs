@@ -4,11 +4,13 @@
 mod common;
 
 use common::{rt, Cluster};
-use locus_fs::{Client, ClientOptions};
+use locus_fs::{Calling, Client, ClientOptions, Endpoint, Transport};
+use locus_proto::fs::{NodeId, Request};
 use locus_proto::{Errno, FsResult};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::Notify;
 
 fn client(c: &Cluster, node: u32) -> Client {
     c.client_with(ClientOptions {
@@ -237,5 +239,95 @@ fn readers_racing_overwrites_see_the_old_or_the_new_version_never_no_file() {
         for r in readers {
             r.await.unwrap();
         }
+    });
+}
+
+/// Which requests a gate picks.
+type Pick = Box<dyn Fn(&Request) -> bool + Send + Sync>;
+
+/// A transport that holds back the requests `hold` picks until a request
+/// `opens` picks is sent (by any client over a gate sharing `open`),
+/// telling `held` when it holds one.
+struct Gate {
+    inner: Arc<dyn Transport>,
+    hold: Pick,
+    opens: Pick,
+    held: Arc<Notify>,
+    open: Arc<Notify>,
+}
+
+impl Transport for Gate {
+    fn call(&self, node: NodeId, req: Request) -> Calling<'_> {
+        let hold = (self.hold)(&req);
+        if (self.opens)(&req) {
+            self.open.notify_one();
+        }
+        Box::pin(async move {
+            if hold {
+                self.held.notify_one();
+                self.open.notified().await;
+            }
+            self.inner.call(node, req).await
+        })
+    }
+
+    fn endpoint(&self, node: NodeId) -> Option<&Endpoint> {
+        self.inner.endpoint(node)
+    }
+
+    fn nodes(&self) -> usize {
+        self.inner.nodes()
+    }
+}
+
+#[test]
+fn a_file_made_in_a_directory_named_but_not_yet_recorded_is_made() {
+    // Where two daemons keep a directory's name and its record, `mkdir`
+    // adds the name first: a create inside it meanwhile (`mkdir -p d &&
+    // echo > d/f` run by two tasks at once) waits for the record.
+    let cluster = Cluster::up(2);
+    let plain = client(&cluster, 0);
+    let dir = (0..64)
+        .map(|i| format!("/d{i}"))
+        .find(|d| plain.owner(d) != plain.owner("/"))
+        .expect("a directory kept apart from its name among 64");
+    let (held, open) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let gated = |hold: Pick, opens: Pick| {
+        let (held, open) = (held.clone(), open.clone());
+        let opts = ClientOptions::default();
+        let wrap = |inner| -> Arc<dyn Transport> {
+            Arc::new(Gate {
+                inner,
+                hold,
+                opens,
+                held,
+                open,
+            })
+        };
+        cluster.c.client_over(opts, wrap).expect("client")
+    };
+    let d = dir.clone();
+    let maker = gated(
+        Box::new(move |r| matches!(r, Request::CreateRecord { path, .. } if *path == d)),
+        Box::new(|_| false),
+    );
+    // The record is let through once the other client asks for it.
+    let d = dir.clone();
+    let other = gated(
+        Box::new(|_| false),
+        Box::new(move |r| matches!(r, Request::GetRecord { path } if *path == d)),
+    );
+    rt().block_on(async {
+        let mkdir = {
+            let dir = dir.clone();
+            tokio::spawn(async move { maker.mkdir(&dir).await })
+        };
+        held.notified().await;
+        let made = create_whole(&other, &format!("{dir}/f"), b"x").await;
+        open.notify_one();
+        made.expect("a file in a directory being made");
+        mkdir.await.unwrap().expect("the mkdir");
+        other.mkdir_all(&dir).await.expect("mkdir -p of it after");
+        assert_eq!(plain.get(&format!("{dir}/f")).await.unwrap(), b"x");
     });
 }

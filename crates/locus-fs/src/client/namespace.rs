@@ -148,6 +148,27 @@ impl Client {
     pub(super) async fn create_name(
         &self,
         path: &str,
+        record: Record,
+        lease: Option<Lease>,
+    ) -> FsResult<(Option<NodeId>, Record)> {
+        match self.create_name_once(path, record.clone(), lease).await {
+            // The parent named but its record not made yet (another
+            // client's mkdir between its two steps): `stat` waits for it.
+            Err(e) if e.code == Errno::ENOENT && e.subject == split(path)?.0 => {
+                match self.stat(&e.subject).await {
+                    Ok(above) if above.kind == Kind::Dir => {
+                        self.create_name_once(path, record, lease).await
+                    }
+                    _ => Err(e),
+                }
+            }
+            made => made,
+        }
+    }
+
+    async fn create_name_once(
+        &self,
+        path: &str,
         mut record: Record,
         lease: Option<Lease>,
     ) -> FsResult<(Option<NodeId>, Record)> {
