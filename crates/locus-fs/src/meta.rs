@@ -1129,12 +1129,20 @@ impl<'t> Shard<'t> {
                     None => Ok(Response::Created { record, hint }),
                 }
             }
-            Request::AddEntry { parent, name, kind } => {
+            Request::AddEntry {
+                parent,
+                name,
+                kind,
+                op,
+            } => {
+                let path = join(parent, name);
+                if let Some(answer) = self.answered_before(&path, *op) {
+                    return Ok(answer);
+                }
                 let above = self.free_name(parent, name)?;
                 self.insert_entry(parent, name, *kind)?;
-                Ok(Response::Added {
-                    copies: above.copies,
-                })
+                let copies = above.copies;
+                self.answered(&path, *op, Answer::Added { copies })
             }
             Request::SetCopies { path, copies } => {
                 let mut rec = self.get(path)?;
@@ -1142,21 +1150,30 @@ impl<'t> Shard<'t> {
                 self.put(path, &rec)?;
                 Ok(Response::Record(rec))
             }
-            Request::RemoveEntry { parent, name, kind } => {
+            Request::RemoveEntry {
+                parent,
+                name,
+                kind,
+                op,
+            } => {
+                let path = join(parent, name);
+                if let Some(answer) = self.answered_before(&path, *op) {
+                    return Ok(answer);
+                }
                 let key = (parent.as_str(), name.as_str());
                 let found = match self.entries.get(key).map_err(storage_error)? {
                     Some(v) => byte_kind(v.value()),
-                    None => return Err(FsError::new(Errno::ENOENT, join(parent, name))),
+                    None => return Err(FsError::new(Errno::ENOENT, path)),
                 };
                 if found != *kind {
-                    return Err(wrong_kind(&join(parent, name), found));
+                    return Err(wrong_kind(&path, found));
                 }
                 self.change(Change::Entry {
                     parent: parent.clone(),
                     name: name.clone(),
                     kind: None,
                 })?;
-                Ok(Response::Ok)
+                self.answered(&path, *op, Answer::Removed(None))
             }
             Request::Replicate { changes } => {
                 for c in changes {
@@ -1179,6 +1196,7 @@ mod tests {
             parent: parent.into(),
             name: name.into(),
             kind: Kind::File,
+            op: rand::random(),
         }
     }
 
@@ -1638,6 +1656,7 @@ mod tests {
             parent: "/d".into(),
             name: "y".into(),
             kind: Kind::File,
+            op: 7,
         });
         ops.push(add("/d", "x")); // refused: changes nothing
         for op in ops {

@@ -294,17 +294,21 @@ pub enum Request {
         node: NodeId,
     },
     /// Adds `name` to directory `parent`, which must exist on this daemon;
-    /// answered by `Response::Added` with the parent's `copies`.
+    /// answered by `Response::Added` with the parent's `copies`. Sent again
+    /// as `op` (its answer lost), answered as it was.
     AddEntry {
         parent: String,
         name: String,
         kind: Kind,
+        op: OpId,
     },
     /// Removes `name` from `parent`; `EISDIR`/`ENOTDIR` if its kind differs.
+    /// Sent again as `op`, answered as it was: a name made since stays.
     RemoveEntry {
         parent: String,
         name: String,
         kind: Kind,
+        op: OpId,
     },
     /// One page of a directory, names after `after` in byte order.
     ListEntries {
@@ -565,8 +569,10 @@ pub type OpId = u64;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Answer {
     /// A removal: the record it took (none for a name whose record a
-    /// crash had lost).
+    /// crash had lost, or a name's removal alone).
     Removed(Option<Record>),
+    /// A name added to its directory, whose `copies` its record inherits.
+    Added { copies: u32 },
     /// A commit or a replacement under a write lock.
     Committed { record: Record, replaced: Record },
     /// A write's new file made, name and record at once (`CreateFile` with
@@ -582,6 +588,7 @@ impl From<Answer> for Response {
         match a {
             Answer::Removed(Some(rec)) => Response::Record(rec),
             Answer::Removed(None) => Response::Ok,
+            Answer::Added { copies } => Response::Added { copies },
             Answer::Committed { record, replaced } => Response::Committed { record, replaced },
             Answer::Created { record, hint } => Response::Created { record, hint },
         }

@@ -9,7 +9,9 @@ use locus_fs::{Calling, Client, ClientOptions, Endpoint, Transport};
 use locus_proto::fs::{NodeId, Request};
 use locus_proto::Errno;
 use std::io::Write;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
 
 /// Which requests a test picks.
 type Pick = Box<dyn FnMut(&Request) -> bool + Send>;
@@ -111,45 +113,94 @@ fn an_unlink_whose_answer_was_lost_is_answered_as_done_when_sent_again() {
     });
 }
 
+/// A name in `/d` whose entry and record two daemons keep (so that a
+/// create adds the entry, and an unlink removes it, in steps of their own).
+fn kept_apart(c: &Client) -> String {
+    (0..64)
+        .map(|i| format!("/d/f{i}"))
+        .find(|p| c.owner(p) != c.owner("/d"))
+        .expect("a name kept by two daemons")
+}
+
 #[test]
-fn a_create_that_cannot_tell_whether_the_name_is_its_own_says_so_not_eexist() {
+fn a_create_whose_entry_answer_was_lost_takes_its_name_when_sent_again() {
     // Two copies: the lost `AddEntry` is sent again (to the replica, then
-    // the owner) and finds the name taken.
+    // the owner), which remembers it added the name for this create.
     let c = Cluster::with(3, 2);
     let rt = rt();
     let plain = c.client(0);
     rt.block_on(plain.mkdir("/d")).unwrap();
-    // A name whose entry and record two daemons keep (an `AddEntry` first).
-    let path = (0..64)
-        .map(|i| format!("/d/f{i}"))
-        .find(|p| plain.owner(p) != plain.owner("/d"))
-        .expect("a name kept by two daemons");
-    let is_entry = |r: &Request| matches!(r, Request::AddEntry { .. });
-    // The entry's answer is lost, and the look at its record after (to
-    // tell whether the name is this create's own) cannot be made.
-    let looked = {
-        let path = path.clone();
-        move |r: &Request| matches!(r, Request::GetRecord { path: p } if *p == path)
-    };
-    let client = losing(&c, first(is_entry), Box::new(looked));
+    let path = kept_apart(&plain);
+    let client = losing(
+        &c,
+        first(|r| matches!(r, Request::AddEntry { .. })),
+        never(),
+    );
     rt.block_on(async {
-        let e = client.create(&path).await.map(drop).unwrap_err();
-        assert_eq!(e.code, Errno::EIO, "unknown, not EEXIST: {e}");
-        assert!(e.is_unreachable(), "{e}");
-        // Sent again with what it can see, a create takes its name.
-        let ok = losing(&c, never(), never());
-        let mut w = ok.create(&path).await;
-        if let Err(e) = &w {
-            // The name this create left without a record (documented):
-            // removed, then made.
-            assert_eq!(e.code, Errno::EEXIST, "{e}");
-            ok.unlink(&path).await.unwrap();
-            w = ok.create(&path).await;
-        }
-        let mut w = w.unwrap();
+        let mut w = client
+            .create(&path)
+            .await
+            .expect("the create, its name its own");
         w.write_all(b"made").unwrap();
         w.close().await.unwrap();
-        assert_eq!(ok.stat(&path).await.unwrap().size, 4);
+        assert_eq!(plain.get(&path).await.unwrap(), b"made");
+        assert_eq!(common::names(&plain, "/d").await, [&path[3..]]);
+    });
+}
+
+#[test]
+fn a_name_removed_whose_answer_was_lost_is_not_removed_again_once_made_anew() {
+    // An unlink removes the record, then the name; the name's removal is
+    // applied, its answer lost, and before it is sent again another client
+    // makes a new file under the name: the removal sent again must not take
+    // the new file's name (its record would stay, unlisted).
+    let c = Cluster::with(3, 2);
+    let rt = rt();
+    let plain = c.client(0);
+    rt.block_on(plain.mkdir("/d")).unwrap();
+    let path = kept_apart(&plain);
+    rt.block_on(plain.put(&path, b"old")).unwrap();
+    let is_removal = {
+        let path = path.clone();
+        move |r: &Request| matches!(r, Request::RemoveEntry { parent, name, .. } if format!("{parent}/{name}") == path)
+    };
+    let sent = AtomicUsize::new(0);
+    let (held, open) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let removal = is_removal.clone();
+    // The removal sent again waits for the new file.
+    let hold: common::Pick =
+        Box::new(move |r| removal(r) && sent.fetch_add(1, Ordering::SeqCst) == 1);
+    let (h, o) = (held.clone(), open.clone());
+    let client =
+        c.c.client_over(ClientOptions::default(), move |inner| {
+            let losing: Arc<dyn Transport> = Arc::new(Losing {
+                inner,
+                lose: Mutex::new(first(is_removal)),
+                refuse: Mutex::new(never()),
+            });
+            Arc::new(common::Gate {
+                inner: losing,
+                hold,
+                opens: Box::new(|_| false),
+                held: h,
+                open: o,
+            })
+        })
+        .expect("client");
+    rt.block_on(async {
+        let unlink = {
+            let path = path.clone();
+            tokio::spawn(async move { client.unlink(&path).await })
+        };
+        held.notified().await;
+        plain
+            .put(&path, b"new")
+            .await
+            .expect("a new file under the freed name");
+        open.notify_one();
+        unlink.await.unwrap().expect("the unlink");
+        assert_eq!(plain.get(&path).await.unwrap(), b"new");
+        assert_eq!(common::names(&plain, "/d").await, [&path[3..]]);
     });
 }
 

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{rt, Cluster};
-use locus_fs::{Calling, Client, ClientOptions, Endpoint, Transport};
-use locus_proto::fs::{NodeId, Request};
+use common::{rt, Cluster, Gate, Pick};
+use locus_fs::{Client, ClientOptions, Transport};
+use locus_proto::fs::Request;
 use locus_proto::{Errno, FsResult};
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -240,44 +240,6 @@ fn readers_racing_overwrites_see_the_old_or_the_new_version_never_no_file() {
             r.await.unwrap();
         }
     });
-}
-
-/// Which requests a gate picks.
-type Pick = Box<dyn Fn(&Request) -> bool + Send + Sync>;
-
-/// A transport that holds back the requests `hold` picks until a request
-/// `opens` picks is sent (by any client over a gate sharing `open`),
-/// telling `held` when it holds one.
-struct Gate {
-    inner: Arc<dyn Transport>,
-    hold: Pick,
-    opens: Pick,
-    held: Arc<Notify>,
-    open: Arc<Notify>,
-}
-
-impl Transport for Gate {
-    fn call(&self, node: NodeId, req: Request) -> Calling<'_> {
-        let hold = (self.hold)(&req);
-        if (self.opens)(&req) {
-            self.open.notify_one();
-        }
-        Box::pin(async move {
-            if hold {
-                self.held.notify_one();
-                self.open.notified().await;
-            }
-            self.inner.call(node, req).await
-        })
-    }
-
-    fn endpoint(&self, node: NodeId) -> Option<&Endpoint> {
-        self.inner.endpoint(node)
-    }
-
-    fn nodes(&self) -> usize {
-        self.inner.nodes()
-    }
 }
 
 #[test]

@@ -210,6 +210,7 @@ impl Client {
             parent: parent.to_string(),
             name: name.to_string(),
             kind,
+            op: rand::random(),
         };
         let copies = match self.meta_retried(parent, entry).await {
             (Err(e), true) if e.code == Errno::EEXIST => match self.nameless(path, kind).await? {
@@ -245,6 +246,7 @@ impl Client {
                     parent: parent.to_string(),
                     name: name.to_string(),
                     kind,
+                    op: rand::random(),
                 };
                 let _ = self.meta(parent, undo).await;
                 Err(match other {
@@ -422,6 +424,7 @@ impl Client {
             parent: parent.to_string(),
             name: name.to_string(),
             kind: Kind::Dir,
+            op: rand::random(),
         };
         match self.meta(parent, entry).await {
             Err(e) if !lost_record && e.code == Errno::ENOENT => Ok(()),
@@ -476,6 +479,7 @@ impl Client {
             parent: parent.to_string(),
             name: name.to_string(),
             kind: Kind::File,
+            op: rand::random(),
         };
         match self.meta(parent, entry).await {
             Err(e) if e.code != Errno::ENOENT => Err(e),

@@ -53,6 +53,7 @@ impl Client {
             parent: parent.to_string(),
             name: name.to_string(),
             kind: Kind::File,
+            op: rand::random(),
         };
         match self.meta(parent, entry).await {
             Err(e) if e.code != Errno::EEXIST => return Err(e),
@@ -176,6 +177,7 @@ impl Client {
             parent: parent.to_string(),
             name: name.to_string(),
             kind: Kind::File,
+            op: rand::random(),
         };
         expect_ok(self.meta(parent, entry).await?)?;
         Ok(NoRecord::LeftoverRemoved)

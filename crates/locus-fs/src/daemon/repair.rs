@@ -227,6 +227,7 @@ impl Client {
                             parent: dir.clone(),
                             name: e.name,
                             kind: e.kind,
+                            op: rand::random(),
                         };
                         if self.call(self.owner(&dir), req).await.is_ok() {
                             done.names += 1;
@@ -260,6 +261,7 @@ impl Client {
             parent: dir.to_string(),
             name: name.to_string(),
             kind,
+            op: rand::random(),
         };
         self.put_back(node, req).await
     }

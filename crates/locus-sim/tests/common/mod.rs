@@ -3,10 +3,13 @@
 // Each test binary uses its own part of it.
 #![allow(dead_code)]
 
-use locus_fs::{Client, ClientOptions, Durability};
+use locus_fs::{Calling, Client, ClientOptions, Durability, Endpoint, Transport};
+use locus_proto::fs::{NodeId, Request};
 use locus_sim::{InProcess, Shape};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 /// An in-process cluster in a directory of its own, removed with it.
 pub(crate) struct Cluster {
@@ -89,4 +92,42 @@ pub(crate) fn eventually(what: &str, cond: impl Fn() -> bool) {
 pub(crate) async fn names(client: &Client, dir: &str) -> Vec<String> {
     let entries = client.readdir(dir).await.unwrap();
     entries.into_iter().map(|e| e.name).collect()
+}
+
+/// Which requests a gate picks.
+pub(crate) type Pick = Box<dyn Fn(&Request) -> bool + Send + Sync>;
+
+/// A transport that holds back the requests `hold` picks until a request
+/// `opens` picks is sent (by any client over a gate sharing `open`),
+/// telling `held` when it holds one.
+pub(crate) struct Gate {
+    pub(crate) inner: Arc<dyn Transport>,
+    pub(crate) hold: Pick,
+    pub(crate) opens: Pick,
+    pub(crate) held: Arc<Notify>,
+    pub(crate) open: Arc<Notify>,
+}
+
+impl Transport for Gate {
+    fn call(&self, node: NodeId, req: Request) -> Calling<'_> {
+        let hold = (self.hold)(&req);
+        if (self.opens)(&req) {
+            self.open.notify_one();
+        }
+        Box::pin(async move {
+            if hold {
+                self.held.notify_one();
+                self.open.notified().await;
+            }
+            self.inner.call(node, req).await
+        })
+    }
+
+    fn endpoint(&self, node: NodeId) -> Option<&Endpoint> {
+        self.inner.endpoint(node)
+    }
+
+    fn nodes(&self) -> usize {
+        self.inner.nodes()
+    }
 }
