@@ -51,6 +51,11 @@ pub(crate) struct RunArgs {
     /// of its cgroup's limit), shared by the run's servers on the node.
     #[arg(long, value_name = "SIZE", value_parser = memory_size)]
     pub max_memory: Option<u64>,
+    /// How deep calls of composite functions may nest: a run whose calls
+    /// go deeper (a recursion without a base case) fails at that call,
+    /// naming the first calls of the chain.
+    #[arg(long, value_name = "CALLS", default_value_t = locus_runtime::DEFAULT_MAX_DEPTH)]
+    pub max_depth: u32,
     /// Keep apps' stdout and stderr (those the script does not redirect)
     /// only in RUN_DIR/tasks/<id>.out|.err, not on the terminal too.
     #[arg(long)]
@@ -206,6 +211,7 @@ impl RunArgs {
             record_hashes: self.record_hashes || self.resume == Some(ResumeBy::Content),
             soft_wait: self.soft_wait.map(Duration::from_millis),
             max_memory: self.max_memory,
+            max_depth: self.max_depth,
             args: self.args.clone(),
             include: self.modules.search(),
             ..RankOptions::new(self.script.clone(), run_dir)

@@ -24,6 +24,8 @@ pub enum ErrorKind {
     Launch,
     /// A server's state passed its memory budget (`--max-memory`).
     Memory,
+    /// Calls of composite functions nested past their bound (`--max-depth`).
+    Depth,
     /// A bug in Locus.
     Internal,
 }
@@ -37,6 +39,7 @@ impl std::fmt::Display for ErrorKind {
             ErrorKind::Fs => "file system",
             ErrorKind::Launch => "launch",
             ErrorKind::Memory => "memory",
+            ErrorKind::Depth => "depth",
             ErrorKind::Internal => "internal",
         })
     }

@@ -313,6 +313,30 @@ mod tests {
     }
 
     #[test]
+    fn calls_nested_past_the_depth_bound_fail_at_the_call_naming_the_first_ones() {
+        // Without a base case, on two servers (calls cross between them);
+        // a recursion with one, just within the bound, is fine.
+        let endless = "(int o) f(int n) { o = f(n + 1); }\ntrace(f(0));\n";
+        let failed = run(endless, (1, 2), FakeApps::default(), |o| o.max_depth = 500);
+        let e = failed.result.clone().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Depth, "{e}");
+        assert!(
+            e.message.starts_with(
+                "test.swift:1:24: calls nest deeper than 500 (--max-depth): \
+                 'f' at test.swift:2:7, then 'f' at test.swift:1:24, then"
+            ),
+            "{e}"
+        );
+        let summary = failed.summary().unwrap();
+        assert_eq!(summary.error_kind, Some(ErrorKind::Depth));
+        let ended = "(int o) s(int n) { if (n == 0) { o = 0; } else { o = n + s(n - 1); } }\n\
+                     trace(s(499));\n";
+        let fine = run(ended, (1, 2), FakeApps::default(), |o| o.max_depth = 500);
+        fine.result.as_ref().unwrap();
+        assert_eq!(fine.out.trim(), "trace: 124750");
+    }
+
+    #[test]
     fn a_failed_attempt_is_run_again_up_to_the_retries() {
         let tries = Arc::new(Mutex::new(0));
         let counted = tries.clone();

@@ -60,6 +60,7 @@ impl Engine {
             return self.iterate(func, frame, block, i, items, done).await;
         }
         let (func, block, binds) = (func.name.clone(), block.id, frame.flatten());
+        let chain = Chain::clone(&frame.chain);
         self.ship(server, done, |id| Msg::Iterations {
             id,
             func,
@@ -67,6 +68,7 @@ impl Engine {
             stmt: i as u32,
             binds,
             items,
+            chain,
         });
     }
 
@@ -85,12 +87,17 @@ impl Engine {
     /// A message from the engine of server `from`.
     pub(super) fn received_msg(self: &Arc<Self>, from: u32, msg: Msg) {
         match msg {
-            Msg::Call { id, func, binds } => {
+            Msg::Call {
+                id,
+                func,
+                binds,
+                chain,
+            } => {
                 let Some(callee) = self.funcs.get(&func).cloned() else {
                     return self.fail(RunError::internal(format!("no function '{func}'")));
                 };
                 let done = self.finished_guard(from, id);
-                self.start_call(&callee, &binds, &done);
+                self.start_call(&callee, &binds, Arc::new(chain), &done);
             }
             Msg::Iterations {
                 id,
@@ -99,6 +106,7 @@ impl Engine {
                 stmt,
                 binds,
                 items,
+                chain,
             } => {
                 let (Some(f), Some(b)) = (self.funcs.get(&func).cloned(), self.plans.block(block))
                 else {
@@ -106,7 +114,7 @@ impl Engine {
                 };
                 let (e, b, done) = (self.clone(), b.clone(), self.finished_guard(from, id));
                 tokio::spawn(async move {
-                    let frame = Frame::with_bindings(&binds);
+                    let frame = Frame::with_bindings(&binds, Arc::new(chain));
                     e.iterate(&f, &frame, &b, stmt as usize, items, &done).await;
                 });
             }

@@ -529,16 +529,22 @@ impl Engine {
             .collect();
         match &callee.kind {
             FnKind::Composite => {
+                let chain = frame.chain.deeper(name, at, self.opts.max_depth)?;
                 let server = self.remote.next_server();
                 if server == self.remote.me {
-                    self.start_call(&callee, &binds, done);
+                    self.start_call(&callee, &binds, Arc::new(chain), done);
                 } else {
                     let func = name.to_string();
-                    self.ship(server, done, |id| Msg::Call { id, func, binds });
+                    self.ship(server, done, |id| Msg::Call {
+                        id,
+                        func,
+                        binds,
+                        chain,
+                    });
                 }
             }
             FnKind::App(t) => {
-                let inner = self.callee_frame(&callee, &binds);
+                let inner = self.callee_frame(&callee, &binds, frame.chain.clone());
                 let placed = self.call_target(caller, frame, name, opts).await?;
                 return self.run_app(&callee, &inner, t, placed, at, done).await;
             }
@@ -557,8 +563,9 @@ impl Engine {
         &self,
         callee: &Function,
         binds: &[(VarId, FutureId)],
+        chain: Arc<Chain>,
     ) -> Arc<Frame> {
-        let inner = Frame::with_bindings(binds);
+        let inner = Frame::with_bindings(binds, chain);
         for p in &callee.outputs {
             if binds.iter().any(|(v, _)| v == p) {
                 continue;
@@ -578,9 +585,10 @@ impl Engine {
         self: &Arc<Self>,
         callee: &Arc<Function>,
         binds: &[(VarId, FutureId)],
+        chain: Arc<Chain>,
         done: &Arc<Done>,
     ) {
-        let inner = self.callee_frame(callee, binds);
+        let inner = self.callee_frame(callee, binds, chain);
         let body = self.plans.body(&callee.name);
         // A `void` output the body does not write is a signal that the
         // call is done.

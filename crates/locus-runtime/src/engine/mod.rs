@@ -19,6 +19,7 @@ use crate::engine::store::{FutureId, Store};
 use crate::engine::value::{Key, Value};
 use crate::ranks::cost;
 use crate::ranks::server::Dispatch;
+use depth::Chain;
 use locus_lang::builtins::{Builtin, Run, Task as TaskFn};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
@@ -35,6 +36,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
 
+pub(crate) mod depth;
 mod distribution;
 pub(crate) mod ids;
 mod interp;
@@ -113,6 +115,8 @@ pub struct RunOptions {
     pub resume: crate::records::resume::Resume,
     /// The most resident memory this server may use (`memory`).
     pub memory_budget: Option<u64>,
+    /// How deep calls of composite functions may nest (`depth`).
+    pub max_depth: u32,
 }
 
 pub struct Engine {
@@ -199,13 +203,17 @@ impl Drop for Done {
 struct Frame {
     vars: Mutex<Vec<(VarId, FutureId)>>,
     parent: Option<Arc<Frame>>,
+    /// The calls that led to this activation.
+    chain: Arc<Chain>,
 }
 
 impl Frame {
     fn new(parent: Option<Arc<Frame>>) -> Arc<Frame> {
+        let chain = parent.as_ref().map(|p| p.chain.clone()).unwrap_or_default();
         Arc::new(Frame {
             vars: Mutex::new(Vec::new()),
             parent,
+            chain,
         })
     }
 
@@ -232,12 +240,14 @@ impl Frame {
         all.into_iter().collect()
     }
 
-    fn with_bindings(binds: &[(VarId, FutureId)]) -> Arc<Frame> {
+    /// The frame of an activation whose variables are `binds`.
+    fn with_bindings(binds: &[(VarId, FutureId)], chain: Arc<Chain>) -> Arc<Frame> {
         let mut vars = binds.to_vec();
         vars.sort_unstable_by_key(|(v, _)| *v);
         Arc::new(Frame {
             vars: Mutex::new(vars),
             parent: None,
+            chain,
         })
     }
 

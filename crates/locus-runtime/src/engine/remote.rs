@@ -9,6 +9,7 @@
 //! counts as done. Non-leaders report their progress to the leader, whose
 //! stall detector and end-of-run summary cover every server.
 
+use crate::engine::depth::Chain;
 use crate::engine::ids::IdMap;
 use crate::engine::plan::BlockId;
 use crate::engine::store::{owner, FutureId};
@@ -30,6 +31,7 @@ pub(crate) enum Msg {
         id: u64,
         func: String,
         binds: Vec<(VarId, FutureId)>,
+        chain: Chain,
     },
     /// Run these iterations of the `foreach` statement `stmt` of `block`
     /// (in function `func`), seeing the variables `binds`.
@@ -40,6 +42,7 @@ pub(crate) enum Msg {
         stmt: u32,
         binds: Vec<(VarId, FutureId)>,
         items: Items,
+        chain: Chain,
     },
     /// The `Call` or `Iterations` `id` and all its work are done.
     Finished {

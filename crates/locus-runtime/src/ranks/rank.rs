@@ -77,6 +77,18 @@ pub struct RankOptions {
     /// servers on the node.
     #[serde(default)]
     pub max_memory: Option<u64>,
+    /// How deep calls of composite functions may nest (`--max-depth`).
+    #[serde(default = "default_depth")]
+    pub max_depth: u32,
+}
+
+/// The default bound of nested calls: far past any recursion a script
+/// means (each call is a task, not a stack frame), reached in seconds by one
+/// without a base case.
+pub const DEFAULT_MAX_DEPTH: u32 = 1_000_000;
+
+fn default_depth() -> u32 {
+    DEFAULT_MAX_DEPTH
 }
 
 impl RankOptions {
@@ -102,6 +114,7 @@ impl RankOptions {
             args: Vec::new(),
             stall: Duration::from_millis(500),
             max_memory: None,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }
@@ -399,6 +412,7 @@ async fn rank_main(
                     (layout.workers()..layout.size()).filter(|r| layout.node_of(*r) == here);
                 crate::engine::memory::default_budget(servers.count() as u32)
             }),
+            max_depth: opts.max_depth,
             progress,
             resume: Resume::new(&opts.run_dir, me, opts.resume).map_err(RunError::fs)?,
         },
