@@ -56,6 +56,11 @@ pub(crate) struct RunArgs {
     /// naming the first calls of the chain.
     #[arg(long, value_name = "CALLS", default_value_t = locus_runtime::DEFAULT_MAX_DEPTH)]
     pub max_depth: u32,
+    /// After a task fails (past its --retries), run everything that does
+    /// not depend on it; the run then fails listing every failure (a
+    /// --resume reruns only those and what depends on them).
+    #[arg(long)]
+    pub keep_going: bool,
     /// Keep apps' stdout and stderr (those the script does not redirect)
     /// only in RUN_DIR/tasks/<id>.out|.err, not on the terminal too.
     #[arg(long)]
@@ -212,6 +217,7 @@ impl RunArgs {
             soft_wait: self.soft_wait.map(Duration::from_millis),
             max_memory: self.max_memory,
             max_depth: self.max_depth,
+            keep_going: self.keep_going,
             args: self.args.clone(),
             include: self.modules.search(),
             ..RankOptions::new(self.script.clone(), run_dir)

@@ -337,6 +337,46 @@ mod tests {
     }
 
     #[test]
+    fn with_keep_going_a_failed_task_stops_only_what_depends_on_it() {
+        // 50 tasks, one failing; an app over the whole array depends on it
+        // (the array must not close short), a statement beside does not.
+        let apps = FakeApps::default()
+            .with("work", |argv, out| match argv[1].as_str() {
+                "7" => 1,
+                i => {
+                    write!(out.unwrap(), "{i}").unwrap();
+                    0
+                }
+            })
+            .with("total", |_, _| 0);
+        let script = "app (file o) work(int i) { \"work\" i @stdout=o }\n\
+                      app (file o) total(file parts[]) { \"total\" parts @stdout=o }\n\
+                      file outs[];\n\
+                      foreach i in [0:49] { outs[i] = work(i); }\n\
+                      file whole = total(outs);\n\
+                      trace(1 + 1);\n";
+        let run = run(script, (2, 2), apps, |o| o.keep_going = true);
+        let e = run.result.clone().unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Task, "{e}");
+        assert!(
+            e.message.starts_with(
+                "1 task(s) failed; everything that did not depend on them ran (--keep-going): \
+                 test.swift:4:33: app 'work' failed on "
+            ),
+            "{e}"
+        );
+        assert!(e.message.contains("`work 7` exited with code 1; waiting on them: test.swift:2:25: parts"), "{e}");
+        let records = run.records().unwrap();
+        let done = records.iter().filter(|r| r.error.is_none()).count();
+        let failed = records.iter().filter(|r| r.error.is_some()).count();
+        assert_eq!((done, failed), (49, 1), "{records:?}");
+        assert!(records.iter().all(|r| r.func == "work"), "total ran");
+        assert_eq!(run.out.trim(), "trace: 2");
+        let summary = run.summary().unwrap();
+        assert_eq!(summary.error_kind, Some(ErrorKind::Task));
+    }
+
+    #[test]
     fn a_failed_attempt_is_run_again_up_to_the_retries() {
         let tries = Arc::new(Mutex::new(0));
         let counted = tries.clone();

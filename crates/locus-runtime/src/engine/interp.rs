@@ -187,7 +187,7 @@ impl Engine {
                             self.set(frame.get(*o), values.next().unwrap_or(SIGNAL), done);
                         }
                     }
-                    Err(e) => self.fail(e.within(self.place(at))),
+                    Err(e) => self.task_failed(e.within(self.place(at)), done),
                 }
             }
             Stmt::Copy { dst, src } => {
@@ -204,7 +204,7 @@ impl Engine {
                 let at = self.place(at);
                 let call = self.call(func, frame, name, outs, args, opts, &at, done);
                 if let Err(e) = Box::pin(call).await {
-                    self.fail(e.within(at));
+                    self.task_failed(e.within(at), done);
                 }
             }
             Stmt::If { cond, .. } => {

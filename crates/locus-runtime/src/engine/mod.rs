@@ -117,6 +117,9 @@ pub struct RunOptions {
     pub memory_budget: Option<u64>,
     /// How deep calls of composite functions may nest (`depth`).
     pub max_depth: u32,
+    /// A task's failure does not end the run: what does not depend on it
+    /// still runs (`--keep-going`).
+    pub keep_going: bool,
 }
 
 pub struct Engine {
@@ -134,6 +137,9 @@ pub struct Engine {
     opts: RunOptions,
     failure: Mutex<Option<RunError>>,
     failed: Notify,
+    /// With `keep_going`: the tasks that failed, and the work of their
+    /// statements, held so that it never ends.
+    kept: Mutex<Vec<(RunError, Arc<Done>)>>,
     /// Bumped by every completed step; the stall detector watches it.
     progress: AtomicU64,
     /// Names of futures some task waits on, for the stall report.
@@ -298,6 +304,7 @@ impl Engine {
             opts,
             failure: Mutex::new(None),
             failed: Notify::new(),
+            kept: Mutex::new(Vec::new()),
             progress: AtomicU64::new(0),
             waiting: Mutex::new(HashMap::new()),
             temp_files: AtomicU64::new(0),
@@ -449,6 +456,20 @@ impl Engine {
             *f = Some(e);
         }
         self.failed.notify_one();
+    }
+
+    /// A task that failed at a statement whose work is `done`: with
+    /// `keep_going`, the statement never ends — what it writes stays open,
+    /// so nothing depending on it runs and no container it writes closes
+    /// short — and the run ends when nothing else can progress; else the
+    /// run fails.
+    fn task_failed(&self, e: RunError, done: &Arc<Done>) {
+        if !(self.opts.keep_going && e.kind == ErrorKind::Task) {
+            return self.fail(e);
+        }
+        tracing::error!("{e} (the run goes on: --keep-going)");
+        self.kept.lock().expect("kept").push((e, done.clone()));
+        self.step();
     }
 
     fn is_failed(&self) -> bool {

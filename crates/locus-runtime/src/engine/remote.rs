@@ -128,6 +128,8 @@ pub(crate) enum Answer {
 pub(crate) struct Status {
     /// Variables this server's tasks wait on, with how many wait.
     pub waiting: Vec<(String, usize)>,
+    /// Tasks that failed while the run went on (`--keep-going`).
+    pub failed: Vec<RunError>,
     pub control: ControlStats,
 }
 

@@ -46,6 +46,7 @@ impl Engine {
     pub(super) fn status(&self) -> Status {
         Status {
             waiting: self.waiting_names(),
+            failed: self.kept_failures(),
             control: ControlStats {
                 rank: self.remote.rank_of(self.remote.me),
                 statements: self.statements.load(Ordering::Relaxed),
@@ -76,10 +77,18 @@ impl Engine {
         }
     }
 
+    fn kept_failures(&self) -> Vec<RunError> {
+        let kept = self.kept.lock().expect("kept");
+        kept.iter().map(|(e, _)| e.clone()).collect()
+    }
+
+    /// Why the run ends with nothing left to do: the tasks that failed
+    /// while it went on (`--keep-going`), or the variables it waits on.
     pub(super) async fn stall_report(&self) -> RunError {
-        let mut waiting = self.waiting_names();
+        let (mut waiting, mut failed) = (self.waiting_names(), self.kept_failures());
         for s in self.remote.statuses().await {
             waiting.extend(s.waiting);
+            failed.extend(s.failed);
         }
         let mut names: Vec<String> = waiting
             .into_iter()
@@ -87,6 +96,21 @@ impl Engine {
             .collect();
         names.sort();
         names.dedup();
+        if !failed.is_empty() {
+            let each: Vec<String> = failed.into_iter().map(|e| e.message).collect();
+            let waited = match names.is_empty() {
+                true => String::new(),
+                false => format!("; waiting on them: {}", names.join(", ")),
+            };
+            return RunError::new(
+                ErrorKind::Task,
+                format!(
+                    "{} task(s) failed; everything that did not depend on them ran (--keep-going): {}{waited}",
+                    each.len(),
+                    each.join("; ")
+                ),
+            );
+        }
         RunError::script(format!(
             "the run cannot progress: tasks wait on variables that are never assigned: {}",
             if names.is_empty() {

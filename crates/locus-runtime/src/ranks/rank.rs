@@ -80,6 +80,9 @@ pub struct RankOptions {
     /// How deep calls of composite functions may nest (`--max-depth`).
     #[serde(default = "default_depth")]
     pub max_depth: u32,
+    /// A task's failure does not end the run (`--keep-going`).
+    #[serde(default)]
+    pub keep_going: bool,
 }
 
 /// The default bound of nested calls: far past any recursion a script
@@ -115,6 +118,7 @@ impl RankOptions {
             stall: Duration::from_millis(500),
             max_memory: None,
             max_depth: DEFAULT_MAX_DEPTH,
+            keep_going: false,
         }
     }
 }
@@ -413,6 +417,7 @@ async fn rank_main(
                 crate::engine::memory::default_budget(servers.count() as u32)
             }),
             max_depth: opts.max_depth,
+            keep_going: opts.keep_going,
             progress,
             resume: Resume::new(&opts.run_dir, me, opts.resume).map_err(RunError::fs)?,
         },
