@@ -248,3 +248,42 @@ fn a_run_resumed_by_content_keeps_tasks_whose_files_have_the_same_bytes() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("expected versions or content"), "{err}");
 }
+
+#[test]
+fn a_resumed_run_runs_again_the_tasks_whose_program_changed() {
+    // The model is a script the command line names, not a declared input:
+    // editing it reruns its tasks; the tasks beside them stay done.
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    let model = w.join("model.sh");
+    std::fs::write(&model, "echo v1 $1\n").unwrap();
+    let script = w.join("m.swift");
+    std::fs::write(
+        &script,
+        r#"import files; import string; import sys;
+app (file o) model(string prog, int k) { "sh" prog k @stdout=o }
+app (file o) other(int k) { "echo" k @stdout=o }
+foreach k in [0:3] {
+  file a<sprintf("/locus/a%i", k)> = model(argv("model"), k);
+  file b<sprintf("/locus/b%i", k)> = other(k);
+}
+"#,
+    )
+    .unwrap();
+    let run_dir = w.join("run");
+    let model_arg = format!("--model={}", model.display());
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "-n", "3", "--quiet-apps"];
+        args.extend(["--run-dir", run_dir.to_str().unwrap()]);
+        args.extend(extra);
+        args.extend([script.to_str().unwrap(), model_arg.as_str()]);
+        ok(&locus(&args));
+        ran_and_resumed(&record::load(&run_dir).unwrap())
+    };
+    run(&[]);
+    assert_eq!(run(&["--resume"]), (vec![], 8));
+    std::fs::write(&model, "echo v2 $1\n").unwrap();
+    let model4 = vec!["model".to_string(); 4];
+    assert_eq!(run(&["--resume"]), (model4, 4));
+    assert_eq!(run(&["--resume"]), (vec![], 8));
+}

@@ -365,7 +365,11 @@ mod tests {
             ),
             "{e}"
         );
-        assert!(e.message.contains("`work 7` exited with code 1; waiting on them: test.swift:2:25: parts"), "{e}");
+        assert!(
+            e.message
+                .contains("`work 7` exited with code 1; waiting on them: test.swift:2:25: parts"),
+            "{e}"
+        );
         let records = run.records().unwrap();
         let done = records.iter().filter(|r| r.error.is_none()).count();
         let failed = records.iter().filter(|r| r.error.is_some()).count();

@@ -7,4 +7,5 @@ pub(crate) mod files;
 pub(crate) mod interp;
 pub(crate) mod mount;
 pub(crate) mod process;
+pub(crate) mod programs;
 pub(crate) mod spawn;

@@ -107,26 +107,31 @@ impl Launcher {
 /// The first executable file named `name` in a directory of this
 /// process's `PATH` (as `posix_spawnp` looks, in the parent's `PATH`).
 fn search_path(name: &str) -> io::Result<CString> {
+    match find_in_path(name) {
+        Some(path) => c_string(path.into_os_string().into_vec()),
+        None => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{name}: not found in PATH"),
+        )),
+    }
+}
+
+/// The program `name` (no `/` in it) a process started here runs.
+pub(crate) fn find_in_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
-    for dir in std::env::split_paths(&path) {
+    std::env::split_paths(&path).find_map(|dir| {
         let dir = if dir.as_os_str().is_empty() {
             PathBuf::from(".")
         } else {
             dir
         };
         let path = dir.join(name);
-        let candidate = c_string(path.clone().into_os_string().into_vec())?;
+        let candidate = c_string(path.clone().into_os_string().into_vec()).ok()?;
         // SAFETY: access(2) on a NUL-terminated path.
         let runnable = unsafe { libc::access(candidate.as_ptr(), libc::X_OK) } == 0;
         // (For root, a directory passes `access`.)
-        if runnable && path.is_file() {
-            return Ok(candidate);
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::NotFound,
-        format!("{name}: not found in PATH"),
-    ))
+        (runnable && path.is_file()).then_some(path)
+    })
 }
 
 fn c_string(bytes: Vec<u8>) -> io::Result<CString> {

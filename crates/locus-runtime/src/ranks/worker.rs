@@ -273,6 +273,7 @@ struct Io {
     kept: [Option<String>; 2],
     inputs: Vec<Seen>,
     outputs: Vec<Seen>,
+    programs: Vec<Seen>,
     /// Locus inputs found lost.
     lost: Vec<String>,
     /// Locus outputs published, with their records.
@@ -366,6 +367,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         argv: io.argv,
         inputs: io.inputs,
         outputs: io.outputs,
+        programs: io.programs,
         key: task.key,
         declared,
         resumed: false,
@@ -686,6 +688,12 @@ impl<'a> App<'a> {
         // the script does: the store paths the program got are private to
         // this attempt (outputs) or to this node.
         io.argv = argv.iter().map(|a| a.text().to_string()).collect();
+        for program in crate::exec::programs::run_by(argv) {
+            if let Some(seen) = Seen::host(&program.display().to_string()) {
+                let hash = self.hash(&program).await;
+                io.programs.push(Seen { hash, ..seen });
+            }
+        }
         let command = io.argv.join(" ");
         let cfg = self.cfg;
         let node = cfg.layout.node_name(cfg.me);

@@ -53,6 +53,10 @@ pub struct TaskRecord {
     pub inputs: Vec<Seen>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<Seen>,
+    /// The programs it ran (`exec::programs`), each with the version it
+    /// ran: one changed since means the task is run again on `--resume`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub programs: Vec<Seen>,
     /// What an app task is (its function and command line as the script
     /// wrote it), hashed: the same task in a resumed run has the same key.
     #[serde(default, skip_serializing_if = "String::is_empty")]

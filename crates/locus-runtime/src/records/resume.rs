@@ -7,7 +7,9 @@
 //! read then and every file it wrote is still the version it wrote; its
 //! outputs are taken as they are (unmapped ones at their earlier paths).
 //! By content (`--resume=content`), a file that is another version with
-//! the bytes an earlier run recorded the hash of counts as unchanged.
+//! the bytes an earlier run recorded the hash of counts as unchanged. The
+//! programs a task ran (its executable, the scripts its command line
+//! names) count as files it read.
 
 use crate::builtins::storage::Storage;
 use crate::exec::files::LOCUS_PREFIX;
@@ -135,9 +137,10 @@ impl Resume {
                 return None;
             }
         }
-        for out in &done.outputs {
-            let now = storage.seen(&out.path).await?;
-            if !self.same(storage, &now, out).await {
+        // Its outputs are still what it wrote, and its programs what ran.
+        for then in done.outputs.iter().chain(&done.programs) {
+            let now = storage.seen(&then.path).await?;
+            if !self.same(storage, &now, then).await {
                 return None;
             }
         }
@@ -185,6 +188,7 @@ impl Resume {
             argv: done.argv.clone(),
             inputs: done.inputs.clone(),
             outputs: done.outputs.clone(),
+            programs: done.programs.clone(),
             key: done.key.clone(),
             declared: done.declared.clone(),
             resumed: true,
