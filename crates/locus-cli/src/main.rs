@@ -176,10 +176,10 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
         writeln!(out, "meta-cluster results: {} point(s)", r.points.len())?;
         drawn.then(|| locus_bench::html::meta_cluster(&r))
     } else {
-        use locus_runtime::report::{html, Report, RunView};
+        use locus_runtime::report::{html, Report};
         let r = Report::load(&a.dir).map_err(anyhow::Error::msg)?;
         write!(out, "{}", r.text())?;
-        drawn.then(|| html::run(&a.dir.display().to_string(), &RunView::of(&r)))
+        drawn.then(|| html::run(&a.dir.display().to_string(), &r))
     };
     if let (Some(out), Some(page)) = (a.html, page) {
         std::fs::write(&out, page).with_context(|| out.display().to_string())?;

@@ -91,6 +91,51 @@ main { flaky(); }
         )),
         "{text}"
     );
+    // The page says so at its top: the run's error, the failed task's row
+    // (function, position, node, exit, attempts, its stderr's last lines
+    // and a link to all of it), and the task outlined red on the timeline.
+    let page = run.run_dir().join("page.html");
+    let dir = run.run_dir();
+    ok(&locus(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let body = html.split("<body>").nth(1).unwrap();
+    let failed = body
+        .strip_prefix("\n<h1>")
+        .and_then(|b| b.split("</h1>\n").nth(1))
+        .and_then(|b| b.strip_prefix("<div class=\"failed\"><h2>Failed</h2><p>"))
+        .unwrap_or_else(|| panic!("no failure box first: {body}"));
+    let (error, rest) = failed.split_once("</p>").unwrap();
+    assert!(error.contains("t.swift:5:8: app 'flaky' failed"), "{error}");
+    let row = rest
+        .split("<tr>")
+        .nth(2)
+        .and_then(|r| r.split("</tr>").next())
+        .unwrap();
+    let cells: Vec<&str> = row
+        .split("</td>")
+        .filter_map(|c| Some(c.split_once('>')?.1))
+        .collect();
+    assert!(cells[1].ends_with("/t.swift:5:8"), "{row}");
+    assert!(cells[2].starts_with("node0 ("), "{row}");
+    let (func, exit, attempts) = (cells[0], cells[3], cells[4]);
+    assert_eq!([func, exit, attempts], ["flaky", "4", "2"], "{row}");
+    assert!(
+        cells[6].starts_with("<pre>why</pre><a href=\"file://"),
+        "{row}"
+    );
+    assert!(
+        cells[6].ends_with(&format!("/tasks/{0}.err\">tasks/{0}.err</a>", r.id)),
+        "{row}"
+    );
+    assert!(
+        html.contains("stroke=\"#d62728\" stroke-width=\"3\""),
+        "{html}"
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! benchmarks' pages are made of.
 
 use super::view::{Outcome, RunView, Span};
-use super::Placement;
+use super::{Placement, Report};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -31,6 +31,8 @@ table{{border-collapse:collapse;margin:1em 0}} td,th{{border:1px solid #ccc;padd
 th:first-child,td:first-child{{text-align:left}}
 svg{{display:block;margin:0.5em 0}} .legend span{{display:inline-block;margin-right:1em}}
 .sw{{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}}
+.failed{{border-left:6px solid #d62728;background:#fdecea;padding:0.5em 1em}} .failed h2{{margin-top:0;color:#d62728}}
+td.text{{text-align:left}} pre{{margin:0;white-space:pre-wrap;font-size:0.85em}}
 </style></head><body>
 <h1>{t}</h1>
 {body}
@@ -117,8 +119,8 @@ pub fn stacked(unit: &str, rows: &[(String, Vec<f64>)], parts: &[String]) -> Str
 fn outline(o: Outcome) -> &'static str {
     match o {
         Outcome::Done => "",
-        Outcome::Failed => " stroke=\"#000\" stroke-width=\"2\"",
-        Outcome::Retried => " stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"3 2\"",
+        Outcome::Failed => " stroke=\"#d62728\" stroke-width=\"3\"",
+        Outcome::Retried => " stroke=\"#9467bd\" stroke-width=\"2\" stroke-dasharray=\"3 2\"",
         Outcome::Resumed => " stroke=\"#7f7f7f\" stroke-width=\"1.5\" stroke-dasharray=\"1 2\"",
         Outcome::Remade => " stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"6 2\"",
         Outcome::Stopped => " stroke=\"#ff7f0e\" stroke-width=\"2\" stroke-dasharray=\"1 1\"",
@@ -273,8 +275,8 @@ fn timeline_by(
     if o.spans.iter().any(|t| t.outcome != Outcome::Done) {
         let _ = write!(
             lg,
-            "<p>outlined: <b style=\"color:#000\">failed</b> (black), \
-             <b style=\"color:#d62728\">retried</b> (red dashes), \
+            "<p>outlined: <b style=\"color:#d62728\">failed</b> (red), \
+             <b style=\"color:#9467bd\">retried</b> (purple dashes), \
              <b style=\"color:#7f7f7f\">resumed</b> (grey dots, not run again), \
              <b style=\"color:#1f77b4\">remade</b> (blue dashes, run again to make files lost with a node), \
              <b style=\"color:#ff7f0e\">stopped</b> (orange dots, stopped by a lost node and run again)</p>"
@@ -426,10 +428,82 @@ pub fn locality_table(runs: &[(&str, &RunView)]) -> String {
     s
 }
 
-/// A page for one run: its timeline, I/O breakdown and locality.
-pub fn run(name: &str, o: &RunView) -> String {
+/// Failed tasks a page lists one by one.
+const FAILURES_LISTED: usize = 100;
+
+/// A failed run's box, at the top of its page: the run's error, then each
+/// failed task (function, position, node, exit, attempts, error, the tail
+/// of its stderr and a link to all of it).
+fn failures(report: &Report) -> String {
+    let failed = report.failures();
+    let Some(error) = &report.run.error else {
+        if failed.is_empty() {
+            return String::new();
+        }
+        return format!(
+            "<div class=\"failed\">{}</div>",
+            failed_tasks(report, &failed)
+        );
+    };
+    format!(
+        "<div class=\"failed\"><h2>Failed</h2><p>{}</p>{}</div>",
+        esc(error),
+        failed_tasks(report, &failed)
+    )
+}
+
+fn failed_tasks(report: &Report, failed: &[&crate::records::record::TaskRecord]) -> String {
+    if failed.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "<h3>{} failed task(s)</h3><table><tr><th>function</th><th>at</th><th>node (rank)</th>\
+         <th>exit</th><th>attempts</th><th>error</th><th>stderr, last lines</th></tr>",
+        failed.len()
+    );
+    for t in failed.iter().take(FAILURES_LISTED) {
+        let stderr = match &t.stderr {
+            Some(file) => {
+                let path = std::path::absolute(report.dir.join(file)).unwrap_or_default();
+                format!(
+                    "<pre>{}</pre><a href=\"file://{}\">{}</a>",
+                    esc(&report.stderr_tail(t).join("\n")),
+                    esc(&path.display().to_string()),
+                    esc(file)
+                )
+            }
+            None => String::new(),
+        };
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{} ({})</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{stderr}</td></tr>",
+            esc(&t.func),
+            esc(&t.at),
+            esc(&t.node),
+            t.rank,
+            t.exit.map_or_else(|| "–".to_string(), |c| c.to_string()),
+            t.attempts,
+            esc(t.error.as_deref().unwrap_or_default()),
+        );
+    }
+    s.push_str("</table>");
+    if failed.len() > FAILURES_LISTED {
+        let _ = write!(
+            s,
+            "<p>… and {} more (<code>locus report</code> lists them)</p>",
+            failed.len() - FAILURES_LISTED
+        );
+    }
+    s
+}
+
+/// A page for one run: how it failed, if it did; its timeline, I/O
+/// breakdown and locality.
+pub fn run(name: &str, report: &Report) -> String {
+    let o = &RunView::of(report);
     let body = format!(
-        "<p>{} tasks in {:.3} s on {} workers</p><h2>Per-worker timeline</h2>{}<h2>Placement: where each task ran against its input bytes</h2>{}<h2>I/O breakdown, average seconds per task</h2>{}<h2>Locality</h2>{}",
+        "{}<p>{} tasks in {:.3} s on {} workers</p><h2>Per-worker timeline</h2>{}<h2>Placement: where each task ran against its input bytes</h2>{}<h2>I/O breakdown, average seconds per task</h2>{}<h2>Locality</h2>{}",
+        failures(report),
         o.spans.len(),
         o.seconds,
         o.workers.len(),
@@ -504,7 +578,7 @@ mod tests {
         let bars = page.matches("class=\"bar\"").count();
         assert_eq!(bars, 3, "{page}");
         // The failure outlines its column; every task is counted once.
-        assert!(page.contains("stroke=\"#000\""), "{page}");
+        assert!(page.contains("stroke=\"#d62728\""), "{page}");
         let counted: usize = page
             .split("<title>")
             .skip(1)

@@ -133,6 +133,11 @@ impl Report {
         })
     }
 
+    /// The tasks that failed (not those a lost node stopped).
+    pub(crate) fn failures(&self) -> Vec<&TaskRecord> {
+        self.tasks.iter().filter(|t| t.failed()).collect()
+    }
+
     /// Tasks whose inputs were all on their node, among tasks with inputs.
     pub fn locality(&self) -> (usize, usize) {
         let with_inputs: Vec<_> = self
@@ -202,7 +207,7 @@ impl Report {
 
     /// The last lines of what `t` wrote to stderr, as kept in the run
     /// directory.
-    fn stderr_tail(&self, t: &TaskRecord) -> Vec<String> {
+    pub(crate) fn stderr_tail(&self, t: &TaskRecord) -> Vec<String> {
         let Some(file) = &t.stderr else {
             return Vec::new();
         };
@@ -385,7 +390,7 @@ impl Report {
                 rss as f64 / 1024.0
             );
         }
-        let failures: Vec<&TaskRecord> = self.tasks.iter().filter(|t| t.failed()).collect();
+        let failures = self.failures();
         if !failures.is_empty() {
             let _ = writeln!(s, "failed tasks:");
         }
