@@ -7,7 +7,7 @@ use locus_fs::{Client, ClientOptions, Placement, Via};
 use locus_proto::fs::{Kind, NodeId, Record};
 use locus_proto::{Errno, FsError};
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Clone)]
 pub(crate) struct ClusterArgs {
@@ -295,9 +295,62 @@ pub(crate) fn run(op: FsOp) -> Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    let args = op.client_args().clone();
     let result = rt.block_on(run_op(op));
     let _ = std::fs::remove_dir_all(scratch_dir());
-    result
+    match result {
+        Err(e) if is_unreachable(&e) && rt.block_on(all_down(&args)) => {
+            Err(e.context(stopped(&args.cluster.dir)))
+        }
+        other => other,
+    }
+}
+
+fn is_unreachable(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<locus_proto::FsError>()
+        .is_some_and(locus_proto::FsError::is_unreachable)
+}
+
+/// Whether no daemon of the cluster answers.
+async fn all_down(args: &ClientArgs) -> bool {
+    let Ok(client) = args.client() else {
+        return false;
+    };
+    for node in 0..client.node_count() as NodeId {
+        if client.ping(node).await.is_ok() {
+            return false;
+        }
+    }
+    true
+}
+
+/// What to say of the stopped file system at `dir`.
+pub(crate) fn stopped(dir: &Path) -> String {
+    format!(
+        "the file system at {0} is not running (no daemon answers; its files are kept): \
+         start it with `locus fs up --dir {0}`",
+        dir.display()
+    )
+}
+
+impl FsOp {
+    fn client_args(&self) -> &ClientArgs {
+        match self {
+            FsOp::Ls { c, .. }
+            | FsOp::Stat { c, .. }
+            | FsOp::Mkdir { c, .. }
+            | FsOp::Rm { c, .. }
+            | FsOp::Mv { c, .. }
+            | FsOp::Put { c, .. }
+            | FsOp::Get { c, .. }
+            | FsOp::Cat { c, .. }
+            | FsOp::Locate { c, .. }
+            | FsOp::Unlock { c, .. }
+            | FsOp::Place { c, .. }
+            | FsOp::Replicas { c, .. }
+            | FsOp::Df { c, .. } => c,
+        }
+    }
 }
 
 async fn run_op(op: FsOp) -> Result<()> {

@@ -445,7 +445,7 @@ pub(crate) fn status(a: ClusterArgs) -> Result<()> {
         "{:>4} {:<8} {:<21} {:>8} {:<5} {:>9} {:>9} {:>12} {:>9}",
         "node", "name", "address", "pid", "state", "records", "files", "bytes", "stats"
     )?;
-    let mut down = 0;
+    let (mut down, mut unanswered) = (0, 0);
     let mut scrubs = Vec::new();
     for n in &spec.nodes {
         let status = rt.block_on(client.status(n.id));
@@ -478,6 +478,7 @@ pub(crate) fn status(a: ClusterArgs) -> Result<()> {
             },
             Err(e) => {
                 down += 1;
+                unanswered += 1;
                 writeln!(out, "{head} down  {e}")?;
             }
         }
@@ -498,6 +499,9 @@ pub(crate) fn status(a: ClusterArgs) -> Result<()> {
         for (path, made_by) in &r.lost {
             writeln!(out, "  lost {path}{}", made_by_note(made_by.as_deref()))?;
         }
+    }
+    if unanswered == spec.nodes.len() {
+        bail!("{}", crate::fs_ops::stopped(&a.dir));
     }
     if down > 0 {
         bail!("{down} of {} daemons down or degraded", spec.nodes.len());

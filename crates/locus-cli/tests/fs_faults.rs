@@ -317,3 +317,43 @@ fn fetches_after_a_holder_restarted_open_new_streams() {
         assert_eq!(tcp.get("/two").await.unwrap().len(), 3 << 20);
     });
 }
+
+#[test]
+fn a_stopped_file_system_says_so_and_how_to_start_it() {
+    // As after a run whose own file system stopped with it: every command
+    // says in one line that it is not running and the command that starts
+    // it; started again, the files are there.
+    let c = TestCluster::up(2);
+    let host = c.path().join("kept.txt");
+    std::fs::write(&host, "kept\n").unwrap();
+    assert!(c
+        .fs(&["put", host.to_str().unwrap(), "/kept.txt"])
+        .status
+        .success());
+    assert!(locus(&["fs", "down", "--dir", c.path_str()])
+        .status
+        .success());
+    let start = format!("start it with `locus fs up --dir {}`", c.path_str());
+    let out_copy = c.path().join("out.txt");
+    for args in [
+        vec!["ls", "/"],
+        vec!["cat", "/kept.txt"],
+        vec!["get", "/kept.txt", out_copy.to_str().unwrap()],
+        vec!["stat", "/kept.txt"],
+    ] {
+        let out = c.fs(&args);
+        assert!(!out.status.success(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("is not running") && err.contains(&start),
+            "{args:?}: {err}"
+        );
+    }
+    let status = locus(&["fs", "status", "--dir", c.path_str()]);
+    let err = String::from_utf8(status.stderr).unwrap();
+    assert!(!status.status.success() && err.contains(&start), "{err}");
+    c.restart();
+    let cat = c.fs(&["cat", "/kept.txt"]);
+    assert_eq!(String::from_utf8(cat.stdout).unwrap(), "kept\n");
+}
