@@ -390,7 +390,9 @@ async fn run_op(op: FsOp) -> Result<()> {
             writeln!(out, "kind: {}", kind_name(r.kind))?;
             writeln!(out, "size: {}", r.size)?;
             writeln!(out, "mode: {:o}", r.mode)?;
-            writeln!(out, "mtime_ns: {}", r.mtime_ns)?;
+            let mtime = std::time::UNIX_EPOCH
+                + std::time::Duration::from_nanos(u64::try_from(r.mtime_ns).unwrap_or(0));
+            writeln!(out, "mtime: {}", humantime::format_rfc3339_nanos(mtime))?;
             writeln!(out, "version: {}", r.version)?;
             writeln!(out, "holders: {}", holders(&r))?;
             writeln!(out, "copies: {}", client.copies(&r))?;

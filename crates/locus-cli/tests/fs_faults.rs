@@ -231,7 +231,17 @@ fn cli_round_trip_and_one_line_errors() {
         "b/\nlater.txt\nmoved.txt\n'x'$'\\n''y'$'\\033''[2J'\n"
     );
     ok(&["rm", "/a/x\ny\x1b[2J"]);
-    assert!(ok(&["stat", "/a/moved.txt"]).contains("size: 12"));
+    let stat = ok(&["stat", "/a/moved.txt"]);
+    assert!(stat.contains("size: 12"), "{stat}");
+    // Its time as people read it (RFC 3339, UTC).
+    let mtime = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("mtime: "))
+        .unwrap();
+    assert!(
+        mtime.len() == 30 && mtime.ends_with('Z') && mtime.as_bytes()[10] == b'T',
+        "{stat}"
+    );
     assert!(ok(&["df"]).lines().count() == 4);
 
     for (args, expect) in [
