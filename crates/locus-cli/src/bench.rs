@@ -38,11 +38,13 @@ impl Common {
 /// The large files a data benchmark moves in each round, and its rounds.
 #[derive(Args)]
 pub(crate) struct LargeFiles {
+    /// Large files written, then read, per round.
     #[arg(long, default_value_t = 4)]
     files: u32,
     /// MiB per file.
     #[arg(long, default_value_t = 256)]
     size_mib: u64,
+    /// How many times each measurement is made (after a warm-up).
     #[arg(long, default_value_t = 3)]
     rounds: u32,
 }
@@ -178,8 +180,10 @@ pub(crate) enum BenchCommand {
     Meta {
         #[command(flatten)]
         common: Common,
+        /// Daemons of the cluster.
         #[arg(long, default_value_t = 2)]
         nodes: u32,
+        /// Client processes working at once.
         #[arg(long, default_value_t = 4)]
         clients: u32,
         /// Files per client.
@@ -199,8 +203,10 @@ pub(crate) enum BenchCommand {
     },
     /// Front-end speed on a generated script, beside lexing alone.
     Check {
+        /// Lines of the generated script checked.
         #[arg(long, default_value_t = 10_000)]
         lines: usize,
+        /// How many times each measurement is made.
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
@@ -213,6 +219,7 @@ pub(crate) enum BenchCommand {
         /// Iterations of the workflow (a task of each stage).
         #[arg(long, default_value_t = 320)]
         tasks: u32,
+        /// How many times each measurement is made.
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
@@ -224,6 +231,7 @@ pub(crate) enum BenchCommand {
         /// App tasks per run.
         #[arg(long, default_value_t = 10_000)]
         tasks: u32,
+        /// How many times each measurement is made.
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
@@ -239,6 +247,7 @@ pub(crate) enum BenchCommand {
         /// Control work: `fib(N)` by recursive composite calls.
         #[arg(long, default_value_t = 20)]
         fib: u32,
+        /// How many times each measurement is made.
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
@@ -251,6 +260,7 @@ pub(crate) enum BenchCommand {
         /// Small files written per configuration and round.
         #[arg(long, default_value_t = 2_000)]
         files: u32,
+        /// How many times each measurement is made.
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
@@ -270,6 +280,7 @@ pub(crate) enum BenchCommand {
         /// Workers per node, e.g. 1,2.
         #[arg(long, default_value = "1", value_parser = list)]
         workers_per_node: std::vec::Vec<u32>,
+        /// Weak (files grow with the workers) or strong (a fixed number of files).
         #[arg(long, value_enum, default_value_t = Scaling::Weak)]
         scaling: Scaling,
         /// Weak scaling: files per worker.
@@ -301,8 +312,10 @@ pub(crate) enum BenchCommand {
         emulated: EmulatedArgs,
         #[command(flatten)]
         deployed: DeployedArgs,
+        /// Nodes of the emulated cluster.
         #[arg(long, default_value_t = 8)]
         nodes: u32,
+        /// Workers per node.
         #[arg(long, default_value_t = 1)]
         workers_per_node: u32,
         /// Input text files (jobs).
@@ -342,6 +355,7 @@ pub(crate) enum BenchCommand {
         /// Empty files created (then stat'ed) per round.
         #[arg(long, default_value_t = 2_000)]
         files: u32,
+        /// How many times each measurement is made.
         #[arg(long, default_value_t = 3)]
         rounds: u32,
         /// libfuse's `passthrough` example (`scripts/fuse-passthrough.sh`
@@ -355,6 +369,7 @@ pub(crate) enum BenchCommand {
     Replicas {
         #[command(flatten)]
         common: Common,
+        /// Daemons of the cluster.
         #[arg(long, default_value_t = 4)]
         nodes: u32,
         /// Large files written per round.
@@ -366,6 +381,7 @@ pub(crate) enum BenchCommand {
         /// Small files created per round.
         #[arg(long, default_value_t = 2_000)]
         creates: u32,
+        /// How many times each measurement is made.
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
@@ -375,8 +391,10 @@ pub(crate) enum BenchCommand {
     Kills {
         #[command(flatten)]
         common: Common,
+        /// Daemons of the cluster.
         #[arg(long, default_value_t = 3)]
         nodes: u32,
+        /// Clients putting files while daemons die.
         #[arg(long, default_value_t = 3)]
         clients: u32,
         /// Seconds of kills per repetition.
@@ -388,6 +406,7 @@ pub(crate) enum BenchCommand {
         /// Milliseconds between a restart and the next kill.
         #[arg(long, default_value_t = 2000)]
         every_ms: u64,
+        /// Repetitions of the whole experiment.
         #[arg(long, default_value_t = 20)]
         repetitions: u32,
         /// Replica counts, each run in every repetition.
@@ -411,6 +430,7 @@ pub(crate) enum BenchCommand {
         /// The first seed.
         #[arg(long, default_value_t = 0)]
         from: u64,
+        /// How many seeds, from --from on.
         #[arg(long, default_value_t = 1000)]
         seeds: u64,
         /// Seeds run at once.

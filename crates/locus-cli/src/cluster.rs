@@ -27,6 +27,7 @@ pub(crate) struct UpArgs {
     /// Emulate the cluster on this machine (the only kind `up` makes).
     #[arg(long)]
     pub emulate: bool,
+    /// Hosts (network namespaces) of the emulated cluster.
     #[arg(long, default_value_t = 4)]
     pub nodes: u32,
     /// Each node's link, both ways (tc units: 100mbit, 1gbit, 50mbps).

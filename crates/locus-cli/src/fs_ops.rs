@@ -132,6 +132,7 @@ pub(crate) enum FsOp {
     Ls {
         #[command(flatten)]
         c: ClientArgs,
+        /// The directory (or file), `/a/b` or `/locus/a/b`.
         #[arg(default_value = "/", value_parser = locus_path)]
         path: String,
         /// Long format: kind, size, version, holders.
@@ -142,6 +143,7 @@ pub(crate) enum FsOp {
     Stat {
         #[command(flatten)]
         c: ClientArgs,
+        /// The file or directory.
         #[arg(value_parser = locus_path)]
         path: String,
     },
@@ -149,6 +151,7 @@ pub(crate) enum FsOp {
     Mkdir {
         #[command(flatten)]
         c: ClientArgs,
+        /// The directory to make.
         #[arg(value_parser = locus_path)]
         path: String,
         /// Create missing parents; an existing directory is not an error.
@@ -159,10 +162,13 @@ pub(crate) enum FsOp {
     Rm {
         #[command(flatten)]
         c: ClientArgs,
+        /// What to remove.
         #[arg(value_parser = locus_path)]
         path: String,
+        /// Remove an empty directory.
         #[arg(short = 'd', long = "directory")]
         directory: bool,
+        /// Remove a directory and everything under it.
         #[arg(short, long)]
         recursive: bool,
     },
@@ -170,8 +176,10 @@ pub(crate) enum FsOp {
     Mv {
         #[command(flatten)]
         c: ClientArgs,
+        /// The file or directory to rename.
         #[arg(value_parser = locus_path)]
         from: String,
+        /// Its new name (a file there is replaced).
         #[arg(value_parser = locus_path)]
         to: String,
     },
@@ -187,7 +195,9 @@ pub(crate) enum FsOp {
         recursive: bool,
         #[command(flatten)]
         via: ViaArgs,
+        /// The host file or directory (`-`: stdin).
         local: PathBuf,
+        /// The Locus path it is copied to.
         #[arg(value_parser = locus_path)]
         path: String,
     },
@@ -202,8 +212,10 @@ pub(crate) enum FsOp {
         recursive: bool,
         #[command(flatten)]
         via: ViaArgs,
+        /// The Locus file or directory.
         #[arg(value_parser = locus_path)]
         path: String,
+        /// The host path it is copied to (`-`: stdout).
         local: PathBuf,
     },
     /// Print a file.
@@ -217,6 +229,7 @@ pub(crate) enum FsOp {
         /// Print at most this many bytes.
         #[arg(long)]
         length: Option<u64>,
+        /// The file to print.
         #[arg(value_parser = locus_path)]
         path: String,
     },
@@ -226,6 +239,7 @@ pub(crate) enum FsOp {
     Locate {
         #[command(flatten)]
         c: ClientArgs,
+        /// The file.
         #[arg(value_parser = locus_path)]
         path: String,
     },
@@ -234,6 +248,7 @@ pub(crate) enum FsOp {
     Unlock {
         #[command(flatten)]
         c: ClientArgs,
+        /// The locked file.
         #[arg(value_parser = locus_path)]
         path: String,
     },
@@ -241,8 +256,10 @@ pub(crate) enum FsOp {
     Place {
         #[command(flatten)]
         c: ClientArgs,
+        /// The file not yet created.
         #[arg(value_parser = locus_path)]
         path: String,
+        /// The node that will store it.
         #[arg(value_name = "NODE")]
         target: NodeId,
     },
@@ -252,8 +269,10 @@ pub(crate) enum FsOp {
     Replicas {
         #[command(flatten)]
         c: ClientArgs,
+        /// The directory.
         #[arg(value_parser = locus_path)]
         path: String,
+        /// Nodes to keep each file's bytes on (1 to the cluster's nodes).
         #[arg(value_name = "R")]
         copies: Option<u32>,
     },

@@ -196,4 +196,26 @@ mod tests {
     fn every_subcommand_is_well_formed() {
         Cli::command().debug_assert();
     }
+
+    #[test]
+    fn every_command_and_argument_says_what_it_is_for() {
+        fn undocumented(cmd: &clap::Command, path: &str, found: &mut Vec<String>) {
+            let path = format!("{path} {}", cmd.get_name());
+            if cmd.get_about().is_none() && !cmd.is_hide_set() {
+                found.push(path.clone());
+            }
+            for arg in cmd.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if !builtin && !arg.is_hide_set() && arg.get_help().is_none() {
+                    found.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                undocumented(sub, &path, found);
+            }
+        }
+        let mut found = Vec::new();
+        undocumented(&Cli::command(), "", &mut found);
+        assert!(found.is_empty(), "without help: {found:#?}");
+    }
 }

@@ -22,6 +22,7 @@ pub(crate) struct MountArgs {
 
 #[derive(clap::Args)]
 pub(crate) struct UmountArgs {
+    /// Where the file system is mounted.
     mountpoint: PathBuf,
     /// Detach it now even if programs still use it; it goes when they are done.
     #[arg(short = 'l', long)]
