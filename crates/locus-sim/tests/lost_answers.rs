@@ -278,3 +278,72 @@ fn a_put_whose_create_answer_was_lost_is_done_even_when_overwritten_before_it_wa
         assert_eq!(other.get(&path).await.unwrap(), b"second");
     });
 }
+
+#[test]
+fn a_create_undone_after_its_record_answer_was_lost_leaves_a_name_made_since() {
+    // A write's create whose record's answer is lost removes what it made
+    // (its record, then its name); if another client makes the name anew
+    // meanwhile, the undo must not take that name too (its record would
+    // stay, readable, unlisted: seed 2035).
+    let c = Cluster::up(3);
+    let rt = rt();
+    let plain = c.client(0);
+    rt.block_on(plain.mkdir("/d")).unwrap();
+    let path = kept_apart(&plain);
+    let made = {
+        let path = path.clone();
+        move |r: &Request| matches!(r, Request::CreateRecord { path: p, .. } if *p == path)
+    };
+    let removals = AtomicUsize::new(0);
+    let removal = {
+        let path = path.clone();
+        move |r: &Request| {
+            matches!(r, Request::RemoveEntry { parent, name, .. } if format!("{parent}/{name}") == path)
+                && removals.fetch_add(1, Ordering::SeqCst) == 1
+        }
+    };
+    let (held, open) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let (h, o) = (held.clone(), open.clone());
+    let client =
+        c.c.client_over(ClientOptions::default(), move |inner| {
+            let losing: Arc<dyn Transport> = Arc::new(Losing {
+                inner,
+                lose: Mutex::new(first(made)),
+                refuse: Mutex::new(never()),
+            });
+            // A second removal of the name (the undo's) waits for the new file.
+            Arc::new(common::Gate {
+                inner: losing,
+                hold: Box::new(removal),
+                opens: Box::new(|_| false),
+                held: h,
+                open: o,
+            })
+        })
+        .expect("client");
+    rt.block_on(async {
+        let put = {
+            let path = path.clone();
+            tokio::spawn(async move { client.put(&path, b"lost").await })
+        };
+        // Made anew once the failed create removed what it made (or at
+        // its second removal of the name, held until then).
+        let mut put = put;
+        let ended = tokio::select! {
+            () = held.notified() => None,
+            done = &mut put => Some(done.unwrap()),
+        };
+        plain
+            .put(&path, b"new")
+            .await
+            .expect("a new file under the name");
+        open.notify_one();
+        let failed = match ended {
+            Some(done) => done,
+            None => put.await.unwrap(),
+        };
+        assert!(failed.is_err_and(|e| e.is_unreachable()));
+        assert_eq!(plain.get(&path).await.unwrap(), b"new");
+        assert_eq!(common::names(&plain, "/d").await, [&path[3..]]);
+    });
+}

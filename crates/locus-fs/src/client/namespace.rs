@@ -221,6 +221,7 @@ impl Client {
         };
         self.inner.copies.learn(parent, copies, Instant::now());
         record.copies = copies;
+        let stamp = record.stamp;
         let created = self
             .meta(
                 path,
@@ -231,30 +232,35 @@ impl Client {
                 },
             )
             .await;
-        match created {
-            Ok(Response::Created { hint, record }) => Ok((hint, record)),
-            other => {
-                // A record made before its answer was lost (a rename's
-                // holds the file's bytes) goes first, while the name is
-                // still this create's.
-                if let (Err(e), Some(l)) = (&other, lease) {
-                    if e.is_unreachable() {
-                        let _ = self.remove_locked(path, l.token).await;
-                    }
-                }
-                let undo = Request::RemoveEntry {
-                    parent: parent.to_string(),
-                    name: name.to_string(),
-                    kind,
-                    op: rand::random(),
-                };
-                let _ = self.meta(parent, undo).await;
-                Err(match other {
-                    Err(e) => e,
-                    Ok(r) => unexpected(r),
-                })
+        let failed = match created {
+            Ok(Response::Created { hint, record }) => return Ok((hint, record)),
+            Ok(other) => unexpected(other),
+            Err(e) => e,
+        };
+        // A record made before its answer was lost: a write's is removed
+        // while its lock is still this create's (record, then name); a
+        // directory's is this mkdir's, done. Where that cannot be told, or
+        // the record is another's now, the name is not this create's to
+        // remove: a file made since under it would lose its name.
+        if failed.is_unreachable() {
+            let made = match lease {
+                Some(l) => self.remove_locked(path, l.token).await.map(|_| None),
+                None => self.record(path).await.map(Some),
+            };
+            match made {
+                Ok(Some(rec)) if rec.stamp == stamp => return Ok((None, rec)),
+                Err(e) if e.code == Errno::ENOENT && !Client::owner_lost(&e) => {}
+                _ => return Err(failed),
             }
         }
+        let undo = Request::RemoveEntry {
+            parent: parent.to_string(),
+            name: name.to_string(),
+            kind,
+            op: rand::random(),
+        };
+        let _ = self.meta(parent, undo).await;
+        Err(failed)
     }
 
     /// Makes the directory `path` (its parent must exist).
