@@ -830,6 +830,13 @@ impl<'t> Shard<'t> {
     }
 
     fn apply(&mut self, op: &Request) -> FsResult<Response> {
+        // Not safe twice, and done here lately: the same operation sent
+        // again after its answer was lost.
+        if let Some((path, id)) = op.once() {
+            if let Some(answer) = self.answered_before(&path, id) {
+                return Ok(answer);
+            }
+        }
         match op {
             Request::Batch { ops } => ops
                 .iter()
@@ -892,9 +899,6 @@ impl<'t> Shard<'t> {
                 sum,
                 made_by,
             } => {
-                if let Some(answer) = self.answered_before(path, *token) {
-                    return Ok(answer);
-                }
                 let replaced = self.get(path)?;
                 if replaced.lock.map(|l| l.token) != Some(*token) {
                     return Err(FsError::new(Errno::EBUSY, path).with_detail("write lock lost"));
@@ -925,9 +929,6 @@ impl<'t> Shard<'t> {
                 token,
                 record,
             } => {
-                if let Some(answer) = self.answered_before(path, *token) {
-                    return Ok(answer);
-                }
                 let replaced = self.get(path)?;
                 if replaced.kind != Kind::File {
                     return Err(wrong_kind(path, replaced.kind));
@@ -990,9 +991,6 @@ impl<'t> Shard<'t> {
                 locked_by,
                 op,
             } => {
-                if let Some(answer) = self.answered_before(path, *op) {
-                    return Ok(answer);
-                }
                 let rec = self.get(path)?;
                 if rec.kind != *kind {
                     return Err(wrong_kind(path, rec.kind));
@@ -1029,9 +1027,6 @@ impl<'t> Shard<'t> {
                 path,
                 op,
             } => {
-                if let Some(answer) = self.answered_before(path, *op) {
-                    return Ok(answer);
-                }
                 if *path != join(parent, name) {
                     return Err(FsError::new(Errno::EINVAL, path.as_str())
                         .with_detail("the name is not the path's"));
@@ -1092,15 +1087,10 @@ impl<'t> Shard<'t> {
                     return Err(FsError::new(Errno::EINVAL, path.as_str())
                         .with_detail("the name is not the path's"));
                 }
-                // A whole file written at once (its one version stamped
-                // with its writer's token; no commit follows): sent again
-                // after its answer was lost, it is answered as it was — the
-                // version may have been replaced since —, not `EEXIST`. (A
-                // locked create is committed later under the same token.)
-                let write = (record.stamp != 0 && lease.is_none()).then_some(record.stamp);
-                if let Some(answer) = write.and_then(|token| self.answered_before(path, token)) {
-                    return Ok(answer);
-                }
+                // A whole file written at once: sent again after its answer
+                // was lost, it is answered as it was (`once`) — the version
+                // may have been replaced since —, not `EEXIST`.
+                let write = op.once().map(|(_, token)| token);
                 for dir in parents {
                     self.make_dir(dir, record.mtime_ns)?;
                 }
@@ -1136,9 +1126,6 @@ impl<'t> Shard<'t> {
                 op,
             } => {
                 let path = join(parent, name);
-                if let Some(answer) = self.answered_before(&path, *op) {
-                    return Ok(answer);
-                }
                 let above = self.free_name(parent, name)?;
                 self.insert_entry(parent, name, *kind)?;
                 let copies = above.copies;
@@ -1157,9 +1144,6 @@ impl<'t> Shard<'t> {
                 op,
             } => {
                 let path = join(parent, name);
-                if let Some(answer) = self.answered_before(&path, *op) {
-                    return Ok(answer);
-                }
                 let key = (parent.as_str(), name.as_str());
                 let found = match self.entries.get(key).map_err(storage_error)? {
                     Some(v) => byte_kind(v.value()),

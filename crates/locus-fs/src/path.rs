@@ -45,14 +45,7 @@ pub fn split(path: &str) -> FsResult<(&str, &str)> {
     Ok((locus_proto::fs::parent(path), &path[cut + 1..]))
 }
 
-/// Joins a name onto a normalised directory path.
-pub fn join(dir: &str, name: &str) -> String {
-    if dir == "/" {
-        format!("/{name}")
-    } else {
-        format!("{dir}/{name}")
-    }
-}
+pub use locus_proto::fs::join;
 
 /// Accepts a path from the wire only if it is already normalised, so a peer
 /// cannot name anything outside a store directory.

@@ -437,6 +437,36 @@ pub enum Request {
 }
 
 impl Request {
+    /// What a request not safe to apply twice is known by when sent again
+    /// after its answer was lost — its path and its operation id (a write's
+    /// token for commits, replacements and whole files made at once) — so
+    /// that the daemon answers it as it was done.
+    pub fn once(&self) -> Option<(String, OpId)> {
+        match self {
+            Request::RemoveRecord { path, op, .. } | Request::RemoveFile { path, op, .. } => {
+                Some((path.clone(), *op))
+            }
+            Request::AddEntry {
+                parent, name, op, ..
+            }
+            | Request::RemoveEntry {
+                parent, name, op, ..
+            } => Some((join(parent, name), *op)),
+            Request::CommitWrite { path, token, .. }
+            | Request::ReplaceLocked { path, token, .. } => Some((path.clone(), *token)),
+            // A whole file written at once (its one version stamped with
+            // its writer's token; no commit follows). A locked create is
+            // committed later under the same token.
+            Request::CreateFile {
+                path,
+                record,
+                lease: None,
+                ..
+            } if record.stamp != 0 => Some((path.clone(), record.stamp)),
+            _ => None,
+        }
+    }
+
     /// The directories whose names this request (or a batch's operations)
     /// reads or changes: the parent of a name whose entry or record it
     /// touches, and a directory it lists or removes (whose names it reads).
@@ -531,6 +561,15 @@ pub fn parent(path: &str) -> &str {
     match path.rfind('/') {
         Some(0) | None => "/",
         Some(i) => &path[..i],
+    }
+}
+
+/// Joins a name onto a normalised directory path.
+pub fn join(dir: &str, name: &str) -> String {
+    if dir == "/" {
+        format!("/{name}")
+    } else {
+        format!("{dir}/{name}")
     }
 }
 
