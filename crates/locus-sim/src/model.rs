@@ -373,6 +373,9 @@ impl Model {
             Event::RemoveRecord(p) if written(p) => with(&|n| {
                 n.insert(p.clone(), NAMELESS);
             }),
+            // A name left without its record: a removal takes the name
+            // alone (an unlink's answer lost after it did: seed 2243).
+            Event::RemoveRecord(p) if nameless(p) => vec![ns.clone()],
             Event::MayRemoveRecordFirst(p) if written(p) => showing(p, &[NAMELESS]),
             Event::MayRemoveRecordFirst(_) => vec![ns.clone()],
             Event::Remove(p) if ns.contains_key(p) => with(&|n| {
@@ -399,4 +402,53 @@ fn listing(ns: &Namespace, dir: &str) -> Vec<String> {
         .filter_map(|(p, _)| p.strip_prefix(&prefix))
         .map(str::to_string)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{Op, Seen};
+
+    /// One operation alone in its step, at time `t` (ms).
+    fn alone(model: &mut Model, t: u64, op: Op, seen: Seen) -> Result<(), Verdict> {
+        let at = Duration::from_millis(t);
+        let done = Done {
+            op,
+            seen,
+            start: at,
+            end: at + Duration::from_millis(1),
+        };
+        model.step(&[done])
+    }
+
+    #[test]
+    fn an_unlink_of_a_name_left_without_its_record_may_take_the_name_though_its_answer_was_lost() {
+        let (path, dir) = (|| "/d/f".to_string(), || "/d".to_string());
+        let lost = || Seen::Unreachable(Errno::EIO);
+        let mut m = Model::new();
+        let put = Op::Put {
+            path: path(),
+            data: b"x".as_slice().into(),
+        };
+        alone(&mut m, 0, put, Seen::Done).unwrap();
+        // An unlink stopped between its steps: the name without its record.
+        alone(&mut m, 10, Op::Unlink { path: path() }, lost()).unwrap();
+        alone(
+            &mut m,
+            20,
+            Op::Get { path: path() },
+            Seen::Failed(Errno::ENOENT),
+        )
+        .unwrap();
+        alone(
+            &mut m,
+            30,
+            Op::List { dir: dir() },
+            Seen::Listed(vec!["f".into()]),
+        )
+        .unwrap();
+        // Another, whose answer was lost, removed the name.
+        alone(&mut m, 40, Op::Unlink { path: path() }, lost()).unwrap();
+        alone(&mut m, 50, Op::List { dir: dir() }, Seen::Listed(vec![])).unwrap();
+    }
 }
