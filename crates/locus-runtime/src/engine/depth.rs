@@ -39,7 +39,9 @@ impl Chain {
     }
 
     fn too_deep(&self, bound: u32) -> RunError {
-        let calls: Vec<String> = (self.first.iter())
+        let calls: Vec<String> = self
+            .first
+            .iter()
             .map(|(f, at)| format!("'{f}' at {at}"))
             .collect();
         RunError::new(

@@ -21,23 +21,14 @@ const SCRIPTS: &[&str] = &[
 /// where apps start).
 pub(crate) fn run_by(argv: &[Arg]) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    let mut words = argv.iter().filter_map(|a| match a {
-        Arg::Lit(s) => Some(s.as_str()),
-        _ => None,
-    });
-    let first = argv.first().and_then(|a| match a {
-        Arg::Lit(s) => Some(s.as_str()),
-        _ => None,
-    });
-    if let Some(program) = first {
-        words.next();
+    if let Some(program) = argv.first().and_then(literal) {
         let path = match program.contains('/') {
             true => Some(PathBuf::from(program)),
             false => find_in_path(program),
         };
         found.extend(path.filter(|p| p.is_file()).map(absolute));
     }
-    for word in words {
+    for word in argv.iter().skip(1).filter_map(literal) {
         let path = Path::new(word);
         if !word.is_empty() && is_script(path) {
             let path = absolute(path.to_path_buf());
@@ -47,6 +38,13 @@ pub(crate) fn run_by(argv: &[Arg]) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+fn literal(a: &Arg) -> Option<&str> {
+    match a {
+        Arg::Lit(s) => Some(s),
+        _ => None,
+    }
 }
 
 fn is_script(path: &Path) -> bool {
