@@ -8,6 +8,7 @@ mod launched;
 mod local_cluster;
 mod mount;
 mod run;
+mod runs;
 mod shown;
 
 use clap::{Parser, Subcommand};
@@ -47,6 +48,9 @@ enum Command {
     /// Summarise a finished run from its directory: tasks, busy and idle
     /// workers, placement and locality.
     Report(ReportArgs),
+    /// List the runs `locus run` made without --run-dir (how each ended, its
+    /// tasks and bytes), or remove the finished ones.
+    Runs(runs::RunsArgs),
     /// Check Swift scripts: every error as file:line:col, or the lowered IR.
     Check(check::CheckArgs),
     /// Benchmarks, each printed beside a baseline measured in the same run.
@@ -121,6 +125,7 @@ fn main() -> ExitCode {
         Command::Cluster(c) => cluster::run(c),
         Command::Run(a) => run::run(a),
         Command::Report(a) => report(a),
+        Command::Runs(a) => runs::run(a),
         Command::Bench(b) => bench::run(b),
         Command::Launched(a) => launched::run(a),
     };

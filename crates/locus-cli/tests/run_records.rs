@@ -332,3 +332,82 @@ foreach k in [0:3] {
     assert_eq!(run(&["--resume"]), (model4, 4));
     assert_eq!(run(&["--resume"]), (vec![], 8));
 }
+
+#[test]
+fn past_runs_are_listed_and_the_ended_ones_removed_never_a_live_one() {
+    // Runs without --run-dir, in a temporary directory of the test's own.
+    let tmp = tempfile::tempdir().unwrap();
+    let locus_in_tmp = |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_locus"));
+        c.args(args)
+            .env("TMPDIR", tmp.path())
+            .env_remove("LOCUS_DIR");
+        c
+    };
+    let script = |name: &str, text: &str| {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let fine = script("fine.swift", "trace(1);\n");
+    let broken = script(
+        "broken.swift",
+        "app (void v) broken() { \"false\" }\nbroken();\n",
+    );
+    let slow = script(
+        "slow.swift",
+        "app (void v) nap() { \"sleep\" \"30\" }\nnap();\n",
+    );
+    assert!(locus_in_tmp(&["run", "-n", "2", &fine])
+        .output()
+        .unwrap()
+        .status
+        .success());
+    assert!(!locus_in_tmp(&["run", "-n", "2", &broken])
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let live = locus_in_tmp(&["run", "-n", "2", &slow])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Stopped however the test ends (SIGTERM: the run ends as Ctrl-C ends it).
+    struct Stopped(std::process::Child);
+    impl Drop for Stopped {
+        fn drop(&mut self) {
+            // SAFETY: signals the run this test started.
+            unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+            let _ = self.0.wait();
+        }
+    }
+    let _live = Stopped(live);
+    let listed = || ok(&locus_in_tmp(&["runs"]).output().unwrap());
+    common::eventually("the live run listed", || listed().contains(" running "));
+    let list = listed();
+    let states: Vec<&str> = list
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(states.len(), 3, "{list}");
+    for state in ["done", "failed", "running"] {
+        assert!(states.contains(&state), "{list}");
+    }
+    assert!(
+        list.contains("task: ") && list.contains("app 'broken' failed"),
+        "{list}"
+    );
+    // The two that ended go; the live one stays.
+    let clean = ok(&locus_in_tmp(&["runs", "clean", "--older-than", "0s"])
+        .output()
+        .unwrap());
+    assert!(clean.contains("2 run(s) removed"), "{clean}");
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("locus-run-"))
+        .collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(listed().contains(" running "));
+}

@@ -221,18 +221,11 @@ fn claim_run_dir(dir: &Path) -> std::io::Result<std::fs::File> {
         .create(true)
         .truncate(false)
         .open(&marker)?;
-    // SAFETY: flock(2) on a descriptor this function owns.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::WouldBlock {
-            return Err(e);
-        }
-        let owner = std::fs::read_to_string(&marker).unwrap_or_default();
+    if let Some(owner) = lock_marker(&lock, &marker)? {
         return Err(std::io::Error::new(
             std::io::ErrorKind::ResourceBusy,
             format!(
-                "a live run holds it ({}): stop that run first, or give another --run-dir",
-                owner.trim()
+                "a live run holds it ({owner}): stop that run first, or give another --run-dir"
             ),
         ));
     }
@@ -245,6 +238,46 @@ fn claim_run_dir(dir: &Path) -> std::io::Result<std::fs::File> {
         host.trim()
     )?;
     Ok(lock)
+}
+
+/// Locks run marker `marker` (open as `lock`) as a run holds it for its
+/// life; `Some` naming the live run that holds it instead.
+fn lock_marker(lock: &std::fs::File, marker: &Path) -> std::io::Result<Option<String>> {
+    // SAFETY: flock(2) on a descriptor the caller owns.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(None);
+    }
+    let e = std::io::Error::last_os_error();
+    if e.kind() != std::io::ErrorKind::WouldBlock {
+        return Err(e);
+    }
+    let owner = std::fs::read_to_string(marker).unwrap_or_default();
+    Ok(Some(owner.trim().to_string()))
+}
+
+/// What holds the run directory `dir`.
+pub enum RunHold {
+    /// Not a run directory (no marker).
+    NotARun,
+    /// A live run, named.
+    Live(String),
+    /// No run lives: held by the caller (as a run holds it, so that none
+    /// starts in it) while this file is open.
+    Ended(std::fs::File),
+}
+
+/// Holds the run directory `dir` if no run lives in it.
+pub fn hold_run_dir(dir: &Path) -> std::io::Result<RunHold> {
+    let marker = dir.join(RUN_MARKER);
+    let lock = match std::fs::File::open(&marker) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RunHold::NotARun),
+        Err(e) => return Err(e),
+    };
+    Ok(match lock_marker(&lock, &marker)? {
+        Some(owner) => RunHold::Live(owner),
+        None => RunHold::Ended(lock),
+    })
 }
 
 /// Where a rank's stdout and stderr go.
