@@ -109,6 +109,9 @@ pub(crate) struct Interpreter {
     _child: Child,
     requests: ChildStdin,
     answers: BufReader<ChildStdout>,
+    /// The interpreter's `TMPDIR`, removed after it is killed: R's session
+    /// directory (`Rtmp*`) would otherwise stay behind, one per worker.
+    _tmp: tempfile::TempDir,
 }
 
 impl Interpreter {
@@ -118,9 +121,14 @@ impl Interpreter {
 
     fn spawn(lang: Lang, program: &str) -> Result<Interpreter, String> {
         let (args, hint) = lang.args();
+        let tmp = tempfile::Builder::new()
+            .prefix("locus-interp-")
+            .tempdir()
+            .map_err(|e| format!("{}: a temporary directory: {e}", lang.name()))?;
         let mut child = Command::new(program)
             .args(args)
             .arg(lang.driver())
+            .env("TMPDIR", tmp.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -134,6 +142,7 @@ impl Interpreter {
             _child: child,
             requests,
             answers,
+            _tmp: tmp,
         })
     }
 
@@ -194,6 +203,11 @@ mod tests {
         let err = r.eval("stop('bad input')", "").await.unwrap_err();
         assert!(err.contains("bad input"), "{err}");
         assert_eq!(r.eval("", "x").await.unwrap(), "20");
+        // Its session's directory goes with it (killed, R cannot remove it).
+        let session = r.eval("", "tempdir()").await.unwrap();
+        assert!(std::path::Path::new(&session).is_dir(), "{session}");
+        drop(r);
+        assert!(!std::path::Path::new(&session).exists(), "{session}");
     }
 
     #[tokio::test]
