@@ -30,7 +30,9 @@ main {
       string filename = filename(f);
       string host = lookup(filename);
       location L = ip2rank(host);
-      file counted<sprintf("/locus/output/%i.count", i)> = @location=L application(f);
+      // Named after its input: /locus/input/9.dat -> /locus/output/9.count.
+      string name = basename_string(rootname_string(filename));
+      file counted<sprintf("/locus/output/%s.count", name)> = @location=L application(f);
     }
     trace("counted", size(fileArray), "files where they live");
   }
