@@ -75,10 +75,11 @@ struct ReportArgs {
 enum FsCommand {
     /// Run one storage daemon (normally started by `locus fs up`).
     Serve(local_cluster::ServeArgs),
-    /// Start a local cluster of N daemons, each emulating a node, or restart
-    /// the stopped daemons of an existing one.
+    /// Start a file system: one daemon per node of a job (--launcher), or
+    /// N on this machine each standing for a node; on an existing one,
+    /// restart its stopped daemons.
     Up(local_cluster::UpArgs),
-    /// Stop the daemons of a local cluster.
+    /// Stop a file system's daemons (--purge: and remove their stores).
     Down(local_cluster::DownArgs),
     /// Show each node's daemon: address, process, records and stored data.
     Status(fs_ops::ClusterArgs),
