@@ -327,7 +327,7 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
     for r in &apps {
         assert!(r.node.starts_with("node") && r.remote_bytes == 0, "{r:?}");
         // Each count is named after the file it counts.
-        let stem = |p: &str| Path::new(p).file_stem().map(|s| s.to_owned());
+        let stem = |p: &str| Path::new(p).file_stem().map(std::ffi::OsStr::to_owned);
         assert_eq!(stem(&r.inputs[0].path), stem(&r.outputs[0].path), "{r:?}");
     }
 
