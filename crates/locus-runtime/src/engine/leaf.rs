@@ -320,11 +320,17 @@ impl Engine {
                 _ => None,
             })
             .collect();
-        // The awaits below are boxed: this call's state is kept while its
-        // task waits for a worker, for every task released at once.
-        let unchanged = resume.unchanged(&key, &inputs, &self.opts.storage);
-        let earlier = Box::pin(self.outside(unchanged)).await;
-        if let Some(earlier) = earlier.filter(|e| e.declared.len() == out_files.len()) {
+        // The awaits below are boxed, and made only when there is something
+        // to look at: this call's state is kept while its task waits for a
+        // worker, for every task released at once.
+        let earlier = match resume.done(&key) {
+            Some(done) if done.declared.len() == out_files.len() => {
+                let unchanged = resume.unchanged(done, &inputs, &self.opts.storage);
+                Box::pin(self.outside(unchanged)).await.then_some(done)
+            }
+            _ => None,
+        };
+        if let Some(earlier) = earlier {
             let rank = self.opts.first_server + self.opts.server;
             let node = self.opts.storage.layout.node_name(rank);
             let id = self.opts.dispatch.task_id();
@@ -337,7 +343,14 @@ impl Engine {
             return Ok(());
         }
         let read: Vec<&Arg> = argv.iter().chain(&stdin).collect();
-        let stats = Box::pin(self.outside(self.inputs_of(target, &read))).await;
+        let stats = match self.weighed_inputs(target, &read) {
+            Some(paths) if paths.is_empty() => Some(Stats {
+                at_ns: locus_fs::now_ns(),
+                records: Vec::new(),
+            }),
+            Some(paths) => Some(Box::pin(self.outside(self.opts.storage.stat_all(&paths))).await),
+            None => None,
+        };
         let held = stats
             .as_ref()
             .map_or_else(Vec::new, |s| self.opts.storage.held(s));
@@ -386,25 +399,28 @@ impl Engine {
         }
     }
 
-    /// The records of a task's Locus inputs, when its placement may use
-    /// where they are: a SOFT target (to weigh leaving it) or none under
-    /// `--locality auto` (to choose one). HARD tasks go where they are told.
-    pub(super) async fn inputs_of(&self, target: Option<Target>, words: &[&Arg]) -> Option<Stats> {
+    /// A task's Locus inputs, whose records are wanted when its placement
+    /// may use where they are: a SOFT target (to weigh leaving it) or none
+    /// under `--locality auto` (to choose one). HARD tasks go where they
+    /// are told.
+    fn weighed_inputs<'a>(
+        &self,
+        target: Option<Target>,
+        words: &[&'a Arg],
+    ) -> Option<Vec<&'a str>> {
         let weighed = match target {
             Some(t) => !t.hard,
             None => self.opts.locality == Locality::Auto,
         };
-        if !weighed {
-            return None;
-        }
-        let paths: Vec<&str> = words
-            .iter()
-            .filter_map(|a| match a {
-                Arg::In(p) => Some(p.as_str()),
-                _ => None,
-            })
-            .collect();
-        Some(self.opts.storage.stat_all(&paths).await)
+        weighed.then(|| {
+            words
+                .iter()
+                .filter_map(|a| match a {
+                    Arg::In(p) if crate::exec::files::fs_path(p).is_some() => Some(p.as_str()),
+                    _ => None,
+                })
+                .collect()
+        })
     }
 
     /// `--locality auto`: SOFT NODE at the node holding most input bytes

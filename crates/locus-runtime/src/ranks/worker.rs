@@ -331,14 +331,16 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
                     .or(cfg.task_timeout),
             };
             declared.clone_from(outputs);
-            app.run(
+            // Boxed: an app's future is large, and this one is moved into
+            // every task the worker spawns (two copies of it per task).
+            let run = app.run(
                 argv,
                 outputs,
                 [stdin, stdout, stderr],
                 (&mut io, &mut exit, &mut attempts),
                 running,
-            )
-            .await
+            );
+            Box::pin(run).await
         }
     };
     let error = result.err();
@@ -515,7 +517,10 @@ impl<'a> App<'a> {
                 }
                 Some(fp) => {
                     let known = self.known.iter().find(|(k, _)| k == fp).map(|(_, r)| r);
-                    let copy = match self.fs(p)?.local_copy_from(fp, known).await {
+                    // The file system's futures are boxed where awaited:
+                    // large, they would make every task's future large.
+                    let fetch = self.fs(p)?.local_copy_from(fp, known);
+                    let copy = match Box::pin(fetch).await {
                         Ok(copy) => copy,
                         Err(e) => {
                             // Also lost: every copy found bad (lineage may
@@ -631,7 +636,7 @@ impl<'a> App<'a> {
         match &self.cfg.mounted {
             Some(hold) => {
                 io.remote += hold.take_fetched();
-                hold.end(succeeded)
+                Box::pin(hold.end(succeeded))
                     .await
                     .map_err(|e| format!("app '{}': publishing {LOCUS_PREFIX}{e}", self.func))
             }
@@ -787,7 +792,7 @@ impl<'a> App<'a> {
             out.made_by(made_by.clone());
         }
         let records = match (self.cfg.fs.as_ref(), outputs.pending.is_empty()) {
-            (Some(fs), false) => fs.commit_all(&outputs.pending).await,
+            (Some(fs), false) => Box::pin(fs.commit_all(&outputs.pending)).await,
             _ => Vec::new(),
         };
         for (out, record) in outputs.pending.iter().zip(records) {

@@ -114,37 +114,39 @@ impl Resume {
         }
     }
 
-    /// An earlier run's record of the task `key`, if it succeeded, read
-    /// the files `inputs` read now (in the order they are staged) at the
-    /// versions they are now, and its outputs are still what it wrote.
-    pub async fn unchanged(
-        &self,
-        key: &str,
-        inputs: &[&str],
-        storage: &Storage,
-    ) -> Option<&TaskRecord> {
-        let done = self.done.get(key)?;
+    /// An earlier run's record of the task `key`, if it succeeded: the
+    /// task is not run again if it is `unchanged`.
+    pub fn done(&self, key: &str) -> Option<&TaskRecord> {
+        self.done.get(key)
+    }
+
+    /// Whether the task `done` did read the files `inputs` read now (in
+    /// the order they are staged) at the versions they are now, and its
+    /// outputs are still what it wrote.
+    pub async fn unchanged(&self, done: &TaskRecord, inputs: &[&str], storage: &Storage) -> bool {
         let mut now = Vec::with_capacity(inputs.len());
         for p in inputs {
             // A host input that is not there was not recorded either.
             now.extend(storage.seen(p).await);
         }
         if now.len() != done.inputs.len() {
-            return None;
+            return false;
         }
         for (now, then) in now.iter().zip(&done.inputs) {
             if !self.same(storage, now, then).await {
-                return None;
+                return false;
             }
         }
         // Its outputs are still what it wrote, and its programs what ran.
         for then in done.outputs.iter().chain(&done.programs) {
-            let now = storage.seen(&then.path).await?;
+            let Some(now) = storage.seen(&then.path).await else {
+                return false;
+            };
             if !self.same(storage, &now, then).await {
-                return None;
+                return false;
             }
         }
-        Some(done)
+        true
     }
 
     /// Whether a file seen `now` is as a task saw it `then`: the same
