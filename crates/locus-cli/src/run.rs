@@ -192,7 +192,8 @@ pub(crate) fn as_rank(opts: RankOptions) -> Result<()> {
     });
     let progress = bar.clone().map(|b| Arc::new(Bar(b)) as Arc<dyn Progress>);
     let (script, search) = (opts.script.clone(), opts.include.clone());
-    let result = run_rank(env, opts, move || load(&script, search), progress);
+    let program = move || load(&script, search).map_err(locus_proto::run::RunError::script);
+    let result = run_rank(env, opts, program, progress);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

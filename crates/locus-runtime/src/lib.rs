@@ -21,7 +21,7 @@ pub use builtins::cmdline::CommandLine;
 pub use engine::{Counts, Engine, Locality, Progress, RunOptions};
 pub use exec::files::{fs_path, LOCUS_PREFIX};
 pub use in_process::{Cut, FakeApps, Finished, InProcess, NeverEnded};
-pub use ranks::layout::Layout;
+pub use ranks::layout::{Layout, LayoutError};
 pub use ranks::rank::{run_rank, summary_path, RankOptions, RunSummary, DEFAULT_MAX_DEPTH};
 pub use ranks::rendezvous::{ranks_dir, Entry, RankEnv};
 pub use ranks::server::RELEASED_MOST;

@@ -20,6 +20,45 @@ pub(crate) enum Lang {
     R,
 }
 
+impl std::fmt::Display for Lang {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a call of an interpreter failed: the code's own error, or the
+/// interpreter's (after which it is of no more use).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InterpError {
+    /// The code raised an error; the interpreter goes on.
+    #[error("{lang}: {report}")]
+    Raised { lang: Lang, report: String },
+    #[error("{lang}: cannot start {program}: {source} ({hint})")]
+    Start {
+        lang: Lang,
+        program: String,
+        hint: &'static str,
+        source: std::io::Error,
+    },
+    #[error("{0}: a temporary directory: {1}")]
+    Temp(Lang, std::io::Error),
+    /// It stopped reading or answering (`None`: it exited).
+    #[error("{lang}: the interpreter {}", match .cause { Some(e) => format!("stopped: {e}"), None => "exited".into() })]
+    Stopped {
+        lang: Lang,
+        cause: Option<std::io::Error>,
+    },
+    #[error("{lang}: a garbled answer: {head:?}")]
+    Garbled { lang: Lang, head: String },
+}
+
+impl InterpError {
+    /// Whether the interpreter can take the next call.
+    pub(crate) fn leaves_it_usable(&self) -> bool {
+        matches!(self, InterpError::Raised { .. })
+    }
+}
+
 /// Python's side: answers go to a duplicate of the original stdout;
 /// stdout itself then points at stderr.
 const PYTHON: &str = r#"
@@ -115,16 +154,16 @@ pub(crate) struct Interpreter {
 }
 
 impl Interpreter {
-    pub(crate) fn start(lang: Lang) -> Result<Interpreter, String> {
+    pub(crate) fn start(lang: Lang) -> Result<Interpreter, InterpError> {
         Interpreter::spawn(lang, &lang.program())
     }
 
-    fn spawn(lang: Lang, program: &str) -> Result<Interpreter, String> {
+    fn spawn(lang: Lang, program: &str) -> Result<Interpreter, InterpError> {
         let (args, hint) = lang.args();
         let tmp = tempfile::Builder::new()
             .prefix("locus-interp-")
             .tempdir()
-            .map_err(|e| format!("{}: a temporary directory: {e}", lang.name()))?;
+            .map_err(|e| InterpError::Temp(lang, e))?;
         let mut child = Command::new(program)
             .args(args)
             .arg(lang.driver())
@@ -134,7 +173,12 @@ impl Interpreter {
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|e| format!("{}: cannot start {program}: {e} ({hint})", lang.name()))?;
+            .map_err(|source| InterpError::Start {
+                lang,
+                program: program.to_string(),
+                hint,
+                source,
+            })?;
         let requests = child.stdin.take().expect("piped");
         let answers = BufReader::new(child.stdout.take().expect("piped"));
         Ok(Interpreter {
@@ -147,9 +191,12 @@ impl Interpreter {
     }
 
     /// Runs `code`, then returns `expr` as text (empty for an empty `expr`).
-    pub(crate) async fn eval(&mut self, code: &str, expr: &str) -> Result<String, String> {
-        let name = self.lang.name();
-        let lost = |e: std::io::Error| format!("{name}: the interpreter stopped: {e}");
+    pub(crate) async fn eval(&mut self, code: &str, expr: &str) -> Result<String, InterpError> {
+        let lang = self.lang;
+        let lost = |e: std::io::Error| InterpError::Stopped {
+            lang,
+            cause: Some(e),
+        };
         let head = format!("{} {}\n", code.len(), expr.len());
         for part in [head.as_str(), code, expr] {
             self.requests
@@ -160,9 +207,12 @@ impl Interpreter {
         self.requests.flush().await.map_err(lost)?;
         let mut head = String::new();
         if self.answers.read_line(&mut head).await.map_err(lost)? == 0 {
-            return Err(format!("{name}: the interpreter exited"));
+            return Err(InterpError::Stopped { lang, cause: None });
         }
-        let bad = || format!("{name}: a garbled answer: {head:?}");
+        let bad = || InterpError::Garbled {
+            lang,
+            head: head.clone(),
+        };
         let (kind, len) = head.trim_end().split_once(' ').ok_or_else(bad)?;
         let len: usize = len.parse().map_err(|_| bad())?;
         let mut text = vec![0; len];
@@ -170,7 +220,7 @@ impl Interpreter {
         let text = String::from_utf8_lossy(&text).into_owned();
         match kind {
             "value" => Ok(text),
-            "error" => Err(format!("{name}: {text}")),
+            "error" => Err(InterpError::Raised { lang, report: text }),
             _ => Err(bad()),
         }
     }
@@ -186,8 +236,12 @@ mod tests {
         assert_eq!(py.eval("x = 20", "x + 1").await.unwrap(), "21");
         assert_eq!(py.eval("print('to stderr')", "x * 2").await.unwrap(), "40");
         let err = py.eval("1 / 0", "").await.unwrap_err();
-        assert!(err.contains("ZeroDivisionError"), "{err}");
-        assert!(err.contains("Traceback"), "{err}");
+        let InterpError::Raised { report, .. } = &err else {
+            panic!("{err}");
+        };
+        assert!(report.contains("ZeroDivisionError"), "{err}");
+        assert!(report.contains("Traceback"), "{err}");
+        assert!(err.leaves_it_usable());
         assert_eq!(py.eval("", "x").await.unwrap(), "20");
         assert_eq!(py.eval("s = 'é\\n'", "s * 2").await.unwrap(), "é\né\n");
     }
@@ -201,7 +255,10 @@ mod tests {
             "20, 2"
         );
         let err = r.eval("stop('bad input')", "").await.unwrap_err();
-        assert!(err.contains("bad input"), "{err}");
+        assert!(
+            matches!(&err, InterpError::Raised { report, .. } if report.contains("bad input")),
+            "{err}"
+        );
         assert_eq!(r.eval("", "x").await.unwrap(), "20");
         // Its session's directory goes with it (killed, R cannot remove it).
         let session = r.eval("", "tempdir()").await.unwrap();
@@ -215,10 +272,24 @@ mod tests {
         let err = Interpreter::spawn(Lang::R, "/nonexistent/Rscript")
             .err()
             .expect("no such program");
+        assert!(matches!(err, InterpError::Start { .. }), "{err}");
+        let err = err.to_string();
         assert!(
             err.starts_with("R: cannot start /nonexistent/Rscript"),
             "{err}"
         );
         assert!(err.contains("r-base-core"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn an_interpreter_that_exits_says_so_and_is_not_usable() {
+        let mut py = Interpreter::start(Lang::Python).expect("python3 (scripts/setup.sh)");
+        let err = py.eval("import os; os._exit(3)", "").await.unwrap_err();
+        assert!(
+            matches!(err, InterpError::Stopped { cause: None, .. }),
+            "{err}"
+        );
+        assert_eq!(err.to_string(), "python: the interpreter exited");
+        assert!(!err.leaves_it_usable());
     }
 }

@@ -5,6 +5,17 @@
 use locus_proto::run::Rank;
 use serde::{Deserialize, Serialize};
 
+/// Why ranks cannot be laid out so, or a rank cannot be a task's target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    #[error("{size} ranks cannot hold {servers} server(s) and at least one worker")]
+    Servers { size: u32, servers: u32 },
+    #[error("rank {rank} is a server; tasks can target workers 0..{last}")]
+    Server { rank: i64, last: Rank },
+    #[error("rank {rank} is not a rank of this run; tasks can target workers 0..{last}")]
+    NoSuchRank { rank: i64, last: Rank },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layout {
     pub servers: u32,
@@ -17,12 +28,10 @@ pub struct Layout {
 impl Layout {
     /// Builds the layout from each rank's node name, in rank order; nodes are
     /// numbered in order of first appearance.
-    pub fn from_names(servers: u32, names: &[String]) -> Result<Layout, String> {
+    pub fn from_names(servers: u32, names: &[String]) -> Result<Layout, LayoutError> {
         let size = names.len() as u32;
         if servers == 0 || servers >= size {
-            return Err(format!(
-                "{size} ranks cannot hold {servers} server(s) and at least one worker"
-            ));
+            return Err(LayoutError::Servers { size, servers });
         }
         // Every rank builds this from all N names: a map, not a scan per name.
         let mut index: std::collections::HashMap<&str, u32> = Default::default();
@@ -118,19 +127,15 @@ impl Layout {
     }
 
     /// Why `rank` cannot be a task's target, if it cannot.
-    pub fn check_target(&self, rank: i64) -> Result<Rank, String> {
-        if rank >= 0 && rank < i64::from(self.workers()) {
-            return Ok(rank as Rank);
-        }
+    pub fn check_target(&self, rank: i64) -> Result<Rank, LayoutError> {
         let last = self.workers() - 1;
-        let what = if rank >= i64::from(self.workers()) && rank < i64::from(self.size()) {
-            "a server"
-        } else {
-            "not a rank of this run"
-        };
-        Err(format!(
-            "rank {rank} is {what}; tasks can target workers 0..{last}"
-        ))
+        match rank {
+            r if r >= 0 && r <= i64::from(last) => Ok(r as Rank),
+            r if r > i64::from(last) && r < i64::from(self.size()) => {
+                Err(LayoutError::Server { rank, last })
+            }
+            _ => Err(LayoutError::NoSuchRank { rank, last }),
+        }
     }
 }
 
@@ -153,8 +158,18 @@ mod tests {
         assert_eq!(l.offset(3), 1);
         assert_eq!(l.offset(4), 2);
         assert_eq!(l.node_leader(5), 2);
-        assert!(l.check_target(4).unwrap_err().contains("a server"));
-        assert!(l.check_target(9).unwrap_err().contains("not a rank"));
+        assert_eq!(
+            l.check_target(4),
+            Err(LayoutError::Server { rank: 4, last: 3 })
+        );
+        assert_eq!(
+            l.check_target(9),
+            Err(LayoutError::NoSuchRank { rank: 9, last: 3 })
+        );
+        assert_eq!(
+            l.check_target(-1),
+            Err(LayoutError::NoSuchRank { rank: -1, last: 3 })
+        );
         assert_eq!(l.check_target(1), Ok(1));
     }
 

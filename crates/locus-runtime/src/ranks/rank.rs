@@ -168,9 +168,11 @@ impl RunSummary {
 
 /// Where a server listens: `LOCUS_LISTEN`, else loopback for ranks of a
 /// local run, else (a site launcher's ranks) this host's address.
-fn listen_addr() -> Result<SocketAddr, String> {
+fn listen_addr() -> Result<SocketAddr, RunError> {
     match std::env::var("LOCUS_LISTEN") {
-        Ok(a) => a.parse().map_err(|e| format!("LOCUS_LISTEN={a}: {e}")),
+        Ok(a) => a
+            .parse()
+            .map_err(|e| RunError::launch(format!("LOCUS_LISTEN={a}: {e}"))),
         // Ranks our own launcher started all run on this machine.
         Err(_) if std::env::var_os("LOCUS_RANK").is_some() => {
             Ok(SocketAddr::from(([127, 0, 0, 1], 0)))
@@ -202,7 +204,7 @@ pub(crate) struct RankParts {
 pub fn run_rank(
     env: RankEnv,
     opts: RankOptions,
-    program: impl FnOnce() -> Result<Program, String>,
+    program: impl FnOnce() -> Result<Program, RunError>,
     progress: Option<Arc<dyn Progress>>,
 ) -> Result<(), RunError> {
     let parts = RankParts {
@@ -218,7 +220,7 @@ pub fn run_rank(
 pub(crate) fn run_rank_with(
     env: RankEnv,
     opts: RankOptions,
-    program: impl FnOnce() -> Result<Program, String>,
+    program: impl FnOnce() -> Result<Program, RunError>,
     progress: Option<Arc<dyn Progress>>,
     mut parts: RankParts,
 ) -> Result<(), RunError> {
@@ -252,7 +254,7 @@ pub(crate) fn run_rank_with(
 async fn rank_main(
     env: RankEnv,
     opts: RankOptions,
-    program: impl FnOnce() -> Result<Program, String>,
+    program: impl FnOnce() -> Result<Program, RunError>,
     progress: Option<Arc<dyn Progress>>,
     parts: RankParts,
 ) -> Result<(), RunError> {
@@ -272,7 +274,7 @@ async fn rank_main(
     let server = if is_server {
         let addr = match parts.listen {
             Some(addr) => addr,
-            None => listen_addr().map_err(RunError::launch)?,
+            None => listen_addr()?,
         };
         Some(Server::bind(addr, me).map_err(|e| {
             RunError::launch(format!("server rank {me} cannot listen on {addr}: {e}"))
@@ -310,7 +312,8 @@ async fn rank_main(
             })
             .await
             .map_err(|e| RunError::internal(e.to_string()))?;
-            (entries.map_err(RunError::launch)?, Wireup::Pmi, Some(pmi))
+            let entries = entries.map_err(|e| RunError::launch(e.to_string()))?;
+            (entries, Wireup::Pmi, Some(pmi))
         }
         None => {
             let board = RanksDir::of(&opts.run_dir);
@@ -320,23 +323,21 @@ async fn rank_main(
             })
             .await
             .map_err(|e| RunError::internal(e.to_string()))?
-            .map_err(RunError::launch)?;
+            .map_err(|e| RunError::launch(e.to_string()))?;
             (entries, Wireup::RunDir, None)
         }
     };
     let names: Vec<String> = entries.iter().map(|e| e.node.clone()).collect();
-    let layout = Arc::new(Layout::from_names(opts.servers, &names).map_err(RunError::launch)?);
+    let layout = Layout::from_names(opts.servers, &names);
+    let layout = Arc::new(layout.map_err(|e| RunError::launch(e.to_string()))?);
     let fs = match &opts.fs_dir {
-        Some(d) => {
-            let opened = open_fs(d, &entry.node, opts.placement, &opts.run_dir);
-            Some(opened.map_err(RunError::fs)?)
-        }
+        Some(d) => Some(open_fs(d, &entry.node, opts.placement, &opts.run_dir)?),
         None => None,
     };
     // The leader checks where the workers are against the file system.
     let diskless_hosts = match (&fs, &opts.fs_dir) {
         (Some((_, fs_hosts)), Some(dir)) if me == layout.leader() => {
-            diskless_hosts(&layout, fs_hosts, opts.fs_remote, dir).map_err(RunError::launch)?
+            diskless_hosts(&layout, fs_hosts, opts.fs_remote, dir)?
         }
         _ => Vec::new(),
     };
@@ -391,13 +392,12 @@ async fn rank_main(
             secret,
             soft_wait: opts.soft_wait,
         })
-        .await
-        .map_err(RunError::launch)?;
+        .await?;
     let leads = me == layout.leader();
     let start_us = now_us();
     let progress = progress.filter(|_| leads);
     let engine = Engine::new(
-        program().map_err(RunError::script)?,
+        program()?,
         RunOptions {
             dispatch: dispatch.clone(),
             server: me - layout.workers(),
@@ -462,7 +462,7 @@ fn diskless_hosts(
     fs_hosts: &[String],
     fs_remote: bool,
     dir: &std::path::Path,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, RunError> {
     let workers: BTreeSet<&str> = (0..layout.workers()).map(|w| layout.node_name(w)).collect();
     let (on_fs, off): (Vec<&str>, Vec<&str>) = workers
         .into_iter()
@@ -472,13 +472,13 @@ fn diskless_hosts(
     }
     let dir = dir.display();
     if on_fs.is_empty() && !fs_remote {
-        return Err(format!(
+        return Err(RunError::launch(format!(
             "no worker of this run is on a host of the file system in {dir}: workers on {}, \
              its daemons on {}; start the ranks on the file system's hosts (or give \
              --fs-remote to use it over the network)",
             off.join(", "),
             fs_hosts.join(", ")
-        ));
+        )));
     }
     eprintln!(
         "locus: workers on {} have no daemon of the file system in {dir}: their tasks \
@@ -497,8 +497,8 @@ fn open_fs(
     node: &str,
     placement: Option<Placement>,
     run_dir: &std::path::Path,
-) -> Result<(Client, Vec<String>), String> {
-    let spec = ClusterSpec::load(dir).map_err(|e| e.to_string())?;
+) -> Result<(Client, Vec<String>), RunError> {
+    let spec = ClusterSpec::load(dir).map_err(|e| RunError::fs(e.to_string()))?;
     let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
     let opts = match names.iter().position(|n| n == node) {
         Some(id) => ClientOptions {
@@ -514,6 +514,6 @@ fn open_fs(
             ..ClientOptions::default()
         },
     };
-    let client = Client::open_loaded(dir, &spec, opts).map_err(|e| e.to_string())?;
+    let client = Client::open_loaded(dir, &spec, opts).map_err(|e| RunError::fs(e.to_string()))?;
     Ok((client, names))
 }

@@ -24,6 +24,42 @@ pub struct RankEnv {
     pub size: u32,
 }
 
+/// Why the ranks of a run did not meet.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum WireupError {
+    /// Ranks that said nothing within the wait.
+    #[error("ranks {} did not start within {timeout:?} (rendezvous in {})", list(missing), dir.display())]
+    NotStarted {
+        missing: Vec<Rank>,
+        timeout: Duration,
+        dir: PathBuf,
+    },
+    /// The run directory holds the ranks of another run of another size.
+    #[error("{} lists {listed} ranks, not {size}: give each run its own --run-dir", path.display())]
+    SharedRunDir {
+        path: PathBuf,
+        listed: usize,
+        size: u32,
+    },
+    /// The launcher's exchange lists another number of ranks.
+    #[error("the launcher's PMI lists {listed} ranks, not {size}")]
+    PmiSize { listed: usize, size: u32 },
+    /// The launcher's key-value exchange failed.
+    #[error("wire-up through the launcher's PMI: {0}")]
+    Pmi(io::Error),
+    /// A file of the rendezvous could not be written.
+    #[error("{}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+    /// What a rank published cannot be read (`what`: where it was).
+    #[error("{what}: {detail}")]
+    Unreadable { what: String, detail: String },
+}
+
+fn list(ranks: &[Rank]) -> String {
+    let each: Vec<String> = ranks.iter().map(ToString::to_string).collect();
+    each.join(",")
+}
+
 /// (rank variable, size variable, a variable one of which must be set
 /// too), ours first. Slurm sets its rank variables in a batch script as
 /// well, where nothing started the other ranks: only a job step's tasks
@@ -158,7 +194,7 @@ pub(crate) fn gather(
     me: Rank,
     gatherer: Rank,
     timeout: Duration,
-) -> Result<Vec<Entry>, String> {
+) -> Result<Vec<Entry>, WireupError> {
     let deadline = Instant::now() + timeout;
     let mut pause = Duration::from_millis(2);
     let mut found: Vec<Option<Entry>> = vec![None; size as usize];
@@ -173,35 +209,37 @@ pub(crate) fn gather(
             }
             if found.iter().all(Option::is_some) {
                 let entries: Vec<Entry> = found.into_iter().flatten().collect();
-                let bytes = serde_json::to_vec(&entries).map_err(|e| e.to_string())?;
+                let bytes = serde_json::to_vec(&entries).expect("entries serialize");
                 board
                     .write_once(ALL_FILE, &bytes)
-                    .map_err(|e| format!("{}: {e}", board.path(ALL_FILE).display()))?;
+                    .map_err(|source| WireupError::Write {
+                        path: board.path(ALL_FILE),
+                        source,
+                    })?;
                 return Ok(entries);
             }
         } else if let Ok(b) = board.read(ALL_FILE) {
-            let all = board.path(ALL_FILE);
+            let path = board.path(ALL_FILE);
             let entries: Vec<Entry> =
-                serde_json::from_slice(&b).map_err(|e| format!("{}: {e}", all.display()))?;
+                serde_json::from_slice(&b).map_err(|e| WireupError::Unreadable {
+                    what: path.display().to_string(),
+                    detail: e.to_string(),
+                })?;
             if entries.len() != size as usize {
-                return Err(format!(
-                    "{} lists {} ranks, not {size}: give each run its own --run-dir",
-                    all.display(),
-                    entries.len()
-                ));
+                return Err(WireupError::SharedRunDir {
+                    path,
+                    listed: entries.len(),
+                    size,
+                });
             }
             return Ok(entries);
         }
         if Instant::now() > deadline {
-            let missing: Vec<String> = (0..size)
-                .filter(|&r| whole(r).is_none())
-                .map(|r| r.to_string())
-                .collect();
-            return Err(format!(
-                "ranks {} did not start within {timeout:?} (rendezvous in {})",
-                missing.join(","),
-                board.path("").display()
-            ));
+            return Err(WireupError::NotStarted {
+                missing: (0..size).filter(|&r| whole(r).is_none()).collect(),
+                timeout,
+                dir: board.path(""),
+            });
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(50));
@@ -219,13 +257,18 @@ pub enum Wireup {
 }
 
 /// `v` as one PMI value word (postcard, then URL-safe base64: no space, no `=`).
-fn to_word<T: Serialize>(v: &T) -> Result<String, String> {
-    Ok(WORDS.encode(postcard::to_stdvec(v).map_err(|e| e.to_string())?))
+fn to_word<T: Serialize>(v: &T) -> String {
+    WORDS.encode(postcard::to_stdvec(v).expect("entries serialize"))
 }
 
-fn from_word<T: serde::de::DeserializeOwned>(w: &str) -> Result<T, String> {
-    let bytes = WORDS.decode(w).map_err(|e| e.to_string())?;
-    postcard::from_bytes(&bytes).map_err(|e| e.to_string())
+/// The value of word `w`, which the launcher's exchange held as `what`.
+fn from_word<T: serde::de::DeserializeOwned>(w: &str, what: String) -> Result<T, WireupError> {
+    let unreadable = |detail: String| WireupError::Unreadable {
+        what: what.clone(),
+        detail,
+    };
+    let bytes = WORDS.decode(w).map_err(|e| unreadable(e.to_string()))?;
+    postcard::from_bytes(&bytes).map_err(|e| unreadable(e.to_string()))
 }
 
 /// The rendezvous through the launcher's PMI: every rank puts its entry;
@@ -237,19 +280,19 @@ pub(crate) fn exchange_pmi(
     me: &Entry,
     size: u32,
     gatherer: Rank,
-) -> Result<Vec<Entry>, String> {
-    let pmi_err = |e: io::Error| format!("wire-up through the launcher's PMI: {e}");
-    pmi.put(&format!("locus-{}", me.rank), &to_word(me)?)
+) -> Result<Vec<Entry>, WireupError> {
+    let pmi_err = WireupError::Pmi;
+    pmi.put(&format!("locus-{}", me.rank), &to_word(me))
         .map_err(pmi_err)?;
     pmi.fence().map_err(pmi_err)?;
     let entries = if me.rank == gatherer {
         let entries = (0..size)
             .map(|r| {
                 let word = pmi.get(&format!("locus-{r}")).map_err(pmi_err)?;
-                from_word(&word).map_err(|e| format!("rank {r}'s PMI entry: {e}"))
+                from_word(&word, format!("rank {r}'s PMI entry"))
             })
-            .collect::<Result<Vec<Entry>, String>>()?;
-        let all = to_word(&entries)?;
+            .collect::<Result<Vec<Entry>, WireupError>>()?;
+        let all = to_word(&entries);
         // Sized for the longest piece key there could be.
         let piece = pmi.max_value(&format!("locus-all-{}", all.len())).max(1);
         let pieces: Vec<&str> = all
@@ -270,21 +313,21 @@ pub(crate) fn exchange_pmi(
     if let Some(entries) = entries {
         return Ok(entries);
     }
-    let pieces: usize = pmi
-        .get("locus-all")
-        .map_err(pmi_err)?
-        .parse()
-        .map_err(|e| format!("PMI locus-all: {e}"))?;
+    let count = pmi.get("locus-all").map_err(pmi_err)?;
+    let pieces: usize = count.parse().map_err(|e| WireupError::Unreadable {
+        what: "PMI locus-all".into(),
+        detail: format!("{e}"),
+    })?;
     let mut all = String::new();
     for i in 0..pieces {
         all.push_str(&pmi.get(&format!("locus-all-{i}")).map_err(pmi_err)?);
     }
-    let entries: Vec<Entry> = from_word(&all).map_err(|e| format!("PMI locus-all: {e}"))?;
+    let entries: Vec<Entry> = from_word(&all, "PMI locus-all".into())?;
     if entries.len() != size as usize {
-        return Err(format!(
-            "the launcher's PMI lists {} ranks, not {size}",
-            entries.len()
-        ));
+        return Err(WireupError::PmiSize {
+            listed: entries.len(),
+            size,
+        });
     }
     Ok(entries)
 }
@@ -374,7 +417,17 @@ mod tests {
             Duration::from_millis(10),
         )
         .unwrap_err();
-        assert!(err.contains("lists 2 ranks, not 3"), "{err}");
+        assert!(
+            matches!(
+                err,
+                WireupError::SharedRunDir {
+                    listed: 2,
+                    size: 3,
+                    ..
+                }
+            ),
+            "{err}"
+        );
         // An entry not yet whole is not there yet.
         let partial = tempfile::tempdir().unwrap();
         publish(&RanksDir::of(partial.path()), &again).unwrap();
@@ -388,7 +441,10 @@ mod tests {
             Duration::from_millis(10),
         )
         .unwrap_err();
-        assert!(err.contains("ranks 1 did not start"), "{err}");
+        assert!(
+            matches!(&err, WireupError::NotStarted { missing, .. } if missing == &[1]),
+            "{err}"
+        );
         let whole = Entry {
             rank: 1,
             ..again.clone()
@@ -414,7 +470,13 @@ mod tests {
             Duration::from_millis(10),
         )
         .unwrap_err();
-        assert!(err.contains("ranks 0,1,2 did not start"), "{err}");
+        assert!(
+            matches!(&err, WireupError::NotStarted { missing, .. } if missing == &[0, 1, 2]),
+            "{err}"
+        );
+        assert!(err
+            .to_string()
+            .starts_with("ranks 0,1,2 did not start within"));
     }
 
     /// A board that counts the file operations made on it.

@@ -300,7 +300,7 @@ impl Server {
     pub(crate) async fn start(
         self,
         cfg: ServerConfig,
-    ) -> Result<impl std::future::Future<Output = ()>, String> {
+    ) -> Result<impl std::future::Future<Output = ()>, RunError> {
         let Server {
             listener,
             local,
@@ -358,10 +358,14 @@ impl Server {
         for s in me + 1..layout.size() {
             let addr = cfg.entries[s as usize]
                 .addr
-                .ok_or_else(|| format!("server rank {s} published no address"))?;
+                .ok_or_else(|| RunError::launch(format!("server rank {s} published no address")))?;
             let (reader, wr) = wire::connect((addr, s), &cfg.secret, me)
                 .await
-                .map_err(|e| format!("rank {me} cannot reach server rank {s} at {addr}: {e}"))?;
+                .map_err(|e| {
+                    RunError::launch(format!(
+                        "rank {me} cannot reach server rank {s} at {addr}: {e}"
+                    ))
+                })?;
             attach(s, reader, wr, events.clone());
             expected.insert(s);
         }
@@ -382,15 +386,15 @@ impl Server {
                         .map(std::string::ToString::to_string)
                         .collect();
                     missing.sort();
-                    let why = format!(
+                    let why = RunError::launch(format!(
                         "server rank {me}: ranks {} did not connect within {JOIN_TIMEOUT:?}",
                         missing.join(",")
-                    );
+                    ));
                     // The leader learns the cause, not only that this
                     // server is gone.
                     let leader = state.layout.leader();
                     if leader != me {
-                        let reason = RunError::launch(why.clone());
+                        let reason = why.clone();
                         state.send(leader, RankMsg::Abort { reason });
                         state.close_flushed().await;
                     }

@@ -6,7 +6,7 @@
 
 use crate::exec::apps::Apps;
 use crate::exec::files::{fs_path, LOCUS_PREFIX};
-use crate::exec::interp::{Interpreter, Lang};
+use crate::exec::interp::{InterpError, Interpreter, Lang};
 use crate::exec::process::{self, Capture, Ended, Stream, Usage};
 use crate::ranks::layout::Layout;
 use crate::ranks::wire;
@@ -298,11 +298,11 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         Work::Python { code, expr } => eval(&cfg.python, Lang::Python, code, expr)
             .await
             .map(|v| value = Some(v))
-            .map_err(RunError::task),
+            .map_err(|e| RunError::task(e.to_string())),
         Work::R { code, expr } => eval(&cfg.r, Lang::R, code, expr)
             .await
             .map(|v| value = Some(v))
-            .map_err(RunError::task),
+            .map_err(|e| RunError::task(e.to_string())),
         Work::System { argv } => system(argv, cfg.task_timeout)
             .await
             .map(|(out, code)| {
@@ -403,19 +403,23 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
 }
 
 /// `code` then `expr` in this worker's interpreter of `lang`, started by
-/// its first call.
+/// its first call, and again by the call after one it did not survive.
 async fn eval(
     interp: &tokio::sync::Mutex<Option<Interpreter>>,
     lang: Lang,
     code: &str,
     expr: &str,
-) -> Result<String, String> {
-    let mut interp = interp.lock().await;
-    let interp = match interp.as_mut() {
+) -> Result<String, InterpError> {
+    let mut held = interp.lock().await;
+    let interp = match held.as_mut() {
         Some(i) => i,
-        None => interp.insert(Interpreter::start(lang)?),
+        None => held.insert(Interpreter::start(lang)?),
     };
-    interp.eval(code, expr).await
+    let answer = interp.eval(code, expr).await;
+    if answer.as_ref().is_err_and(|e| !e.leaves_it_usable()) {
+        *held = None;
+    }
+    answer
 }
 
 /// Swift/T's `system(argv)`: the command's stdout (one trailing newline
@@ -968,6 +972,20 @@ async fn spawn(
 mod tests {
     use super::*;
     use std::time::{Duration, SystemTime};
+
+    #[tokio::test]
+    async fn a_python_call_after_one_its_interpreter_did_not_survive_gets_a_new_one() {
+        let held = tokio::sync::Mutex::new(None);
+        let py = |code: &'static str, expr: &'static str| eval(&held, Lang::Python, code, expr);
+        assert_eq!(py("x = 1", "x").await.unwrap(), "1");
+        let err = py("raise ValueError('no')", "").await.unwrap_err();
+        assert!(matches!(err, InterpError::Raised { .. }), "{err}");
+        assert_eq!(py("", "x").await.unwrap(), "1", "state kept past an error");
+        let err = py("import os; os._exit(1)", "").await.unwrap_err();
+        assert!(matches!(err, InterpError::Stopped { .. }), "{err}");
+        // A new interpreter: the old one's state is gone with it.
+        assert_eq!(py("", "'x' in globals()").await.unwrap(), "False");
+    }
 
     #[test]
     fn outcomes_are_held_while_tasks_wait_behind_and_never_long() {
