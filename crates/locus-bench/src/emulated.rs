@@ -367,7 +367,7 @@ pub fn placement_targets(outcomes: &[Outcome]) {
 
 /// What the finished run in `run_dir` did, as configuration `config`.
 pub fn outcome(run_dir: &Path, config: Config) -> Result<Outcome> {
-    let run = RunView::load(run_dir).map_err(anyhow::Error::msg)?;
+    let run = RunView::load(run_dir)?;
     Ok(Outcome { config, run })
 }
 

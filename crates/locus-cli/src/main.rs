@@ -183,7 +183,7 @@ fn report(a: ReportArgs) -> anyhow::Result<()> {
         drawn.then(|| locus_bench::html::meta_cluster(&r))
     } else {
         use locus_runtime::report::{html, Report};
-        let r = Report::load(&a.dir).map_err(anyhow::Error::msg)?;
+        let r = Report::load(&a.dir)?;
         write!(out, "{}", r.text())?;
         drawn.then(|| html::run(&a.dir.display().to_string(), &r))
     };

@@ -33,12 +33,12 @@ pub(crate) enum InterpError {
     /// The code raised an error; the interpreter goes on.
     #[error("{lang}: {report}")]
     Raised { lang: Lang, report: String },
-    #[error("{lang}: cannot start {program}: {source} ({hint})")]
+    #[error("{lang}: cannot start {program}: {cause} ({hint})")]
     Start {
         lang: Lang,
         program: String,
         hint: &'static str,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{0}: a temporary directory: {1}")]
     Temp(Lang, std::io::Error),
@@ -173,11 +173,11 @@ impl Interpreter {
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| InterpError::Start {
+            .map_err(|cause| InterpError::Start {
                 lang,
                 program: program.to_string(),
                 hint,
-                source,
+                cause,
             })?;
         let requests = child.stdin.take().expect("piped");
         let answers = BufReader::new(child.stdout.take().expect("piped"));

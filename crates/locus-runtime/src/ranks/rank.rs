@@ -227,7 +227,7 @@ pub(crate) fn run_rank_with(
     if opts.mount {
         // Before any thread starts: every thread of the rank (and every app)
         // then shares the namespace.
-        crate::exec::mount::private_namespace().map_err(RunError::launch)?;
+        crate::exec::mount::private_namespace()?;
     }
     // One thread per rank: ranks are processes, one per core, and a single
     // thread spares the engine's futures cross-thread wake-ups.
@@ -346,9 +346,7 @@ async fn rank_main(
         let client = fs.map(|(c, _)| c);
         // Dropped (unmounted) when the worker is done.
         let mounted = match (&client, opts.mount) {
-            (Some(c), true) => {
-                Some(crate::exec::mount::at_locus(c.clone(), &opts.run_dir).map_err(RunError::fs)?)
-            }
+            (Some(c), true) => Some(crate::exec::mount::at_locus(c.clone(), &opts.run_dir)?),
             _ => None,
         };
         let apps = match parts.apps {
@@ -419,7 +417,7 @@ async fn rank_main(
             max_depth: opts.max_depth,
             keep_going: opts.keep_going,
             progress,
-            resume: Resume::new(&opts.run_dir, me, opts.resume).map_err(RunError::fs)?,
+            resume: Resume::new(&opts.run_dir, me, opts.resume)?,
         },
     );
     engine.fail_on_panic();

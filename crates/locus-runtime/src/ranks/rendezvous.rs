@@ -48,8 +48,8 @@ pub(crate) enum WireupError {
     #[error("wire-up through the launcher's PMI: {0}")]
     Pmi(io::Error),
     /// A file of the rendezvous could not be written.
-    #[error("{}: {source}", path.display())]
-    Write { path: PathBuf, source: io::Error },
+    #[error("{}: {cause}", path.display())]
+    Write { path: PathBuf, cause: io::Error },
     /// What a rank published cannot be read (`what`: where it was).
     #[error("{what}: {detail}")]
     Unreadable { what: String, detail: String },
@@ -212,9 +212,9 @@ pub(crate) fn gather(
                 let bytes = serde_json::to_vec(&entries).expect("entries serialize");
                 board
                     .write_once(ALL_FILE, &bytes)
-                    .map_err(|source| WireupError::Write {
+                    .map_err(|cause| WireupError::Write {
                         path: board.path(ALL_FILE),
-                        source,
+                        cause,
                     })?;
                 return Ok(entries);
             }

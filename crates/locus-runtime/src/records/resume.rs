@@ -14,7 +14,7 @@
 use crate::builtins::storage::Storage;
 use crate::exec::files::LOCUS_PREFIX;
 use crate::records::record::{self, Recorder, Seen, TaskRecord};
-use locus_proto::run::{Arg, Placed, Rank};
+use locus_proto::run::{Arg, Placed, Rank, RunError};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -58,10 +58,11 @@ pub struct Resume {
 impl Resume {
     /// For the server `rank` of the run in `run_dir`; reads the earlier
     /// runs' records when `resume`.
-    pub fn new(run_dir: &Path, rank: Rank, resume: Option<ResumeBy>) -> Result<Resume, String> {
+    pub fn new(run_dir: &Path, rank: Rank, resume: Option<ResumeBy>) -> Result<Resume, RunError> {
         let done = match resume {
-            Some(_) => record::load_resume(run_dir)
-                .map_err(|e| format!("{}: {e}", record::resume_dir(run_dir).display()))?,
+            Some(_) => record::load_resume(run_dir).map_err(|e| {
+                RunError::fs(format!("{}: {e}", record::resume_dir(run_dir).display()))
+            })?,
             None => HashMap::new(),
         };
         Ok(Resume {

@@ -113,19 +113,41 @@ pub struct Report {
 /// Lines of a failed task's stderr the text report shows.
 const STDERR_LINES: usize = 3;
 
+/// Why a run's report cannot be made from its directory.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// No summary: not a run's directory, or a run that has not ended.
+    #[error("{}: {cause} (is {} a finished run's directory?)", path.display(), dir.display())]
+    NoSummary {
+        path: PathBuf,
+        dir: PathBuf,
+        cause: std::io::Error,
+    },
+    /// A summary or task record that cannot be read.
+    #[error("{}: {cause}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
+
 impl Report {
-    pub fn load(run_dir: &Path) -> Result<Report, String> {
-        let run = RunSummary::load(run_dir).map_err(|e| {
-            let path = summary_path(run_dir).display().to_string();
-            match e.kind() {
-                std::io::ErrorKind::InvalidData => format!("{path}: {e}"),
-                _ => format!(
-                    "{path}: {e} (is {} a finished run's directory?)",
-                    run_dir.display()
-                ),
+    pub fn load(run_dir: &Path) -> Result<Report, LoadError> {
+        let run = RunSummary::load(run_dir).map_err(|cause| {
+            let path = summary_path(run_dir);
+            match cause.kind() {
+                std::io::ErrorKind::InvalidData => LoadError::Unreadable { path, cause },
+                _ => LoadError::NoSummary {
+                    path,
+                    dir: run_dir.to_path_buf(),
+                    cause,
+                },
             }
         })?;
-        let tasks = record::load(run_dir).map_err(|e| e.to_string())?;
+        let tasks = record::load(run_dir).map_err(|cause| LoadError::Unreadable {
+            path: record::records_dir(run_dir),
+            cause,
+        })?;
         Ok(Report {
             run,
             tasks,

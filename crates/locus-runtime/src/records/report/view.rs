@@ -184,7 +184,7 @@ impl RunView {
 
 impl RunView {
     /// The run whose directory is `run_dir`.
-    pub fn load(run_dir: &Path) -> Result<RunView, String> {
+    pub fn load(run_dir: &Path) -> Result<RunView, super::LoadError> {
         Ok(RunView::of(&Report::load(run_dir)?))
     }
 
