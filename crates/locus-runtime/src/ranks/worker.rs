@@ -14,7 +14,9 @@ use crate::records::record::{hash_of, now_us, task_stream, Recorder, Seen, TaskR
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::fs::Record;
-use locus_proto::run::{Arg, Fetched, Outcome, Rank, RankMsg, RunError, Stats, Task, Work};
+use locus_proto::run::{
+    Arg, ErrorKind, Fetched, Outcome, Rank, RankMsg, RunError, Stats, Task, Work,
+};
 use locus_proto::{Cause, Errno};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -303,13 +305,10 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
             .await
             .map(|v| value = Some(v))
             .map_err(|e| RunError::task(e.to_string())),
-        Work::System { argv } => system(argv, cfg.task_timeout)
-            .await
-            .map(|(out, code)| {
-                value = Some(out);
-                exit = Some(code);
-            })
-            .map_err(RunError::task),
+        Work::System { argv } => system(argv, cfg.task_timeout).await.map(|(out, code)| {
+            value = Some(out);
+            exit = Some(code);
+        }),
         Work::App {
             argv,
             stdin,
@@ -429,9 +428,12 @@ async fn eval(
 async fn system(
     argv: &[String],
     timeout: Option<std::time::Duration>,
-) -> Result<(String, i32), String> {
+) -> Result<(String, i32), RunError> {
     let shown = argv.join(" ");
-    let (program, args) = argv.split_first().ok_or("system: the command is empty")?;
+    let failed = |why: String| RunError::task(format!("system: {why}"));
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| failed("the command is empty".into()))?;
     let child = tokio::process::Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -439,21 +441,21 @@ async fn system(
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| format!("system: cannot run '{shown}': {e}"))?;
+        .map_err(|e| failed(format!("cannot run '{shown}': {e}")))?;
     let run = child.wait_with_output();
     let out = match timeout {
         Some(t) => tokio::time::timeout(t, run)
             .await
-            .map_err(|_| format!("system: '{shown}' ran past the task timeout ({t:?})"))?,
+            .map_err(|_| failed(format!("'{shown}' ran past the task timeout ({t:?})")))?,
         None => run.await,
     }
-    .map_err(|e| format!("system: '{shown}': {e}"))?;
+    .map_err(|e| failed(format!("'{shown}': {e}")))?;
     let code = out.status.code().ok_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
-        format!(
-            "system: '{shown}' was killed by signal {}",
+        failed(format!(
+            "'{shown}' was killed by signal {}",
             out.status.signal().unwrap_or(0)
-        )
+        ))
     })?;
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     if text.ends_with('\n') {
@@ -491,24 +493,30 @@ fn fresh(stats: Option<&Stats>) -> &[(String, Record)] {
 }
 
 impl<'a> App<'a> {
-    fn fs(&self, path: &str) -> Result<&Client, String> {
+    fn fs(&self, path: &str) -> Result<&Client, RunError> {
         self.cfg.fs.as_ref().ok_or_else(|| {
-            format!(
+            RunError::fs(format!(
                 "app '{}' uses {path}, but this run has no Locus file system",
                 self.func
-            )
+            ))
         })
     }
 
     /// The host path a process uses for `arg`, staging Locus inputs and
-    /// giving Locus outputs a private place.
+    /// giving Locus outputs a private place. An input found lost is named
+    /// in `io.lost`, and its error is `Lost`.
     async fn stage(
         &self,
         arg: &Arg,
         io: &mut Io,
         outputs: &mut Vec<Output>,
-    ) -> Result<String, String> {
-        let fail = |p: &str, e: &dyn std::fmt::Display| format!("app '{}': {p}: {e}", self.func);
+    ) -> Result<String, RunError> {
+        let why = |p: &str, e: &dyn std::fmt::Display| format!("app '{}': {p}: {e}", self.func);
+        let fail = |p: &str, e: &dyn std::fmt::Display| RunError::fs(why(p, e));
+        let lost = |io: &mut Io, p: &String, e: &dyn std::fmt::Display| {
+            io.lost.push(p.clone());
+            RunError::lost(why(p, e))
+        };
         match arg {
             Arg::Lit(s) => Ok(s.clone()),
             Arg::In(p) => match fs_path(p) {
@@ -529,21 +537,20 @@ impl<'a> App<'a> {
                         Err(e) => {
                             // Also lost: every copy found bad (lineage may
                             // make it again).
-                            let lost = e.code == Errno::ENOENT
+                            let gone = e.code == Errno::ENOENT
                                 || e.is_unreachable()
                                 || e.cause == Some(Cause::NoGoodCopy);
-                            if lost {
-                                io.lost.push(p.clone());
-                            }
-                            return Err(fail(p, &e));
+                            return Err(match gone {
+                                true => lost(io, p, &e),
+                                false => fail(p, &e),
+                            });
                         }
                     };
                     // An input is a closed file: one never closed is being
                     // made again (its first copy lost) — lost for now, so
                     // the task waits for its producer and runs again.
                     if copy.never_closed {
-                        io.lost.push(p.clone());
-                        return Err(fail(p, &"being made again: it was never closed"));
+                        return Err(lost(io, p, &"being made again: it was never closed"));
                     }
                     let hash = match (copy.sum, self.cfg.record_hashes) {
                         (Some(sum), true) => Some(locus_fs::sums::hex(&sum)),
@@ -592,9 +599,10 @@ impl<'a> App<'a> {
     /// Swift/T makes them before an app runs; returns those it made. A Locus
     /// one not on its command line is staged too, to be published empty,
     /// except through the mount (where the program may write it itself).
-    fn make_unmapped(&self, staged: &mut Vec<Output>) -> Result<Vec<&'a str>, String> {
-        let fail =
-            |p: &str, e: &dyn std::fmt::Display| format!("app '{}': making {p}: {e}", self.func);
+    fn make_unmapped(&self, staged: &mut Vec<Output>) -> Result<Vec<&'a str>, RunError> {
+        let fail = |p: &str, e: &dyn std::fmt::Display| {
+            RunError::fs(format!("app '{}': making {p}: {e}", self.func))
+        };
         let mut made = Vec::new();
         for p in self.unmapped {
             let local = match fs_path(p) {
@@ -636,13 +644,13 @@ impl<'a> App<'a> {
 
     /// Ends the mount's hold on what this attempt wrote through it, and
     /// counts what it fetched through it.
-    async fn end_hold(&self, succeeded: bool, io: &mut Io) -> Result<(), String> {
+    async fn end_hold(&self, succeeded: bool, io: &mut Io) -> Result<(), RunError> {
         match &self.cfg.mounted {
             Some(hold) => {
                 io.remote += hold.take_fetched();
-                Box::pin(hold.end(succeeded))
-                    .await
-                    .map_err(|e| format!("app '{}': publishing {LOCUS_PREFIX}{e}", self.func))
+                Box::pin(hold.end(succeeded)).await.map_err(|e| {
+                    RunError::fs(format!("app '{}': publishing {LOCUS_PREFIX}{e}", self.func))
+                })
             }
             None => Ok(()),
         }
@@ -675,21 +683,18 @@ impl<'a> App<'a> {
                 staged.push(None);
                 continue;
             };
-            let lost = io.lost.len();
             match self.stage(a, io, &mut outputs.pending).await {
                 Ok(w) => staged.push(Some(w)),
-                Err(e) if io.lost.len() > lost => {
-                    failure.get_or_insert(RunError::lost(e));
+                Err(e) if e.kind == ErrorKind::Lost => {
+                    failure.get_or_insert(e);
                 }
-                Err(e) => return Err(RunError::fs(e)),
+                Err(e) => return Err(e),
             }
         }
         if let Some(e) = failure {
             return Err(e);
         }
-        let made_empty = self
-            .make_unmapped(&mut outputs.pending)
-            .map_err(RunError::fs)?;
+        let made_empty = self.make_unmapped(&mut outputs.pending)?;
         let files = staged.split_off(argv.len());
         let words: Vec<String> = staged.into_iter().flatten().collect();
         io.stage_us = staging.elapsed().as_micros() as u64;
@@ -716,7 +721,7 @@ impl<'a> App<'a> {
             let ended = match spawned {
                 Ok(e) => e,
                 Err(e) => {
-                    self.end_hold(false, io).await.map_err(RunError::fs)?;
+                    self.end_hold(false, io).await?;
                     return Err(RunError::task(format!(
                         "app '{}': cannot run `{command}` on {node} (rank {}): {e}",
                         self.func, cfg.me
@@ -755,7 +760,7 @@ impl<'a> App<'a> {
                 )),
             };
             // What it wrote through the mount: published only if it succeeded.
-            (self.end_hold(failure.is_none(), io).await).map_err(RunError::fs)?;
+            self.end_hold(failure.is_none(), io).await?;
             let Some(failure) = failure else { break };
             if *attempts > cfg.retries {
                 return Err(RunError::task(format!(
