@@ -3,9 +3,10 @@
 //! %%`, flags `- + space 0 #`, width, precision, `h`/`l`/`ll` accepted).
 
 use crate::engine::value::Value;
+use locus_proto::run::RunError;
 
 /// Formats `args` by `fmt`.
-pub(crate) fn sprintf(fmt: &str, args: &[Value]) -> Result<String, String> {
+pub(crate) fn sprintf(fmt: &str, args: &[Value]) -> Result<String, RunError> {
     let mut out = String::new();
     let mut it = fmt.chars().peekable();
     let mut next = args.iter();
@@ -36,23 +37,23 @@ pub(crate) fn sprintf(fmt: &str, args: &[Value]) -> Result<String, String> {
         }
         let conv = it
             .next()
-            .ok_or_else(|| format!("format '{fmt}' ends inside a conversion"))?;
+            .ok_or_else(|| RunError::script(format!("format '{fmt}' ends inside a conversion")))?;
         if conv == '%' {
             out.push('%');
             continue;
         }
         let arg = next.next().ok_or_else(|| {
-            format!(
+            RunError::script(format!(
                 "format '{fmt}' needs more arguments than the {} given",
                 args.len()
-            )
+            ))
         })?;
         out.push_str(&spec.convert(conv, arg)?);
     }
     if next.next().is_some() {
-        return Err(format!(
+        return Err(RunError::script(format!(
             "format '{fmt}' has fewer conversions than arguments"
-        ));
+        )));
     }
     Ok(out)
 }
@@ -79,8 +80,8 @@ struct Spec {
 }
 
 impl Spec {
-    fn convert(&self, conv: char, arg: &Value) -> Result<String, String> {
-        let wrong = || format!("format '%{conv}' does not take {}", arg.render());
+    fn convert(&self, conv: char, arg: &Value) -> Result<String, RunError> {
+        let wrong = || RunError::script(format!("format '%{conv}' does not take {}", arg.render()));
         // A boolean is an int to Swift/T's (Tcl's) format: 1 or 0.
         let int = || match arg {
             Value::Int(i) => Ok(*i),
@@ -152,7 +153,11 @@ impl Spec {
                 let sign = self.sign(x.is_sign_negative() && !x.is_nan());
                 return Ok(self.pad(sign, "", text, finite));
             }
-            _ => return Err(format!("format '%{conv}' is not a conversion")),
+            _ => {
+                return Err(RunError::script(format!(
+                    "format '%{conv}' is not a conversion"
+                )))
+            }
         };
         // C: a precision turns zero padding off for integers.
         Ok(self.pad(sign, prefix, body, self.precision.is_none()))

@@ -4,10 +4,11 @@
 //! as Python's `str()` prints them, keys in the document's order.
 
 use crate::engine::value::Value;
+use locus_proto::run::RunError;
 use serde_json::Value as Json;
 
 /// The value at `path` in the JSON text `doc`.
-fn at<'j>(doc: &'j Json, path: &str) -> Result<&'j Json, String> {
+fn at<'j>(doc: &'j Json, path: &str) -> Result<&'j Json, RunError> {
     let mut here = doc;
     for step in path.split(',').filter(|s| !s.is_empty()) {
         let next = match here {
@@ -15,24 +16,25 @@ fn at<'j>(doc: &'j Json, path: &str) -> Result<&'j Json, String> {
             Json::Object(map) => map.get(step),
             _ => None,
         };
-        here = next.ok_or_else(|| format!("json: '{path}': no '{step}' here"))?;
+        here = next.ok_or_else(|| RunError::script(format!("json: '{path}': no '{step}' here")))?;
     }
     Ok(here)
 }
 
-fn parse(text: &str) -> Result<Json, String> {
-    serde_json::from_str(text).map_err(|e| format!("json: not a JSON document: {e}"))
+fn parse(text: &str) -> Result<Json, RunError> {
+    serde_json::from_str(text)
+        .map_err(|e| RunError::script(format!("json: not a JSON document: {e}")))
 }
 
 /// `json_get(J, path)`: what is at `path`, as text.
-pub(crate) fn get(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn get(text: &str, path: &str) -> Result<String, RunError> {
     let doc = parse(text)?;
     Ok(python_str(at(&doc, path)?))
 }
 
 /// `json_type(J, path)`: `string`, `int`, `float`, `array`, `object` or
 /// `null` (and `boolean`, where Swift/T's helper fails).
-pub(crate) fn type_of(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn type_of(text: &str, path: &str) -> Result<String, RunError> {
     let doc = parse(text)?;
     Ok(match at(&doc, path)? {
         Json::String(_) => "string",
@@ -47,29 +49,29 @@ pub(crate) fn type_of(text: &str, path: &str) -> Result<String, String> {
 }
 
 /// `json_array_size(J, path)`: the length of the array at `path`.
-pub(crate) fn array_size(text: &str, path: &str) -> Result<usize, String> {
+pub(crate) fn array_size(text: &str, path: &str) -> Result<usize, RunError> {
     match at(&parse(text)?, path)? {
         Json::Array(items) => Ok(items.len()),
-        _ => Err(format!("json: '{path}' is not an array")),
+        _ => Err(RunError::script(format!("json: '{path}' is not an array"))),
     }
 }
 
 /// `json_object_names(J, path)`: the names of the object at `path`, in
 /// order, joined by commas.
-pub(crate) fn object_names(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn object_names(text: &str, path: &str) -> Result<String, RunError> {
     match at(&parse(text)?, path)? {
         Json::Object(map) => Ok(map.keys().cloned().collect::<Vec<_>>().join(",")),
-        _ => Err(format!("json: '{path}' is not an object")),
+        _ => Err(RunError::script(format!("json: '{path}' is not an object"))),
     }
 }
 
 /// `json_list_length(f, path)`: `json_array_size` of a file's text.
-pub(crate) fn list_length(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn list_length(text: &str, path: &str) -> Result<String, RunError> {
     array_size(text, path).map(|n| n.to_string())
 }
 
 /// `json_dict_entries(f, path)`: `json_object_names` of a file's text.
-pub(crate) fn dict_entries(text: &str, path: &str) -> Result<String, String> {
+pub(crate) fn dict_entries(text: &str, path: &str) -> Result<String, RunError> {
     object_names(text, path)
 }
 
@@ -94,13 +96,13 @@ pub(crate) fn encode(
     names: Option<&[String]>,
     how: Encoding,
     values: &[Value],
-) -> Result<String, String> {
+) -> Result<String, RunError> {
     let count = |what: &str, n: usize| match n == values.len() {
         true => Ok(()),
-        false => Err(format!(
+        false => Err(RunError::script(format!(
             "{name}(): length of {what} ({n}) not equal to length of given values ({})",
             values.len()
-        )),
+        ))),
     };
     if let Some(names) = names {
         count("names", names.len())?;
@@ -118,7 +120,9 @@ pub(crate) fn encode(
                 .collect();
             count("specifiers", specs.len())?;
             if let Some(bad) = specs.iter().find(|s| !s.starts_with('%')) {
-                return Err(format!("{name}(): format token without %: '{bad}'"));
+                return Err(RunError::script(format!(
+                    "{name}(): format token without %: '{bad}'"
+                )));
             }
             specs
         }
@@ -131,7 +135,9 @@ pub(crate) fn encode(
         };
         Ok(prefix + &token)
     });
-    Ok(tokens.collect::<Result<Vec<String>, String>>()?.join(", "))
+    Ok(tokens
+        .collect::<Result<Vec<String>, RunError>>()?
+        .join(", "))
 }
 
 /// Turbine's text of a value (a boolean is the integer it keeps).
@@ -142,21 +148,24 @@ fn tcl_text(v: &Value) -> String {
     }
 }
 
-fn inferred(name: &str, v: &Value) -> Result<String, String> {
+fn inferred(name: &str, v: &Value) -> Result<String, RunError> {
     match v {
         Value::Int(_) | Value::Float(_) | Value::Bool(_) => Ok(tcl_text(v)),
         Value::Str(s) => Ok(format!("\"{s}\"")),
-        other => Err(format!("{name}(): cannot encode {}", other.render())),
+        other => Err(RunError::script(format!(
+            "{name}(): cannot encode {}",
+            other.render()
+        ))),
     }
 }
 
 /// `v` written as `spec` says: a type name or a `%` specifier.
-fn as_spec(name: &str, spec: &str, v: &Value) -> Result<String, String> {
+fn as_spec(name: &str, spec: &str, v: &Value) -> Result<String, RunError> {
     let text = tcl_text(v);
     let number = || {
         text.trim()
             .parse::<f64>()
-            .map_err(|_| format!("{name}(): cannot convert '{text}' to a number"))
+            .map_err(|_| RunError::script(format!("{name}(): cannot convert '{text}' to a number")))
     };
     let kind = match spec.strip_prefix('%') {
         Some(_) => spec.chars().last().map(String::from).unwrap_or_default(),
@@ -180,7 +189,11 @@ fn as_spec(name: &str, spec: &str, v: &Value) -> Result<String, String> {
         "json" | "J" => text,
         "null" | "N" => "null".into(),
         "object" | "O" => format!("{{ {text} }}"),
-        _ => return Err(format!("{name}(): unknown format: '{spec}'")),
+        _ => {
+            return Err(RunError::script(format!(
+                "{name}(): unknown format: '{spec}'"
+            )))
+        }
     })
 }
 
@@ -296,8 +309,11 @@ mod tests {
         assert_eq!(list_length(DOC, "sizes").unwrap(), "4");
         assert_eq!(dict_entries(DOC, "nested").unwrap(), "z,a");
         assert_eq!(dict_entries(DOC, "").unwrap(), "name,sizes,ok,nested,n");
-        assert!(get(DOC, "sizes,9").unwrap_err().contains("no '9'"));
-        assert!(get("{", "a").unwrap_err().contains("not a JSON document"));
+        assert!(get(DOC, "sizes,9").unwrap_err().message.contains("no '9'"));
+        assert!(get("{", "a")
+            .unwrap_err()
+            .message
+            .contains("not a JSON document"));
         assert!(list_length(DOC, "name").is_err());
         assert_eq!(python_float(100.0), "100.0");
         assert_eq!(python_float(0.0001), "0.0001");
@@ -324,7 +340,8 @@ mod tests {
             .to_vec();
         let e = encode("f", None, Encoding::Types(&types), &v[..3]).unwrap_err();
         assert!(
-            e.contains("length of types (4) not equal to length of given values (3)"),
+            e.message
+                .contains("length of types (4) not equal to length of given values (3)"),
             "{e}"
         );
         let nums = [
@@ -343,13 +360,13 @@ mod tests {
             r#"3, 2.70, "0", [ [1,2] ]"#
         );
         let e = encode("f", None, Encoding::Format("%i x %s %A"), &nums).unwrap_err();
-        assert!(e.contains("format token without %: 'x'"), "{e}");
+        assert!(e.message.contains("format token without %: 'x'"), "{e}");
         let e = encode(
             "f",
             None,
             Encoding::Types(&["int".into()]),
             &[Value::Str("z".into())],
         );
-        assert!(e.unwrap_err().contains("cannot convert 'z'"));
+        assert!(e.unwrap_err().message.contains("cannot convert 'z'"));
     }
 }

@@ -14,16 +14,24 @@ use crate::CommandLine;
 use format::sprintf;
 use locus_lang::ast::{BinOp, UnOp};
 use locus_lang::builtins::{Effect, Pure};
+use locus_proto::run::RunError;
 use std::collections::BTreeMap;
 
 /// The most elements an array made from a range may have: all of them are
 /// held in memory at once.
 const MAX_RANGE_ARRAY: u64 = 1 << 26;
 
+/// `e`, said by the builtin `name` (its kind kept).
+fn named(name: &str, e: RunError) -> RunError {
+    RunError::new(e.kind, format!("{name}: {}", e.message))
+}
+
 /// How many values `[lo:hi:step]` has, for any ints.
-pub(crate) fn range_len(lo: i64, hi: i64, step: i64) -> Result<u64, String> {
+pub(crate) fn range_len(lo: i64, hi: i64, step: i64) -> Result<u64, RunError> {
     if step <= 0 {
-        return Err(format!("range step must be positive, not {step}"));
+        return Err(RunError::script(format!(
+            "range step must be positive, not {step}"
+        )));
     }
     Ok(if hi < lo {
         0
@@ -42,57 +50,75 @@ pub(crate) struct Context<'a> {
     pub args: &'a CommandLine,
 }
 
-fn int(v: &Value) -> Result<i64, String> {
+fn int(v: &Value) -> Result<i64, RunError> {
     match v {
         Value::Int(i) => Ok(*i),
-        other => Err(format!("expected an int, got {}", other.render())),
+        other => Err(RunError::script(format!(
+            "expected an int, got {}",
+            other.render()
+        ))),
     }
 }
 
-fn float(v: &Value) -> Result<f64, String> {
+fn float(v: &Value) -> Result<f64, RunError> {
     match v {
         Value::Float(x) => Ok(*x),
         Value::Int(i) => Ok(*i as f64),
-        other => Err(format!("expected a float, got {}", other.render())),
+        other => Err(RunError::script(format!(
+            "expected a float, got {}",
+            other.render()
+        ))),
     }
 }
 
-fn boolean(v: &Value) -> Result<bool, String> {
+fn boolean(v: &Value) -> Result<bool, RunError> {
     match v {
         Value::Bool(b) => Ok(*b),
-        other => Err(format!("expected a boolean, got {}", other.render())),
+        other => Err(RunError::script(format!(
+            "expected a boolean, got {}",
+            other.render()
+        ))),
     }
 }
 
-fn blob(v: &Value) -> Result<&[u8], String> {
+fn blob(v: &Value) -> Result<&[u8], RunError> {
     match v {
         Value::Blob(b) => Ok(b),
-        other => Err(format!("expected a blob, got {}", other.render())),
+        other => Err(RunError::script(format!(
+            "expected a blob, got {}",
+            other.render()
+        ))),
     }
 }
 
 /// A blob's 8-byte words.
-fn words<'b>(name: &str, b: &'b [u8]) -> Result<impl Iterator<Item = [u8; 8]> + 'b, String> {
+fn words<'b>(name: &str, b: &'b [u8]) -> Result<impl Iterator<Item = [u8; 8]> + 'b, RunError> {
     if !b.len().is_multiple_of(8) {
-        return Err(format!(
+        return Err(RunError::script(format!(
             "{name}: a blob of {} bytes is not a whole number of 8-byte values",
             b.len()
-        ));
+        )));
     }
     Ok(b.chunks_exact(8).map(|w| w.try_into().expect("8 bytes")))
 }
 
-pub(crate) fn string(v: &Value) -> Result<&str, String> {
+pub(crate) fn string(v: &Value) -> Result<&str, RunError> {
     match v {
         Value::Str(s) | Value::File(s) => Ok(s),
-        other => Err(format!("expected a string, got {}", other.render())),
+        other => Err(RunError::script(format!(
+            "expected a string, got {}",
+            other.render()
+        ))),
     }
 }
 
-fn members(v: &Value) -> Result<&BTreeMap<Key, Value>, String> {
+fn members(v: &Value) -> Result<&BTreeMap<Key, Value>, RunError> {
     match v {
         Value::Container(m) => Ok(m),
-        other => Err(format!("expected an array, got {}", other.render())),
+        other => Err(RunError::script(format!(
+            "expected an array, got {}",
+            other.render()
+        ))),
     }
 }
 
@@ -106,7 +132,7 @@ pub(crate) fn array(items: impl IntoIterator<Item = Value>) -> Value {
     )
 }
 
-pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
+pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError> {
     use Value::*;
     Ok(match (op, a, b) {
         (BinOp::Or, Bool(x), Bool(y)) => Bool(*x || *y),
@@ -129,10 +155,12 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
             })
         }
         (BinOp::Pow, Int(x), Int(y)) if *y < 0 => {
-            return Err(format!("{x} ** {y}: negative integer exponent"));
+            return Err(RunError::script(format!(
+                "{x} ** {y}: negative integer exponent"
+            )));
         }
         (BinOp::IntDiv | BinOp::Mod, Int(_), Int(0)) => {
-            return Err("integer division by zero".into())
+            return Err(RunError::script("integer division by zero"))
         }
         // A result past 64 bits is an error, never a wrapped number (Swift/T's
         // Tcl would give the big number). Division is Swift/T's: truncated,
@@ -160,36 +188,42 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, String> {
         (BinOp::Pow, Float(x), Float(y)) => Float(x.powf(*y)),
         (BinOp::Add, Str(x), Str(y)) => Str(format!("{x}{y}")),
         (BinOp::Div, Str(x), Str(y)) => Str(format!("{x}/{y}")),
-        (op, x, y) => return Err(format!("{op:?} of {} and {}", x.render(), y.render())),
+        (op, x, y) => {
+            return Err(RunError::script(format!(
+                "{op:?} of {} and {}",
+                x.render(),
+                y.render()
+            )))
+        }
     })
 }
 
 /// The error of an integer result past 64 bits, `what` being how it was
 /// computed.
-fn too_big(what: String) -> String {
-    format!("integer overflow: {what} does not fit in 64 bits")
+fn too_big(what: String) -> RunError {
+    RunError::script(format!("integer overflow: {what} does not fit in 64 bits"))
 }
 
 /// `|i|`, which the most negative integer has none of.
-fn abs_int(i: i64) -> Result<i64, String> {
+fn abs_int(i: i64) -> Result<i64, RunError> {
     i.checked_abs().ok_or_else(|| too_big(format!("abs({i})")))
 }
 
-pub(crate) fn unary(op: UnOp, a: &Value) -> Result<Value, String> {
+pub(crate) fn unary(op: UnOp, a: &Value) -> Result<Value, RunError> {
     Ok(match (op, a) {
         (UnOp::Not, Value::Bool(b)) => Value::Bool(!b),
         (UnOp::Neg, Value::Int(i)) => {
             Value::Int(i.checked_neg().ok_or_else(|| too_big(format!("-({i})")))?)
         }
         (UnOp::Neg, Value::Float(x)) => Value::Float(-x),
-        (op, v) => return Err(format!("{op:?} of {}", v.render())),
+        (op, v) => return Err(RunError::script(format!("{op:?} of {}", v.render()))),
     })
 }
 
 /// The mean and population standard deviation of an array of numbers.
-fn mean_std(name: &str, m: &BTreeMap<Key, Value>) -> Result<(f64, f64), String> {
+fn mean_std(name: &str, m: &BTreeMap<Key, Value>) -> Result<(f64, f64), RunError> {
     if m.is_empty() {
-        return Err(format!("{name} of an empty array"));
+        return Err(RunError::script(format!("{name} of an empty array")));
     }
     let xs: Vec<f64> = m.values().map(float).collect::<Result<_, _>>()?;
     let n = xs.len() as f64;
@@ -202,7 +236,7 @@ fn mean_std(name: &str, m: &BTreeMap<Key, Value>) -> Result<(f64, f64), String> 
 /// One of the `json_encode_*` family: an array's or an object's members
 /// (with `_contents`, without the brackets), their names and how they are
 /// written taken from the leading arguments.
-fn json_encode(op: Pure, a: &[Value]) -> Result<Value, String> {
+fn json_encode(op: Pure, a: &[Value]) -> Result<Value, RunError> {
     use json::Encoding;
     /// How the members are written: by type, by type names, by format.
     enum By {
@@ -227,9 +261,9 @@ fn json_encode(op: Pure, a: &[Value]) -> Result<Value, String> {
     let name = op.name();
     let lead = |i: usize| {
         a.get(i)
-            .ok_or_else(|| format!("{name}: missing argument {}", i + 1))
+            .ok_or_else(|| RunError::script(format!("{name}: missing argument {}", i + 1)))
     };
-    let strings = |i: usize| -> Result<Vec<String>, String> {
+    let strings = |i: usize| -> Result<Vec<String>, RunError> {
         members(lead(i)?)?
             .values()
             .map(|s| string(s).map(String::from))
@@ -257,11 +291,11 @@ fn json_encode(op: Pure, a: &[Value]) -> Result<Value, String> {
     }))
 }
 
-pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, String> {
+pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, RunError> {
     let name = op.name();
     let arg = |i: usize| {
         a.get(i)
-            .ok_or_else(|| format!("{name}: missing argument {}", i + 1))
+            .ok_or_else(|| RunError::script(format!("{name}: missing argument {}", i + 1)))
     };
     let one = match op {
         Pure::Size => Value::Int(members(arg(0)?)?.len() as i64),
@@ -269,10 +303,10 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
         Pure::ToInt | Pure::FloatToInt if !matches!(arg(0)?, Value::Str(_)) => {
             let x = float(arg(0)?)?;
             if !x.is_finite() {
-                return Err(format!(
+                return Err(RunError::script(format!(
                     "{name}: {} is not a finite number",
                     format_float(x)
-                ));
+                )));
             }
             Value::Int(x.trunc() as i64)
         }
@@ -280,11 +314,13 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
             let s = string(arg(0)?)?;
             let base = a.get(1).map(int).transpose()?.unwrap_or(10);
             if !(2..=36).contains(&base) {
-                return Err(format!("{name}: base {base} is not between 2 and 36"));
+                return Err(RunError::script(format!(
+                    "{name}: base {base} is not between 2 and 36"
+                )));
             }
             Value::Int(
                 i64::from_str_radix(s.trim(), base as u32)
-                    .map_err(|_| format!("{name}: '{s}' is not an integer"))?,
+                    .map_err(|_| RunError::script(format!("{name}: '{s}' is not an integer")))?,
             )
         }
         Pure::ToFloat | Pure::IntToFloat if !matches!(arg(0)?, Value::Str(_)) => {
@@ -295,7 +331,7 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
             Value::Float(
                 s.trim()
                     .parse()
-                    .map_err(|_| format!("{name}: '{s}' is not a number"))?,
+                    .map_err(|_| RunError::script(format!("{name}: '{s}' is not a number")))?,
             )
         }
         // Tcl's boolean words.
@@ -304,7 +340,7 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
             Value::Bool(match s.trim().to_ascii_lowercase().as_str() {
                 "true" | "1" | "yes" | "on" => true,
                 "false" | "0" | "no" | "off" => false,
-                _ => return Err(format!("{name}: '{s}' is not a boolean")),
+                _ => return Err(RunError::script(format!("{name}: '{s}' is not a boolean"))),
             })
         }
         Pure::Strcat => Value::Str(a.iter().map(Value::render).collect()),
@@ -318,10 +354,10 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
         // array to be closed here, so it answers as `contains` does).
         Pure::Contains | Pure::Exists => {
             let key = arg(1)?.key().ok_or_else(|| {
-                format!(
+                RunError::script(format!(
                     "{name}: {} is not a key",
                     arg(1).map_or(String::new(), Value::render)
-                )
+                ))
             })?;
             Value::Bool(members(arg(0)?)?.contains_key(&key))
         }
@@ -331,7 +367,7 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
                 .keys()
                 .map(|k| match k {
                     Key::Int(i) => Ok(Value::Int(*i)),
-                    k => Err(format!("{name}: key {k} is not an int")),
+                    k => Err(RunError::script(format!("{name}: key {k} is not an int"))),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         ),
@@ -341,9 +377,9 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
             let mut picked = BTreeMap::new();
             for (n, i) in members(arg(1)?)?.values().enumerate() {
                 let i = int(i)?;
-                let v = from
-                    .get(&Key::Int(i))
-                    .ok_or_else(|| format!("{name}: the array has no element {i}"))?;
+                let v = from.get(&Key::Int(i)).ok_or_else(|| {
+                    RunError::script(format!("{name}: the array has no element {i}"))
+                })?;
                 let k = if op == Pure::PickStableIntegerString {
                     i
                 } else {
@@ -358,11 +394,11 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
             let step = a.get(2).map(int).transpose()?.unwrap_or(1);
             let len = range_len(lo, hi, step)?;
             if len > MAX_RANGE_ARRAY {
-                return Err(format!(
+                return Err(RunError::script(format!(
                     "[{lo}:{hi}:{step}] has {len} elements; an array made from a range holds \
                      at most {MAX_RANGE_ARRAY} (a foreach over the range itself is not held \
                      in memory)"
-                ));
+                )));
             }
             array((0..len).map(|k| Value::Int(range_value(lo, step, k))))
         }
@@ -370,19 +406,19 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
             let (lo, hi) = (float(arg(0)?)?, float(arg(1)?)?);
             let step = a.get(2).map(float).transpose()?.unwrap_or(1.0);
             if !(step > 0.0 && step.is_finite() && lo.is_finite() && hi.is_finite()) {
-                return Err(format!(
+                return Err(RunError::script(format!(
                     "[{lo}:{hi}:{step}]: the step must be a positive number"
-                ));
+                )));
             }
             // Counted, not summed, so rounding does not add or drop the
             // last value: lo + k*step up to hi (within rounding).
             let len = ((hi - lo) / step + 1e-9).floor() + 1.0;
             let len = if len > 0.0 { len } else { 0.0 };
             if len > MAX_RANGE_ARRAY as f64 {
-                return Err(format!(
+                return Err(RunError::script(format!(
                     "[{lo}:{hi}:{step}] has {len} elements; a float range holds at most \
                      {MAX_RANGE_ARRAY}"
-                ));
+                )));
             }
             array((0..len as u64).map(|k| Value::Float(lo + k as f64 * step)))
         }
@@ -447,7 +483,7 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
                 hard: *hard,
                 node: *node,
             }),
-            _ => return Err("location(rank, HARD|SOFT, RANK|NODE)".into()),
+            _ => return Err(RunError::script("location(rank, HARD|SOFT, RANK|NODE)")),
         },
         Pure::LocationFromRank => Value::Location(Location {
             rank: int(arg(0)?)?,
@@ -468,12 +504,14 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
             match cx.args.argp(i) {
                 Some(s) => Value::Str(s.to_string()),
                 None if a.len() > 1 => Value::Str(string(arg(1)?)?.to_string()),
-                None if i < 0 => return Err(format!("argp({i}): must be 0 or more")),
+                None if i < 0 => {
+                    return Err(RunError::script(format!("argp({i}): must be 0 or more")))
+                }
                 None => {
-                    return Err(format!(
+                    return Err(RunError::script(format!(
                         "argp({i}): there are only {} arguments",
                         cx.args.argc()
-                    ))
+                    )))
                 }
             }
         }
@@ -484,9 +522,9 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
                 None => match a.get(1) {
                     Some(default) => Value::Str(string(default)?.to_string()),
                     None => {
-                        return Err(format!(
+                        return Err(RunError::script(format!(
                             "argv(): the command line did not provide '{key}' (-{key}=value)"
-                        ))
+                        )))
                     }
                 },
             }
@@ -532,8 +570,9 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
         }
         Pure::PickRegexp => {
             let pattern = string(arg(0)?)?;
-            let re = regex::Regex::new(pattern)
-                .map_err(|e| format!("pick_regexp: bad pattern '{pattern}': {e}"))?;
+            let re = regex::Regex::new(pattern).map_err(|e| {
+                RunError::script(format!("pick_regexp: bad pattern '{pattern}': {e}"))
+            })?;
             let picked: Vec<Value> = members(arg(1)?)?
                 .values()
                 .filter(|v| matches!(v, Value::Str(s) if re.is_match(s)))
@@ -585,7 +624,9 @@ pub(crate) fn pure(op: Pure, a: &[Value], cx: &Context) -> Result<Vec<Value>, St
         Pure::Randint => {
             let (lo, hi) = (int(arg(0)?)?, int(arg(1)?)?);
             if hi <= lo {
-                return Err(format!("randint({lo}, {hi}): empty range"));
+                return Err(RunError::script(format!(
+                    "randint({lo}, {hi}): empty range"
+                )));
             }
             Value::Int(lo + (pseudo_random() * (hi - lo) as f64) as i64)
         }
@@ -690,23 +731,23 @@ fn pseudo_random() -> f64 {
 }
 
 /// `argv_accept(keys…)`: every flag given is one of `keys`.
-fn argv_accept(args: &CommandLine, keys: &[Value]) -> Result<(), String> {
+fn argv_accept(args: &CommandLine, keys: &[Value]) -> Result<(), RunError> {
     let keys: Vec<&str> = keys.iter().map(string).collect::<Result<_, _>>()?;
     match args.unknown_flag(&keys) {
         None => Ok(()),
-        Some(key) if keys.is_empty() => {
-            Err(format!("unknown flag: -{key} (no flags are accepted)"))
-        }
-        Some(key) => Err(format!(
+        Some(key) if keys.is_empty() => Err(RunError::script(format!(
+            "unknown flag: -{key} (no flags are accepted)"
+        ))),
+        Some(key) => Err(RunError::script(format!(
             "unknown flag: -{key}; accepted flags are: -{}",
             keys.join(" -")
-        )),
+        ))),
     }
 }
 
 /// Evaluates a builtin that produces no value; `Ok(Some(line))` is output
 /// to print.
-pub(crate) fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<String>, String> {
+pub(crate) fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<String>, RunError> {
     let msg = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
     match op {
         Effect::Trace => Ok(Some(trace(a))),
@@ -716,18 +757,18 @@ pub(crate) fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<Str
         }
         Effect::Assert => match a.first() {
             Some(Value::Bool(true)) => Ok(None),
-            _ => Err(format!("assertion failed: {}", msg(1))),
+            _ => Err(RunError::script(format!("assertion failed: {}", msg(1)))),
         },
         Effect::AssertEqual => {
             if a.first() == a.get(1) {
                 Ok(None)
             } else {
-                Err(format!(
+                Err(RunError::script(format!(
                     "assertEqual failed: {} != {}: {}",
                     msg(0),
                     msg(1),
                     msg(2)
-                ))
+                )))
             }
         }
         Effect::AssertLt | Effect::AssertLte => {
@@ -738,13 +779,13 @@ pub(crate) fn effect(op: Effect, a: &[Value], cx: &Context) -> Result<Option<Str
             };
             match binary(cmp, &a[0], &a[1])? {
                 Value::Bool(true) => Ok(None),
-                _ => Err(format!(
+                _ => Err(RunError::script(format!(
                     "{} failed: {} vs {}: {}",
                     op.name(),
                     msg(0),
                     msg(1),
                     msg(2)
-                )),
+                ))),
             }
         }
         Effect::ArgvAccept => argv_accept(cx.args, a).map(|()| None),
@@ -766,15 +807,17 @@ pub(crate) fn trace(a: &[Value]) -> String {
 
 /// Seconds since the epoch `t` (rounded, as Tcl's `clock format` takes an
 /// int) in this host's time zone, formatted by strftime(3).
-fn clock_format(format: &str, t: f64) -> Result<String, String> {
+fn clock_format(format: &str, t: f64) -> Result<String, RunError> {
     let format_c = std::ffi::CString::new(format)
-        .map_err(|_| "clock_format: the format holds a NUL byte".to_string())?;
+        .map_err(|_| RunError::script("clock_format: the format holds a NUL byte"))?;
     let secs = t.round() as libc::time_t;
     // SAFETY: a zeroed tm is a valid out-parameter.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointers to a time_t and a tm.
     if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
-        return Err(format!("clock_format: time {t} is out of range"));
+        return Err(RunError::script(format!(
+            "clock_format: time {t} is out of range"
+        )));
     }
     // Each conversion gives at most a few dozen bytes.
     let mut buf = vec![0u8; 64 + 64 * format.len()];

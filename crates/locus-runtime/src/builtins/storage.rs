@@ -5,7 +5,7 @@
 
 use crate::builtins::json;
 use crate::builtins::text_files;
-use crate::builtins::{array, string, wildcard};
+use crate::builtins::{array, named, string, wildcard};
 use crate::engine::value::{Location, Value};
 use crate::exec::files::{fs_path, LOCUS_PREFIX};
 use crate::ranks::layout::Layout;
@@ -13,8 +13,7 @@ use crate::records::record::Seen;
 use locus_fs::Client;
 use locus_lang::builtins::Run;
 use locus_proto::fs::{Kind, NodeId};
-use locus_proto::run::RunError;
-use locus_proto::run::{Held, Rank, Stats};
+use locus_proto::run::{Held, Rank, RunError, Stats};
 use locus_proto::{Errno, FsError};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -40,7 +39,7 @@ impl Storage {
 
     /// A new empty host file, as Turbine's `mktemp` makes it: in
     /// `$SWIFT_TMP`, else `$TMP`, else `/tmp`.
-    fn mktemp(&self, name: &str) -> Result<String, String> {
+    fn mktemp(&self, name: &str) -> Result<String, RunError> {
         let dir = ["SWIFT_TMP", "TMP"]
             .iter()
             .find_map(std::env::var_os)
@@ -49,7 +48,12 @@ impl Storage {
             .prefix(".turbine")
             .tempfile_in(&dir)
             .and_then(|f| f.keep().map_err(|e| e.error))
-            .map_err(|e| format!("{name}: making a temporary file in {}: {e}", dir.display()))?;
+            .map_err(|e| {
+                RunError::fs(format!(
+                    "{name}: making a temporary file in {}: {e}",
+                    dir.display()
+                ))
+            })?;
         let path = file.1;
         self.temps.lock().expect("temps").push(path.clone());
         Ok(path.display().to_string())
@@ -68,7 +72,7 @@ impl Drop for Storage {
 }
 
 /// Argument `i` as text, or `default` where the call leaves it out.
-fn text_or(a: &[Value], i: usize, name: &str, default: &str) -> Result<String, String> {
+fn text_or(a: &[Value], i: usize, name: &str, default: &str) -> Result<String, RunError> {
     match a.get(i) {
         Some(_) => text(a, i, name),
         None => Ok(default.to_string()),
@@ -85,56 +89,59 @@ fn as_written(mut e: FsError) -> FsError {
 }
 
 /// Argument `i` as text (a string or a file's path).
-fn text(a: &[Value], i: usize, name: &str) -> Result<String, String> {
+fn text(a: &[Value], i: usize, name: &str) -> Result<String, RunError> {
     let v = a
         .get(i)
-        .ok_or_else(|| format!("{name}: missing argument {}", i + 1))?;
+        .ok_or_else(|| RunError::script(format!("{name}: missing argument {}", i + 1)))?;
     string(v)
         .map(str::to_string)
-        .map_err(|e| format!("{name}: {e}"))
+        .map_err(|e| RunError::script(format!("{name}: {e}")))
 }
 
 impl Storage {
-    fn fs(&self, name: &str, path: &str) -> Result<&(Client, Vec<String>), String> {
-        self.fs
-            .as_ref()
-            .ok_or_else(|| format!("{name}({path}): this run has no Locus file system"))
+    fn fs(&self, name: &str, path: &str) -> Result<&(Client, Vec<String>), RunError> {
+        self.fs.as_ref().ok_or_else(|| {
+            RunError::fs(format!("{name}({path}): this run has no Locus file system"))
+        })
     }
 
-    fn client(&self, name: &str, path: &str) -> Result<&Client, String> {
+    fn client(&self, name: &str, path: &str) -> Result<&Client, RunError> {
         self.fs(name, path).map(|(c, _)| c)
     }
 
     /// A Locus path's file-system path, or an error naming the builtin.
-    fn locus<'p>(&self, name: &str, path: &'p str) -> Result<&'p str, String> {
-        fs_path(path)
-            .ok_or_else(|| format!("{name}({path}): not a Locus file (paths start /locus/)"))
+    fn locus<'p>(&self, name: &str, path: &'p str) -> Result<&'p str, RunError> {
+        fs_path(path).ok_or_else(|| {
+            RunError::script(format!(
+                "{name}({path}): not a Locus file (paths start /locus/)"
+            ))
+        })
     }
 
     /// The first worker on the node called `host`.
-    fn worker_on(&self, name: &str, host: &str) -> Result<Rank, String> {
+    fn worker_on(&self, name: &str, host: &str) -> Result<Rank, RunError> {
         self.layout
             .node_index(host)
             .and_then(|n| self.layout.workers_on(n).next())
             .ok_or_else(|| {
-                format!(
+                RunError::script(format!(
                     "{name}({host}): no worker runs on {host} (nodes: {})",
                     self.layout.nodes.join(", ")
-                )
+                ))
             })
     }
 
     /// The name of the node holding a Locus file's data.
-    async fn holder(&self, name: &str, path: &str) -> Result<String, String> {
+    async fn holder(&self, name: &str, path: &str) -> Result<String, RunError> {
         let fp = self.locus(name, path)?;
         let (client, names) = self.fs(name, path)?;
         let holders = client
             .locate(fp)
             .await
-            .map_err(|e| format!("{name}({path}): {}", as_written(e)))?;
+            .map_err(|e| RunError::fs(format!("{name}({path}): {}", as_written(e))))?;
         let first = holders
             .first()
-            .ok_or_else(|| format!("{name}({path}): the file has no data yet"))?;
+            .ok_or_else(|| RunError::fs(format!("{name}({path}): the file has no data yet")))?;
         Ok(names[*first as usize].clone())
     }
 
@@ -151,7 +158,7 @@ impl Storage {
         op: Run,
         a: &[Value],
         dst: Option<&str>,
-    ) -> Result<Option<Value>, String> {
+    ) -> Result<Option<Value>, RunError> {
         let name = op.name();
         Ok(Some(match op {
             Run::Lookup => {
@@ -192,7 +199,8 @@ impl Storage {
             }),
             Run::RandomWorkerRank => Value::Int(self.random_worker()),
             Run::Write => {
-                let path = dst.ok_or("write: its output has no path")?;
+                let path =
+                    dst.ok_or_else(|| RunError::internal("write: its output has no path"))?;
                 let data = a.first().map(Value::render).unwrap_or_default();
                 self.write_file(path, &data).await?;
                 Value::File(path.to_string())
@@ -202,29 +210,32 @@ impl Storage {
             Run::FileLines => {
                 let comment = text_or(a, 1, name, "#")?;
                 let text = self.read_text(name, a).await?;
-                Value::Container(
-                    text_files::lines(&text, &comment).map_err(|e| format!("{name}: {e}"))?,
-                )
+                Value::Container(text_files::lines(&text, &comment).map_err(|e| named(name, e))?)
             }
             Run::FileChunks => {
                 let delimiter = text_or(a, 1, name, "----")?;
                 let comment = text_or(a, 2, name, "#")?;
                 let text = self.read_text(name, a).await?;
-                let chunks = text_files::chunks(&text, &delimiter, &comment)
-                    .map_err(|e| format!("{name}: {e}"))?;
+                let chunks =
+                    text_files::chunks(&text, &delimiter, &comment).map_err(|e| named(name, e))?;
                 array(chunks.into_iter().map(Value::Str))
             }
             Run::MktempString => Value::Str(self.mktemp(name)?),
             Run::Mktemp => Value::File(self.mktemp(name)?),
             Run::WriteArrayString | Run::WriteArrayStringOrdered => {
-                let path = dst.ok_or_else(|| format!("{name}: its output has no path"))?;
+                let path = dst
+                    .ok_or_else(|| RunError::internal(format!("{name}: its output has no path")))?;
                 let members = match a.first() {
                     Some(Value::Container(m)) => m,
-                    _ => return Err(format!("{name}: its first argument is not an array")),
+                    _ => {
+                        return Err(RunError::script(format!(
+                            "{name}: its first argument is not an array"
+                        )))
+                    }
                 };
                 let data = match op {
                     Run::WriteArrayString => text_files::key_value_lines(members),
-                    _ => text_files::ordered_lines(members).map_err(|e| format!("{name}: {e}"))?,
+                    _ => text_files::ordered_lines(members).map_err(|e| named(name, e))?,
                 };
                 self.write_file(path, &data).await?;
                 Value::File(path.to_string())
@@ -266,34 +277,35 @@ impl Storage {
     }
 
     /// The bytes of the file named by argument 0: a Locus or a host file.
-    async fn read(&self, name: &str, a: &[Value]) -> Result<Vec<u8>, String> {
+    async fn read(&self, name: &str, a: &[Value]) -> Result<Vec<u8>, RunError> {
         let path = text(a, 0, name)?;
         let bytes = match fs_path(&path) {
             Some(fp) => self
                 .client(name, &path)?
                 .get(fp)
                 .await
-                .map_err(|e| format!("{name}({path}): {}", as_written(e)))?,
+                .map_err(|e| RunError::fs(format!("{name}({path}): {}", as_written(e))))?,
             None => {
                 let read = on_host({
                     let path = path.clone();
                     move || std::fs::read(path)
                 });
-                read.await?.map_err(|e| format!("{name}({path}): {e}"))?
+                read.await?
+                    .map_err(|e| RunError::fs(format!("{name}({path}): {e}")))?
             }
         };
         Ok(bytes)
     }
 
     /// `read`, as text.
-    async fn read_text(&self, name: &str, a: &[Value]) -> Result<String, String> {
+    async fn read_text(&self, name: &str, a: &[Value]) -> Result<String, RunError> {
         Ok(String::from_utf8_lossy(&self.read(name, a).await?).into_owned())
     }
 
     /// A file's size, mtime (seconds) and type, in Tcl's words (`file`,
     /// `directory`, `link`, …, as Swift/T's `file_type` gives them).
-    async fn stat(&self, name: &str, path: &str) -> Result<(u64, i64, &'static str), String> {
-        let err = |e: &dyn std::fmt::Display| format!("{name}({path}): {e}");
+    async fn stat(&self, name: &str, path: &str) -> Result<(u64, i64, &'static str), RunError> {
+        let err = |e: &dyn std::fmt::Display| RunError::fs(format!("{name}({path}): {e}"));
         if let Some(fp) = fs_path(path) {
             let rec = self
                 .client(name, path)?
@@ -337,7 +349,7 @@ impl Storage {
 
     /// Files matching a pattern with `*` and `?` in its last component,
     /// sorted: Locus files by their Locus paths, host files by theirs.
-    async fn glob(&self, pattern: &str) -> Result<Vec<String>, String> {
+    async fn glob(&self, pattern: &str) -> Result<Vec<String>, RunError> {
         let (dir, last) = match pattern.rsplit_once('/') {
             Some((d, l)) => (Some(if d.is_empty() { "/" } else { d }), l),
             None => (None, pattern),
@@ -356,7 +368,8 @@ impl Storage {
                 // As Tcl's `glob -nocomplain`: no directory, no match.
                 let entries = match self.client("glob", pattern)?.readdir(fs_dir).await {
                     Err(e) if matches!(e.code, Errno::ENOENT | Errno::ENOTDIR) => Vec::new(),
-                    listed => listed.map_err(|e| format!("glob({pattern}): {}", as_written(e)))?,
+                    listed => listed
+                        .map_err(|e| RunError::fs(format!("glob({pattern}): {}", as_written(e))))?,
                 };
                 entries
                     .into_iter()
@@ -388,7 +401,7 @@ impl Storage {
     /// The first worker on the node holding a file, or for a file not
     /// written yet, on the node `set_rank` chose (kept by the file system,
     /// so every server sees it).
-    async fn get_rank(&self, a: &[Value]) -> Result<Value, String> {
+    async fn get_rank(&self, a: &[Value]) -> Result<Value, RunError> {
         let path = text(a, 0, "get_rank")?;
         let host = match self.holder("get_rank", &path).await {
             Ok(host) => host,
@@ -404,32 +417,34 @@ impl Storage {
     }
 
     /// `set_rank(path, rank)`: new data of `path` goes to `rank`'s node.
-    async fn set_rank(&self, a: &[Value]) -> Result<(), String> {
+    async fn set_rank(&self, a: &[Value]) -> Result<(), RunError> {
         let path = text(a, 0, "set_rank")?;
         let Some(Value::Int(rank)) = a.get(1) else {
-            return Err("set_rank: the rank must be an int".into());
+            return Err(RunError::script("set_rank: the rank must be an int"));
         };
         let rank = self
             .layout
             .check_target(*rank)
-            .map_err(|e| format!("set_rank({path}, {rank}): {e}"))?;
+            .map_err(|e| RunError::script(format!("set_rank({path}, {rank}): {e}")))?;
         let fp = self.locus("set_rank", &path)?;
         let host = self.layout.node_name(rank);
-        let node = self
-            .fs_node(host)
-            .ok_or_else(|| format!("set_rank({path}, {rank}): {host} has no file-system daemon"))?;
+        let node = self.fs_node(host).ok_or_else(|| {
+            RunError::fs(format!(
+                "set_rank({path}, {rank}): {host} has no file-system daemon"
+            ))
+        })?;
         let client = self.client("set_rank", &path)?;
         client
             .place(fp, node)
             .await
-            .map_err(|e| format!("set_rank({path}, {rank}): {e}"))?;
+            .map_err(|e| RunError::fs(format!("set_rank({path}, {rank}): {e}")))?;
         Ok(())
     }
 
     /// `write(s)` into the file at `path`: a Locus file through the file
     /// system, a host file directly.
-    async fn write_file(&self, path: &str, data: &str) -> Result<(), String> {
-        let fail = |e: &dyn std::fmt::Display| format!("write({path}): {e}");
+    async fn write_file(&self, path: &str, data: &str) -> Result<(), RunError> {
+        let fail = |e: &dyn std::fmt::Display| RunError::fs(format!("write({path}): {e}"));
         match fs_path(path) {
             Some(fp) => {
                 self.client("write", path)?
@@ -566,6 +581,52 @@ impl Storage {
 /// Runs host-file work `f` off the engine's thread: a slow or hung host
 /// file system (an NFS server, a FIFO with no writer yet) holds this call
 /// only, not the server's other work and its heartbeats.
-async fn on_host<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-    (tokio::task::spawn_blocking(f).await).map_err(|e| format!("a host file operation failed: {e}"))
+async fn on_host<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, RunError> {
+    (tokio::task::spawn_blocking(f).await)
+        .map_err(|e| RunError::internal(format!("a host file operation failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locus_proto::run::ErrorKind;
+
+    /// What a builtin is given wrong is the script's error; what it finds
+    /// wrong on disk is the file system's.
+    #[tokio::test]
+    async fn a_builtins_error_says_whose_it_is() {
+        let names: Vec<String> = ["n0", "n0", "n0"].map(String::from).to_vec();
+        let storage = Storage::new(Arc::new(Layout::from_names(1, &names).unwrap()), None);
+        let kind = |r: Result<Option<Value>, RunError>| r.unwrap_err().kind;
+        let missing = [Value::Str("/nonexistent/locus-test-file".into())];
+        let size = storage.call(Run::FileSize, &missing, None);
+        assert_eq!(kind(size.await), ErrorKind::Fs);
+        let read = storage.call(Run::Read, &missing, None);
+        assert_eq!(kind(read.await), ErrorKind::Fs);
+        let no_rank = [Value::Str("/locus/x".into()), Value::Str("one".into())];
+        assert_eq!(
+            kind(storage.call(Run::SetRank, &no_rank, None).await),
+            ErrorKind::Script
+        );
+        let server = [Value::Str("/locus/x".into()), Value::Int(2)];
+        let e = storage.call(Run::SetRank, &server, None).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Script);
+        assert!(e.message.contains("rank 2 is a server"), "{e}");
+        let host = [Value::Str("elsewhere".into())];
+        assert_eq!(
+            kind(storage.call(Run::Ip2rank, &host, None).await),
+            ErrorKind::Script
+        );
+        let lines = [Value::Str("/dev/null".into()), Value::Str("(".into())];
+        assert_eq!(
+            kind(storage.call(Run::FileLines, &lines, None).await),
+            ErrorKind::Script
+        );
+        // A Locus path in a run with no Locus file system.
+        let locus = [Value::Str("/locus/x".into())];
+        assert_eq!(
+            kind(storage.call(Run::FileSize, &locus, None).await),
+            ErrorKind::Fs
+        );
+    }
 }

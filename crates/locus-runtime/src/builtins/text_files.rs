@@ -5,17 +5,18 @@
 //! `write_array_string` writes `key value` lines.
 
 use crate::engine::value::{Key, Value};
+use locus_proto::run::RunError;
 use regex::Regex;
 use std::collections::BTreeMap;
 
 /// The pattern that cuts a comment from a line (`None`: comments off).
-fn comment_cut(comment: &str) -> Result<Option<Regex>, String> {
+fn comment_cut(comment: &str) -> Result<Option<Regex>, RunError> {
     if comment.is_empty() {
         return Ok(None);
     }
     Regex::new(&format!("{comment}.*"))
         .map(Some)
-        .map_err(|e| format!("comment pattern '{comment}': {e}"))
+        .map_err(|e| RunError::script(format!("comment pattern '{comment}': {e}")))
 }
 
 fn uncommented<'t>(line: &'t str, cut: &Option<Regex>) -> std::borrow::Cow<'t, str> {
@@ -27,7 +28,7 @@ fn uncommented<'t>(line: &'t str, cut: &Option<Regex>) -> std::borrow::Cow<'t, s
 
 /// `file_lines(f, comment)`: each line without its comment, trimmed, kept
 /// if not empty, under its line number (from 0).
-pub(crate) fn lines(text: &str, comment: &str) -> Result<BTreeMap<Key, Value>, String> {
+pub(crate) fn lines(text: &str, comment: &str) -> Result<BTreeMap<Key, Value>, RunError> {
     let cut = comment_cut(comment)?;
     let mut out = BTreeMap::new();
     for (n, line) in text.lines().enumerate() {
@@ -43,7 +44,7 @@ pub(crate) fn lines(text: &str, comment: &str) -> Result<BTreeMap<Key, Value>, S
 /// `file_chunks(f, delimiter, comment)`: the text between lines that are
 /// `delimiter` (after the comment is cut), each chunk's non-empty lines
 /// joined and trimmed; a delimiter at the end leaves an empty last chunk.
-pub(crate) fn chunks(text: &str, delimiter: &str, comment: &str) -> Result<Vec<String>, String> {
+pub(crate) fn chunks(text: &str, delimiter: &str, comment: &str) -> Result<Vec<String>, RunError> {
     let cut = comment_cut(comment.trim())?;
     let mut lines = text.lines();
     let mut out = Vec::new();
@@ -80,11 +81,11 @@ pub(crate) fn key_value_lines(members: &BTreeMap<Key, Value>) -> String {
 
 /// `write_array_string_ordered(A)`: a line per member `0`, `1`, … up to the
 /// array's size; a missing one is an error.
-pub(crate) fn ordered_lines(members: &BTreeMap<Key, Value>) -> Result<String, String> {
+pub(crate) fn ordered_lines(members: &BTreeMap<Key, Value>) -> Result<String, RunError> {
     (0..members.len() as i64)
         .map(|i| match members.get(&Key::Int(i)) {
             Some(v) => Ok(format!("{}\n", v.render())),
-            None => Err(format!("the array has no member [{i}]")),
+            None => Err(RunError::script(format!("the array has no member [{i}]"))),
         })
         .collect()
 }
@@ -122,6 +123,6 @@ mod tests {
         assert_eq!(key_value_lines(&a), "0 a\n1 b\n");
         assert_eq!(ordered_lines(&a).unwrap(), "a\nb\n");
         a.remove(&Key::Int(0));
-        assert!(ordered_lines(&a).unwrap_err().contains("[0]"));
+        assert!(ordered_lines(&a).unwrap_err().message.contains("[0]"));
     }
 }

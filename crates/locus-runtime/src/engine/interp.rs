@@ -171,7 +171,7 @@ impl Engine {
                 };
                 match r {
                     Ok(v) => self.set(frame.get(*dst), v, done),
-                    Err(e) => self.fail(RunError::script(e).within(self.place(at))),
+                    Err(e) => self.fail(e.within(self.place(at))),
                 }
             }
             Stmt::Builtin { outs, op, args, at } => {
@@ -243,7 +243,7 @@ impl Engine {
                 };
                 let count = match builtins::range_len(lo, hi, step) {
                     Ok(n) => n,
-                    Err(e) => return self.fail(RunError::script(e)),
+                    Err(e) => return self.fail(e),
                 };
                 for (server, from, to) in self.shares(count) {
                     let items = Items::Range { lo, step, from, to };

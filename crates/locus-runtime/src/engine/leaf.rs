@@ -100,7 +100,7 @@ impl Engine {
             args: &self.opts.args,
         };
         match op {
-            Builtin::Pure(p) => builtins::pure(p, a, &cx).map_err(RunError::script),
+            Builtin::Pure(p) => builtins::pure(p, a, &cx),
             Builtin::Run(r) => {
                 let dst = match (r, outs.first()) {
                     (
@@ -111,15 +111,12 @@ impl Engine {
                 };
                 // Boxed, as the task builtins: every statement's future
                 // would otherwise be as large as the largest of these.
-                // They read and write the run's files: their failures are
-                // the file system's.
                 let call = self.opts.storage.call(r, a, dst.as_deref());
-                let called = Box::pin(self.outside(call)).await;
-                let v = called.map_err(RunError::fs)?;
+                let v = Box::pin(self.outside(call)).await?;
                 Ok(v.into_iter().collect())
             }
             Builtin::Effect(e) => {
-                if let Some(line) = builtins::effect(e, a, &cx).map_err(RunError::script)? {
+                if let Some(line) = builtins::effect(e, a, &cx)? {
                     self.print(&line);
                 }
                 Ok(Vec::new())
