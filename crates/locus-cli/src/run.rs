@@ -9,7 +9,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use locus_fs::Placement;
 use locus_lang::{compile, ir::Program, Source};
-use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch};
+use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch, STOPPED_EXIT};
+use locus_proto::run::ErrorKind;
 use locus_runtime::{run_rank, Counts, Locality, Progress, RankEnv, RankOptions, ResumeBy};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -197,7 +198,11 @@ pub(crate) fn as_rank(opts: RankOptions) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    result.map_err(anyhow::Error::msg)
+    match result {
+        // Stopped with its run, which its launcher reports once.
+        Err(e) if e.kind == ErrorKind::Interrupted => std::process::exit(STOPPED_EXIT),
+        done => done.map_err(anyhow::Error::msg),
+    }
 }
 
 impl RunArgs {

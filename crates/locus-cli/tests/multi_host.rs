@@ -8,6 +8,7 @@ mod common;
 
 use common::{is_root, ok, processes_with};
 
+use locus_proto::run::ErrorKind;
 use locus_runtime::record;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -134,9 +135,9 @@ fn kill_launched(role_file: &str, rank: u32) {
 
 /// A run of 48 short tasks, each writing a host file in `NAME-out`,
 /// started from the login host by `run` (`RUN_DIR` and `SCRIPT` in it
-/// replaced), whose rank `victim` is killed once tasks have ended: its
-/// output, run directory and output directory.
-fn kill_a_rank_mid_run(h: &Hosts, name: &str, run: &str, victim: u32) -> (Output, String, String) {
+/// replaced), once some of its tasks have ended: the run, its run
+/// directory and its output directory.
+fn naps_under_way(h: &Hosts, name: &str, run: &str) -> (std::process::Child, String, String) {
     let (run_dir, out) = (
         h.path(&format!("{name}-run")),
         h.path(&format!("{name}-out")),
@@ -157,10 +158,57 @@ fn kill_a_rank_mid_run(h: &Hosts, name: &str, run: &str, victim: u32) -> (Output
     common::eventually_within(std::time::Duration::from_secs(60), "tasks ended", || {
         count() >= 6
     });
+    (child, run_dir, out)
+}
+
+/// `naps_under_way` whose rank `victim` is then killed: its output, run
+/// directory and output directory.
+fn kill_a_rank_mid_run(h: &Hosts, name: &str, run: &str, victim: u32) -> (Output, String, String) {
+    let (child, run_dir, out) = naps_under_way(h, name, run);
     kill_launched(&format!("{run_dir}/rank.json"), victim);
     let done = child.wait_with_output().unwrap();
     assert!(processes_with(&run_dir).is_empty(), "left running");
     (done, run_dir, out)
+}
+
+/// `naps_under_way` in an allocation that is then cancelled (`scancel`:
+/// Slurm sends SIGTERM to every process of the job): nothing is left
+/// running, no worker is reported lost, and the run can be read — its
+/// summary says it was interrupted, the tasks that finished are recorded.
+fn a_cancelled_run_can_be_read(h: &Hosts, name: &str, run: &str) {
+    let (child, run_dir, out) = naps_under_way(h, name, run);
+    let scancel = format!("SLURM_CONF={} scancel --user=root", h.path("slurm.conf"));
+    let cancelled = h.script("exec", &["login", "timeout", "30", "sh", "-c", &scancel]);
+    assert!(cancelled.status.success(), "{cancelled:?}");
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!done.status.success(), "{stderr}");
+    assert!(stderr.contains("the run was interrupted"), "{stderr}");
+    // Ranks stopping with the run are not workers lost from it.
+    assert!(!stderr.contains("elsewhere"), "{stderr}");
+    assert!(processes_with(&run_dir).is_empty(), "left running");
+    let summary = locus_runtime::RunSummary::load(Path::new(&run_dir)).unwrap();
+    assert_eq!(summary.error_kind, Some(ErrorKind::Interrupted));
+    // Where the ranks ran, as they met through Slurm's PMI.
+    assert_eq!(summary.layout.nodes.len(), 3, "{:?}", summary.layout);
+    let naps: Vec<_> = record::load(Path::new(&run_dir))
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.func == "nap" && r.error.is_none())
+        .collect();
+    let written = std::fs::read_dir(&out).unwrap().count();
+    assert!(
+        !naps.is_empty() && naps.len() <= written,
+        "{} of {written}",
+        naps.len()
+    );
+    let report = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["report", &run_dir])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&report.stdout);
+    assert!(report.status.success(), "{shown}");
+    assert!(shown.contains("interrupted"), "{shown}");
 }
 
 /// Worker rank 1 killed: the other workers run its tasks and the run
@@ -566,4 +614,6 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
         env!("CARGO_BIN_EXE_locus"),
     );
     a_worker_killed_under_a_launcher(&h, "killed", &srun_run, "srun");
+    // Stopped as a job's end or `scancel` stops it.
+    a_cancelled_run_can_be_read(&h, "cancelled", &srun_run);
 }

@@ -19,7 +19,7 @@ pub mod supervise;
 
 pub use daemons::{running_pid, stop, Daemons};
 pub use emulate::{Emulation, FsMode, Host, Rate};
-pub use ranks::{hold_run_dir, launch_ranks, On, RankLaunch, RunHold};
+pub use ranks::{hold_run_dir, launch_ranks, On, RankLaunch, RunHold, STOPPED_EXIT};
 pub use role::{Launched, Program, Role};
 pub use site::{deploy, Deploy, Shape, Site, SiteLauncher};
 pub use supervise::{ignore_failure_notices, supervise};

@@ -10,7 +10,7 @@ use crate::exits::Exits;
 use crate::role::{self, Program};
 use crate::site::{self, Deploy, Shape, Site};
 use locus_fs::{ClusterSpec, Durability, Placement, Upkeep, CLUSTER_FILE};
-use locus_proto::run::ErrorKind;
+use locus_proto::run::{ErrorKind, RunError};
 use locus_runtime::record::{keep_for_resume, now_us, records_dir, resume_dir};
 use locus_runtime::{ranks_dir, summary_path, Layout, RankOptions, RunSummary};
 use std::io::Write;
@@ -393,7 +393,7 @@ fn run_here(
                             nodes[*rank as usize]
                         );
                         eprintln!("locus: {why}");
-                        killed.get_or_insert(why);
+                        killed.get_or_insert((ErrorKind::Lost, why));
                     }
                     if code != 0 || *rank == leader {
                         ended_at.get_or_insert_with(Instant::now);
@@ -405,10 +405,9 @@ fn run_here(
             break;
         }
         if interrupted.load(Ordering::Relaxed) {
-            let why = "the run was interrupted (SIGINT or SIGTERM)".to_string();
-            eprintln!("locus: {why}; stopping it");
+            eprintln!("locus: {INTERRUPTED}; stopping it");
             stop_all(&mut children);
-            killed = Some(why);
+            killed = Some((ErrorKind::Interrupted, INTERRUPTED.to_string()));
             codes[leader as usize] = Some(130);
             // What a rank saw while being stopped is not the story.
             let _ = std::fs::remove_file(summary_path(&r.rank.run_dir));
@@ -453,26 +452,64 @@ fn run_here(
         // Apps of a failed run must not go on writing.
         stop_all(&mut children);
     }
-    let summary = summary_path(&r.rank.run_dir);
-    if let (Some(why), false) = (killed, summary.exists()) {
-        // The leader did not live to write the run's summary.
-        let written = Layout::from_names(r.rank.servers, nodes).map(|layout| RunSummary {
-            layout,
-            start_us,
-            end_us: now_us(),
-            error: Some(why),
-            error_kind: Some(ErrorKind::Lost),
-            control: Vec::new(),
-            diskless_hosts: Vec::new(),
-            wireup: None,
-            lost_nodes: Vec::new(),
-            workers_gone: Vec::new(),
-        });
-        if let Ok(s) = written {
-            let _ = serde_json::to_vec_pretty(&s).map(|b| std::fs::write(&summary, b));
-        }
+    if let Some((kind, why)) = killed {
+        summarize_stopped(r, nodes, start_us, RunError::new(kind, why));
     }
     Ok(code)
+}
+
+/// What a run stopped from outside is told.
+const INTERRUPTED: &str = "the run was interrupted (SIGINT or SIGTERM)";
+
+/// How a rank told to stop by a signal ends (as SIGTERM's default would):
+/// a launcher ending so says the run was stopped from outside.
+pub const STOPPED_EXIT: i32 = 128 + libc::SIGTERM;
+
+/// The summary of a run whose site launcher ended with `code` before the
+/// run's leader wrote one: stopped from outside (`scancel`, a time limit)
+/// if its ranks ended as stopped ranks do, else lost with the launcher.
+fn launcher_ended(code: i32, launcher: &Path) -> RunError {
+    match code {
+        STOPPED_EXIT | 130 => RunError::new(ErrorKind::Interrupted, INTERRUPTED),
+        _ => RunError::lost(format!(
+            "{} ended with code {code} before the run's leader wrote its outcome",
+            launcher.display()
+        )),
+    }
+}
+
+/// Where the ranks of the run in `run_dir` ran, as they met; marked not
+/// known for a run stopped before they met.
+fn met_nodes(r: &RankLaunch) -> Vec<String> {
+    match locus_runtime::met(&r.rank.run_dir) {
+        Some(entries) => entries.into_iter().map(|e| e.node).collect(),
+        None => vec!["(ranks not met)".to_string(); r.size as usize],
+    }
+}
+
+/// Writes the summary of a run whose leader did not live to write it
+/// (stopped, or killed), so that the run can be read: its ranks on
+/// `nodes`, `error` the cause. Nothing if the leader wrote one.
+fn summarize_stopped(r: &RankLaunch, nodes: &[String], start_us: u64, error: RunError) {
+    let summary = summary_path(&r.rank.run_dir);
+    if summary.exists() {
+        return;
+    }
+    let written = Layout::from_names(r.rank.servers, nodes).map(|layout| RunSummary {
+        layout,
+        start_us,
+        end_us: now_us(),
+        error: Some(error.message),
+        error_kind: Some(error.kind),
+        control: Vec::new(),
+        diskless_hosts: Vec::new(),
+        wireup: None,
+        lost_nodes: Vec::new(),
+        workers_gone: Vec::new(),
+    });
+    if let Ok(s) = written {
+        let _ = serde_json::to_vec_pretty(&s).map(|b| std::fs::write(&summary, b));
+    }
 }
 
 /// Starts the ranks through the site's launcher and waits for it. An
@@ -493,6 +530,7 @@ fn run_site(
         .process_group(0)
         .spawn()
         .map_err(|e| format!("starting {}: {e}", site.program().display()))?;
+    let start_us = now_us();
     let interrupted = on_interrupt();
     let exits = Exits::of([&launcher]);
     loop {
@@ -510,20 +548,25 @@ fn run_site(
                     );
                     return Ok(0);
                 }
-                Err(_) if code != 0 => eprintln!(
-                    "locus: {} ended with code {code} before the run's leader wrote its outcome",
-                    launcher.display()
-                ),
+                Err(_) if code != 0 => {
+                    let ended = launcher_ended(code, &launcher);
+                    eprintln!("locus: {ended}");
+                    summarize_stopped(r, &met_nodes(r), start_us, ended);
+                }
                 _ => {}
             }
             return Ok(code);
         }
         if interrupted.load(Ordering::Relaxed) {
-            eprintln!("locus: the run was interrupted (SIGINT or SIGTERM); stopping it");
+            eprintln!("locus: {INTERRUPTED}; stopping it");
             // SAFETY: a signal to the launcher we started; it passes it on
             // to every rank it started, on every host.
             unsafe { libc::kill(launcher.id() as i32, libc::SIGTERM) };
             reap(launcher);
+            // What a rank saw while being stopped is not the story.
+            let _ = std::fs::remove_file(summary_path(&r.rank.run_dir));
+            let stopped = RunError::new(ErrorKind::Interrupted, INTERRUPTED);
+            summarize_stopped(r, &met_nodes(r), start_us, stopped);
             return Ok(130);
         }
         exits.wait(INTERRUPT_CHECK);

@@ -26,6 +26,9 @@ pub enum ErrorKind {
     Memory,
     /// Calls of composite functions nested past their bound (`--max-depth`).
     Depth,
+    /// The run was stopped from outside (SIGINT, SIGTERM: Ctrl-C, `scancel`,
+    /// a job's time limit) before it ended.
+    Interrupted,
     /// A bug in Locus.
     Internal,
 }
@@ -40,6 +43,7 @@ impl std::fmt::Display for ErrorKind {
             ErrorKind::Launch => "launch",
             ErrorKind::Memory => "memory",
             ErrorKind::Depth => "depth",
+            ErrorKind::Interrupted => "interrupted",
             ErrorKind::Internal => "internal",
         })
     }
@@ -292,6 +296,10 @@ pub enum RankMsg {
     /// sender's process is running. A connection silent for longer than the
     /// runtime's bound is taken as broken (its peer frozen or cut off).
     Alive,
+    /// Worker → its server: this worker was told to stop from outside (its
+    /// launcher passing on SIGTERM or SIGINT: `scancel`, a job's time limit,
+    /// Ctrl-C): the run is being stopped, and its end is not a loss.
+    Stopping,
     /// Server → leader: a worker's process is gone (killed, or its
     /// connection broke; `reason` names it); its server queued what it had
     /// again.

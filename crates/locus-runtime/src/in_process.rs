@@ -218,6 +218,7 @@ impl InProcess {
                 listen: Some(([127, 0, 0, 1], 0).into()),
                 out: out.clone(),
                 cut: cut_rx.take_if(|(r, _)| *r == rank).map(|(_, rx)| rx),
+                stop_on_signal: false,
             };
             let done_tx = done_tx.clone();
             std::thread::spawn(move || {

@@ -23,7 +23,7 @@ pub use exec::files::{fs_path, LOCUS_PREFIX};
 pub use in_process::{Cut, FakeApps, Finished, InProcess, NeverEnded};
 pub use ranks::layout::{Layout, LayoutError};
 pub use ranks::rank::{run_rank, summary_path, RankOptions, RunSummary, DEFAULT_MAX_DEPTH};
-pub use ranks::rendezvous::{ranks_dir, Entry, RankEnv};
+pub use ranks::rendezvous::{met, ranks_dir, Entry, RankEnv};
 pub use ranks::server::RELEASED_MOST;
 pub use records::resume::ResumeBy;
 pub use records::{record, report};

@@ -196,6 +196,10 @@ pub(crate) struct RankParts {
     /// Ends the rank at once when it fires, as a kill ends a process: its
     /// connections close, nothing more is sent or written.
     pub cut: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// A worker told to stop by a signal (SIGTERM, SIGINT) says so to its
+    /// server before it ends: a process's own rank; not ranks sharing a
+    /// test's process.
+    pub stop_on_signal: bool,
 }
 
 /// Runs this process's rank to the end of the run. `program` is needed on
@@ -212,6 +216,7 @@ pub fn run_rank(
         listen: None,
         out: Arc::new(Mutex::new(std::io::stdout())),
         cut: None,
+        stop_on_signal: true,
     };
     run_rank_with(env, opts, program, progress, parts)
 }
@@ -313,6 +318,10 @@ async fn rank_main(
             .await
             .map_err(|e| RunError::internal(e.to_string()))?;
             let entries = entries.map_err(|e| RunError::launch(e.to_string()))?;
+            if me == gatherer {
+                let board = RanksDir::of(&opts.run_dir);
+                rendezvous::keep_met(&board, &entries).map_err(dir_err)?;
+            }
             (entries, Wireup::Pmi, Some(pmi))
         }
         None => {
@@ -377,6 +386,7 @@ async fn rank_main(
             r: Default::default(),
             running: tokio::sync::Semaphore::new(1),
             left: Default::default(),
+            stop_on_signal: parts.stop_on_signal,
         };
         return run_worker(cfg).await;
     };

@@ -246,6 +246,24 @@ pub(crate) fn gather(
     }
 }
 
+/// Keeps the ranks that met through the launcher's exchange where a
+/// gathering in the run directory would have put them: the launcher that
+/// started the run reads them if the run is stopped before its leader
+/// could write its summary (`met`).
+pub(crate) fn keep_met(board: &impl Board, entries: &[Entry]) -> io::Result<()> {
+    std::fs::create_dir_all(board.path(""))?;
+    board.write_once(
+        ALL_FILE,
+        &serde_json::to_vec(entries).expect("entries serialize"),
+    )
+}
+
+/// The ranks of the run in `run_dir`, once they met: where each runs.
+pub fn met(run_dir: &Path) -> Option<Vec<Entry>> {
+    let bytes = RanksDir::of(run_dir).read(ALL_FILE).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
 /// How the ranks of a run met (said in `run.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -500,6 +500,9 @@ struct State {
     workers: usize,
     /// Workers that left the run (their node was lost).
     left: HashSet<Rank>,
+    /// A worker was told to stop from outside: the run is being stopped,
+    /// and the workers that end now are not losses.
+    stopping: bool,
     /// On the leader: workers of the whole run that left.
     left_in_run: usize,
 }
@@ -529,6 +532,7 @@ impl State {
             writers: Vec::new(),
             asked: HashSet::new(),
             left: HashSet::new(),
+            stopping: false,
             left_in_run: 0,
         }
     }
@@ -592,6 +596,7 @@ impl State {
                 }
                 RankMsg::Leave { node, reason } => self.node_lost(node, reason),
                 RankMsg::Gone { reason } => self.worker_gone_told(reason),
+                RankMsg::Stopping => self.stopping = true,
                 RankMsg::Engine(bytes) => {
                     let _ = self.engine.send((from, bytes));
                 }
@@ -745,6 +750,10 @@ impl State {
             "worker rank {w} on {} is gone: {how}{what}",
             self.layout.node_name(w)
         );
+        if self.stopping {
+            tracing::debug!("{reason}, as the run is being stopped");
+            return;
+        }
         tracing::warn!("{reason}; its tasks run elsewhere");
         for t in self.balancer.rank_lost(w, now) {
             self.cannot_run(t);

@@ -69,6 +69,24 @@ pub(crate) struct WorkerConfig {
     /// one works): with none, nothing else needs this worker's thread
     /// while an app runs.
     pub registering: std::sync::atomic::AtomicUsize,
+    /// Told to stop by SIGTERM or SIGINT, it says so to its server and ends
+    /// (`RankParts::stop_on_signal`).
+    pub stop_on_signal: bool,
+}
+
+/// Resolves when this process is told to stop (SIGTERM, SIGINT), if `on`.
+async fn told_to_stop(on: bool) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Some(mut term), Some(mut int)) = (
+        on.then(|| signal(SignalKind::terminate()).ok()).flatten(),
+        on.then(|| signal(SignalKind::interrupt()).ok()).flatten(),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
 }
 
 impl WorkerConfig {
@@ -134,6 +152,8 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
         }
     };
     tokio::pin!(node_lost);
+    let stop = told_to_stop(cfg.stop_on_signal);
+    tokio::pin!(stop);
     // An app registers its outputs after its process ends: it runs in a
     // tokio task of its own, so that registering overlaps the next task
     // (their work still one at a time: `running`), as does any task that
@@ -191,6 +211,19 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
                 }
             }
             () = &mut expiry, if armed.is_some() => {}
+            () = &mut stop => {
+                // Stopped from outside with the rest of the run: its server
+                // hears that this is no loss, and what finished is on disk.
+                held.report(&out);
+                let _ = out.send(RankMsg::Stopping);
+                records.flush().map_err(records_err)?;
+                drop(out);
+                let _ = writer.await;
+                return Err(RunError::new(
+                    ErrorKind::Interrupted,
+                    format!("worker rank {me} was told to stop (SIGTERM or SIGINT)"),
+                ));
+            }
         }
         let behind = in_flight.saturating_sub(1) + queue.len();
         if !open || held.due(behind, Instant::now()) {
