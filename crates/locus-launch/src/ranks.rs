@@ -539,8 +539,9 @@ fn run_site(
             // The launcher reports the worst of its processes; a worker it
             // lost does not fail a run whose leader finished it.
             let launcher = site.program();
-            match RunSummary::load(&r.rank.run_dir) {
-                Ok(s) if code != 0 && s.error.is_none() => {
+            let summary = RunSummary::load(&r.rank.run_dir);
+            if let Ok(s) = &summary {
+                if code != 0 && s.error.is_none() {
                     eprintln!(
                         "locus: {} ended with code {code} (a rank it started failed); \
                          the run finished without it",
@@ -548,12 +549,15 @@ fn run_site(
                     );
                     return Ok(0);
                 }
-                Err(_) if code != 0 => {
-                    let ended = launcher_ended(code, &launcher);
-                    eprintln!("locus: {ended}");
-                    summarize_stopped(r, &met_nodes(r), start_us, ended);
-                }
-                _ => {}
+            }
+            let stopped = matches!(code, STOPPED_EXIT | 130);
+            if stopped || (code != 0 && summary.is_err()) {
+                // Stopped from outside: what a rank saw while being stopped
+                // (workers gone, a server gone) is not the story.
+                let _ = std::fs::remove_file(summary_path(&r.rank.run_dir));
+                let ended = launcher_ended(code, &launcher);
+                eprintln!("locus: {ended}");
+                summarize_stopped(r, &met_nodes(r), start_us, ended);
             }
             return Ok(code);
         }

@@ -501,7 +501,7 @@ struct State {
     /// Workers that left the run (their node was lost).
     left: HashSet<Rank>,
     /// A worker was told to stop from outside: the run is being stopped,
-    /// and the workers that end now are not losses.
+    /// and the workers that end now are not reported.
     stopping: bool,
     /// On the leader: workers of the whole run that left.
     left_in_run: usize,
@@ -750,11 +750,12 @@ impl State {
             "worker rank {w} on {} is gone: {how}{what}",
             self.layout.node_name(w)
         );
-        if self.stopping {
-            tracing::debug!("{reason}, as the run is being stopped");
-            return;
+        match self.stopping {
+            // Not a loss to report, but its tasks are put again all the
+            // same: a worker stopped alone leaves a run that goes on.
+            true => tracing::debug!("{reason}, as the run is being stopped"),
+            false => tracing::warn!("{reason}; its tasks run elsewhere"),
         }
-        tracing::warn!("{reason}; its tasks run elsewhere");
         for t in self.balancer.rank_lost(w, now) {
             self.cannot_run(t);
         }
