@@ -191,9 +191,10 @@ fn a_cancelled_run_can_be_read(h: &Hosts, name: &str, run: &str) {
     assert_eq!(summary.error_kind, Some(ErrorKind::Interrupted));
     // Where the ranks ran, as they met through Slurm's PMI.
     assert_eq!(summary.layout.nodes.len(), 3, "{:?}", summary.layout);
-    let naps: Vec<_> = record::load(Path::new(&run_dir))
-        .unwrap()
-        .into_iter()
+    let records = record::load(Path::new(&run_dir)).unwrap();
+    // The naps running when the job ended were stopped with it, not failed.
+    assert!(records.iter().all(|r| !r.failed()), "{records:?}");
+    let naps: Vec<_> = (records.iter())
         .filter(|r| r.func == "nap" && r.error.is_none())
         .collect();
     let written = std::fs::read_dir(&out).unwrap().count();

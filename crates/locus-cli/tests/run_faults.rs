@@ -194,8 +194,22 @@ fn sigterm_stops_everything_and_keeps_what_finished() {
         .filter(|r| r.func == "quick")
         .count();
     assert_eq!(quick, 5, "records of the finished tasks");
+    // The task running when the run was stopped is recorded so.
+    let slow: Vec<_> = locus_runtime::record::load(&run_dir)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.func == "slow")
+        .collect();
+    assert_eq!(slow.len(), 1, "{slow:?}");
+    assert!(slow[0].interrupted() && !slow[0].failed(), "{slow:?}");
     let report = locus(&["report", run_dir.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&report.stdout).contains("interrupted"));
+    let shown = String::from_utf8_lossy(&report.stdout);
+    assert!(shown.contains("interrupted"), "{shown}");
+    assert!(
+        shown.contains("(0 failed, 1 stopped with the run,"),
+        "{shown}"
+    );
+    assert!(shown.contains("running when stopped: slow at "), "{shown}");
 }
 
 #[test]

@@ -406,7 +406,7 @@ fn run_here(
         }
         if interrupted.load(Ordering::Relaxed) {
             eprintln!("locus: {INTERRUPTED}; stopping it");
-            stop_all(&mut children);
+            stop_told(&mut children);
             killed = Some((ErrorKind::Interrupted, INTERRUPTED.to_string()));
             codes[leader as usize] = Some(130);
             // What a rank saw while being stopped is not the story.
@@ -611,6 +611,28 @@ fn stop_all(children: &mut [(u32, Child)]) {
     for (_, c) in children.iter_mut() {
         let _ = c.wait();
     }
+}
+
+/// How long ranks told to stop have to record how their tasks ended.
+const TOLD_GRACE: Duration = Duration::from_millis(1500);
+
+/// Stops every rank as a job's end does: SIGTERM to each rank (a worker
+/// then records its tasks in flight as stopped with the run), and what is
+/// left after `TOLD_GRACE`, apps included, killed.
+fn stop_told(children: &mut [(u32, Child)]) {
+    for (_, c) in children.iter() {
+        // SAFETY: a signal to a process we started (not yet reaped).
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + TOLD_GRACE;
+    while Instant::now() < deadline
+        && children
+            .iter_mut()
+            .any(|(_, c)| matches!(c.try_wait(), Ok(None)))
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop_all(children);
 }
 
 /// A flag raised by SIGINT or SIGTERM, so that an interrupted `locus run`

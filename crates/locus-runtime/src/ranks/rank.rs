@@ -387,6 +387,8 @@ async fn rank_main(
             running: tokio::sync::Semaphore::new(1),
             left: Default::default(),
             stop_on_signal: parts.stop_on_signal,
+            stopping: Default::default(),
+            stop: Default::default(),
         };
         return run_worker(cfg).await;
     };

@@ -72,7 +72,19 @@ pub(crate) struct WorkerConfig {
     /// Told to stop by SIGTERM or SIGINT, it says so to its server and ends
     /// (`RankParts::stop_on_signal`).
     pub stop_on_signal: bool,
+    /// Set, and `stop` notified, once told to stop: the apps running end
+    /// their tasks as stopped with the run.
+    pub stopping: std::sync::atomic::AtomicBool,
+    pub stop: tokio::sync::Notify,
 }
+
+/// How long after its app was killed by SIGTERM or SIGINT a worker told to
+/// stop takes it as stopped with the run (the job's end signals both).
+const SIGNALLED_TOGETHER: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// How long a worker told to stop waits for its tasks in flight to record
+/// how they ended.
+const STOP_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Resolves when this process is told to stop (SIGTERM, SIGINT), if `on`.
 async fn told_to_stop(on: bool) {
@@ -93,6 +105,17 @@ impl WorkerConfig {
     /// Whether this worker left the run (its node was lost).
     fn has_left(&self) -> bool {
         self.left.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Resolves once this worker is told to stop.
+    async fn stopped(&self) {
+        loop {
+            let told = self.stop.notified();
+            if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            told.await;
+        }
     }
 }
 
@@ -212,8 +235,25 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
             }
             () = &mut expiry, if armed.is_some() => {}
             () = &mut stop => {
-                // Stopped from outside with the rest of the run: its server
+                // Stopped from outside with the rest of the run: the tasks
+                // in flight end as stopped and are recorded so, its server
                 // hears that this is no loss, and what finished is on disk.
+                cfg.stopping.store(true, std::sync::atomic::Ordering::Release);
+                cfg.stop.notify_waiters();
+                let drained = tokio::time::timeout(STOP_DRAIN, async {
+                    while in_flight > 0 {
+                        let Some((outcome, record)) = outcomes.recv().await else {
+                            break;
+                        };
+                        in_flight -= 1;
+                        records.write(&record)?;
+                        held.push(outcome, Instant::now());
+                    }
+                    Ok::<(), std::io::Error>(())
+                });
+                if let Ok(written) = drained.await {
+                    written.map_err(records_err)?;
+                }
                 held.report(&out);
                 let _ = out.send(RankMsg::Stopping);
                 records.flush().map_err(records_err)?;
@@ -750,7 +790,22 @@ impl<'a> App<'a> {
             if let Some(hold) = &cfg.mounted {
                 hold.begin();
             }
-            let spawned = spawn(cfg, self.id, &words, &files, self.timeout).await;
+            let stopped = || {
+                RunError::new(
+                    ErrorKind::Interrupted,
+                    format!(
+                        "app '{}' on {node} (rank {}) was stopped with the run while it ran",
+                        self.func, cfg.me
+                    ),
+                )
+            };
+            let spawned = tokio::select! {
+                spawned = spawn(cfg, self.id, &words, &files, self.timeout) => spawned,
+                () = cfg.stopped() => {
+                    self.end_hold(false, io).await?;
+                    return Err(stopped());
+                }
+            };
             let ended = match spawned {
                 Ok(e) => e,
                 Err(e) => {
@@ -762,6 +817,19 @@ impl<'a> App<'a> {
                 }
             };
             let code = ended.code;
+            // A job's end signals the app and its worker at once: an app
+            // killed so, whose worker is told to stop just after, was
+            // stopped with the run, not failed.
+            if cfg.stop_on_signal
+                && matches!(code, Some(c) if c == 128 + libc::SIGTERM || c == 128 + libc::SIGINT)
+                && tokio::time::timeout(SIGNALLED_TOGETHER, cfg.stopped())
+                    .await
+                    .is_ok()
+            {
+                self.end_hold(false, io).await?;
+                *exit = code;
+                return Err(stopped());
+            }
             *exit = code;
             io.usage.cpu_us += ended.usage.cpu_us;
             io.usage.max_rss_kib = io.usage.max_rss_kib.max(ended.usage.max_rss_kib);

@@ -102,9 +102,14 @@ impl TaskRecord {
         self.abandoned || !self.lost.is_empty()
     }
 
+    /// Stopped while it ran because the run was stopped from outside.
+    pub fn interrupted(&self) -> bool {
+        self.error_kind == Some(ErrorKind::Interrupted)
+    }
+
     /// Failed on its own account (after any retries).
     pub fn failed(&self) -> bool {
-        self.error.is_some() && !self.stopped()
+        self.error.is_some() && !self.stopped() && !self.interrupted()
     }
 }
 

@@ -316,9 +316,13 @@ impl Report {
         let wall = self.run.end_us.saturating_sub(self.run.start_us).max(1);
         let failed = self.tasks.iter().filter(|t| t.failed()).count();
         let resumed = self.tasks.iter().filter(|t| t.resumed).count();
+        let stopped = match self.tasks.iter().filter(|t| t.interrupted()).count() {
+            0 => String::new(),
+            n => format!(", {n} stopped with the run"),
+        };
         let _ = writeln!(
             s,
-            "run: {} tasks ({failed} failed, {resumed} done by an earlier run) in {:.3} s on {} workers, {} server(s), {} node(s){}",
+            "run: {} tasks ({failed} failed{stopped}, {resumed} done by an earlier run) in {:.3} s on {} workers, {} server(s), {} node(s){}",
             self.tasks.len(),
             wall as f64 / 1e6,
             self.run.layout.workers(),
@@ -330,6 +334,13 @@ impl Report {
                 (None, _) => String::new(),
             }
         );
+        // What was running when the run was stopped from outside.
+        let running: Vec<String> = (self.tasks.iter().filter(|t| t.interrupted()))
+            .map(|t| format!("{} at {} on {} (rank {})", t.func, t.at, t.node, t.rank))
+            .collect();
+        if !running.is_empty() {
+            let _ = writeln!(s, "running when stopped: {}", running.join("; "));
+        }
         if !self.run.lost_nodes.is_empty() {
             let remade = self.tasks.iter().filter(|t| t.remade).count();
             let stopped = self.tasks.iter().filter(|t| t.stopped()).count();

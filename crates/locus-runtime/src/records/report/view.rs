@@ -37,14 +37,15 @@ pub enum Outcome {
     Resumed,
     /// Run again to make files lost with a node (lineage).
     Remade,
-    /// Stopped by a lost node (its own, or its inputs'), then run again.
+    /// Stopped unfinished: by a lost node (its own, or its inputs'), then
+    /// run again; or with the run, stopped from outside.
     Stopped,
 }
 
 impl Outcome {
     pub fn of(t: &TaskRecord) -> Outcome {
         match () {
-            _ if t.stopped() => Outcome::Stopped,
+            _ if t.stopped() || t.interrupted() => Outcome::Stopped,
             _ if t.error.is_some() => Outcome::Failed,
             _ if t.resumed => Outcome::Resumed,
             _ if t.remade => Outcome::Remade,
