@@ -176,7 +176,13 @@ fn ranks_started_by_mpich_find_each_other() {
         );
     }
     assert_eq!(wireup, "pmi");
-    assert!(!dir.path().join("run/ranks").exists());
+    // No rank published itself in the run directory; the leader kept the
+    // ranks as they met there (`all.json`), for a launcher to read.
+    let kept: Vec<String> = std::fs::read_dir(dir.path().join("run/ranks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(kept, ["all.json"]);
 }
 
 #[test]
