@@ -478,13 +478,17 @@ fn launcher_ended(code: i32, launcher: &Path) -> RunError {
     }
 }
 
-/// Where the ranks of the run in `run_dir` ran, as they met; marked not
-/// known for a run stopped before they met.
-fn met_nodes(r: &RankLaunch) -> Vec<String> {
-    match locus_runtime::met(&r.rank.run_dir) {
+/// Writes the summary of a run its site launcher ended (`error`) in place
+/// of what a rank wrote while being stopped (workers gone, a server gone:
+/// not the story), its ranks where they met — not known for a run stopped
+/// before they met.
+fn summarize_site_run(r: &RankLaunch, start_us: u64, error: RunError) {
+    let _ = std::fs::remove_file(summary_path(&r.rank.run_dir));
+    let nodes = match locus_runtime::met(&r.rank.run_dir) {
         Some(entries) => entries.into_iter().map(|e| e.node).collect(),
         None => vec!["(ranks not met)".to_string(); r.size as usize],
-    }
+    };
+    summarize_stopped(r, &nodes, start_us, error);
 }
 
 /// Writes the summary of a run whose leader did not live to write it
@@ -552,12 +556,9 @@ fn run_site(
             }
             let stopped = matches!(code, STOPPED_EXIT | 130);
             if stopped || (code != 0 && summary.is_err()) {
-                // Stopped from outside: what a rank saw while being stopped
-                // (workers gone, a server gone) is not the story.
-                let _ = std::fs::remove_file(summary_path(&r.rank.run_dir));
                 let ended = launcher_ended(code, &launcher);
                 eprintln!("locus: {ended}");
-                summarize_stopped(r, &met_nodes(r), start_us, ended);
+                summarize_site_run(r, start_us, ended);
             }
             return Ok(code);
         }
@@ -567,10 +568,8 @@ fn run_site(
             // to every rank it started, on every host.
             unsafe { libc::kill(launcher.id() as i32, libc::SIGTERM) };
             reap(launcher);
-            // What a rank saw while being stopped is not the story.
-            let _ = std::fs::remove_file(summary_path(&r.rank.run_dir));
             let stopped = RunError::new(ErrorKind::Interrupted, INTERRUPTED);
-            summarize_stopped(r, &met_nodes(r), start_us, stopped);
+            summarize_site_run(r, start_us, stopped);
             return Ok(130);
         }
         exits.wait(INTERRUPT_CHECK);

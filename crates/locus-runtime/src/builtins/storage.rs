@@ -533,10 +533,7 @@ impl Storage {
     pub async fn stat_all(&self, paths: &[&str]) -> Stats {
         let at_ns = locus_fs::now_ns();
         let Some((client, _)) = &self.fs else {
-            return Stats {
-                at_ns,
-                records: Vec::new(),
-            };
+            return no_records();
         };
         let mut stats = tokio::task::JoinSet::new();
         for p in paths {
@@ -575,6 +572,14 @@ impl Storage {
                 })
             })
             .collect()
+    }
+}
+
+/// The records of no file, taken now.
+pub(crate) fn no_records() -> Stats {
+    Stats {
+        at_ns: locus_fs::now_ns(),
+        records: Vec::new(),
     }
 }
 

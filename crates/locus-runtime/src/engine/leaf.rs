@@ -341,10 +341,7 @@ impl Engine {
         }
         let read: Vec<&Arg> = argv.iter().chain(&stdin).collect();
         let stats = match self.weighed_inputs(target, &read) {
-            Some(paths) if paths.is_empty() => Some(Stats {
-                at_ns: locus_fs::now_ns(),
-                records: Vec::new(),
-            }),
+            Some(paths) if paths.is_empty() => Some(crate::builtins::storage::no_records()),
             Some(paths) => Some(Box::pin(self.outside(self.opts.storage.stat_all(&paths))).await),
             None => None,
         };

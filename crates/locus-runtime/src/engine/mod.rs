@@ -23,9 +23,7 @@ use depth::Chain;
 use locus_lang::builtins::{Builtin, Run, Task as TaskFn};
 use locus_lang::ir::{self, Const, FnKind, Function, Program, Stmt, VarId, Word};
 use locus_lang::types::Type;
-use locus_proto::run::{
-    Arg, ErrorKind, Held, Outcome, Placed, RunError, Stats, Target, Task, Work,
-};
+use locus_proto::run::{Arg, ErrorKind, Held, Outcome, Placed, RunError, Target, Task, Work};
 use remote::{ControlStats, Items, Msg, Remote, Status};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -107,11 +107,15 @@ impl WorkerConfig {
         self.left.load(std::sync::atomic::Ordering::Acquire)
     }
 
+    fn is_stopping(&self) -> bool {
+        self.stopping.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// Resolves once this worker is told to stop.
     async fn stopped(&self) {
         loop {
             let told = self.stop.notified();
-            if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            if self.is_stopping() {
                 return;
             }
             told.await;
@@ -176,7 +180,8 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
     };
     tokio::pin!(node_lost);
     let stop = told_to_stop(cfg.stop_on_signal);
-    tokio::pin!(stop);
+    let drain = tokio::time::sleep(STOP_DRAIN);
+    tokio::pin!(stop, drain);
     // An app registers its outputs after its process ends: it runs in a
     // tokio task of its own, so that registering overlaps the next task
     // (their work still one at a time: `running`), as does any task that
@@ -234,36 +239,16 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
                 }
             }
             () = &mut expiry, if armed.is_some() => {}
-            () = &mut stop => {
-                // Stopped from outside with the rest of the run: the tasks
-                // in flight end as stopped and are recorded so, its server
-                // hears that this is no loss, and what finished is on disk.
+            () = &mut stop, if !cfg.is_stopping() => {
+                // Stopped from outside with the rest of the run: it takes no
+                // more work, and the tasks in flight end as stopped and are
+                // recorded so (by the branch above) for at most `STOP_DRAIN`.
                 cfg.stopping.store(true, std::sync::atomic::Ordering::Release);
                 cfg.stop.notify_waiters();
-                let drained = tokio::time::timeout(STOP_DRAIN, async {
-                    while in_flight > 0 {
-                        let Some((outcome, record)) = outcomes.recv().await else {
-                            break;
-                        };
-                        in_flight -= 1;
-                        records.write(&record)?;
-                        held.push(outcome, Instant::now());
-                    }
-                    Ok::<(), std::io::Error>(())
-                });
-                if let Ok(written) = drained.await {
-                    written.map_err(records_err)?;
-                }
-                held.report(&out);
-                let _ = out.send(RankMsg::Stopping);
-                records.flush().map_err(records_err)?;
-                drop(out);
-                let _ = writer.await;
-                return Err(RunError::new(
-                    ErrorKind::Interrupted,
-                    format!("worker rank {me} was told to stop (SIGTERM or SIGINT)"),
-                ));
+                open = false;
+                drain.as_mut().reset((Instant::now() + STOP_DRAIN).into());
             }
+            () = &mut drain, if cfg.is_stopping() => break,
         }
         let behind = in_flight.saturating_sub(1) + queue.len();
         if !open || held.due(behind, Instant::now()) {
@@ -282,9 +267,22 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
             flushed = Instant::now();
         }
     }
+    let stopped = cfg.is_stopping();
+    if stopped {
+        // Its server hears that this is no loss.
+        held.report(&out);
+        let _ = out.send(RankMsg::Stopping);
+    }
     drop(out);
     let _ = writer.await;
-    records.flush().map_err(records_err)
+    records.flush().map_err(records_err)?;
+    match stopped {
+        true => Err(RunError::new(
+            ErrorKind::Interrupted,
+            format!("worker rank {me} was told to stop (SIGTERM or SIGINT)"),
+        )),
+        false => Ok(()),
+    }
 }
 
 /// Outcomes a worker has not reported yet. Each report wakes the server,
