@@ -41,6 +41,7 @@ pub(crate) fn run(a: LaunchedArgs) -> Result<()> {
     match l.role.as_str() {
         locus_fs::ServeConfig::NAME => crate::mount::serve_daemon(l.config()?),
         locus_runtime::RankOptions::NAME => crate::run::as_rank(l.config()?),
+        locus_launch::PurgeStores::NAME => locus_launch::purge_here(l.config()?),
         locus_bench::meta_cluster::ClientArgs::NAME => {
             locus_bench::meta_cluster::client_main(l.config()?)
         }

@@ -5,8 +5,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use locus_fs::{
-    made_by_note, Client, ClientOptions, ClusterSpec, Durability, JoinConfig, Placement,
-    ServeConfig, Upkeep, CLUSTER_FILE,
+    made_by_note, sweep, Client, ClientOptions, ClusterSpec, Durability, Jobs, JoinConfig,
+    Placement, Scope, ServeConfig, Slurm, Sweep, Upkeep, CLUSTER_FILE,
 };
 use locus_launch::site::{self, Deploy, Site, SiteLauncher};
 use locus_launch::{daemons, running_pid, Daemons};
@@ -59,6 +59,10 @@ pub(crate) struct ServeArgs {
     /// Write the bound address here once serving.
     #[arg(long)]
     pub addr_file: Option<PathBuf>,
+    /// Started by a launcher (in a batch job): keep the cluster's stores
+    /// past the job instead of removing them when it ends.
+    #[arg(long)]
+    pub keep: bool,
 }
 
 /// How many copies a cluster keeps.
@@ -82,6 +86,10 @@ pub(crate) fn serve(a: ServeArgs) -> Result<()> {
             mount: a.mount,
             placement: a.placement,
             replicas: a.replicas.count,
+            scope: match locus_fs::expected_from_env() {
+                Some(_) => Scope::deployed(a.keep),
+                None => Scope::Kept,
+            },
             ..JoinConfig::new(a.join)
         },
         listen: a.listen,
@@ -165,6 +173,10 @@ pub(crate) struct UpArgs {
     /// runs (the same path on every host; FUSE).
     #[arg(long, requires = "launcher")]
     pub mount: Option<PathBuf>,
+    /// With --launcher: keep the stores past the job. Without it they are
+    /// the job's: removed when the daemons stop, however the job ends.
+    #[arg(long, requires = "launcher")]
+    pub keep: bool,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Default placement of new files: local, hash or round-robin.
@@ -190,6 +202,16 @@ pub(crate) fn up(a: UpArgs) -> Result<()> {
         upkeep: a.upkeep.upkeep(),
     };
     if dir.join(CLUSTER_FILE).exists() {
+        if let Some(job) = ClusterSpec::load(dir)?.scope.slurm_job() {
+            if Slurm.running(job) == Some(false) {
+                bail!(
+                    "the file system in {} belonged to Slurm job {job}, which has ended, and its \
+                     stores went with it: remove it (`locus fs down --dir {0} --purge`) and start \
+                     a new one (with --keep to keep one past its job)",
+                    dir.display()
+                );
+            }
+        }
         let (spec, restarted) = daemons.restart_stopped(dir)?;
         println!(
             "cluster at {}: {} nodes, {restarted} daemon(s) restarted",
@@ -213,6 +235,7 @@ pub(crate) fn up(a: UpArgs) -> Result<()> {
                     placement: a.placement,
                     replicas: a.replicas.count,
                     upkeep: a.upkeep.upkeep(),
+                    scope: Scope::deployed(a.keep),
                 },
             )?
             .0
@@ -234,18 +257,92 @@ pub(crate) fn up(a: UpArgs) -> Result<()> {
 pub(crate) struct DownArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
-    /// Also delete the cluster's directory (all its data).
+    /// Also remove the stores and the cluster's directory (all its data;
+    /// a file system deployed for a job without --keep is always removed).
     #[arg(long)]
     pub purge: bool,
 }
 
 pub(crate) fn down(a: DownArgs) -> Result<()> {
     let dir = &a.cluster.dir;
-    let stopped = daemons::stop(dir, a.purge)?;
-    if a.purge {
-        std::fs::remove_dir_all(dir).with_context(|| dir.display().to_string())?;
+    let job = ClusterSpec::load(dir)?.scope.is_job();
+    let purge = a.purge || job;
+    let stopped = daemons::stop(dir, purge)?;
+    println!(
+        "cluster at {}: {} daemon(s) stopped",
+        dir.display(),
+        stopped.daemons
+    );
+    if !purge {
+        return Ok(());
     }
-    println!("cluster at {}: {stopped} daemon(s) stopped", dir.display());
+    let program = crate::launched::program()?;
+    let left = site::purge_stores(program.as_ref(), dir, &stopped.stores_left);
+    if !left.is_empty() {
+        let each: Vec<String> = left
+            .iter()
+            .map(|(n, why)| format!("{} on {} ({why})", n.dir.display(), n.name))
+            .collect();
+        bail!(
+            "{} store(s) not removed, so {} is kept: {}; `locus fs purge --job ID` on a host \
+             removes a job's stores there (e.g. in the job's epilog)",
+            left.len(),
+            dir.display(),
+            each.join("; ")
+        );
+    }
+    std::fs::remove_dir_all(dir).with_context(|| dir.display().to_string())?;
+    println!(
+        "stores removed{}",
+        if a.purge {
+            ""
+        } else {
+            " (the file system was its job's: deploy with --keep to keep one)"
+        }
+    );
+    Ok(())
+}
+
+#[derive(Args)]
+pub(crate) struct PurgeArgs {
+    /// The stores of this Slurm job, whoever's (for a job's epilog);
+    /// without it, this user's stores whose daemons and jobs are gone.
+    #[arg(long, value_name = "ID")]
+    pub job: Option<String>,
+    /// The node-local storage holding the stores (default: $TMPDIR, else
+    /// /tmp).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+}
+
+/// Removes this host's stores a job left: `locus fs purge`.
+pub(crate) fn purge(a: PurgeArgs) -> Result<()> {
+    let root = a.store.unwrap_or_else(std::env::temp_dir);
+    let which = match &a.job {
+        Some(id) => Sweep::Job(id),
+        None => Sweep::Dead(&Slurm),
+    };
+    let swept = sweep(&root, which, None);
+    let mut failed = Vec::new();
+    for s in &swept {
+        match &s.error {
+            None => println!(
+                "removed {} ({} bytes, of {})",
+                s.dir.display(),
+                s.bytes,
+                s.cluster.display()
+            ),
+            Some(e) => failed.push(format!("{}: {e}", s.dir.display())),
+        }
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} store(s) not removed: {}",
+            failed.len(),
+            failed.join("; ")
+        );
+    }
+    println!("{} store(s) removed from {}", swept.len(), root.display());
     Ok(())
 }
 

@@ -81,6 +81,9 @@ enum FsCommand {
     Up(local_cluster::UpArgs),
     /// Stop a file system's daemons (--purge: and remove their stores).
     Down(local_cluster::DownArgs),
+    /// Remove the stores on this host that a job killed before its daemons
+    /// could remove them left (for a Slurm epilog: --job ID).
+    Purge(local_cluster::PurgeArgs),
     /// Show each node's daemon: address, process, records and stored data.
     Status(fs_ops::ClusterArgs),
     /// Make a node's damaged or lost metadata again (its daemon stopped):
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Serve(a)) => local_cluster::serve(a),
         Command::Fs(FsCommand::Up(a)) => local_cluster::up(a),
         Command::Fs(FsCommand::Down(a)) => local_cluster::down(a),
+        Command::Fs(FsCommand::Purge(a)) => local_cluster::purge(a),
         Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
         Command::Fs(FsCommand::Repair(a)) => local_cluster::repair(a),
         Command::Fs(FsCommand::Scrub(a)) => local_cluster::scrub(a),

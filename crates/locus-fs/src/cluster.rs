@@ -3,6 +3,7 @@
 
 use crate::placement::Placement;
 use crate::ring::Ring;
+use crate::scope::Scope;
 use locus_proto::fs::NodeId;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -52,6 +53,9 @@ pub struct ClusterSpec {
     /// and the next ones.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub replicas: u32,
+    /// Whose its stores are: kept, or the job's that deployed it.
+    #[serde(default)]
+    pub scope: Scope,
 }
 
 fn one() -> u32 {

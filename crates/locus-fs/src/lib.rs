@@ -15,6 +15,7 @@ mod peer;
 mod placement;
 mod private_dir;
 mod ring;
+mod scope;
 mod stage;
 mod transport;
 
@@ -35,5 +36,9 @@ pub use peer::Endpoint;
 pub use placement::Placement;
 pub use private_dir::create as create_private_dir;
 pub use ring::{hash_node, Ring, DEFAULT_VNODES};
+pub use scope::{
+    forget_removed, note_removed, noted_removed, store_served, sweep, Jobs, Scope, Slurm, Sweep,
+    Swept,
+};
 pub use stage::{get_tree, put_tree, Via};
 pub use transport::{Calling, Transport};

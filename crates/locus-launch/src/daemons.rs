@@ -279,12 +279,23 @@ fn wait_started(node: &NodeInfo, mut child: Child) -> io::Result<()> {
     }
 }
 
+/// What stopping a cluster did.
+#[derive(Debug)]
+pub struct Stopped {
+    /// How many daemons were stopped.
+    pub daemons: usize,
+    /// Asked to purge: the nodes whose stores are still there (their
+    /// daemons did not answer, and the stores are on other hosts).
+    pub stores_left: Vec<NodeInfo>,
+}
+
 /// Stops every daemon of the cluster in `dir`: asks each over the network
 /// (authenticated; wherever it runs), then signals the ones this machine
 /// started that are still running (SIGTERM, SIGKILL after a grace period).
-/// With `purge` each daemon also removes its node directory. Returns how
-/// many daemons were stopped.
-pub fn stop(dir: &Path, purge: bool) -> io::Result<usize> {
+/// With `purge` each daemon also removes its node directory, and the node
+/// directories on this host of daemons that did not answer are removed
+/// here.
+pub fn stop(dir: &Path, purge: bool) -> io::Result<Stopped> {
     let spec = ClusterSpec::load(dir)?;
     let mut stopped: std::collections::BTreeSet<NodeId> = spec
         .nodes
@@ -292,9 +303,28 @@ pub fn stop(dir: &Path, purge: bool) -> io::Result<usize> {
         .filter(|n| running_pid(&n.dir).is_some())
         .map(|n| n.id)
         .collect();
-    stopped.extend(ask_to_stop(dir, &spec, purge));
+    let answered = ask_to_stop(dir, &spec, purge);
     stop_dirs(spec.nodes.iter().map(|n| n.dir.as_path()));
-    Ok(stopped.len())
+    let mut stores_left = Vec::new();
+    if purge {
+        let here = locus_fs::hostname();
+        for n in spec.nodes.iter().filter(|n| !answered.contains(&n.id)) {
+            let on_this_host = !spec.joined || n.name == here;
+            let removed = on_this_host
+                && match std::fs::remove_dir_all(&n.dir) {
+                    Err(e) => e.kind() == io::ErrorKind::NotFound,
+                    Ok(()) => true,
+                };
+            if !removed {
+                stores_left.push(n.clone());
+            }
+        }
+    }
+    stopped.extend(answered);
+    Ok(Stopped {
+        daemons: stopped.len(),
+        stores_left,
+    })
 }
 
 /// Sends `Shutdown` to every daemon at once; returns those that answered.

@@ -377,7 +377,7 @@ pub fn down(dir: &Path) -> Result<Removed> {
     for mode in [FsMode::Local, FsMode::Central] {
         let fs = Emulation::fs_dir(&dir, mode);
         if ClusterSpec::load(&fs).is_ok() {
-            removed.daemons += daemons::stop(&fs, false)?;
+            removed.daemons += daemons::stop(&fs, false)?.daemons;
         }
     }
     for ns in e.namespaces() {

@@ -9,7 +9,7 @@ use crate::emulate::Host;
 use crate::exits::Exits;
 use crate::role::{self, Program};
 use crate::site::{self, Deploy, Shape, Site};
-use locus_fs::{ClusterSpec, Durability, Placement, Upkeep, CLUSTER_FILE};
+use locus_fs::{ClusterSpec, Durability, Placement, Scope, Upkeep, CLUSTER_FILE};
 use locus_proto::run::{ErrorKind, RunError};
 use locus_runtime::record::{keep_for_resume, now_us, records_dir, resume_dir};
 use locus_runtime::{ranks_dir, summary_path, Layout, RankOptions, RunSummary};
@@ -117,7 +117,7 @@ pub fn launch_ranks(
     let reuse_fs = own_fs && r.rank.resume.is_some() && fs_dir.join(CLUSTER_FILE).exists();
     if own_fs && !reuse_fs && fs_dir.exists() {
         // An earlier run's, possibly kept running (--keep-fs).
-        let _ = daemons::stop(&fs_dir, false);
+        take_down(r, &fs_dir);
         std::fs::remove_dir_all(&fs_dir).map_err(dir_err)?;
     }
     let mut rank = r.rank.clone();
@@ -142,6 +142,7 @@ pub fn launch_ranks(
                         placement: Placement::Local,
                         replicas: r.replicas,
                         upkeep: Upkeep::of_a_run(),
+                        scope: Scope::deployed(r.keep_fs),
                     },
                 )
                 .map_err(|e| format!("starting the run's file system: {e:#}"))?;
@@ -180,15 +181,34 @@ pub fn launch_ranks(
         other => other,
     };
     if own_fs && !r.keep_fs {
-        // Node-local stores of a job's hosts are not left behind; the
-        // local one stays in the run directory.
-        let purge = matches!(r.on, On::Site { .. });
-        let _ = daemons::stop(&fs_dir, purge);
+        match r.on {
+            // Node-local stores of a job's hosts are not left behind.
+            On::Site { .. } => take_down(r, &fs_dir),
+            // The local one stays in the run directory.
+            _ => {
+                let _ = daemons::stop(&fs_dir, false);
+            }
+        }
         if let Some(launcher) = fs_launcher {
             reap(launcher);
         }
     }
     result
+}
+
+/// Stops the file system in `fs_dir` and removes its stores, through the
+/// launcher on hosts whose daemons are gone; says which it could not.
+fn take_down(r: &RankLaunch, fs_dir: &Path) {
+    let Ok(stopped) = daemons::stop(fs_dir, true) else {
+        return;
+    };
+    for (node, why) in site::purge_stores(r.program.as_ref(), fs_dir, &stopped.stores_left) {
+        eprintln!(
+            "locus: the store of {} ({}) is left: {why}",
+            node.name,
+            node.dir.display()
+        );
+    }
 }
 
 /// Marks a directory as a run directory: what a run replaces in it on reuse

@@ -1,13 +1,16 @@
 //! A site's launcher (`srun`, `mpiexec`) starting Locus's processes on the
 //! hosts of a job: one file-system daemon per host (`deploy`, returning
-//! once they formed the cluster), or a run's ranks. The launcher keeps
-//! running with what it started; `locus fs down` stops the daemons, and
-//! with them their launcher.
+//! once they formed the cluster), a run's ranks, or a purge of the stores
+//! whose daemons are gone (`purge_stores`). The launcher keeps running with
+//! what it started; `locus fs down` stops the daemons, and with them their
+//! launcher.
 
 use crate::role::{self, Program};
 use crate::supervise;
 use anyhow::{bail, Context, Result};
-use locus_fs::{ClusterSpec, Durability, JoinConfig, Placement, ServeConfig, CLUSTER_FILE};
+use locus_fs::{
+    ClusterSpec, Durability, JoinConfig, NodeInfo, Placement, Scope, ServeConfig, CLUSTER_FILE,
+};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -19,6 +22,13 @@ const FORM_TIMEOUT: Duration = Duration::from_secs(120);
 const LOG_FILE: &str = "launcher.log";
 /// The daemons' role file, in the cluster's (shared) directory.
 const ROLE_FILE: &str = "serve.json";
+/// The launcher a cluster was deployed with, in its directory: what
+/// reaches its hosts again when their daemons are gone.
+const SITE_FILE: &str = "launcher.json";
+const PURGE_ROLE_FILE: &str = "purge.json";
+const PURGE_LOG_FILE: &str = "purge.log";
+/// How long a purge step may take, its launcher's start included.
+const PURGE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A site's job launcher.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,7 +52,7 @@ impl std::str::FromStr for SiteLauncher {
 }
 
 /// A launcher as a user would call it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Site {
     /// Which launcher.
     pub launcher: SiteLauncher,
@@ -53,10 +63,12 @@ pub struct Site {
 }
 
 /// How many processes where.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Shape {
     /// One on each of this many hosts.
     PerHost(u32),
+    /// One on each of these hosts.
+    OnHosts(Vec<String>),
     /// This many in all, over this many hosts if given (else the
     /// launcher's choice: the allocation's, the host list's).
     Tasks(u32, Option<u32>),
@@ -76,6 +88,7 @@ impl Site {
 
     /// The launcher starting `inner` in `shape`.
     pub fn command(&self, shape: Shape, inner: &Command) -> Command {
+        let named_hosts = matches!(shape, Shape::OnHosts(_));
         let shape: Vec<String> = match (self.launcher, shape) {
             // --overlap: the job's later steps (its ranks) share the CPUs
             // with the daemons.
@@ -101,9 +114,24 @@ impl Site {
                 v.extend(self.srun_pmi());
                 v
             }
+            (SiteLauncher::Srun, Shape::OnHosts(names)) => vec![
+                format!("--nodes={}", names.len()),
+                format!("--ntasks={}", names.len()),
+                "--ntasks-per-node=1".into(),
+                "--overlap".into(),
+                format!("--nodelist={}", names.join(",")),
+            ],
             (SiteLauncher::Mpiexec, Shape::PerHost(h)) => {
                 vec!["-ppn".into(), "1".into(), "-n".into(), h.to_string()]
             }
+            (SiteLauncher::Mpiexec, Shape::OnHosts(names)) => vec![
+                "-hosts".into(),
+                names.join(","),
+                "-ppn".into(),
+                "1".into(),
+                "-n".into(),
+                names.len().to_string(),
+            ],
             (SiteLauncher::Mpiexec, Shape::Tasks(n, hosts)) => {
                 let mut v = vec!["-n".into(), n.to_string()];
                 if let Some(h) = hosts {
@@ -115,7 +143,7 @@ impl Site {
         let mut cmd = Command::new(self.program());
         cmd.args(shape)
             .args(self.survive_lost_processes())
-            .args(&self.args)
+            .args(self.user_args(named_hosts))
             .arg(inner.get_program())
             .args(inner.get_args());
         for (k, v) in inner.get_envs() {
@@ -126,6 +154,25 @@ impl Site {
         }
         supervise::mark(&mut cmd);
         cmd
+    }
+
+    /// The user's arguments, but where the shape names its hosts, not the
+    /// ones naming hosts (mpiexec's `-hosts a,b`, `-f FILE`).
+    fn user_args(&self, named_hosts: bool) -> Vec<String> {
+        const HOST_FLAGS: [&str; 5] = ["-hosts", "-host", "-f", "-hostfile", "-machinefile"];
+        let mut args = Vec::new();
+        let mut words = self.args.iter();
+        while let Some(a) = words.next() {
+            let flag = a.split_once('=').map_or(a.as_str(), |(f, _)| f);
+            if named_hosts && self.launcher == SiteLauncher::Mpiexec && HOST_FLAGS.contains(&flag) {
+                if !a.contains('=') {
+                    words.next();
+                }
+                continue;
+            }
+            args.push(a.clone());
+        }
+        args
     }
 
     /// The flag that keeps the launcher's other processes running when one
@@ -211,6 +258,8 @@ pub struct Deploy<'a> {
     pub replicas: u32,
     /// Each daemon's background upkeep of its store.
     pub upkeep: locus_fs::Upkeep,
+    /// Whose its stores are: the job's it is deployed in, or kept.
+    pub scope: Scope,
 }
 
 /// Starts one daemon per host through the launcher and waits until they
@@ -238,6 +287,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
             mount: d.mount.clone(),
             placement: d.placement,
             replicas: d.replicas,
+            scope: d.scope,
             ..JoinConfig::new(d.dir.to_path_buf())
         },
         listen: None,
@@ -246,6 +296,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
         upkeep: d.upkeep,
     };
     role::write(&role_file, &config)?;
+    write_json(&d.dir.join(SITE_FILE), &d.site)?;
     let log = std::fs::File::create(d.dir.join(LOG_FILE))?;
     let mut cmd = d
         .site
@@ -283,6 +334,118 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// The role of a purge on one host: remove this host's store of the
+/// cluster in `cluster` if its daemon is gone.
+#[derive(Serialize, Deserialize)]
+pub struct PurgeStores {
+    /// The cluster's (shared) directory.
+    pub cluster: PathBuf,
+}
+
+impl role::Role for PurgeStores {
+    const NAME: &'static str = "fs-purge";
+}
+
+/// In the process a purge step started on a host: removes the host's
+/// store and answers in the cluster's directory how it went.
+pub fn purge_here(p: PurgeStores) -> Result<()> {
+    let spec = ClusterSpec::load(&p.cluster)?;
+    let host = locus_fs::hostname();
+    let done = match spec.node_named(&host) {
+        None => Err(format!("{host} is not a host of the cluster")),
+        Some(n) if locus_fs::store_served(&n.dir) => {
+            Err(format!("its daemon still serves {}", n.dir.display()))
+        }
+        Some(n) => match std::fs::remove_dir_all(&n.dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(format!("{}: {e}", n.dir.display()))
+            }
+            _ => Ok(()),
+        },
+    };
+    Ok(locus_fs::note_removed(&p.cluster, &host, &done)?)
+}
+
+/// Removes the stores of `nodes` (of the cluster in `dir`, their daemons
+/// gone) through the launcher the cluster was deployed with: one step, a
+/// purge on each of their hosts, but those a sweep on their host already
+/// removed. Returns the nodes whose stores are still there, each with why.
+pub fn purge_stores(
+    program: &dyn Program,
+    dir: &Path,
+    nodes: &[NodeInfo],
+) -> Vec<(NodeInfo, String)> {
+    let nodes: Vec<&NodeInfo> = nodes
+        .iter()
+        .filter(|n| locus_fs::noted_removed(dir, &n.name) != Some(Ok(())))
+        .collect();
+    let unreached = |why: &str| {
+        (nodes.iter())
+            .map(|n| ((*n).clone(), why.to_string()))
+            .collect()
+    };
+    if nodes.is_empty() {
+        return Vec::new();
+    }
+    let site: Site = match std::fs::read(dir.join(SITE_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    {
+        Some(site) => site,
+        None => return unreached("the cluster does not say how its hosts are reached"),
+    };
+    if site.launcher == SiteLauncher::Srun && std::env::var_os("SLURM_JOB_ID").is_none() {
+        return unreached("outside an allocation holding its host");
+    }
+    for n in &nodes {
+        locus_fs::forget_removed(dir, &n.name);
+    }
+    let role_file = dir.join(PURGE_ROLE_FILE);
+    let log_file = dir.join(PURGE_LOG_FILE);
+    let started = role::write(
+        &role_file,
+        &PurgeStores {
+            cluster: dir.to_path_buf(),
+        },
+    )
+    .and_then(|()| std::fs::File::create(&log_file))
+    .and_then(|log| {
+        let names = nodes.iter().map(|n| n.name.clone()).collect();
+        site.command(Shape::OnHosts(names), &program.command(&role_file))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+    });
+    let mut step = match started {
+        Ok(step) => step,
+        Err(e) => return unreached(&format!("starting {}: {e}", site.program().display())),
+    };
+    let deadline = Instant::now() + PURGE_TIMEOUT;
+    while step.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = step.kill();
+    let _ = step.wait();
+    (nodes.iter())
+        .filter_map(|n| match locus_fs::noted_removed(dir, &n.name) {
+            Some(Ok(())) => None,
+            Some(Err(why)) => Some(((*n).clone(), why)),
+            None => Some((
+                (*n).clone(),
+                format!("its host did not answer (see {})", log_file.display()),
+            )),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -355,6 +518,34 @@ mod tests {
                 "-ppn",
                 "3",
                 "-disable-auto-cleanup"
+            ]
+        );
+        // A purge names its hosts: the user's host list gives way.
+        let on = |site: &Site| words(&site.command(Shape::OnHosts(vec!["node1".into()]), &inner));
+        assert_eq!(
+            on(&mpi)[1..],
+            [
+                "-hosts",
+                "node1",
+                "-ppn",
+                "1",
+                "-n",
+                "1",
+                "-disable-auto-cleanup",
+                "/bin/locus",
+                "launched",
+                "/d/rank.json"
+            ]
+        );
+        assert_eq!(
+            on(&srun)[1..7],
+            [
+                "--nodes=1",
+                "--ntasks=1",
+                "--ntasks-per-node=1",
+                "--overlap",
+                "--nodelist=node1",
+                "--kill-on-bad-exit=0"
             ]
         );
         let open_mpi = Site {

@@ -10,6 +10,7 @@
 use crate::cluster::{ClusterSpec, NodeInfo, CLUSTER_FILE, SECRET_FILE};
 use crate::placement::Placement;
 use crate::ring::DEFAULT_VNODES;
+use crate::scope::Scope;
 use locus_proto::auth::Secret;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -43,6 +44,8 @@ pub(crate) struct Form {
     pub hosts: bool,
     /// Copies of data and metadata (`ClusterSpec::replicas`).
     pub replicas: u32,
+    /// Whose its stores are (`ClusterSpec::scope`).
+    pub scope: Scope,
 }
 
 /// Names in natural order: runs of digits compare as numbers, so `node2`
@@ -296,6 +299,7 @@ pub(crate) fn wait_formed(
                 placement: form.placement,
                 joined: form.hosts,
                 replicas: form.replicas.max(1),
+                scope: form.scope.clone(),
             };
             let bytes = serde_json::to_vec_pretty(&spec).map_err(io::Error::other)?;
             write_once(&dir.join(CLUSTER_FILE), &bytes)?;
@@ -344,6 +348,7 @@ mod tests {
             placement: Placement::Local,
             hosts: true,
             replicas: 1,
+            scope: Scope::Kept,
         }
     }
 

@@ -12,6 +12,7 @@ use crate::daemon::upkeep::{look_after, Upkeep};
 use crate::daemon::{Daemon, DaemonConfig, Stopped};
 use crate::meta::Durability;
 use crate::placement::Placement;
+use crate::scope::{self, Jobs, Scope, Slurm, Sweep};
 use locus_proto::auth::Secret;
 use locus_proto::fs::NodeId;
 use serde::{Deserialize, Serialize};
@@ -80,6 +81,9 @@ pub struct JoinConfig {
     /// The cgroup the daemon moves itself into (an emulated host's CPU limit).
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
+    /// Whose the stores of a cluster it forms are (fixed when it forms).
+    #[serde(default)]
+    pub scope: Scope,
 }
 
 impl JoinConfig {
@@ -99,6 +103,7 @@ impl JoinConfig {
             emulated: false,
             netns: None,
             cgroup: None,
+            scope: Scope::Kept,
         }
     }
 }
@@ -134,7 +139,8 @@ pub fn serve(cfg: ServeConfig) -> io::Result<()> {
 
 /// Joins the cluster and serves until a client asks the daemon to stop or
 /// `stop` ends (the daemon then stops without purging); flushes its
-/// metadata, and removes its node directory if asked to.
+/// metadata, and removes its node directory if asked to or if the cluster
+/// is its job's.
 pub async fn serve_until(
     cfg: &ServeConfig,
     stop: impl std::future::Future<Output = ()>,
@@ -152,6 +158,8 @@ pub async fn serve_until(
         secret,
         rejoined,
     } = joined(&cfg.join, listener.local_addr()?.port())?;
+    let scope = cluster.scope.clone();
+    let name = cluster.nodes[node as usize].name.clone();
     let daemon = Daemon::new(
         DaemonConfig {
             node,
@@ -165,6 +173,7 @@ pub async fn serve_until(
     )
     .await
     .map_err(context(format!("node {node} in {}", node_dir.display())))?;
+    scope::claim(&node_dir, &cfg.join.dir, &name, &scope)?;
     let addr = daemon.local_addr()?;
     if let Some(f) = &cfg.addr_file {
         let tmp = f.with_extension("tmp");
@@ -184,11 +193,30 @@ pub async fn serve_until(
     if let Err(e) = meta.flush().await {
         tracing::warn!("flushing the metadata as the daemon stops: {e}");
     }
-    if stopped.purge {
+    if stopped.purge || scope.is_job() {
         std::fs::remove_dir_all(&node_dir)
             .map_err(context(format!("purging {}", node_dir.display())))?;
     }
     Ok(())
+}
+
+/// Removes this user's stores under `store` whose daemons and jobs are
+/// gone (a job killed before its daemons could remove them), but `own`.
+fn sweep_dead_jobs(store: &std::path::Path, own: &std::path::Path) {
+    for s in scope::sweep(store, Sweep::Dead(&Slurm), Some(own)) {
+        match s.error {
+            None => tracing::info!(
+                "removed {} ({} bytes), a store of {} whose daemon and job are gone",
+                s.dir.display(),
+                s.bytes,
+                s.cluster.display()
+            ),
+            Some(e) => tracing::warn!(
+                "could not remove {}, a store whose daemon and job are gone: {e}",
+                s.dir.display()
+            ),
+        }
+    }
 }
 
 /// A daemon's place in its cluster.
@@ -216,7 +244,9 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<Joined> {
         Some(d) => d.clone(),
         None => {
             let store = j.store.clone().unwrap_or_else(std::env::temp_dir);
-            join::node_dir(&store, &j.dir, &name)
+            let node_dir = join::node_dir(&store, &j.dir, &name);
+            sweep_dead_jobs(&store, &node_dir);
+            node_dir
         }
     };
     crate::private_dir::create(&j.dir)?;
@@ -236,8 +266,20 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<Joined> {
         placement: j.placement,
         hosts: !j.emulated,
         replicas: j.replicas,
+        scope: j.scope.clone(),
     };
     let mut spec = join::wait_formed(&j.dir, &name, &form, JOIN_TIMEOUT)?;
+    if let Some(job) = spec.scope.slurm_job().filter(|_| rejoined) {
+        if Slurm.running(job) == Some(false) {
+            let _ = std::fs::remove_dir_all(&node_dir);
+            return Err(io::Error::other(format!(
+                "the file system in {} belonged to Slurm job {job}, which has ended: \
+                 its store on {name} is removed (deploy with --keep to keep a file system \
+                 past its job)",
+                j.dir.display()
+            )));
+        }
+    }
     let node = spec
         .nodes
         .iter_mut()
