@@ -177,6 +177,9 @@ fn kill_a_rank_mid_run(h: &Hosts, name: &str, run: &str, victim: u32) -> (Output
 /// summary says it was interrupted, the tasks that finished are recorded.
 fn a_cancelled_run_can_be_read(h: &Hosts, name: &str, run: &str) {
     let (child, run_dir, out) = naps_under_way(h, name, run);
+    let stores = stores_of(&format!("{run_dir}/fs"));
+    assert_eq!(stores.len(), 3);
+    assert!(stores.iter().all(|s| s.exists()));
     let scancel = format!("SLURM_CONF={} scancel --user=root", h.path("slurm.conf"));
     let cancelled = h.script("exec", &["login", "timeout", "30", "sh", "-c", &scancel]);
     assert!(cancelled.status.success(), "{cancelled:?}");
@@ -187,6 +190,10 @@ fn a_cancelled_run_can_be_read(h: &Hosts, name: &str, run: &str) {
     // Ranks stopping with the run are not workers lost from it.
     assert!(!stderr.contains("elsewhere"), "{stderr}");
     assert!(processes_with(&run_dir).is_empty(), "left running");
+    // Within Slurm's KillWait (30 s) the job's stores are gone from its hosts.
+    common::eventually_within(std::time::Duration::from_secs(30), "stores removed", || {
+        all_gone(&stores)
+    });
     let summary = locus_runtime::RunSummary::load(Path::new(&run_dir)).unwrap();
     assert_eq!(summary.error_kind, Some(ErrorKind::Interrupted));
     // Where the ranks ran, as they met through Slurm's PMI.
@@ -242,6 +249,16 @@ fn a_worker_killed_under_a_launcher(h: &Hosts, name: &str, run: &str, launcher: 
         .map(|r| r.rank)
         .collect();
     assert!(ran.len() >= 3 && ran.iter().any(|r| *r != 1), "{ran:?}");
+}
+
+/// The node-local stores of the cluster in `fs`, as its cluster file says.
+fn stores_of(fs: &str) -> Vec<PathBuf> {
+    let spec = locus_fs::ClusterSpec::load(Path::new(fs)).unwrap();
+    spec.nodes.into_iter().map(|n| n.dir).collect()
+}
+
+fn all_gone(stores: &[PathBuf]) -> bool {
+    stores.iter().all(|s| !s.exists())
 }
 
 /// How the ranks of the run in `run_dir` met, as its `run.json` says.
@@ -523,8 +540,14 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         .filter_map(|l| l.split_whitespace().nth(4))
         .collect();
     assert_eq!(states, ["up", "down", "up"], "{table}");
+    // The file system was the launch's: down removes every store, the
+    // killed daemon's through the launcher on its host.
+    let stores = stores_of(&fs2);
     let down = ok(&h.locus("login", &["fs", "down", "--dir", &fs2]));
     assert!(down.contains("2 daemon(s) stopped"), "{down}");
+    assert!(down.contains("stores removed"), "{down}");
+    assert!(all_gone(&stores), "{stores:?}");
+    assert!(!Path::new(&fs2).exists());
     common::eventually("the launcher and the other daemons gone", || {
         processes_with(&fs2).is_empty()
     });
@@ -617,4 +640,87 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
     a_worker_killed_under_a_launcher(&h, "killed", &srun_run, "srun");
     // Stopped as a job's end or `scancel` stops it.
     a_cancelled_run_can_be_read(&h, "cancelled", &srun_run);
+    stores_killed_daemons_leave_are_removed(&h);
+}
+
+/// Daemons killed with SIGKILL (as a job's end does to what ignores
+/// SIGTERM past KillWait) cannot remove their stores; what does: `fs down
+/// --purge` in the job (through srun), the next daemon started on the
+/// host once the job is gone, an epilog's `fs purge --job ID`.
+fn stores_killed_daemons_leave_are_removed(h: &Hosts) {
+    let locus = env!("CARGO_BIN_EXE_locus");
+    let in_job = |script: &str| {
+        let cmd = format!(
+            "SLURM_CONF={} salloc --nodes=3 sh -c '{script}'",
+            h.path("slurm.conf")
+        );
+        let out = h.script("exec", &["login", "timeout", "60", "sh", "-c", &cmd]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // `[.]` keeps the pattern from matching the shell running it.
+    let up_and_killed = |fs: &str| {
+        format!("{locus} fs up --launcher srun --dir {fs} && pkill -KILL -f \"{fs}/serve[.]json\"")
+    };
+    let (a, b, c, d) = (h.path("fsA"), h.path("fsB"), h.path("fsC"), h.path("fsD"));
+
+    // In the job: through srun on each host.
+    let out = in_job(&format!(
+        "{} && sleep 0.5 && {locus} fs down --dir {a} --purge",
+        up_and_killed(&a)
+    ));
+    assert!(
+        out.contains("0 daemon(s) stopped") && out.contains("stores removed"),
+        "{out}"
+    );
+    assert!(!Path::new(&a).exists());
+
+    // After the job: not reachable, so named, and the cluster kept.
+    in_job(&up_and_killed(&b));
+    let stores_b = stores_of(&b);
+    assert!(stores_b.iter().all(|s| s.exists()));
+    let down = h.locus("login", &["fs", "down", "--dir", &b, "--purge"]);
+    let err = String::from_utf8_lossy(&down.stderr);
+    assert!(!down.status.success(), "{err}");
+    assert!(err.contains("3 store(s) not removed"), "{err}");
+    for s in &stores_b {
+        assert!(err.contains(s.to_str().unwrap()), "{err}");
+    }
+    assert!(Path::new(&b).join("cluster.json").exists());
+    // Nor restarted: its job has ended, as Slurm says.
+    let conf = format!("SLURM_CONF={}", h.path("slurm.conf"));
+    let up = h.script(
+        "exec",
+        &["login", "env", &conf, locus, "fs", "up", "--dir", &b],
+    );
+    let err = String::from_utf8_lossy(&up.stderr);
+    assert!(
+        !up.status.success() && err.contains("which has ended"),
+        "{err}"
+    );
+
+    // The next daemons on those hosts remove them (their job is gone); a
+    // job's file system without --keep goes with a plain `fs down`.
+    let out = in_job(&format!(
+        "{locus} fs up --launcher srun --dir {c} && {locus} fs down --dir {c}"
+    ));
+    assert!(
+        out.contains("3 daemon(s) stopped") && out.contains("stores removed"),
+        "{out}"
+    );
+    assert!(all_gone(&stores_b), "{stores_b:?}");
+    assert!(!Path::new(&c).exists());
+    // And the cluster directory they noted it in can now be removed.
+    ok(&h.locus("login", &["fs", "down", "--dir", &b, "--purge"]));
+    assert!(!Path::new(&b).exists());
+
+    // An epilog's purge of the job.
+    let job = in_job(&format!("{} && echo job=$SLURM_JOB_ID", up_and_killed(&d)));
+    let job = job.split("job=").nth(1).unwrap().trim();
+    let stores_d = stores_of(&d);
+    assert!(stores_d.iter().all(|s| s.exists()));
+    let purged = ok(&h.locus("node0", &["fs", "purge", "--job", job]));
+    // The hosts here share one /tmp: node0's purge sees all three.
+    assert!(purged.contains("3 store(s) removed"), "{purged}");
+    assert!(all_gone(&stores_d), "{stores_d:?}");
 }

@@ -77,10 +77,18 @@ struct Owner {
     host: String,
 }
 
-/// Records in `node_dir` that this process serves it as node `host` of
-/// the cluster in `cluster`, scoped `scope`.
+/// Records in `node_dir` (made if need be) that this process serves it as
+/// node `host` of the cluster in `cluster`, scoped `scope`; refused while
+/// another daemon serves it.
 pub(crate) fn claim(node_dir: &Path, cluster: &Path, host: &str, scope: &Scope) -> io::Result<()> {
     let pid = std::process::id();
+    if let Some(other) = Owner::load(node_dir).filter(|o| o.pid != pid && o.serving()) {
+        return Err(io::Error::other(format!(
+            "{host}'s store {} is served by another daemon (pid {}); one daemon per host",
+            node_dir.display(),
+            other.pid
+        )));
+    }
     let owner = Owner {
         scope: scope.clone(),
         pid,
@@ -89,6 +97,7 @@ pub(crate) fn claim(node_dir: &Path, cluster: &Path, host: &str, scope: &Scope) 
         host: host.to_string(),
     };
     let bytes = serde_json::to_vec_pretty(&owner).map_err(io::Error::other)?;
+    crate::private_dir::create(node_dir)?;
     let path = node_dir.join(OWNER_FILE);
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, bytes)?;
@@ -117,11 +126,10 @@ impl Owner {
     }
 }
 
-/// Whether the store in `node_dir` is still served by its daemon. A store
-/// that does not say (made before owners were recorded, or its daemon
-/// never served) is taken as served.
+/// Whether the store in `node_dir` is still served by its daemon (one
+/// that does not say whose it is has none).
 pub fn store_served(node_dir: &Path) -> bool {
-    Owner::load(node_dir).is_none_or(|o| o.serving())
+    Owner::load(node_dir).is_some_and(|o| o.serving())
 }
 
 /// Whether a batch job is still running, as far as its scheduler says:
@@ -164,9 +172,11 @@ impl Jobs for Slurm {
                 .then_some(false);
         }
         let states = said(&out.stdout);
-        // Listed while pending, running, suspended or completing (its
-        // epilog may still run); ended states are listed for a while after.
-        const ENDED: [&str; 9] = [
+        // Listed while pending, running or suspended, and for a while after
+        // it ends. Completing is ended here: its processes are being
+        // killed, and a sweep looks only at stores whose daemons are gone.
+        const ENDED: [&str; 10] = [
+            "completing",
             "completed",
             "cancelled",
             "failed",
@@ -389,7 +399,7 @@ mod tests {
         for d in [&running, &unknown, &kept, &served, &own] {
             assert!(d.exists(), "{}", d.display());
         }
-        assert!(store_served(&served) && !store_served(&running));
+        assert!(store_served(&served) && !store_served(&running) && !store_served(r));
 
         // An epilog's purge of job 8: its stores whose daemons are gone.
         let other = store(r, "other", job("8"), me, now);

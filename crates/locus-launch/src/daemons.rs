@@ -329,13 +329,23 @@ pub fn stop(dir: &Path, purge: bool) -> io::Result<Stopped> {
 
 /// Sends `Shutdown` to every daemon at once; returns those that answered.
 fn ask_to_stop(dir: &Path, spec: &ClusterSpec, purge: bool) -> Vec<NodeId> {
+    // Diskless: a node's store is not made again here (on a host not the
+    // node's, or after its daemon removed it) to send a message.
+    let scratch = std::env::temp_dir().join(format!("locus-stop-{}", std::process::id()));
     let opts = ClientOptions {
         timeout: STOP_ASK_TIMEOUT,
+        scratch: Some(scratch.clone()),
         ..ClientOptions::default()
     };
-    let Ok(client) = Client::open(dir, opts) else {
-        return Vec::new();
+    let answered = match Client::open(dir, opts) {
+        Ok(client) => shutdown_all(client, spec, purge),
+        Err(_) => Vec::new(),
     };
+    let _ = std::fs::remove_dir_all(scratch);
+    answered
+}
+
+fn shutdown_all(client: Client, spec: &ClusterSpec, purge: bool) -> Vec<NodeId> {
     let ids: Vec<NodeId> = spec.nodes.iter().map(|n| n.id).collect();
     // A thread of its own: callers may be inside an async runtime.
     std::thread::spawn(move || {

@@ -202,6 +202,12 @@ fn take_down(r: &RankLaunch, fs_dir: &Path) {
     let Ok(stopped) = daemons::stop(fs_dir, true) else {
         return;
     };
+    if on_interrupt().load(Ordering::Relaxed) {
+        // Stopped with its job (`scancel`, a time limit): the daemons,
+        // signalled too, remove their own stores, and the launcher can
+        // start nothing more in a job that is ending.
+        return;
+    }
     for (node, why) in site::purge_stores(r.program.as_ref(), fs_dir, &stopped.stores_left) {
         eprintln!(
             "locus: the store of {} ({}) is left: {why}",

@@ -159,7 +159,6 @@ pub async fn serve_until(
         rejoined,
     } = joined(&cfg.join, listener.local_addr()?.port())?;
     let scope = cluster.scope.clone();
-    let name = cluster.nodes[node as usize].name.clone();
     let daemon = Daemon::new(
         DaemonConfig {
             node,
@@ -173,7 +172,6 @@ pub async fn serve_until(
     )
     .await
     .map_err(context(format!("node {node} in {}", node_dir.display())))?;
-    scope::claim(&node_dir, &cfg.join.dir, &name, &scope)?;
     let addr = daemon.local_addr()?;
     if let Some(f) = &cfg.addr_file {
         let tmp = f.with_extension("tmp");
@@ -260,6 +258,9 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<Joined> {
         cgroup: j.cgroup.clone(),
     };
     let rejoined = j.dir.join(crate::cluster::CLUSTER_FILE).exists();
+    // Whose the store is, said before the daemon is known to the cluster:
+    // a daemon killed once it joined leaves a store that says.
+    scope::claim(&node_dir, &j.dir, &name, &j.scope)?;
     join::register(&j.dir, &me)?;
     let form = join::Form {
         expect,
@@ -269,6 +270,10 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<Joined> {
         scope: j.scope.clone(),
     };
     let mut spec = join::wait_formed(&j.dir, &name, &form, JOIN_TIMEOUT)?;
+    if spec.scope != j.scope {
+        // Restarted by a starter that did not know: the cluster's stands.
+        scope::claim(&node_dir, &j.dir, &name, &spec.scope)?;
+    }
     if let Some(job) = spec.scope.slurm_job().filter(|_| rejoined) {
         if Slurm.running(job) == Some(false) {
             let _ = std::fs::remove_dir_all(&node_dir);
