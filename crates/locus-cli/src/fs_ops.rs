@@ -78,9 +78,14 @@ impl ClientArgs {
 }
 
 /// Where a command run on a host without a node stages bytes; removed when
-/// the command ends.
+/// the command ends (`remove_scratch`).
 fn scratch_dir() -> PathBuf {
     std::env::temp_dir().join(format!("locus-client-{}", std::process::id()))
+}
+
+/// Removes what a command's diskless client staged.
+pub(crate) fn remove_scratch() {
+    let _ = std::fs::remove_dir_all(scratch_dir());
 }
 
 /// Who moves a tree's bytes.
@@ -316,7 +321,7 @@ pub(crate) fn run(op: FsOp) -> Result<()> {
         .build()?;
     let args = op.client_args().clone();
     let result = rt.block_on(run_op(op));
-    let _ = std::fs::remove_dir_all(scratch_dir());
+    remove_scratch();
     match result {
         Err(e) if is_unreachable(&e) && rt.block_on(all_down(&args)) => {
             Err(e.context(stopped(&args.cluster.dir)))

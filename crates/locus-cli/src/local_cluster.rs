@@ -1,6 +1,6 @@
 //! Starting, stopping and inspecting daemons: `locus fs serve|up|down|status`.
 
-use crate::fs_ops::ClusterArgs;
+use crate::fs_ops::{ClientArgs, ClusterArgs};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
@@ -370,7 +370,7 @@ pub(crate) fn repair(a: RepairArgs) -> Result<()> {
         rebuild(dir, node)?;
     }
     if a.orphans {
-        let client = Client::open(dir, ClientOptions::default())?;
+        let client = ClientArgs::of(a.cluster.clone()).client()?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -532,7 +532,7 @@ fn rebuild(dir: &std::path::Path, n: u32) -> Result<()> {
 
 pub(crate) fn status(a: ClusterArgs) -> Result<()> {
     let spec = ClusterSpec::load(&a.dir)?;
-    let client = Client::open(&a.dir, ClientOptions::default())?;
+    let client = ClientArgs::of(a.clone()).client()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

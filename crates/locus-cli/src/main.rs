@@ -120,8 +120,16 @@ fn main() -> ExitCode {
         Command::Fs(FsCommand::Up(a)) => local_cluster::up(a),
         Command::Fs(FsCommand::Down(a)) => local_cluster::down(a),
         Command::Fs(FsCommand::Purge(a)) => local_cluster::purge(a),
-        Command::Fs(FsCommand::Status(a)) => local_cluster::status(a),
-        Command::Fs(FsCommand::Repair(a)) => local_cluster::repair(a),
+        Command::Fs(FsCommand::Status(a)) => {
+            let shown = local_cluster::status(a);
+            fs_ops::remove_scratch();
+            shown
+        }
+        Command::Fs(FsCommand::Repair(a)) => {
+            let repaired = local_cluster::repair(a);
+            fs_ops::remove_scratch();
+            repaired
+        }
         Command::Fs(FsCommand::Scrub(a)) => local_cluster::scrub(a),
         Command::Fs(FsCommand::Mount(a)) => mount::mount(a),
         Command::Fs(FsCommand::Umount(a)) => mount::umount(a),
