@@ -5,7 +5,8 @@
 # nothing asks DNS) and run on a host (`hosts.sh exec DIR login …`). Needs
 # root and Debian's slurmctld, slurmd, slurm-client and munge.
 #
-#   slurm.sh up DIR      start munge, slurmctld and the slurmds; wait for idle nodes
+#   slurm.sh up DIR      start munge, slurmctld and the slurmds (CPUS=2 each);
+#                        wait for idle nodes
 #   slurm.sh down DIR    cancel jobs, stop them all
 set -euo pipefail
 
@@ -57,7 +58,7 @@ SelectTypeParameters=CR_CPU
 MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
-NodeName=DEFAULT CPUs=2 RealMemory=1024 State=UNKNOWN
+NodeName=DEFAULT CPUs=${CPUS:-2} RealMemory=1024 State=UNKNOWN
 NodeName=$names NodeHostname=$names NodeAddr=$addrs
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF

@@ -307,6 +307,8 @@ pub fn run_config(
         keep_fs: false,
         replicas: 1,
         log: Some(log.clone()),
+        // Each measurement replaces the last.
+        fresh: true,
     };
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(()))
         .map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?;

@@ -67,6 +67,8 @@ fn run_once(
         keep_fs: false,
         replicas: 1,
         log: Some(log.clone()),
+        // Each measurement replaces the last.
+        fresh: true,
     };
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
     if let Some(k) = killer {

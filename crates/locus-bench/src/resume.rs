@@ -53,6 +53,8 @@ fn timed(
         keep_fs: true,
         replicas: 1,
         log: Some(log.clone()),
+        // Each measurement replaces the last.
+        fresh: true,
     };
     let start = Instant::now();
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;

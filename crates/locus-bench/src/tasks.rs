@@ -70,6 +70,8 @@ fn kept_run(
         keep_fs: false,
         replicas: 1,
         log: Some(log.clone()),
+        // Each measurement replaces the last.
+        fresh: true,
     };
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
     if code != 0 {

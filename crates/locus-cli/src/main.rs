@@ -109,8 +109,12 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
-        // Colours for a terminal only: not as escape codes in a log file.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Colours for a terminal only, not as escape codes in a log file,
+        // and never where NO_COLOR is set (no-color.org).
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         // A log that cannot be written (a daemon's log on a full disk) must
         // not panic the thread that logs: the message is dropped instead.
         .log_internal_errors(false)

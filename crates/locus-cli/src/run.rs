@@ -87,6 +87,11 @@ pub(crate) struct RunArgs {
         value_name = "versions|content"
     )]
     pub resume: Option<ResumeBy>,
+    /// Replace the earlier run in --run-dir (its records and file system;
+    /// its results stay where it wrote them). Without it, or --resume, a
+    /// run directory holding an earlier run is refused.
+    #[arg(long, conflicts_with = "resume")]
+    pub fresh: bool,
     /// Records hold the BLAKE3 hashes of the files each app task read and
     /// wrote, for a later `--resume=content` (each file is read once more).
     #[arg(long)]
@@ -303,6 +308,7 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         keep_fs: a.keep_fs,
         replicas: a.replicas.count,
         log: None,
+        fresh: a.fresh,
     };
     let stage_in = |fs_dir: &Path| {
         a.stage_in.iter().try_for_each(|(src, dst)| {

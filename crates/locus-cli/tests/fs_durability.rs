@@ -355,10 +355,17 @@ fn directories_made_by_someone_else_are_refused() {
         std::fs::read_to_string(mine.join("thesis.tex")).unwrap(),
         "years of work"
     );
-    // A new directory, and then the same one again, are fine.
+    // A new directory, and then the same one again with --fresh, are fine.
     let fresh = dir.path().join("run");
     assert!(run(&fresh).status.success());
-    assert!(run(&fresh).status.success());
+    let again = locus(&[
+        "run",
+        "--fresh",
+        "--run-dir",
+        fresh.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]);
+    assert!(again.status.success());
     let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o700);
     // Without --run-dir the run says where its directory is.

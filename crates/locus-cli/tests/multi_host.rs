@@ -573,15 +573,21 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
     let submit = h.dir.path().join("submit");
     std::fs::create_dir_all(submit.join("inputs")).unwrap();
     for i in 0..12 {
-        std::fs::write(submit.join(format!("inputs/{i}.txt")), format!("{i}\n")).unwrap();
+        std::fs::write(submit.join(format!("inputs/{i}.txt")), "x".repeat(i + 1)).unwrap();
     }
+    // The workflow named relative to the submit directory, as a user would.
+    std::fs::create_dir(submit.join("wf")).unwrap();
+    std::fs::copy(
+        workspace().join("examples/count-inputs.swift"),
+        submit.join("wf/count.swift"),
+    )
+    .unwrap();
     let job_out = submit.join("job.out");
     let sbatch = format!(
-        "cd {} && SLURM_CONF={} LOCUS={} SCRIPT={} sbatch --wait --output={} {}",
+        "cd {} && SLURM_CONF={} LOCUS={} sbatch --wait --output={} {} wf/count.swift",
         submit.display(),
         h.path("slurm.conf"),
         env!("CARGO_BIN_EXE_locus"),
-        workspace().join("examples/locality-loop.swift").display(),
         job_out.display(),
         workspace().join("examples/slurm/locality.sbatch").display(),
     );
@@ -597,10 +603,12 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
         "{log}"
     );
     assert!(
-        log.contains("trace: counted,16,files where they live"),
+        log.contains("trace: counted,12,inputs where they live"),
         "{log}"
     );
     assert!(log.contains("3 daemon(s) stopped"), "{log}");
+    // A log file, not a terminal: plain text.
+    assert!(!log.contains('\u{1b}'), "{log}");
     let work = std::fs::read_dir(&submit)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -617,13 +625,23 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
         "pmi",
         "ranks met through Slurm's PMI"
     );
+    let results = work.join("results");
+    assert!(
+        log.contains(&format!("results in {}", results.display())),
+        "{log}"
+    );
     let records = record::load(&work.join("run")).unwrap();
-    let apps: Vec<_> = records.iter().filter(|r| r.func == "application").collect();
-    assert_eq!(apps.len(), 16);
+    let apps: Vec<_> = records.iter().filter(|r| r.func == "count").collect();
+    assert_eq!(apps.len(), 12);
     let hosts: std::collections::BTreeSet<&str> = apps.iter().map(|r| r.node.as_str()).collect();
     assert_eq!(hosts.len(), 3, "{hosts:?}");
+    // Each input read where it was staged.
     assert!(apps.iter().all(|r| r.remote_bytes == 0));
-    assert_eq!(std::fs::read_dir(work.join("results")).unwrap().count(), 16);
+    assert_eq!(std::fs::read_dir(&results).unwrap().count(), 12);
+    for i in 0..12 {
+        let count = std::fs::read_to_string(results.join(format!("{i}.txt.count"))).unwrap();
+        assert_eq!(count.trim(), (i + 1).to_string());
+    }
     assert!(
         processes_with(work.to_str().unwrap()).is_empty(),
         "left running after the job"

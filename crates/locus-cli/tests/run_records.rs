@@ -256,6 +256,27 @@ fn a_resumed_run_does_only_what_is_not_done() {
         "{text}"
     );
     ok(&locus(&["fs", "down", "--dir", fs]));
+    // The same --run-dir again without saying how: refused, nothing of the
+    // earlier run touched; --fresh replaces it (every task runs again).
+    let run_dir = w.join("run");
+    let script = w.join("p.swift");
+    let again = locus(&[
+        "run",
+        "--run-dir",
+        run_dir.to_str().unwrap(),
+        script.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success());
+    assert!(
+        err.contains("holds an earlier run (done): --resume goes on from it, --fresh replaces it"),
+        "{err}"
+    );
+    let kept = record::load(&run_dir).unwrap();
+    assert_eq!(ran_and_resumed(&kept), ran_and_resumed(&fourth));
+    let (succeeded, fresh) = pipeline(w, &["--fresh"]);
+    assert!(succeeded);
+    assert_eq!(ran_and_resumed(&fresh).0.len(), 11);
     // Nothing to resume is an error.
     let empty = tempfile::tempdir().unwrap();
     assert!(!pipeline(empty.path(), &["--resume"]).0);

@@ -70,6 +70,9 @@ pub struct RankLaunch {
     pub replicas: u32,
     /// Where the ranks' output goes, if not to this process's.
     pub log: Option<PathBuf>,
+    /// Replace an earlier run found in the run directory (else only
+    /// `--resume` may use it).
+    pub fresh: bool,
 }
 
 /// Runs all ranks; returns the exit code of the run. Once the file system
@@ -90,6 +93,15 @@ pub fn launch_ranks(
     let run_dir = &r.rank.run_dir;
     let dir_err = |e: std::io::Error| format!("run directory {}: {e}", run_dir.display());
     let _held = claim_run_dir(run_dir).map_err(dir_err)?;
+    if r.rank.resume.is_none() && !r.fresh {
+        if let Some(earlier) = earlier_run(run_dir) {
+            return Err(format!(
+                "{} holds an earlier run ({earlier}): --resume goes on from it, --fresh \
+                 replaces it",
+                run_dir.display()
+            ));
+        }
+    }
     if r.rank.resume.is_some() {
         if !records_dir(run_dir).exists() && !resume_dir(run_dir).exists() {
             return Err(format!(
@@ -264,6 +276,21 @@ fn claim_run_dir(dir: &Path) -> std::io::Result<std::fs::File> {
         host.trim()
     )?;
     Ok(lock)
+}
+
+/// How the earlier run whose directory `dir` is ended, if one ran there:
+/// its summary's outcome, or that it left records without one.
+fn earlier_run(dir: &Path) -> Option<String> {
+    if let Ok(s) = RunSummary::load(dir) {
+        return Some(match (s.error_kind, &s.error) {
+            (Some(ErrorKind::Interrupted), _) => "interrupted".into(),
+            (None, None) => "done".into(),
+            (Some(kind), _) => format!("failed: {kind}"),
+            (None, Some(_)) => "failed".into(),
+        });
+    }
+    let records = std::fs::read_dir(records_dir(dir)).ok()?;
+    (records.count() > 0).then(|| "ended before writing its summary".into())
 }
 
 /// Locks run marker `marker` (open as `lock`) as a run holds it for its
