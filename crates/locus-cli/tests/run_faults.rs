@@ -167,13 +167,15 @@ fn absurd_ranges_are_errors_not_crashes() {
 #[test]
 fn sigterm_stops_everything_and_keeps_what_finished() {
     let dir = tempfile::tempdir().unwrap();
-    // Five quick tasks finish; then one runs until the run is stopped.
+    // Five quick tasks finish; then two run (one per worker) until the run
+    // is stopped, with four more waiting for a worker.
     let script = "app (file o) quick(int i) { \"sh\" \"-c\" \"echo $1 > $0\" o i }\n\
-                  app (void v) slow() { \"sleep\" \"40.456\" }\n\
+                  app (void v) slow(int k) { \"sleep\" \"40.456\" }\n\
+                  app (void v) later(int k) { \"true\" }\n\
                   file q[];\nforeach i in [0:4] { q[i] = quick(i); }\n\
-                  wait (q) { slow(); }\n";
+                  wait (q) { slow(0); slow(1); foreach k in [0:3] { later(k); } }\n";
     let (child, run_dir) = start(dir.path(), script);
-    while processes_with("sleep 40.456").is_empty() {
+    while processes_with("sleep 40.456").len() < 2 {
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: a signal to the `locus run` this test started.
@@ -200,16 +202,25 @@ fn sigterm_stops_everything_and_keeps_what_finished() {
         .into_iter()
         .filter(|r| r.func == "slow")
         .collect();
-    assert_eq!(slow.len(), 1, "{slow:?}");
-    assert!(slow[0].interrupted() && !slow[0].failed(), "{slow:?}");
+    assert_eq!(slow.len(), 2, "{slow:?}");
+    assert!(
+        slow.iter().all(|s| s.interrupted() && !s.failed()),
+        "{slow:?}"
+    );
     let report = locus(&["report", run_dir.to_str().unwrap()]);
     let shown = String::from_utf8_lossy(&report.stdout);
     assert!(shown.contains("interrupted"), "{shown}");
     assert!(
-        shown.contains("(0 failed, 1 stopped with the run,"),
+        shown.contains("(0 failed, 2 stopped with the run,"),
         "{shown}"
     );
     assert!(shown.contains("running when stopped: slow at "), "{shown}");
+    // What waited for a worker, as its server held it.
+    assert!(
+        shown.contains("never started: 4 task(s): later at ")
+            && shown.contains("t.swift:6:51 (×4)"),
+        "{shown}"
+    );
 }
 
 #[test]

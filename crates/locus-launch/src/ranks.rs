@@ -12,7 +12,7 @@ use crate::site::{self, Deploy, Shape, Site};
 use locus_fs::{ClusterSpec, Durability, Placement, Scope, Upkeep, CLUSTER_FILE};
 use locus_proto::run::{ErrorKind, RunError};
 use locus_runtime::record::{keep_for_resume, now_us, records_dir, resume_dir};
-use locus_runtime::{ranks_dir, summary_path, Layout, RankOptions, RunSummary};
+use locus_runtime::{ranks_dir, summary_path, Layout, RankOptions, RunSummary, INTERRUPTED};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -510,9 +510,6 @@ fn run_here(
     }
     Ok(code)
 }
-
-/// What a run stopped from outside is told.
-const INTERRUPTED: &str = "the run was interrupted (SIGINT or SIGTERM)";
 
 /// How a rank told to stop by a signal ends (as SIGTERM's default would):
 /// a launcher ending so says the run was stopped from outside.

@@ -27,3 +27,6 @@ pub use ranks::rendezvous::{met, ranks_dir, Entry, RankEnv};
 pub use ranks::server::RELEASED_MOST;
 pub use records::resume::ResumeBy;
 pub use records::{record, report};
+
+/// What a run stopped from outside says.
+pub const INTERRUPTED: &str = "the run was interrupted (SIGINT or SIGTERM)";

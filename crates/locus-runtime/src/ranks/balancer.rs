@@ -199,6 +199,14 @@ impl Balancer {
         }
     }
 
+    /// Every task this balancer holds: queued, or sent to a worker and not
+    /// done (running, or sent ahead).
+    pub(crate) fn held(&self) -> impl Iterator<Item = &Task> {
+        let queued = (self.queues.values()).flat_map(|h| h.iter().map(|q| q.task.as_ref()));
+        let sent = self.sent.values().flat_map(|d| d.iter().map(|s| &s.task));
+        queued.chain(sent)
+    }
+
     #[cfg(test)]
     pub(crate) fn queued(&self) -> usize {
         self.queues.values().map(BinaryHeap::len).sum()

@@ -401,6 +401,7 @@ async fn rank_main(
             entries,
             secret,
             soft_wait: opts.soft_wait,
+            held_to: parts.stop_on_signal.then(|| opts.run_dir.clone()),
         })
         .await?;
     let leads = me == layout.leader();
@@ -435,8 +436,7 @@ async fn rank_main(
     engine.fail_on_panic();
     engine.start();
     if !leads {
-        serving.await;
-        return Ok(());
+        return serving.await;
     }
     let serve = tokio::spawn(serving);
     let result = engine.run().await;

@@ -10,8 +10,11 @@ use crate::ranks::balancer::Balancer;
 use crate::ranks::layout::Layout;
 use crate::ranks::rendezvous::Entry;
 use crate::ranks::wire::{self, Reader};
+use crate::ranks::worker::told_to_stop;
+use crate::record::{self, Held};
+use crate::INTERRUPTED;
 use locus_proto::auth::Secret;
-use locus_proto::run::{Outcome, Rank, RankMsg, RunError, Task};
+use locus_proto::run::{ErrorKind, Outcome, Rank, RankMsg, RunError, Task};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,6 +47,11 @@ pub(crate) struct ServerConfig {
     /// The longest a SOFT task waits for its busy target (`--soft-wait`);
     /// without it, only the estimated costs decide.
     pub soft_wait: Option<Duration>,
+    /// A process's server told to stop by a signal (SIGTERM, SIGINT: a
+    /// job's end) writes the tasks it holds into this run directory's
+    /// records (what never started) and ends the run as `Interrupted`.
+    /// `None`: signals are not its own (ranks in one process).
+    pub held_to: Option<std::path::PathBuf>,
 }
 
 enum Event {
@@ -297,10 +305,12 @@ impl Server {
 
     /// Connects the ranks this server talks to; returns once all have
     /// joined, with the loop that serves them until the run ends.
+    /// Joins the run; returns the server's work, which ends with the run
+    /// (`Interrupted` if a signal stopped this server).
     pub(crate) async fn start(
         self,
         cfg: ServerConfig,
-    ) -> Result<impl std::future::Future<Output = ()>, RunError> {
+    ) -> Result<impl std::future::Future<Output = Result<(), RunError>>, RunError> {
         let Server {
             listener,
             local,
@@ -402,10 +412,16 @@ impl Server {
                 }
             }
         }
+        let held_to = cfg.held_to;
         Ok(async move {
-            state.serve(early, rx).await;
+            let stop = told_to_stop(held_to.is_some());
+            let stopped = tokio::select! {
+                () = state.serve(early, rx) => None,
+                () = stop => Some(state.stopped_by_signal(held_to.as_deref())),
+            };
             // The last `Shutdown`s.
             state.close_flushed().await;
+            stopped.map_or(Ok(()), Err)
         })
     }
 }
@@ -642,6 +658,28 @@ impl State {
             }
         }
         true
+    }
+
+    /// Told to stop from outside: keeps what it holds for the report (what
+    /// never started), ends the run as interrupted and tells its workers.
+    fn stopped_by_signal(&mut self, run_dir: Option<&std::path::Path>) -> RunError {
+        let reason = RunError::new(ErrorKind::Interrupted, INTERRUPTED);
+        if let Some(dir) = run_dir {
+            let held: Vec<Held> = (self.balancer.held())
+                .map(|t| Held {
+                    id: t.id,
+                    func: t.func.clone(),
+                    at: t.at.clone(),
+                })
+                .collect();
+            if let Err(e) = record::write_held(dir, self.me, &held) {
+                tracing::warn!("keeping the tasks server rank {} held: {e}", self.me);
+            }
+        }
+        self.stopping = true;
+        self.report_abort(reason.clone());
+        self.shutdown();
+        reason
     }
 
     fn shutdown(&mut self) {

@@ -87,7 +87,7 @@ const SIGNALLED_TOGETHER: std::time::Duration = std::time::Duration::from_millis
 const STOP_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Resolves when this process is told to stop (SIGTERM, SIGINT), if `on`.
-async fn told_to_stop(on: bool) {
+pub(crate) async fn told_to_stop(on: bool) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Some(mut term), Some(mut int)) = (
         on.then(|| signal(SignalKind::terminate()).ok()).flatten(),
@@ -222,20 +222,23 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
                     });
                 }
                 Some(Some(RankMsg::Run(task))) => {
-                    let (outcome, record) = execute(&cfg, task).await;
-                    records.write(&record).map_err(records_err)?;
-                    if !cfg.has_left() {
-                        let _ = out.send(RankMsg::Done(outcome));
+                    if let Some((outcome, record)) = execute(&cfg, task).await {
+                        records.write(&record).map_err(records_err)?;
+                        if !cfg.has_left() {
+                            let _ = out.send(RankMsg::Done(outcome));
+                        }
                     }
                 }
                 _ => open = false,
             },
-            Some((outcome, record)) = outcomes.recv(), if in_flight > 0 => {
+            Some(ended) = outcomes.recv(), if in_flight > 0 => {
                 in_flight -= 1;
-                records.write(&record).map_err(records_err)?;
-                // After leaving, the server has put it again elsewhere.
-                if !cfg.has_left() {
-                    held.push(outcome, Instant::now());
+                if let Some((outcome, record)) = ended {
+                    records.write(&record).map_err(records_err)?;
+                    // After leaving, the server has put it again elsewhere.
+                    if !cfg.has_left() {
+                        held.push(outcome, Instant::now());
+                    }
                 }
             }
             () = &mut expiry, if armed.is_some() => {}
@@ -353,8 +356,17 @@ struct Io {
     made: Vec<(String, locus_proto::fs::Record)>,
 }
 
-async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
-    let running = cfg.running.acquire().await.expect("never closed");
+/// Runs `task` when this worker's turn comes; `None` if the worker was
+/// told to stop before it did: the task never started, has no record, and
+/// its server lists it among those it held.
+async fn execute(cfg: &WorkerConfig, task: Task) -> Option<(Outcome, TaskRecord)> {
+    let running = tokio::select! {
+        permit = cfg.running.acquire() => permit.expect("never closed"),
+        () = cfg.stopped() => return None,
+    };
+    if cfg.is_stopping() {
+        return None;
+    }
     let start_us = now_us();
     let mut io = Io::default();
     let mut exit = None;
@@ -469,7 +481,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> (Outcome, TaskRecord) {
         lost: io.lost,
         made: io.made,
     };
-    (outcome, record)
+    Some((outcome, record))
 }
 
 /// `code` then `expr` in this worker's interpreter of `lang`, started by

@@ -165,6 +165,57 @@ pub fn records_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("records")
 }
 
+/// A task a server held (queued, or sent to a worker) when the run was
+/// stopped from outside; one without a record of its own never started.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Held {
+    pub id: u64,
+    pub func: String,
+    /// Where the script calls it.
+    pub at: String,
+}
+
+fn held_file(run_dir: &Path, rank: Rank) -> PathBuf {
+    records_dir(run_dir).join(format!("held-{rank}.json"))
+}
+
+/// Writes what server `rank` held as the run was stopped.
+pub fn write_held(run_dir: &Path, rank: Rank, held: &[Held]) -> io::Result<()> {
+    std::fs::create_dir_all(records_dir(run_dir))?;
+    let path = held_file(run_dir, rank);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec(held).map_err(io::Error::other)?)?;
+    std::fs::rename(&tmp, &path)
+}
+
+/// The tasks of the run in `run_dir` that never started: held by a server
+/// when the run was stopped, with no record of their own in `records`.
+pub fn never_started(run_dir: &Path, records: &[TaskRecord]) -> io::Result<Vec<Held>> {
+    let ran: std::collections::HashSet<u64> = records.iter().map(|r| r.id).collect();
+    let mut held = Vec::new();
+    let rd = match std::fs::read_dir(records_dir(run_dir)) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(held),
+        rd => rd?,
+    };
+    for entry in rd {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with("held-") && name.ends_with(".json") {
+            let bytes = std::fs::read(&path)?;
+            let list: Vec<Held> = serde_json::from_slice(&bytes).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: {e}", path.display()),
+                )
+            })?;
+            held.extend(list.into_iter().filter(|h| !ran.contains(&h.id)));
+        }
+    }
+    held.sort_by_key(|h| h.id);
+    held.dedup_by_key(|h| h.id);
+    Ok(held)
+}
+
 /// Earlier runs' records, kept for `--resume`.
 pub fn resume_dir(run_dir: &Path) -> PathBuf {
     run_dir.join("resume")

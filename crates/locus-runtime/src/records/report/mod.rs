@@ -106,8 +106,33 @@ impl FunctionPlacement {
 pub struct Report {
     pub run: RunSummary,
     pub tasks: Vec<TaskRecord>,
+    /// Tasks a server held when the run was stopped that never started.
+    pub never_started: Vec<record::Held>,
     /// The run directory (tasks' kept output is under it).
     pub dir: PathBuf,
+}
+
+/// Calls counted by function and position, in first-seen order, the first
+/// few of them: `f at wf.swift:3:5 (×4); g at wf.swift:7:1`.
+fn calls<'a>(all: impl Iterator<Item = (&'a String, &'a String)>) -> String {
+    const SHOWN: usize = 5;
+    let mut counted: Vec<((&String, &String), usize)> = Vec::new();
+    for call in all {
+        match counted.iter_mut().find(|(c, _)| *c == call) {
+            Some((_, n)) => *n += 1,
+            None => counted.push((call, 1)),
+        }
+    }
+    let mut shown: Vec<String> = (counted.iter().take(SHOWN))
+        .map(|((func, at), n)| match n {
+            1 => format!("{func} at {at}"),
+            n => format!("{func} at {at} (×{n})"),
+        })
+        .collect();
+    if counted.len() > SHOWN {
+        shown.push(format!("and {} more call(s)", counted.len() - SHOWN));
+    }
+    shown.join("; ")
 }
 
 /// Lines of a failed task's stderr the text report shows.
@@ -148,9 +173,15 @@ impl Report {
             path: record::records_dir(run_dir),
             cause,
         })?;
+        let never_started =
+            record::never_started(run_dir, &tasks).map_err(|cause| LoadError::Unreadable {
+                path: record::records_dir(run_dir),
+                cause,
+            })?;
         Ok(Report {
             run,
             tasks,
+            never_started,
             dir: run_dir.to_path_buf(),
         })
     }
@@ -341,6 +372,14 @@ impl Report {
         if !running.is_empty() {
             let _ = writeln!(s, "running when stopped: {}", running.join("; "));
         }
+        if !self.never_started.is_empty() {
+            let _ = writeln!(
+                s,
+                "never started: {} task(s): {}",
+                self.never_started.len(),
+                calls(self.never_started.iter().map(|h| (&h.func, &h.at)))
+            );
+        }
         if !self.run.lost_nodes.is_empty() {
             let remade = self.tasks.iter().filter(|t| t.remade).count();
             let stopped = self.tasks.iter().filter(|t| t.stopped()).count();
@@ -514,6 +553,7 @@ mod tests {
                 moved,
                 slow,
             ],
+            never_started: Vec::new(),
             dir: PathBuf::new(),
         };
         let checks: Vec<SpillCheck> = report.spill_checks().into_iter().map(|(_, c)| c).collect();
@@ -566,6 +606,7 @@ mod tests {
                 workers_gone: Vec::new(),
             },
             tasks: vec![record(1, 0, (0, 500), (0, 0)), failed],
+            never_started: Vec::new(),
             dir: dir.path().to_path_buf(),
         };
         let text = report.text();
