@@ -23,23 +23,15 @@ locus=$(realpath "${LOCUS:-$here/../target/release/locus}")
 n=${NODES:-8}
 files=${FILES:-1000}
 rounds=${ROUNDS:-3}
-work=$(mktemp -d /tmp/locus-bench-deploy.XXXXXX)
-cleanup() {
-    "$here/slurm.sh" down "$work" >/dev/null 2>&1 || true
-    "$here/hosts.sh" down "$work" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-nodes=()
-for k in $(seq 0 $((n - 1))); do nodes+=("node$k"); done
 link=${LINK:-1gbit}
 # The emulator's bucket: 10 ms of traffic, at least 64 KiB.
 bits=$(numfmt --from=si "$(echo "${link%bit}" | tr a-z A-Z)")
 burst=$(awk -v r="$bits" 'BEGIN { b = r / 800; print (b < 65536 ? 65536 : b) "b" }')
-LINK=$link BURST=$burst "$here/hosts.sh" up "$work" login "${nodes[@]}"
-"$here/slurm.sh" up "$work"
-export SLURM_CONF="$work/slurm.conf"
-on() { "$here/hosts.sh" exec "$work" "$@"; }
+# shellcheck source=bench-hosts.sh
+. "$here/bench-hosts.sh"
+LINK=$link BURST=$burst
+export LINK BURST
+hosts_with_slurm deploy "$n"
 # Seconds `"$@"` takes, started with no dirty pages left from the step
 # before (so no step pays for another's writeback).
 timed() {
@@ -50,7 +42,6 @@ timed() {
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 row() { awk -v l="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%-44s %9.3f %9.3f %7.2f\n", l, a, b, a / b }'; }
 
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'

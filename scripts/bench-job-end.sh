@@ -18,20 +18,12 @@ trials=${TRIALS:-10}
 n=${HOSTS:-8}
 ranks=${RANKS:-64}
 rounds=${ROUNDS:-3}
-work=$(mktemp -d /tmp/locus-bench-job-end.XXXXXX)
-cleanup() {
-    "$here/slurm.sh" down "$work" >/dev/null 2>&1 || true
-    "$here/hosts.sh" down "$work" >/dev/null 2>&1 || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
-nodes=()
-for k in $(seq 0 $((n - 1))); do nodes+=("node$k"); done
-"$here/hosts.sh" up "$work" login "${nodes[@]}"
+# shellcheck source=bench-hosts.sh
+. "$here/bench-hosts.sh"
 # Enough CPUs per host for RANKS ranks on HOSTS hosts.
-CPUS=$(((ranks + n - 1) / n)) "$here/slurm.sh" up "$work"
-export SLURM_CONF="$work/slurm.conf"
-on() { "$here/hosts.sh" exec "$work" "$@"; }
+CPUS=$(((ranks + n - 1) / n))
+export CPUS
+hosts_with_slurm job-end "$n"
 now() { date +%s.%N; }
 # Processes whose command line holds $1 (not this script's own).
 left() { pgrep -f -- "$1" | grep -vx "$$" | wc -l; }
@@ -52,7 +44,6 @@ cancel_and_time() {
     while [ "$(left "$1")" -gt 0 ]; do sleep 0.02; done
     awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.3f\n", b - a }'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 naps() {
     cat >"$1" <<SWIFT
 app (file o) nap(int i) { "sh" "-c" "sleep \$2; echo \$1 > \$0" o i $3 }
