@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy simulate simulate-runs
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end simulate simulate-runs
 
 setup:
 	./scripts/setup.sh
@@ -68,3 +68,6 @@ bench-meta-cluster: build
 # Deployment through a real Slurm on 8 namespace hosts (root).
 bench-deploy: build
 	LOCUS=target/release/locus ./scripts/bench-deploy.sh
+
+bench-job-end: build
+	LOCUS=target/release/locus ./scripts/bench-job-end.sh

@@ -91,6 +91,7 @@ printf '%-44s %9s %9s %7s\n' "seconds from scancel to no process (median of $rou
 per=$(((ranks + n - 1) / n))
 ours=()
 theirs=()
+busy=()
 for r in $(seq "$rounds"); do
     run=$work/big$r
     mkdir -p "$run-out"
@@ -102,6 +103,7 @@ for r in $(seq "$rounds"); do
         [ "$(pgrep -f -- "sleep 30" | wc -l)" -ge $((ranks - ranks / 64 - 1)) ] && break
         sleep 0.05
     done
+    busy+=("$(pgrep -f -- "sleep 30" | wc -l)")
     ours+=("$(cancel_and_time "$run")")
     wait
     mark=$((100000 + r))
@@ -116,5 +118,6 @@ for r in $(seq "$rounds"); do
 done
 a=$(printf '%s\n' "${ours[@]}" | median)
 b=$(printf '%s\n' "${theirs[@]}" | median)
-awk -v l="$ranks ranks on $n hosts" -v a="$a" -v b="$b" \
+c=$(printf '%s\n' "${busy[@]}" | median)
+awk -v l="$ranks ranks on $n hosts ($c apps running)" -v a="$a" -v b="$b" \
     'BEGIN { printf "%-44s %9.3f %9.3f %7.2f\n", l, a, b, a / b }'
