@@ -6,13 +6,13 @@ use clap::Args;
 
 use locus_fs::{
     made_by_note, sweep, Client, ClientOptions, ClusterSpec, Durability, Jobs, JoinConfig,
-    Placement, Scope, ServeConfig, Slurm, Sweep, Upkeep, CLUSTER_FILE,
+    NodeInfo, Placement, Scope, ServeConfig, Slurm, Sweep, Upkeep, CLUSTER_FILE,
 };
 use locus_launch::site::{self, Deploy, Site, SiteLauncher};
 use locus_launch::{daemons, running_pid, Daemons};
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Args)]
@@ -202,7 +202,8 @@ pub(crate) fn up(a: UpArgs) -> Result<()> {
         upkeep: a.upkeep.upkeep(),
     };
     if dir.join(CLUSTER_FILE).exists() {
-        if let Some(job) = ClusterSpec::load(dir)?.scope.slurm_job() {
+        let spec = ClusterSpec::load(dir)?;
+        if let Some(job) = spec.scope.slurm_job() {
             if Slurm.running(job) == Some(false) {
                 bail!(
                     "the file system in {} belonged to Slurm job {job}, which has ended, and its \
@@ -211,6 +212,9 @@ pub(crate) fn up(a: UpArgs) -> Result<()> {
                     dir.display()
                 );
             }
+        }
+        if spec.joined {
+            return redeploy(dir, &spec, a.site.site(), daemons.program.as_ref());
         }
         let (spec, restarted) = daemons.restart_stopped(dir)?;
         println!(
@@ -250,6 +254,40 @@ pub(crate) fn up(a: UpArgs) -> Result<()> {
     for n in &spec.nodes {
         println!("  node {} {} {}", n.id, n.name, n.addr);
     }
+    Ok(())
+}
+
+/// `fs up` on a file system deployed on a job's hosts: its stopped daemons
+/// started again through the launcher (given, or the one it was deployed
+/// with), each on its own host.
+fn redeploy(
+    dir: &Path,
+    spec: &ClusterSpec,
+    given: Option<Site>,
+    program: &dyn locus_launch::Program,
+) -> Result<()> {
+    let serving = locus_launch::serving(dir)?;
+    let stopped: Vec<NodeInfo> = (spec.nodes.iter())
+        .filter(|n| !serving.contains(&n.id))
+        .cloned()
+        .collect();
+    if !stopped.is_empty() {
+        let site = given.or_else(|| site::recorded(dir)).with_context(|| {
+            format!(
+                "the file system in {} runs on a job's hosts: give the launcher that reaches \
+                 them (--launcher srun|mpiexec)",
+                dir.display()
+            )
+        })?;
+        // The launcher runs on with the daemons; `fs down` stops both.
+        drop(site::redeploy(program, dir, &site, &stopped)?);
+    }
+    println!(
+        "cluster at {}: {} nodes, {} daemon(s) restarted on their hosts",
+        dir.display(),
+        spec.nodes.len(),
+        stopped.len()
+    );
     Ok(())
 }
 

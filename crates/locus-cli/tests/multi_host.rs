@@ -732,6 +732,41 @@ fn stores_killed_daemons_leave_are_removed(h: &Hosts) {
     ok(&h.locus("login", &["fs", "down", "--dir", &b, "--purge"]));
     assert!(!Path::new(&b).exists());
 
+    // A kept file system across allocations: started again through srun on
+    // its own hosts; refused where the allocation lacks one of them.
+    let e = h.path("fsE");
+    let note = h.path("note.txt");
+    std::fs::write(&note, "kept across jobs\n").unwrap();
+    in_job(&format!(
+        "{locus} fs up --launcher srun --keep --dir {e} && \
+         {locus} fs put --dir {e} {note} /note.txt && {locus} fs down --dir {e}"
+    ));
+    let stores_e = stores_of(&e);
+    assert!(stores_e.iter().all(|s| s.exists()), "kept: {stores_e:?}");
+    let out = in_job(&format!(
+        "{locus} fs up --dir {e} --launcher srun && {locus} fs cat --dir {e} /note.txt && \
+         {locus} fs down --dir {e}"
+    ));
+    assert!(
+        out.contains("3 daemon(s) restarted on their hosts"),
+        "{out}"
+    );
+    assert!(out.contains("kept across jobs"), "{out}");
+    let two = format!(
+        "SLURM_CONF={} salloc --nodes=2 {locus} fs up --dir {e} --launcher srun",
+        h.path("slurm.conf")
+    );
+    let refused = h.script("exec", &["login", "timeout", "60", "sh", "-c", &two]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{err}");
+    assert!(
+        err.contains("which this launcher cannot reach") && err.contains("do not move"),
+        "{err}"
+    );
+    assert!(stores_e.iter().all(|s| s.exists()), "{stores_e:?}");
+    in_job(&format!("{locus} fs down --dir {e} --purge"));
+    assert!(all_gone(&stores_e), "{stores_e:?}");
+
     // An epilog's purge of the job.
     let job = in_job(&format!("{} && echo job=$SLURM_JOB_ID", up_and_killed(&d)));
     let job = job.split("job=").nth(1).unwrap().trim();

@@ -127,11 +127,34 @@ impl ClusterSpec {
 
     /// Writes `DIR/cluster.json` atomically.
     pub fn save(&self, dir: &Path) -> io::Result<()> {
-        let tmp = dir.join(format!("{CLUSTER_FILE}.tmp"));
+        // Each writer its own temporary file: daemons restarted together
+        // record their addresses at once (`update`).
+        let tmp = dir.join(format!("{CLUSTER_FILE}.{}.tmp", std::process::id()));
         std::fs::write(
             &tmp,
             serde_json::to_vec_pretty(self).map_err(io::Error::other)?,
         )?;
         std::fs::rename(tmp, dir.join(CLUSTER_FILE))
+    }
+
+    /// Changes the cluster file in `dir` by `change`, one writer at a time
+    /// (a lock beside it), so that daemons restarted together each keep
+    /// their change; returns the cluster as written.
+    pub fn update(dir: &Path, change: impl FnOnce(&mut ClusterSpec)) -> io::Result<ClusterSpec> {
+        use std::os::fd::AsRawFd;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(format!("{CLUSTER_FILE}.lock")))?;
+        // SAFETY: flock(2) on a descriptor this function owns; released
+        // when it is closed.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut spec = ClusterSpec::load(dir)?;
+        change(&mut spec);
+        spec.save(dir)?;
+        Ok(spec)
     }
 }

@@ -226,6 +226,15 @@ impl Daemons {
     /// their recorded addresses; returns the cluster and how many restarted.
     pub fn restart_stopped(&self, dir: &Path) -> io::Result<(ClusterSpec, usize)> {
         let spec = ClusterSpec::load(dir)?;
+        if spec.joined {
+            // Its stores are on its hosts: never started anywhere else.
+            return Err(fail(format!(
+                "the file system in {} runs on a job's hosts: start its daemons again \
+                 through their launcher (`locus fs up --dir {0} --launcher srun|mpiexec`, \
+                 inside an allocation holding its hosts)",
+                dir.display()
+            )));
+        }
         let (mut restarted, mut failed) = (0, Vec::new());
         for node in &spec.nodes {
             if running_pid(&node.dir).is_some() {
@@ -329,26 +338,40 @@ pub fn stop(dir: &Path, purge: bool) -> io::Result<Stopped> {
 
 /// Sends `Shutdown` to every daemon at once; returns those that answered.
 fn ask_to_stop(dir: &Path, spec: &ClusterSpec, purge: bool) -> Vec<NodeId> {
-    // Diskless: a node's store is not made again here (on a host not the
-    // node's, or after its daemon removed it) to send a message.
-    let scratch = std::env::temp_dir().join(format!("locus-stop-{}", std::process::id()));
+    ask_each(dir, spec, move |client, id| async move {
+        client.shutdown(id, purge).await
+    })
+}
+
+/// The nodes of the cluster in `dir` whose daemons answer.
+pub fn serving(dir: &Path) -> io::Result<Vec<NodeId>> {
+    let spec = ClusterSpec::load(dir)?;
+    Ok(ask_each(dir, &spec, |client, id| async move {
+        client.ping(id).await
+    }))
+}
+
+/// Asks every daemon of the cluster `spec` in `dir` at once; returns those
+/// for which `ask` succeeded. The client is diskless: a node's store is not
+/// made again here (on a host not the node's, or after its daemon removed
+/// it) to send a message.
+fn ask_each<F, Fut>(dir: &Path, spec: &ClusterSpec, ask: F) -> Vec<NodeId>
+where
+    F: Fn(Client, NodeId) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = locus_proto::FsResult<()>> + Send + 'static,
+{
+    let scratch = std::env::temp_dir().join(format!("locus-ask-{}", std::process::id()));
     let opts = ClientOptions {
         timeout: STOP_ASK_TIMEOUT,
         scratch: Some(scratch.clone()),
         ..ClientOptions::default()
     };
-    let answered = match Client::open(dir, opts) {
-        Ok(client) => shutdown_all(client, spec, purge),
-        Err(_) => Vec::new(),
+    let Ok(client) = Client::open(dir, opts) else {
+        return Vec::new();
     };
-    let _ = std::fs::remove_dir_all(scratch);
-    answered
-}
-
-fn shutdown_all(client: Client, spec: &ClusterSpec, purge: bool) -> Vec<NodeId> {
     let ids: Vec<NodeId> = spec.nodes.iter().map(|n| n.id).collect();
     // A thread of its own: callers may be inside an async runtime.
-    std::thread::spawn(move || {
+    let answered = std::thread::spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -356,22 +379,23 @@ fn shutdown_all(client: Client, spec: &ClusterSpec, purge: bool) -> Vec<NodeId> 
             return Vec::new();
         };
         rt.block_on(async {
-            let asks: Vec<_> = ids
-                .into_iter()
+            let asks: Vec<_> = (ids.into_iter())
                 .map(|id| {
-                    let client = client.clone();
-                    tokio::spawn(async move { client.shutdown(id, purge).await.ok().map(|()| id) })
+                    let asked = ask(client.clone(), id);
+                    tokio::spawn(async move { asked.await.ok().map(|()| id) })
                 })
                 .collect();
-            let mut acked = Vec::new();
+            let mut answered = Vec::new();
             for ask in asks {
-                acked.extend(ask.await.ok().flatten());
+                answered.extend(ask.await.ok().flatten());
             }
-            acked
+            answered
         })
     })
     .join()
-    .unwrap_or_default()
+    .unwrap_or_default();
+    let _ = std::fs::remove_dir_all(scratch);
+    answered
 }
 
 /// Stops the daemons running from the node directories `dirs` (SIGTERM,

@@ -17,11 +17,14 @@ pub mod role;
 pub mod site;
 pub mod supervise;
 
-pub use daemons::{running_pid, stop, Daemons, Stopped};
+pub use daemons::{running_pid, serving, stop, Daemons, Stopped};
 pub use emulate::{Emulation, FsMode, Host, Rate};
 pub use ranks::{hold_run_dir, launch_ranks, On, RankLaunch, RunHold, STOPPED_EXIT};
 pub use role::{Launched, Program, Role};
-pub use site::{deploy, purge_here, purge_stores, Deploy, PurgeStores, Shape, Site, SiteLauncher};
+pub use site::{
+    deploy, purge_here, purge_stores, recorded, redeploy, Deploy, PurgeStores, Shape, Site,
+    SiteLauncher,
+};
 pub use supervise::{ignore_failure_notices, supervise};
 
 /// The signal a rank on this machine gets when its launcher dies.

@@ -336,6 +336,122 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
     }
 }
 
+/// The launcher the cluster in `dir` was deployed with, if it says.
+pub fn recorded(dir: &Path) -> Option<Site> {
+    serde_json::from_slice(&std::fs::read(dir.join(SITE_FILE)).ok()?).ok()
+}
+
+impl Site {
+    /// The hosts this launcher can start processes on, where it says: the
+    /// allocation's (srun, `scontrol show hostnames`), or the hosts its
+    /// arguments name (mpiexec `-hosts`).
+    fn hosts(&self) -> Result<Option<Vec<String>>> {
+        match self.launcher {
+            SiteLauncher::Srun => {
+                let list = std::env::var("SLURM_JOB_NODELIST")
+                    .context("outside an allocation: run inside salloc/sbatch on its hosts")?;
+                let out = Command::new("scontrol")
+                    .args(["show", "hostnames", &list])
+                    .stdin(Stdio::null())
+                    .output()
+                    .context("scontrol show hostnames")?;
+                if !out.status.success() {
+                    bail!(
+                        "scontrol show hostnames {list}: {}",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    );
+                }
+                let text = String::from_utf8_lossy(&out.stdout);
+                Ok(Some(text.split_whitespace().map(str::to_string).collect()))
+            }
+            SiteLauncher::Mpiexec => {
+                let mut words = self.args.iter();
+                while let Some(a) = words.next() {
+                    let list = match a.split_once('=') {
+                        Some(("-hosts" | "-host", v)) => Some(v.to_string()),
+                        None if a == "-hosts" || a == "-host" => words.next().cloned(),
+                        _ => None,
+                    };
+                    if let Some(list) = list {
+                        return Ok(Some(list.split(',').map(str::to_string).collect()));
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Starts again, through `site`, the daemons of `nodes` (of the formed
+/// cluster in `dir`, their daemons stopped), each on its own host, and waits
+/// until they serve; returns the launcher, which runs on with them. Hosts
+/// the launcher cannot reach are refused before anything starts: a node's
+/// store is on its host and is never served from another.
+pub fn redeploy(
+    program: &dyn Program,
+    dir: &Path,
+    site: &Site,
+    nodes: &[NodeInfo],
+) -> Result<Child> {
+    if let Some(hosts) = site.hosts()? {
+        let missing: Vec<&str> = (nodes.iter())
+            .filter(|n| !hosts.contains(&n.name))
+            .map(|n| n.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            bail!(
+                "the file system in {} keeps stores on {}, which this launcher cannot reach \
+                 (it has {}): node-local stores do not move; run where they are, or stage \
+                 out and in again",
+                dir.display(),
+                missing.join(", "),
+                hosts.join(", ")
+            );
+        }
+    }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(LOG_FILE))?;
+    let names = nodes.iter().map(|n| n.name.clone()).collect();
+    let mut cmd = site.command(
+        Shape::OnHosts(names),
+        &program.command(&dir.join(ROLE_FILE)),
+    );
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        // As `deploy`: a Ctrl-C meant for this command does not reach them.
+        .process_group(0);
+    let mut launcher = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", site.program().display()))?;
+    let started = Instant::now();
+    loop {
+        let serving = crate::daemons::serving(dir)?;
+        if nodes.iter().all(|n| serving.contains(&n.id)) {
+            return Ok(launcher);
+        }
+        if let Some(status) = launcher.try_wait()? {
+            let log = std::fs::read_to_string(dir.join(LOG_FILE)).unwrap_or_default();
+            let last = log.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+            bail!(
+                "{} exited ({status}) before the daemons served again: {last}",
+                site.program().display()
+            );
+        }
+        if started.elapsed() > FORM_TIMEOUT {
+            let _ = launcher.kill();
+            bail!(
+                "the daemons of {} did not serve again within {FORM_TIMEOUT:?} (see {})",
+                dir.display(),
+                dir.join(LOG_FILE).display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
     let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
     let tmp = path.with_extension("tmp");
@@ -396,12 +512,8 @@ pub fn purge_stores(
     if nodes.is_empty() {
         return Vec::new();
     }
-    let site: Site = match std::fs::read(dir.join(SITE_FILE))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-    {
-        Some(site) => site,
-        None => return unreached("the cluster does not say how its hosts are reached"),
+    let Some(site) = recorded(dir) else {
+        return unreached("the cluster does not say how its hosts are reached");
     };
     if site.launcher == SiteLauncher::Srun && std::env::var_os("SLURM_JOB_ID").is_none() {
         return unreached("outside an allocation holding its host");

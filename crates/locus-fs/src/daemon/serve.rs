@@ -269,7 +269,7 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<Joined> {
         replicas: j.replicas,
         scope: j.scope.clone(),
     };
-    let mut spec = join::wait_formed(&j.dir, &name, &form, JOIN_TIMEOUT)?;
+    let spec = join::wait_formed(&j.dir, &name, &form, JOIN_TIMEOUT)?;
     if spec.scope != j.scope {
         // Restarted by a starter that did not know: the cluster's stands.
         scope::claim(&node_dir, &j.dir, &name, &spec.scope)?;
@@ -286,17 +286,17 @@ fn joined(j: &JoinConfig, port: u16) -> io::Result<Joined> {
         }
     }
     let node = spec
-        .nodes
-        .iter_mut()
-        .find(|n| n.name == name)
+        .node_named(&name)
         .expect("wait_formed checks membership");
     let id = node.id;
-    if node.addr != me.addr {
+    let spec = if node.addr == me.addr {
+        spec
+    } else {
         // Back on another port: clients must find it there.
-        node.addr = me.addr;
-        spec.save(&j.dir)
-            .map_err(context(format!("recording {name}'s new address")))?;
-    }
+        let moved = |spec: &mut ClusterSpec| spec.nodes[id as usize].addr = me.addr;
+        ClusterSpec::update(&j.dir, moved)
+            .map_err(context(format!("recording {name}'s new address")))?
+    };
     Ok(Joined {
         spec,
         node: id,
