@@ -350,10 +350,17 @@ async fn all_down(args: &ClientArgs) -> bool {
 
 /// What to say of the stopped file system at `dir`.
 pub(crate) fn stopped(dir: &Path) -> String {
+    // One deployed on a job's hosts starts again through their launcher.
+    let on_hosts = locus_fs::ClusterSpec::load(dir).is_ok_and(|s| s.joined);
     format!(
         "the file system at {0} is not running (no daemon answers; its files are kept): \
-         start it with `locus fs up --dir {0}`",
-        dir.display()
+         start it with `locus fs up --dir {0}`{1}",
+        dir.display(),
+        if on_hosts {
+            " inside an allocation holding its hosts (through the launcher it was deployed with)"
+        } else {
+            ""
+        }
     )
 }
 
