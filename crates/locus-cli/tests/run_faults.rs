@@ -221,6 +221,20 @@ fn sigterm_stops_everything_and_keeps_what_finished() {
             && shown.contains("t.swift:6:51 (×4)"),
         "{shown}"
     );
+    // The page says so too, as a stopped run, not a failed one.
+    let page = dir.path().join("page.html");
+    let html = locus(&[
+        "report",
+        run_dir.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(html.status.success());
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        page.contains("<h2>Stopped</h2>") && page.contains("Never started: 4 task(s): later at "),
+        "{page}"
+    );
 }
 
 #[test]

@@ -412,12 +412,19 @@ impl Server {
                 }
             }
         }
-        let held_to = cfg.held_to;
+        state.held_to = cfg.held_to;
         Ok(async move {
-            let stop = told_to_stop(held_to.is_some());
+            let stop = told_to_stop(state.held_to.is_some());
             let stopped = tokio::select! {
-                () = state.serve(early, rx) => None,
-                () = stop => Some(state.stopped_by_signal(held_to.as_deref())),
+                () = state.serve(early, rx) => {
+                    // Its workers were stopped from outside and the run
+                    // ended before this server's own signal was seen.
+                    if state.stopping {
+                        state.keep_held();
+                    }
+                    None
+                }
+                () = stop => Some(state.stopped_by_signal()),
             };
             // The last `Shutdown`s.
             state.close_flushed().await;
@@ -521,6 +528,8 @@ struct State {
     stopping: bool,
     /// On the leader: workers of the whole run that left.
     left_in_run: usize,
+    /// `ServerConfig::held_to`.
+    held_to: Option<std::path::PathBuf>,
 }
 
 impl State {
@@ -550,6 +559,7 @@ impl State {
             left: HashSet::new(),
             stopping: false,
             left_in_run: 0,
+            held_to: None,
         }
     }
 
@@ -662,24 +672,28 @@ impl State {
 
     /// Told to stop from outside: keeps what it holds for the report (what
     /// never started), ends the run as interrupted and tells its workers.
-    fn stopped_by_signal(&mut self, run_dir: Option<&std::path::Path>) -> RunError {
+    fn stopped_by_signal(&mut self) -> RunError {
         let reason = RunError::new(ErrorKind::Interrupted, INTERRUPTED);
-        if let Some(dir) = run_dir {
-            let held: Vec<Held> = (self.balancer.held())
-                .map(|t| Held {
-                    id: t.id,
-                    func: t.func.clone(),
-                    at: t.at.clone(),
-                })
-                .collect();
-            if let Err(e) = record::write_held(dir, self.me, &held) {
-                tracing::warn!("keeping the tasks server rank {} held: {e}", self.me);
-            }
-        }
+        self.keep_held();
         self.stopping = true;
         self.report_abort(reason.clone());
         self.shutdown();
         reason
+    }
+
+    /// Writes the tasks this server holds into the run's records (`held_to`).
+    fn keep_held(&self) {
+        let Some(dir) = &self.held_to else { return };
+        let held: Vec<Held> = (self.balancer.held())
+            .map(|t| Held {
+                id: t.id,
+                func: t.func.clone(),
+                at: t.at.clone(),
+            })
+            .collect();
+        if let Err(e) = record::write_held(dir, self.me, &held) {
+            tracing::warn!("keeping the tasks server rank {} held: {e}", self.me);
+        }
     }
 
     fn shutdown(&mut self) {

@@ -445,10 +445,27 @@ fn failures(report: &Report) -> String {
             failed_tasks(report, &failed)
         );
     };
+    // A run stopped from outside did not fail: it says what never started.
+    let (heading, never_started) = match report.run.error_kind {
+        Some(locus_proto::run::ErrorKind::Interrupted) => ("Stopped", never_started(report)),
+        _ => ("Failed", String::new()),
+    };
     format!(
-        "<div class=\"failed\"><h2>Failed</h2><p>{}</p>{}</div>",
+        "<div class=\"failed\"><h2>{heading}</h2><p>{}</p>{}{never_started}</div>",
         esc(error),
         failed_tasks(report, &failed)
+    )
+}
+
+fn never_started(report: &Report) -> String {
+    let held = &report.never_started;
+    if held.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<p>Never started: {} task(s): {}</p>",
+        held.len(),
+        esc(&super::calls(held.iter().map(|h| (&h.func, &h.at))))
     )
 }
 

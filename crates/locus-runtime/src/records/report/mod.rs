@@ -114,7 +114,7 @@ pub struct Report {
 
 /// Calls counted by function and position, in first-seen order, the first
 /// few of them: `f at wf.swift:3:5 (×4); g at wf.swift:7:1`.
-fn calls<'a>(all: impl Iterator<Item = (&'a String, &'a String)>) -> String {
+pub(crate) fn calls<'a>(all: impl Iterator<Item = (&'a String, &'a String)>) -> String {
     const SHOWN: usize = 5;
     let mut counted: Vec<((&String, &String), usize)> = Vec::new();
     for call in all {
