@@ -236,7 +236,7 @@ pub fn sweep(root: &Path, which: Sweep, except: Option<&Path>) -> Vec<Swept> {
             Sweep::Dead(_) => name.starts_with(&mine),
             Sweep::Job(_) => is_store_name(name),
         };
-        if !ours || except == Some(dir.as_path()) {
+        if !ours || except == Some(dir.as_path()) || !owned_as_named(&dir, name) {
             continue;
         }
         let Some(owner) = Owner::load(&dir) else {
@@ -309,6 +309,14 @@ fn is_store_name(name: &str) -> bool {
             .next()
             .is_some_and(|id| id.len() == 12 && id.bytes().all(|b| b.is_ascii_hexdigit()))
         && parts.next().is_some_and(|host| !host.is_empty())
+}
+
+/// A real directory (not a link) owned by the user its name says: what
+/// another user planted under that name is not looked into.
+fn owned_as_named(dir: &Path, name: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let uid = name.split('-').nth(1).and_then(|u| u.parse::<u32>().ok());
+    std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir() && Some(m.uid()) == uid)
 }
 
 fn bytes_under(dir: &Path) -> u64 {
@@ -407,6 +415,22 @@ mod tests {
         assert_eq!(swept.len(), 1);
         assert_eq!(swept[0].dir, running);
         assert!(!running.exists() && other.exists() && unknown.exists());
+    }
+
+    #[test]
+    fn a_link_named_as_a_store_is_not_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let target = store(root.path(), "target", job("5"), 1 << 23, 1);
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let link = root.path().join(format!("locus-{uid}-abcdefabcdef-link"));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let moved = elsewhere.path().join("t");
+        std::fs::rename(&target, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &target).unwrap();
+        assert!(sweep(root.path(), Sweep::Job("5"), None).is_empty());
+        assert!(moved.join(OWNER_FILE).exists() && link.exists());
     }
 
     #[test]
