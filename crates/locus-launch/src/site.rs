@@ -159,20 +159,33 @@ impl Site {
     /// The user's arguments, but where the shape names its hosts, not the
     /// ones naming hosts (mpiexec's `-hosts a,b`, `-f FILE`).
     fn user_args(&self, named_hosts: bool) -> Vec<String> {
+        match self.launcher {
+            SiteLauncher::Mpiexec if named_hosts => self.split_hosts().1,
+            _ => self.args.clone(),
+        }
+    }
+
+    /// mpiexec's arguments apart: the hosts `-hosts`/`-host` name (if
+    /// any), and the arguments that name no hosts (nor `-f FILE`).
+    fn split_hosts(&self) -> (Option<Vec<String>>, Vec<String>) {
         const HOST_FLAGS: [&str; 5] = ["-hosts", "-host", "-f", "-hostfile", "-machinefile"];
-        let mut args = Vec::new();
+        let (mut hosts, mut rest) = (None, Vec::new());
         let mut words = self.args.iter();
         while let Some(a) = words.next() {
-            let flag = a.split_once('=').map_or(a.as_str(), |(f, _)| f);
-            if named_hosts && self.launcher == SiteLauncher::Mpiexec && HOST_FLAGS.contains(&flag) {
-                if !a.contains('=') {
-                    words.next();
-                }
+            let (flag, value) = match a.split_once('=') {
+                Some((f, v)) => (f, Some(v.to_string())),
+                None => (a.as_str(), None),
+            };
+            if !HOST_FLAGS.contains(&flag) {
+                rest.push(a.clone());
                 continue;
             }
-            args.push(a.clone());
+            let value = value.or_else(|| words.next().cloned());
+            if matches!(flag, "-hosts" | "-host") {
+                hosts = value.map(|v| v.split(',').map(str::to_string).collect());
+            }
         }
-        args
+        (hosts, rest)
     }
 
     /// The flag that keeps the launcher's other processes running when one
@@ -317,11 +330,10 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
             return Ok((spec, launcher));
         }
         if let Some(status) = launcher.try_wait()? {
-            let log = std::fs::read_to_string(d.dir.join(LOG_FILE)).unwrap_or_default();
-            let last = log.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
             bail!(
-                "{} exited ({status}) before the cluster formed: {last}",
-                launcher_program.display()
+                "{} exited ({status}) before the cluster formed: {}",
+                launcher_program.display(),
+                last_logged(d.dir)
             );
         }
         if started.elapsed() > FORM_TIMEOUT {
@@ -334,6 +346,13 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The last line the daemons' launcher logged in the cluster's `dir`.
+fn last_logged(dir: &Path) -> String {
+    let log = std::fs::read_to_string(dir.join(LOG_FILE)).unwrap_or_default();
+    let last = log.lines().rfind(|l| !l.trim().is_empty());
+    last.unwrap_or_default().to_string()
 }
 
 /// The launcher the cluster in `dir` was deployed with, if it says.
@@ -364,20 +383,7 @@ impl Site {
                 let text = String::from_utf8_lossy(&out.stdout);
                 Ok(Some(text.split_whitespace().map(str::to_string).collect()))
             }
-            SiteLauncher::Mpiexec => {
-                let mut words = self.args.iter();
-                while let Some(a) = words.next() {
-                    let list = match a.split_once('=') {
-                        Some(("-hosts" | "-host", v)) => Some(v.to_string()),
-                        None if a == "-hosts" || a == "-host" => words.next().cloned(),
-                        _ => None,
-                    };
-                    if let Some(list) = list {
-                        return Ok(Some(list.split(',').map(str::to_string).collect()));
-                    }
-                }
-                Ok(None)
-            }
+            SiteLauncher::Mpiexec => Ok(self.split_hosts().0),
         }
     }
 }
@@ -433,11 +439,10 @@ pub fn redeploy(
             return Ok(launcher);
         }
         if let Some(status) = launcher.try_wait()? {
-            let log = std::fs::read_to_string(dir.join(LOG_FILE)).unwrap_or_default();
-            let last = log.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
             bail!(
-                "{} exited ({status}) before the daemons served again: {last}",
-                site.program().display()
+                "{} exited ({status}) before the daemons served again: {}",
+                site.program().display(),
+                last_logged(dir)
             );
         }
         if started.elapsed() > FORM_TIMEOUT {
