@@ -194,6 +194,10 @@ fn a_cancelled_run_can_be_read(h: &Hosts, name: &str, run: &str) {
     common::eventually_within(std::time::Duration::from_secs(30), "stores removed", || {
         all_gone(&stores)
     });
+    // Each daemon noted it: the cluster's directory goes without a launcher.
+    let fs = format!("{run_dir}/fs");
+    let down = ok(&h.locus("login", &["fs", "down", "--dir", &fs, "--purge"]));
+    assert!(down.contains("stores removed"), "{down}");
     let summary = locus_runtime::RunSummary::load(Path::new(&run_dir)).unwrap();
     assert_eq!(summary.error_kind, Some(ErrorKind::Interrupted));
     // Where the ranks ran, as they met through Slurm's PMI.

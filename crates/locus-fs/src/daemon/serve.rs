@@ -159,6 +159,7 @@ pub async fn serve_until(
         rejoined,
     } = joined(&cfg.join, listener.local_addr()?.port())?;
     let scope = cluster.scope.clone();
+    let name = cluster.nodes[node as usize].name.clone();
     let daemon = Daemon::new(
         DaemonConfig {
             node,
@@ -181,9 +182,9 @@ pub async fn serve_until(
     tracing::info!("node {node} serving on {addr}");
     let meta = daemon.metadata();
     let upkeep = tokio::spawn(look_after(cfg.join.dir.clone(), node, cfg.upkeep));
-    let stopped = tokio::select! {
-        r = daemon.run() => r?,
-        _ = stop => Stopped { purge: false },
+    let (stopped, signalled) = tokio::select! {
+        r = daemon.run() => (r?, false),
+        _ = stop => (Stopped { purge: false }, true),
     };
     upkeep.abort();
     // What was acknowledged without a flush (`--durability none`) is on
@@ -194,6 +195,11 @@ pub async fn serve_until(
     if stopped.purge || scope.is_job() {
         std::fs::remove_dir_all(&node_dir)
             .map_err(context(format!("purging {}", node_dir.display())))?;
+        if signalled {
+            // Stopped with its job, not by `fs down`: a later `fs down
+            // --purge` reads here that this host's store is gone.
+            scope::note_removed(&cfg.join.dir, &name, &Ok(()))?;
+        }
     }
     Ok(())
 }
