@@ -208,7 +208,7 @@ pub(crate) struct RankParts {
 pub fn run_rank(
     env: RankEnv,
     opts: RankOptions,
-    program: impl FnOnce() -> Result<Program, RunError>,
+    program: impl FnOnce() -> Result<Program, RunError> + Send + 'static,
     progress: Option<Arc<dyn Progress>>,
 ) -> Result<(), RunError> {
     let parts = RankParts {
@@ -225,7 +225,7 @@ pub fn run_rank(
 pub(crate) fn run_rank_with(
     env: RankEnv,
     opts: RankOptions,
-    program: impl FnOnce() -> Result<Program, RunError>,
+    program: impl FnOnce() -> Result<Program, RunError> + Send + 'static,
     progress: Option<Arc<dyn Progress>>,
     mut parts: RankParts,
 ) -> Result<(), RunError> {
@@ -259,7 +259,7 @@ pub(crate) fn run_rank_with(
 async fn rank_main(
     env: RankEnv,
     opts: RankOptions,
-    program: impl FnOnce() -> Result<Program, RunError>,
+    program: impl FnOnce() -> Result<Program, RunError> + Send + 'static,
     progress: Option<Arc<dyn Progress>>,
     parts: RankParts,
 ) -> Result<(), RunError> {
@@ -404,11 +404,16 @@ async fn rank_main(
             held_to: parts.stop_on_signal.then(|| opts.run_dir.clone()),
         })
         .await?;
+    // Loaded off the rank's one thread: its connections' heartbeats go on
+    // while a large script is read and checked.
+    let program = tokio::task::spawn_blocking(program)
+        .await
+        .map_err(|e| RunError::internal(e.to_string()))??;
     let leads = me == layout.leader();
     let start_us = now_us();
     let progress = progress.filter(|_| leads);
     let engine = Engine::new(
-        program()?,
+        program,
         RunOptions {
             dispatch: dispatch.clone(),
             server: me - layout.workers(),

@@ -333,6 +333,7 @@ impl Server {
             // Each expected rank connects once; a connection claiming another
             // rank, or one already connected, is refused and changes nothing.
             let callers = Arc::new(std::sync::Mutex::new(expected.clone()));
+            let workers = layout.workers();
             let admit = move |stream: wire::Stream, from: String| {
                 let (events, secret) = (events.clone(), secret.clone());
                 let callers = callers.clone();
@@ -340,6 +341,11 @@ impl Server {
                     match wire::accept(stream, &secret).await {
                         Ok((rank, reader, wr)) => {
                             if callers.lock().expect("callers").remove(&rank) {
+                                // A lower server's engine may be busy too.
+                                let reader = match rank < workers {
+                                    true => reader,
+                                    false => reader.from_server(),
+                                };
                                 attach(rank, reader, wr, events);
                             } else {
                                 tracing::warn!(
@@ -376,7 +382,7 @@ impl Server {
                         "rank {me} cannot reach server rank {s} at {addr}: {e}"
                     ))
                 })?;
-            attach(s, reader, wr, events.clone());
+            attach(s, reader.from_server(), wr, events.clone());
             expected.insert(s);
         }
         let mut state = State::new(me, layout, cfg.soft_wait, dispatch, engine);

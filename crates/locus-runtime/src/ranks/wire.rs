@@ -42,6 +42,7 @@ impl Stream {
         let reader = Reader {
             rd: BufReader::with_capacity(READ_BUFFER, rd),
             buf: Vec::new(),
+            silence: PEER_SILENCE,
         };
         (reader, wr)
     }
@@ -71,22 +72,34 @@ const READ_BUFFER: usize = 64 << 10;
 pub(crate) struct Reader {
     rd: BufReader<Box<dyn AsyncRead + Send + Unpin>>,
     buf: Vec<u8>,
+    /// How long the peer may say nothing before it counts as gone.
+    silence: Duration,
 }
 
 impl Reader {
+    /// This reader of a server's connection: it gives the server
+    /// `SERVER_SILENCE`, as a server's engine works on its rank's one
+    /// thread and may be busy for a while (a large script's step).
+    pub(crate) fn from_server(self) -> Reader {
+        Reader {
+            silence: SERVER_SILENCE,
+            ..self
+        }
+    }
+
     /// The next message, `None` at a clean end of stream. A connection
-    /// silent for `PEER_SILENCE` (not even `Alive`) is broken: its peer is
+    /// silent for its limit (not even `Alive`) is broken: its peer is
     /// frozen (stopped, swapped out) or cut off, whatever the transport.
     pub(crate) async fn next(&mut self) -> io::Result<Option<RankMsg>> {
         loop {
             let read = frame::read_async(&mut self.rd, &mut self.buf);
-            match tokio::time::timeout(PEER_SILENCE, read).await {
+            match tokio::time::timeout(self.silence, read).await {
                 Err(_) => {
                     return Err(io::Error::new(
                         io::ErrorKind::TimedOut,
                         format!(
                             "no sign of life for {}s: frozen or cut off",
-                            PEER_SILENCE.as_secs()
+                            self.silence.as_secs()
                         ),
                     ))
                 }
@@ -208,6 +221,10 @@ async fn connect_once(
 /// keepalive probes are needed), and over TCP what is sent must be
 /// acknowledged in this time.
 const PEER_SILENCE: Duration = Duration::from_secs(10);
+
+/// How long a server may say nothing before its peers count it gone: its
+/// engine shares the rank's one thread with its heartbeats.
+const SERVER_SILENCE: Duration = Duration::from_secs(60);
 
 /// Has the kernel end a TCP rank connection whose sent bytes go
 /// unacknowledged for `PEER_SILENCE` (the sender learns it too, not only

@@ -144,12 +144,13 @@ pub(crate) fn launcher(me: Rank, layout: &Layout) -> std::io::Result<process::La
 pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
     let me = cfg.me;
     let server = (cfg.server, cfg.layout.server_of(me));
-    let (mut reader, wr) = wire::connect(server, &cfg.secret, me).await.map_err(|e| {
+    let (reader, wr) = wire::connect(server, &cfg.secret, me).await.map_err(|e| {
         RunError::launch(format!(
             "worker rank {me} cannot reach its server {}: {e}",
             cfg.server
         ))
     })?;
+    let mut reader = reader.from_server();
     let records_err = |e: std::io::Error| RunError::fs(format!("worker rank {me}: records: {e}"));
     let mut records = Recorder::new(&cfg.run_dir, me);
     let lost = |e: std::io::Error| {
