@@ -344,7 +344,7 @@ impl Server {
                                 // A lower server's engine may be busy too.
                                 let reader = match rank < workers {
                                     true => reader,
-                                    false => reader.from_server(),
+                                    false => reader.of_a_server(),
                                 };
                                 attach(rank, reader, wr, events);
                             } else {
@@ -382,7 +382,7 @@ impl Server {
                         "rank {me} cannot reach server rank {s} at {addr}: {e}"
                     ))
                 })?;
-            attach(s, reader.from_server(), wr, events.clone());
+            attach(s, reader.of_a_server(), wr, events.clone());
             expected.insert(s);
         }
         let mut state = State::new(me, layout, cfg.soft_wait, dispatch, engine);

@@ -80,7 +80,7 @@ impl Reader {
     /// This reader of a server's connection: it gives the server
     /// `SERVER_SILENCE`, as a server's engine works on its rank's one
     /// thread and may be busy for a while (a large script's step).
-    pub(crate) fn from_server(self) -> Reader {
+    pub(crate) fn of_a_server(self) -> Reader {
         Reader {
             silence: SERVER_SILENCE,
             ..self

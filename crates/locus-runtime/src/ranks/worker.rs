@@ -150,7 +150,7 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
             cfg.server
         ))
     })?;
-    let mut reader = reader.from_server();
+    let mut reader = reader.of_a_server();
     let records_err = |e: std::io::Error| RunError::fs(format!("worker rank {me}: records: {e}"));
     let mut records = Recorder::new(&cfg.run_dir, me);
     let lost = |e: std::io::Error| {
