@@ -261,6 +261,9 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
             // directory of their own in its place).
             let d = tempfile::Builder::new()
                 .prefix("locus-run-")
+                // Private, as every run directory is (tempfile's own mode
+                // follows the umask: 0755 here).
+                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
                 .tempdir_in(std::env::temp_dir())
                 .context("cannot make a run directory")?
                 .keep();

@@ -376,6 +376,8 @@ fn directories_made_by_someone_else_are_refused() {
         .find_map(|l| l.strip_prefix("locus: run directory "))
         .expect("run directory announced");
     assert!(std::path::Path::new(line).join("run.json").exists());
+    let mode = std::fs::metadata(line).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "{line}");
     std::fs::remove_dir_all(line).unwrap();
 }
 

@@ -88,7 +88,11 @@ fn script_arguments_reach_argv() {
     .unwrap();
     let path = script.to_str().unwrap();
     let args = ["--name=ada", "first", "-short=x", "--bare", "second"];
-    let mut line = vec!["run", path];
+    // In a run directory of the test's: nothing left in the machine's /tmp.
+    let runs = tempfile::tempdir().unwrap();
+    let rd = runs.path().join("run");
+    let rd = rd.to_str().unwrap();
+    let mut line = vec!["run", "--fresh", "--run-dir", rd, path];
     line.extend(args);
     let out = common::locus(&line);
     assert!(
@@ -114,13 +118,21 @@ fn script_arguments_reach_argv() {
         "import sys;\nargv_accept(\"name\");\ntrace(argc());\n",
     )
     .unwrap();
-    let ok = common::locus(&["run", path, "--name=ada", "-5"]);
+    let ok = common::locus(&["run", "--fresh", "--run-dir", rd, path, "--name=ada", "-5"]);
     assert!(
         ok.status.success(),
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    let refused = common::locus(&["run", path, "--name=ada", "-other=1"]);
+    let refused = common::locus(&[
+        "run",
+        "--fresh",
+        "--run-dir",
+        rd,
+        path,
+        "--name=ada",
+        "-other=1",
+    ]);
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(
