@@ -11,7 +11,7 @@ use crate::ranks::layout::Layout;
 use crate::ranks::rendezvous::Entry;
 use crate::ranks::wire::{self, Reader};
 use crate::ranks::worker::told_to_stop;
-use crate::record::{self, Held};
+use crate::record::{self, HeldTask};
 use crate::INTERRUPTED;
 use locus_proto::auth::Secret;
 use locus_proto::run::{ErrorKind, Outcome, Rank, RankMsg, RunError, Task};
@@ -342,9 +342,10 @@ impl Server {
                         Ok((rank, reader, wr)) => {
                             if callers.lock().expect("callers").remove(&rank) {
                                 // A lower server's engine may be busy too.
-                                let reader = match rank < workers {
-                                    true => reader,
-                                    false => reader.of_a_server(),
+                                let reader = if rank < workers {
+                                    reader
+                                } else {
+                                    reader.of_a_server()
                                 };
                                 attach(rank, reader, wr, events);
                             } else {
@@ -690,8 +691,8 @@ impl State {
     /// Writes the tasks this server holds into the run's records (`held_to`).
     fn keep_held(&self) {
         let Some(dir) = &self.held_to else { return };
-        let held: Vec<Held> = (self.balancer.held())
-            .map(|t| Held {
+        let held: Vec<HeldTask> = (self.balancer.held())
+            .map(|t| HeldTask {
                 id: t.id,
                 func: t.func.clone(),
                 at: t.at.clone(),

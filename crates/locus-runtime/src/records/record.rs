@@ -168,7 +168,7 @@ pub fn records_dir(run_dir: &Path) -> PathBuf {
 /// A task a server held (queued, or sent to a worker) when the run was
 /// stopped from outside; one without a record of its own never started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Held {
+pub struct HeldTask {
     pub id: u64,
     pub func: String,
     /// Where the script calls it.
@@ -180,7 +180,7 @@ fn held_file(run_dir: &Path, rank: Rank) -> PathBuf {
 }
 
 /// Writes what server `rank` held as the run was stopped.
-pub fn write_held(run_dir: &Path, rank: Rank, held: &[Held]) -> io::Result<()> {
+pub fn write_held(run_dir: &Path, rank: Rank, held: &[HeldTask]) -> io::Result<()> {
     std::fs::create_dir_all(records_dir(run_dir))?;
     let path = held_file(run_dir, rank);
     let tmp = path.with_extension("tmp");
@@ -190,7 +190,7 @@ pub fn write_held(run_dir: &Path, rank: Rank, held: &[Held]) -> io::Result<()> {
 
 /// The tasks of the run in `run_dir` that never started: held by a server
 /// when the run was stopped, with no record of their own in `records`.
-pub fn never_started(run_dir: &Path, records: &[TaskRecord]) -> io::Result<Vec<Held>> {
+pub fn never_started(run_dir: &Path, records: &[TaskRecord]) -> io::Result<Vec<HeldTask>> {
     let ran: std::collections::HashSet<u64> = records.iter().map(|r| r.id).collect();
     let mut held = Vec::new();
     let rd = match std::fs::read_dir(records_dir(run_dir)) {
@@ -202,7 +202,7 @@ pub fn never_started(run_dir: &Path, records: &[TaskRecord]) -> io::Result<Vec<H
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name.starts_with("held-") && name.ends_with(".json") {
             let bytes = std::fs::read(&path)?;
-            let list: Vec<Held> = serde_json::from_slice(&bytes).map_err(|e| {
+            let list: Vec<HeldTask> = serde_json::from_slice(&bytes).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{}: {e}", path.display()),

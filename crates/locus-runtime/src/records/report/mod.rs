@@ -107,7 +107,7 @@ pub struct Report {
     pub run: RunSummary,
     pub tasks: Vec<TaskRecord>,
     /// Tasks a server held when the run was stopped that never started.
-    pub never_started: Vec<record::Held>,
+    pub never_started: Vec<record::HeldTask>,
     /// The run directory (tasks' kept output is under it).
     pub dir: PathBuf,
 }
