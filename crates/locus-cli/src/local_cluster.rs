@@ -304,18 +304,17 @@ pub(crate) struct DownArgs {
 pub(crate) fn down(a: DownArgs) -> Result<()> {
     let dir = &a.cluster.dir;
     let job = ClusterSpec::load(dir)?.scope.is_job();
-    let purge = a.purge || job;
-    let stopped = daemons::stop(dir, purge)?;
-    println!(
-        "cluster at {}: {} daemon(s) stopped",
-        dir.display(),
-        stopped.daemons
-    );
-    if !purge {
+    if !(a.purge || job) {
+        let stopped = daemons::stop(dir, false)?;
+        println!(
+            "cluster at {}: {} daemon(s) stopped",
+            dir.display(),
+            stopped.daemons
+        );
         return Ok(());
     }
-    let program = crate::launched::program()?;
-    let left = site::purge_stores(program.as_ref(), dir, &stopped.stores_left);
+    let (stopped, left) = site::take_down(crate::launched::program()?.as_ref(), dir)?;
+    println!("cluster at {}: {stopped} daemon(s) stopped", dir.display());
     if !left.is_empty() {
         let each: Vec<String> = left
             .iter()

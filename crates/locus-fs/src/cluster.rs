@@ -127,14 +127,7 @@ impl ClusterSpec {
 
     /// Writes `DIR/cluster.json` atomically.
     pub fn save(&self, dir: &Path) -> io::Result<()> {
-        // Each writer its own temporary file: daemons restarted together
-        // record their addresses at once (`update`).
-        let tmp = dir.join(format!("{CLUSTER_FILE}.{}.tmp", std::process::id()));
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec_pretty(self).map_err(io::Error::other)?,
-        )?;
-        std::fs::rename(tmp, dir.join(CLUSTER_FILE))
+        crate::whole::write_json(&dir.join(CLUSTER_FILE), self)
     }
 
     /// Changes the cluster file in `dir` by `change`, one writer at a time

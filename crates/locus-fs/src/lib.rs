@@ -18,6 +18,7 @@ mod ring;
 mod scope;
 mod stage;
 mod transport;
+mod whole;
 
 pub use client::follow::copy_as_written;
 pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
@@ -37,8 +38,9 @@ pub use placement::Placement;
 pub use private_dir::create as create_private_dir;
 pub use ring::{hash_node, Ring, DEFAULT_VNODES};
 pub use scope::{
-    forget_removed, note_removed, noted_removed, store_served, sweep, Jobs, Scope, Slurm, Sweep,
-    Swept,
+    forget_removed, note_removed, noted_removed, remove_store, store_served, sweep, Jobs, Scope,
+    Slurm, Sweep, Swept,
 };
 pub use stage::{get_tree, put_tree, Via};
 pub use transport::{Calling, Transport};
+pub use whole::{write_json, write_whole};

@@ -96,12 +96,8 @@ pub(crate) fn claim(node_dir: &Path, cluster: &Path, host: &str, scope: &Scope) 
         cluster: cluster.to_path_buf(),
         host: host.to_string(),
     };
-    let bytes = serde_json::to_vec_pretty(&owner).map_err(io::Error::other)?;
     crate::private_dir::create(node_dir)?;
-    let path = node_dir.join(OWNER_FILE);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, &path)
+    crate::whole::write_json(&node_dir.join(OWNER_FILE), &owner)
 }
 
 /// When process `pid` started (clock ticks after boot), if it runs.
@@ -130,6 +126,20 @@ impl Owner {
 /// that does not say whose it is has none).
 pub fn store_served(node_dir: &Path) -> bool {
     Owner::load(node_dir).is_some_and(|o| o.serving())
+}
+
+/// Removes the store in `node_dir` unless its daemon still serves it (one
+/// already gone counts as removed); why not, if it could not.
+pub fn remove_store(node_dir: &Path) -> Result<(), String> {
+    if store_served(node_dir) {
+        return Err(format!("its daemon still serves {}", node_dir.display()));
+    }
+    match std::fs::remove_dir_all(node_dir) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(format!("{}: {e}", node_dir.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Whether a batch job is still running, as far as its scheduler says:
@@ -280,10 +290,7 @@ pub fn note_removed(cluster: &Path, host: &str, done: &Result<(), String>) -> io
     }
     let notes = cluster.join(REMOVED_DIR);
     crate::private_dir::create(&notes)?;
-    let path = notes.join(format!("{host}.json"));
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec(done).map_err(io::Error::other)?)?;
-    std::fs::rename(&tmp, &path)
+    crate::whole::write_json(&notes.join(format!("{host}.json")), done)
 }
 
 /// What was noted of the store on `host` of the cluster in `cluster`.

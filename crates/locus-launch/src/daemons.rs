@@ -319,12 +319,7 @@ pub fn stop(dir: &Path, purge: bool) -> io::Result<Stopped> {
         let here = locus_fs::hostname();
         for n in spec.nodes.iter().filter(|n| !answered.contains(&n.id)) {
             let on_this_host = !spec.joined || n.name == here;
-            let removed = on_this_host
-                && match std::fs::remove_dir_all(&n.dir) {
-                    Err(e) => e.kind() == io::ErrorKind::NotFound,
-                    Ok(()) => true,
-                };
-            if !removed {
+            if !(on_this_host && locus_fs::remove_store(&n.dir).is_ok()) {
                 stores_left.push(n.clone());
             }
         }

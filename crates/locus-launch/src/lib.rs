@@ -22,7 +22,7 @@ pub use emulate::{Emulation, FsMode, Host, Rate};
 pub use ranks::{hold_run_dir, launch_ranks, On, RankLaunch, RunHold, STOPPED_EXIT};
 pub use role::{Launched, Program, Role};
 pub use site::{
-    deploy, purge_here, purge_stores, recorded, redeploy, Deploy, PurgeStores, Shape, Site,
+    deploy, purge_here, recorded, redeploy, take_down, Deploy, PurgeStores, Shape, Site,
     SiteLauncher,
 };
 pub use supervise::{ignore_failure_notices, supervise};

@@ -211,16 +211,17 @@ pub fn launch_ranks(
 /// Stops the file system in `fs_dir` and removes its stores, through the
 /// launcher on hosts whose daemons are gone; says which it could not.
 fn take_down(r: &RankLaunch, fs_dir: &Path) {
-    let Ok(stopped) = daemons::stop(fs_dir, true) else {
-        return;
-    };
     if on_interrupt().load(Ordering::Relaxed) {
         // Stopped with its job (`scancel`, a time limit): the daemons,
         // signalled too, remove their own stores, and the launcher can
         // start nothing more in a job that is ending.
+        let _ = daemons::stop(fs_dir, true);
         return;
     }
-    for (node, why) in site::purge_stores(r.program.as_ref(), fs_dir, &stopped.stores_left) {
+    let Ok((_, left)) = site::take_down(r.program.as_ref(), fs_dir) else {
+        return;
+    };
+    for (node, why) in left {
         eprintln!(
             "locus: the store of {} ({}) is left: {why}",
             node.name,

@@ -32,14 +32,11 @@ struct Envelope<C> {
 /// Writes `config` as role file `path` (atomically: a process started on
 /// it never reads half a file).
 pub fn write<R: Role>(path: &Path, config: &R) -> io::Result<()> {
-    let bytes = serde_json::to_vec_pretty(&Envelope {
+    let envelope = Envelope {
         role: R::NAME.to_string(),
         config,
-    })
-    .map_err(io::Error::other)?;
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    };
+    locus_fs::write_json(path, &envelope)
 }
 
 /// A role file as read by the started process.

@@ -309,7 +309,7 @@ pub fn deploy(program: &dyn Program, d: Deploy) -> Result<(ClusterSpec, Child)> 
         upkeep: d.upkeep,
     };
     role::write(&role_file, &config)?;
-    write_json(&d.dir.join(SITE_FILE), &d.site)?;
+    locus_fs::write_json(&d.dir.join(SITE_FILE), &d.site)?;
     let log = std::fs::File::create(d.dir.join(LOG_FILE))?;
     let mut cmd = d
         .site
@@ -457,13 +457,6 @@ pub fn redeploy(
     }
 }
 
-fn write_json(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
-    let bytes = serde_json::to_vec_pretty(value).map_err(std::io::Error::other)?;
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
-}
-
 /// The role of a purge on one host: remove this host's store of the
 /// cluster in `cluster` if its daemon is gone.
 #[derive(Serialize, Deserialize)]
@@ -483,28 +476,29 @@ pub fn purge_here(p: PurgeStores) -> Result<()> {
     let host = locus_fs::hostname();
     let done = match spec.node_named(&host) {
         None => Err(format!("{host} is not a host of the cluster")),
-        Some(n) if locus_fs::store_served(&n.dir) => {
-            Err(format!("its daemon still serves {}", n.dir.display()))
-        }
-        Some(n) => match std::fs::remove_dir_all(&n.dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(format!("{}: {e}", n.dir.display()))
-            }
-            _ => Ok(()),
-        },
+        Some(n) => locus_fs::remove_store(&n.dir),
     };
     Ok(locus_fs::note_removed(&p.cluster, &host, &done)?)
+}
+
+/// Stops the cluster in `dir` and removes its stores — by their daemons,
+/// here, or through the launcher it was deployed with on hosts whose
+/// daemons are gone; returns how many daemons stopped and the stores left,
+/// each with why.
+pub fn take_down(
+    program: &dyn Program,
+    dir: &Path,
+) -> std::io::Result<(usize, Vec<(NodeInfo, String)>)> {
+    let stopped = crate::daemons::stop(dir, true)?;
+    let left = purge_stores(program, dir, &stopped.stores_left);
+    Ok((stopped.daemons, left))
 }
 
 /// Removes the stores of `nodes` (of the cluster in `dir`, their daemons
 /// gone) through the launcher the cluster was deployed with: one step, a
 /// purge on each of their hosts, but those a sweep on their host already
 /// removed. Returns the nodes whose stores are still there, each with why.
-pub fn purge_stores(
-    program: &dyn Program,
-    dir: &Path,
-    nodes: &[NodeInfo],
-) -> Vec<(NodeInfo, String)> {
+fn purge_stores(program: &dyn Program, dir: &Path, nodes: &[NodeInfo]) -> Vec<(NodeInfo, String)> {
     let nodes: Vec<&NodeInfo> = nodes
         .iter()
         .filter(|n| locus_fs::noted_removed(dir, &n.name) != Some(Ok(())))

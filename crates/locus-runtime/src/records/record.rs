@@ -182,10 +182,8 @@ fn held_file(run_dir: &Path, rank: Rank) -> PathBuf {
 /// Writes what server `rank` held as the run was stopped.
 pub fn write_held(run_dir: &Path, rank: Rank, held: &[HeldTask]) -> io::Result<()> {
     std::fs::create_dir_all(records_dir(run_dir))?;
-    let path = held_file(run_dir, rank);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec(held).map_err(io::Error::other)?)?;
-    std::fs::rename(&tmp, &path)
+    let bytes = serde_json::to_vec(held).map_err(io::Error::other)?;
+    locus_fs::write_whole(&held_file(run_dir, rank), &bytes)
 }
 
 /// The tasks of the run in `run_dir` that never started: held by a server
