@@ -52,17 +52,20 @@ fn long_index_and_field_chains_are_refused_as_too_deep() {
     }
 }
 
-/// The fastest of three compiles of `text`.
-fn compile_time(text: &str) -> std::time::Duration {
-    (0..3)
-        .map(|_| {
+/// The fastest of three compiles of each text, compiled in turn so that a
+/// busy spell of the machine (other tests run beside this one) falls on
+/// both alike.
+fn compile_times(texts: [&str; 2]) -> [std::time::Duration; 2] {
+    let mut best = [std::time::Duration::MAX; 2];
+    for _ in 0..3 {
+        for (text, best) in texts.iter().zip(&mut best) {
             let src = Source::new("big.swift", text.to_string());
             let start = std::time::Instant::now();
             compile(&src).expect("compiles");
-            start.elapsed()
-        })
-        .min()
-        .expect("three runs")
+            *best = (*best).min(start.elapsed());
+        }
+    }
+    best
 }
 
 #[test]
@@ -76,9 +79,10 @@ fn long_one_line_literals_compile_in_time_linear_in_their_length() {
             pairs.join(", ")
         )
     };
-    let (small, large) = (compile_time(&dict(25_000)), compile_time(&dict(100_000)));
-    // Four times the entries: about four times the time (nine times when
-    // it was quadratic); the bound leaves room for a busy machine.
+    let [small, large] = compile_times([&dict(8_000), &dict(128_000)]);
+    // Sixteen times the entries: about sixteen times the time (256 times
+    // were it quadratic); the bound, the geometric mean of the two, leaves
+    // room for a noisy machine.
     let ratio = large.as_secs_f64() / small.as_secs_f64();
-    assert!(ratio < 6.5, "{small:?} then {large:?}: {ratio:.1}x");
+    assert!(ratio < 64.0, "{small:?} then {large:?}: {ratio:.1}x");
 }
