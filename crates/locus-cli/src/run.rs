@@ -11,7 +11,9 @@ use locus_fs::Placement;
 use locus_lang::{compile, ir::Program, Source};
 use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch, STOPPED_EXIT};
 use locus_proto::run::ErrorKind;
-use locus_runtime::{run_rank, Counts, Locality, Progress, RankEnv, RankOptions, ResumeBy};
+use locus_runtime::{
+    run_rank, Counts, Locality, MountMode, Progress, RankEnv, RankOptions, ResumeBy,
+};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -66,11 +68,16 @@ pub(crate) struct RunArgs {
     /// only in RUN_DIR/tasks/<id>.out|.err, not on the terminal too.
     #[arg(long)]
     pub quiet_apps: bool,
-    /// Mount the file system at /locus for each worker and its apps (a
-    /// mount namespace of their own; root): programs open any Locus file
-    /// by path, and apps get their Locus inputs as /locus/… paths.
-    #[arg(long)]
+    /// Each worker mounts the file system at /locus for itself and its apps
+    /// (a mount namespace of their own): programs open any Locus file by
+    /// path, and apps get their Locus inputs as /locus/… paths. The default
+    /// where this user may (root, or user namespaces and /locus); with
+    /// --mount a worker that cannot fails the run.
+    #[arg(long, conflicts_with = "no_mount")]
     pub mount: bool,
+    /// Give apps their Locus files as store paths (no mount).
+    #[arg(long)]
+    pub no_mount: bool,
     /// Pick up where an earlier run of this --run-dir stopped (same script,
     /// same file system): an app task it finished whose command is the same
     /// and whose input and output files are the versions it saw is not run
@@ -222,7 +229,11 @@ impl RunArgs {
             retries: self.retries,
             task_timeout: self.task_timeout.map(Duration::from_secs_f64),
             quiet_apps: self.quiet_apps,
-            mount: self.mount,
+            mount: match (self.mount, self.no_mount) {
+                (true, _) => MountMode::On,
+                (_, true) => MountMode::Off,
+                _ => MountMode::Auto,
+            },
             resume: self.resume,
             record_hashes: self.record_hashes || self.resume == Some(ResumeBy::Content),
             soft_wait: self.soft_wait.map(Duration::from_millis),
@@ -273,6 +284,19 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         }
     };
     let mut rank = a.rank_options(run_dir.clone());
+    // Tried here and said once, rather than by every worker.
+    if rank.mount != MountMode::Off {
+        if let Err(e) = locus_runtime::mount_allowed() {
+            if rank.mount == MountMode::On {
+                bail!("--mount: {e}");
+            }
+            eprintln!(
+                "locus: apps get their Locus files as store paths, not /locus/ paths: {e} \
+                 (--no-mount chooses that without this note)"
+            );
+            rank.mount = MountMode::Off;
+        }
+    }
     let on = match (&a.cluster, a.site.site()) {
         (Some(at), _) => {
             let (dir, e) = Emulation::load(at)?;

@@ -167,7 +167,8 @@ trace(read(g));
         let count = recs.iter().find(|r| r.func == "count").unwrap();
         assert_eq!(
             (count.node.as_str(), count.remote_bytes),
-            ("node0", 100_000)
+            ("node0", 100_000),
+            "{mode}"
         );
     }
     // Stored under its version's stamp: node-K/data/data/@<stamp>/f.bin.

@@ -566,6 +566,56 @@ fn large_directories_list_whole_and_statfs_reports_the_node() {
 }
 
 #[test]
+fn apps_get_the_scripts_paths_by_default_as_root_and_as_any_user() {
+    if !can_mount() {
+        return;
+    }
+    let script = r#"import files;
+app (file o) count(file i) { "wc" "-w" i @stdout=o; }
+file a<"/locus/in/a.txt"> = write("one two three\n");
+file o<"/locus/out/a.count"> = count(a);
+trace(read(o));
+"#;
+    let counted = "trace: 3 /locus/in/a.txt\n";
+    let run = common::Run::new(&["-n", "3"], script).ok();
+    assert!(run.stdout().contains(counted), "{}", run.stdout());
+    assert_eq!(
+        run.records("count")[0].argv.last().map(String::as_str),
+        Some("/locus/in/a.txt")
+    );
+    // Chosen off: the store path, which the records still name by the
+    // script's path.
+    let run = common::Run::new(&["-n", "3", "--no-mount"], script).ok();
+    assert!(!run.stdout().contains(counted), "{}", run.stdout());
+    assert!(run.stdout().contains("/data/in/"), "{}", run.stdout());
+
+    // An ordinary user (as `setpriv` makes one: no capabilities) mounts in
+    // a user namespace of its own, on the /locus an administrator made.
+    std::fs::create_dir_all("/locus").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let file = dir.path().join("t.swift");
+    std::fs::write(&file, script).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_locus"))
+        .args(["run", "-n", "3", "--run-dir"])
+        .arg(dir.path().join("run"))
+        .arg(&file)
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains(counted), "{stdout}{stderr}");
+    assert!(!stderr.contains("store paths"), "{stderr}");
+}
+
+#[test]
 fn with_run_mount_apps_open_locus_files_by_path() {
     if !can_mount() {
         return;
@@ -597,8 +647,8 @@ wait (a, b) {
     // The mounts were the ranks' own: none is left on the host.
     let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     assert!(!table.contains(" /locus "), "{table}");
-    // Without --mount, the list's paths cannot be opened.
-    let without = common::Run::new(&["-n", "3"], script);
+    // Without the mount, the list's paths cannot be opened.
+    let without = common::Run::new(&["-n", "3", "--no-mount"], script);
     assert!(!without.out.status.success());
 
     // What an attempt that fails wrote through /locus is dropped; what the

@@ -345,8 +345,9 @@ wait (inputs) {
 fn each_input_is_stat_once_per_task() {
     // Placement reads the inputs' records; the worker stages from them
     // rather than asking the daemons again (as it does when the task
-    // starts over 1 s after its placement: one worker per task here).
-    // The outputs are host files: registering Locus ones may stat too.
+    // starts over 1 s after its placement: one worker per task here), and
+    // a worker's mount shows the program the inputs as staged. The outputs
+    // are host files: registering Locus ones may stat too.
     let c = common::TestCluster::up(2);
     let stats = |rt: &tokio::runtime::Runtime, client: &locus_fs::Client| -> u64 {
         (0..2)
@@ -355,28 +356,37 @@ fn each_input_is_stat_once_per_task() {
     };
     let rt = common::rt();
     let client = c.client(1);
-    for i in 0..4 {
+    let tasks = 12;
+    for i in 0..tasks {
         rt.block_on(client.put(&format!("/in/f{i}"), format!("{i}\n").as_bytes()))
             .unwrap();
     }
-    let before = stats(&rt, &client);
     let out = tempfile::tempdir().unwrap();
     let script = format!(
         r#"
 import string;
 app (file o) count(file i) {{ "wc" "-c" i @stdout=o; }}
-foreach i in [0:3] {{
+foreach i in [0:{}] {{
   file c<sprintf("{}/c%i", i)> = count(input(sprintf("/locus/in/f%i", i)));
 }}
 "#,
+        tasks - 1,
         out.path().display()
     );
-    let run = Run::new(&["-n", "5", "--fs", c.path_str()], &script).ok();
-    let counts = run.records("count");
-    assert_eq!(counts.len(), 4);
-    assert!(counts
-        .iter()
-        .all(|r| r.placed == locus_proto::run::Placed::Auto));
-    let stats = stats(&rt, &client) - before;
-    assert!(stats <= 4, "{stats} stats for 4 tasks of one input each");
+    // Four workers; through the mount each looks up the root and the
+    // inputs' directory once (the kernel keeps them), not per task.
+    for (mount, most) in [("--no-mount", tasks), ("--mount", tasks + 4 * 2)] {
+        let before = stats(&rt, &client);
+        let run = Run::new(&["-n", "5", mount, "--fs", c.path_str()], &script).ok();
+        let counts = run.records("count");
+        assert_eq!(counts.len(), tasks as usize);
+        assert!(counts
+            .iter()
+            .all(|r| r.placed == locus_proto::run::Placed::Auto));
+        let stats = stats(&rt, &client) - before;
+        assert!(
+            stats <= most,
+            "{mount}: {stats} stats for {tasks} tasks of one input each"
+        );
+    }
 }

@@ -7,7 +7,7 @@ mod writes;
 
 use crate::dir_attrs::DirAttrs;
 use crate::handles::{Backed, Handles, Open, Reading};
-use crate::hold::Hold;
+use crate::hold::{Hold, Read};
 use crate::inodes::{Inodes, ROOT};
 use fuser::{
     AccessFlags, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation,
@@ -166,9 +166,12 @@ impl LocusFs {
     /// The record of `path` as this mount's programs see it: a file being
     /// written here has the size written so far.
     fn stat(&self, ino: u64, path: &str) -> Result<Record, Errno> {
-        let rec = self
-            .run(self.client.stat(path))
-            .map_err(|e| failed("stat", &e))?;
+        let rec = match self.hold.known(path) {
+            Some(rec) => rec,
+            None => self
+                .run(self.client.stat(path))
+                .map_err(|e| failed("stat", &e))?,
+        };
         self.sized(ino, path, rec)
     }
 
@@ -223,13 +226,18 @@ impl LocusFs {
             let fh = self.handles.lock().expect("handles").insert(ino, open);
             return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
         }
-        let (file, copy) = match self.run(self.client.open_local(path)) {
+        let known = self.hold.known(path);
+        let (file, copy) = match self.run(self.client.open_local(path, known.as_ref())) {
             Ok(opened) => opened,
             Err(e) => return reply.error(failed("open", &e)),
         };
-        if copy.fetched {
-            self.hold.fetched(copy.size);
-        }
+        self.hold.read_from(Read {
+            path: path.to_string(),
+            stamp: copy.stamp,
+            size: copy.size,
+            sum: copy.sum,
+            fetched: copy.fetched,
+        });
         // Rewritten since the kernel looked the name up (on another node, or
         // by a task whose held writes were published): `ino` stands for the
         // version before. Unless a program here still has it open, it stands
@@ -335,8 +343,10 @@ impl Filesystem for LocusFs {
         );
         // The kernel reads and writes local files itself (passthrough);
         // where it cannot, it caches writes instead (the two exclude each
-        // other).
-        if config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+        // other). Only root may give the kernel files to pass through to
+        // (CAP_SYS_ADMIN of the host, not of a user namespace).
+        if crate::is_root()
+            && config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
             && config.set_max_stack_depth(1).is_ok()
         {
             self.passthrough.store(true, Ordering::Relaxed);

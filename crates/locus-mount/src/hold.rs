@@ -5,8 +5,9 @@
 //! task's own to read and write again (by its path) until then.
 
 use locus_fs::{Client, Writer};
+use locus_proto::fs::{Record, Sum};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A file written during the task, waiting for its end.
@@ -20,18 +21,38 @@ pub(crate) struct Held {
 }
 
 impl Held {
-    /// Publishes what the task wrote, then the time it set.
-    pub(crate) async fn publish(self, client: &Client) -> locus_proto::FsResult<()> {
+    /// Publishes what the task wrote, then the time it set: the file as
+    /// it is then.
+    pub(crate) async fn publish(self, client: &Client) -> locus_proto::FsResult<Record> {
         let path = self.writer.path().to_string();
-        match self.unwritten {
-            true => self.writer.close_unwritten().await?,
-            false => drop(self.writer.close().await?),
-        }
+        let rec = match self.unwritten {
+            true => {
+                self.writer.close_unwritten().await?;
+                client.stat(&path).await?
+            }
+            false => self.writer.close().await?,
+        };
         match self.mtime_ns {
-            Some(t) => client.set_attr(&path, None, Some(t)).await.map(drop),
-            None => Ok(()),
+            Some(t) => client.set_attr(&path, None, Some(t)).await,
+            None => Ok(rec),
         }
     }
+}
+
+/// A file a task's programs opened for reading through the mount: the
+/// version they read, whole (the kernel reads the copy itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    /// Its Locus path (`/`-rooted, without `/locus`).
+    pub path: String,
+    /// The version's stamp (`Record::stamp`).
+    pub stamp: u64,
+    /// Its length in bytes.
+    pub size: u64,
+    /// The hash of its bytes, if the version has one.
+    pub sum: Option<Sum>,
+    /// The open fetched it from another node.
+    pub fetched: bool,
 }
 
 /// A mount's task hold (clones share it).
@@ -43,8 +64,11 @@ struct Inner {
     active: AtomicBool,
     /// By path: a file closed again replaces what it held.
     held: Mutex<HashMap<String, Held>>,
-    /// Bytes fetched from other nodes by opens while the task runs.
-    fetched: AtomicU64,
+    /// What opens read while the task runs, by path (the last version).
+    read: Mutex<HashMap<String, Read>>,
+    /// The task's inputs as staged for it, by path: what the mount shows
+    /// of them while it runs.
+    known: Mutex<HashMap<String, Record>>,
 }
 
 impl Hold {
@@ -53,30 +77,47 @@ impl Hold {
             client,
             active: AtomicBool::new(false),
             held: Mutex::default(),
-            fetched: AtomicU64::new(0),
+            read: Mutex::default(),
+            known: Mutex::default(),
         }))
     }
 
-    /// From now until `end`, files closed through the mount wait for it.
-    pub fn begin(&self) {
+    /// From now until `end`, files closed through the mount wait for it,
+    /// and the task's inputs, staged as `inputs` (by `/`-rooted path), are
+    /// the versions it reads there, with no round trip to their daemons.
+    pub fn begin(&self, inputs: impl IntoIterator<Item = (String, Record)>) {
+        *self.0.known.lock().expect("known inputs") = inputs.into_iter().collect();
         self.0.active.store(true, Ordering::SeqCst);
+    }
+
+    /// The record of `path` if it is an input of the running task.
+    pub(crate) fn known(&self, path: &str) -> Option<Record> {
+        let known = self.0.known.lock().expect("known inputs");
+        known.get(path).filter(|_| self.active()).cloned()
     }
 
     pub(crate) fn active(&self) -> bool {
         self.0.active.load(Ordering::SeqCst)
     }
 
-    /// Counts `bytes` an open fetched from another node, if a task runs.
-    pub(crate) fn fetched(&self, bytes: u64) {
+    /// Notes what an open read, if a task runs.
+    pub(crate) fn read_from(&self, read: Read) {
         if self.active() {
-            self.0.fetched.fetch_add(bytes, Ordering::SeqCst);
+            let mut all = self.0.read.lock().expect("mount reads");
+            all.insert(read.path.clone(), read);
         }
     }
 
-    /// The bytes opens fetched from other nodes since the last call, while
-    /// a task ran: what its program read that it had not declared.
-    pub fn take_fetched(&self) -> u64 {
-        self.0.fetched.swap(0, Ordering::SeqCst)
+    /// What opens read since the last call, while a task ran.
+    pub fn take_reads(&self) -> Vec<Read> {
+        let all = std::mem::take(&mut *self.0.read.lock().expect("mount reads"));
+        all.into_values().collect()
+    }
+
+    /// Whether the running task wrote `path` through the mount (its
+    /// `/`-rooted Locus path).
+    pub fn holds(&self, path: &str) -> bool {
+        self.0.held.lock().expect("held writes").contains_key(path)
     }
 
     /// Keeps `held` for the task's end; the writer it replaces, if any
@@ -115,26 +156,31 @@ impl Hold {
             .is_some()
     }
 
-    /// Ends the task: what it wrote is published if it `succeeded` (the
-    /// first failure to publish is returned), else dropped, leaving each
-    /// file as it was before the task.
-    pub async fn end(&self, succeeded: bool) -> Result<(), String> {
+    /// Ends the task: what it wrote is published if it `succeeded` (each
+    /// file's path and record as published; the first failure to publish is
+    /// returned), else dropped, leaving each file as it was before the task.
+    pub async fn end(&self, succeeded: bool) -> Result<Vec<(String, Record)>, String> {
         self.0.active.store(false, Ordering::SeqCst);
+        self.0.known.lock().expect("known inputs").clear();
         let held = std::mem::take(&mut *self.0.held.lock().expect("held writes"));
-        let mut first = Ok(());
+        let mut published = Vec::new();
+        let mut first = None;
         for h in held.into_values() {
             let path = h.writer.path().to_string();
-            let done = match succeeded {
-                true => h.publish(&self.0.client).await,
-                false => {
-                    h.writer.abort().await;
-                    Ok(())
+            if !succeeded {
+                h.writer.abort().await;
+                continue;
+            }
+            match h.publish(&self.0.client).await {
+                Ok(rec) => published.push((path, rec)),
+                Err(e) => {
+                    first.get_or_insert(format!("{path}: {e}"));
                 }
-            };
-            if let (Err(e), Ok(())) = (done, &first) {
-                first = Err(format!("{path}: {e}"));
             }
         }
-        first
+        match first {
+            None => Ok(published),
+            Some(e) => Err(e),
+        }
     }
 }

@@ -11,7 +11,7 @@ mod inodes;
 mod mountinfo;
 
 pub use fs::LocusFs;
-pub use hold::Hold;
+pub use hold::{Hold, Read};
 pub use mountinfo::{is_mounted, unmount};
 
 use std::path::Path;
@@ -32,8 +32,7 @@ pub fn config(name: &str) -> fuser::Config {
     // request, for its directory's attributes (on tmpfs, creates at 1.74x
     // passthrough's with it, 2.07-2.19x without). Other users' modes are
     // checked by the kernel.
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         config.mount_options.push(O::DefaultPermissions);
     }
     // A request's thread waits for its metadata round trips: programs
@@ -43,6 +42,11 @@ pub fn config(name: &str) -> fuser::Config {
     config.n_threads = Some(16);
     config.clone_fd = true;
     config
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// Mounts the file system `client` reaches at `mountpoint` and serves it

@@ -39,6 +39,8 @@ pub struct LocalCopy {
     /// No version of the file was closed yet (`Record::version` 0): its
     /// first writer has it open, or gave up. It reads as empty.
     pub never_closed: bool,
+    /// The file's record it was made from.
+    pub record: Record,
 }
 
 impl Client {
@@ -286,6 +288,7 @@ impl Client {
             sum: rec.sum,
             fetched: true,
             never_closed: rec.version == 0,
+            record: rec.clone(),
         };
         // Copies found bad (set aside), and the holders left to read from.
         let mut bad = Vec::new();
@@ -305,8 +308,13 @@ impl Client {
         }
         // One fetch of a version per node: a client of this node fetching
         // it already is waited for, and its copy used. (A diskless client's
-        // scratch is its own, and it stages every read.)
+        // scratch is its own: it stages every read, but reads its own staged
+        // copy again while it is as it was checked.)
         let fetching = match self.inner.diskless {
+            true if self.still_checked(path, &rec, &local.path) => {
+                local.fetched = false;
+                return Ok(local);
+            }
             true => None,
             false => {
                 let (store, p, stamp) = (self.inner.store.clone(), path.to_string(), rec.stamp);
@@ -356,6 +364,9 @@ impl Client {
             node: me,
         };
         expect_ok(self.meta(path, cached).await?)?;
+        if !local.record.holders.contains(&me) {
+            local.record.holders.push(me);
+        }
         if !bad.is_empty() {
             // Back to as many copies as the version keeps, from this good one.
             if let Ok(now) = self.stat(path).await {
@@ -367,13 +378,17 @@ impl Client {
 
     /// Opens `path` for reading, as a local copy (fetched if none is here).
     pub async fn open_read(&self, path: &str) -> FsResult<File> {
-        self.open_local(path).await.map(|(file, _)| file)
+        self.open_local(path, None).await.map(|(file, _)| file)
     }
 
     /// `open_read`, also saying which copy was opened (`local_copy`).
-    pub async fn open_local(&self, path: &str) -> FsResult<(File, LocalCopy)> {
+    pub async fn open_local(
+        &self,
+        path: &str,
+        known: Option<&Record>,
+    ) -> FsResult<(File, LocalCopy)> {
         let path = normalise(path)?;
-        self.open_current(&path, None).await
+        self.open_current(&path, known).await
     }
 
     /// Reads a whole file.

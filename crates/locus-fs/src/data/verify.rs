@@ -112,6 +112,17 @@ impl Client {
         Ok(verdict)
     }
 
+    /// Whether `file`, a copy of version `rec` of `path`, is one this client
+    /// checked and that has not changed since (no hashing: a diskless
+    /// client's staged copy read again, by its mount say).
+    pub(crate) fn still_checked(&self, path: &str, rec: &Record, file: &Path) -> bool {
+        let Ok(meta) = std::fs::metadata(file) else {
+            return false;
+        };
+        let key = (path.to_string(), rec.stamp);
+        self.checked().0.lock().expect("checked").get(&key) == Some(&state(&meta))
+    }
+
     /// Notes this node's copy of version `rec` of `path`, just hashed and
     /// stored by this client (written, or fetched and checked), as checked:
     /// reading back what it wrote or fetched does not hash it again.

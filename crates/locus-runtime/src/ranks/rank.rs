@@ -6,6 +6,8 @@ use crate::builtins::storage::Storage;
 use crate::engine::remote::ControlStats;
 use crate::engine::{Engine, Locality, Progress, RunOptions};
 use crate::exec::apps::Apps;
+use crate::exec::files::LOCUS_PREFIX;
+use crate::exec::mount::{MountError, MountMode};
 use crate::ranks::layout::Layout;
 use crate::ranks::pmi::Pmi;
 use crate::ranks::rendezvous::{self, Entry, RankEnv, RanksDir, Wireup};
@@ -55,10 +57,10 @@ pub struct RankOptions {
     /// on this process's streams too.
     #[serde(default)]
     pub quiet_apps: bool,
-    /// Each worker mounts the file system at `/locus` in a mount namespace
-    /// of its own, which its apps share.
+    /// Whether each worker mounts the file system at `/locus` in a mount
+    /// namespace of its own, which its apps share.
     #[serde(default)]
-    pub mount: bool,
+    pub mount: MountMode,
     /// Pick up where the run directory's earlier runs stopped: an app task
     /// they did whose files are unchanged (by version, or by content) is
     /// not run again.
@@ -110,7 +112,7 @@ impl RankOptions {
             retries: 0,
             task_timeout: None,
             quiet_apps: false,
-            mount: false,
+            mount: MountMode::Off,
             resume: None,
             record_hashes: false,
             soft_wait: None,
@@ -229,11 +231,13 @@ pub(crate) fn run_rank_with(
     progress: Option<Arc<dyn Progress>>,
     mut parts: RankParts,
 ) -> Result<(), RunError> {
-    if opts.mount {
-        // Before any thread starts: every thread of the rank (and every app)
-        // then shares the namespace.
-        crate::exec::mount::private_namespace()?;
-    }
+    // Before any thread starts: every thread of the rank (and every app)
+    // then shares the namespace.
+    let namespace = match opts.mount {
+        MountMode::Off => None,
+        MountMode::On => Some(Ok(crate::exec::mount::private_namespace()?)),
+        MountMode::Auto => Some(crate::exec::mount::private_namespace()),
+    };
     // One thread per rank: ranks are processes, one per core, and a single
     // thread spares the engine's futures cross-thread wake-ups.
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -242,7 +246,7 @@ pub(crate) fn run_rank_with(
         .map_err(|e| RunError::internal(e.to_string()))?;
     let cut = parts.cut.take();
     let result = rt.block_on(async {
-        let ranked = rank_main(env, opts, program, progress, parts);
+        let ranked = rank_main(env, opts, namespace, program, progress, parts);
         match cut {
             None => ranked.await,
             Some(cut) => tokio::select! {
@@ -256,9 +260,12 @@ pub(crate) fn run_rank_with(
     result
 }
 
+/// `namespace`: the rank's own mount namespace, made (or refused) if it
+/// is to mount.
 async fn rank_main(
     env: RankEnv,
     opts: RankOptions,
+    namespace: Option<Result<(), MountError>>,
     program: impl FnOnce() -> Result<Program, RunError> + Send + 'static,
     progress: Option<Arc<dyn Progress>>,
     parts: RankParts,
@@ -354,8 +361,21 @@ async fn rank_main(
         let server_rank = layout.server_of(me);
         let client = fs.map(|(c, _)| c);
         // Dropped (unmounted) when the worker is done.
-        let mounted = match (&client, opts.mount) {
-            (Some(c), true) => Some(crate::exec::mount::at_locus(c.clone(), &opts.run_dir)?),
+        let store_paths = |e: MountError| {
+            tracing::warn!(
+                "worker rank {me}: its apps get store paths, not {LOCUS_PREFIX}/ paths: {e}"
+            );
+            None
+        };
+        let mounted = match (&client, namespace) {
+            (Some(c), Some(Ok(()))) => {
+                match crate::exec::mount::at_locus(c.clone(), &opts.run_dir) {
+                    Ok(m) => Some(m),
+                    Err(e) if opts.mount == MountMode::On => return Err(e.into()),
+                    Err(e) => store_paths(e),
+                }
+            }
+            (Some(_), Some(Err(e))) => store_paths(e),
             _ => None,
         };
         let apps = match parts.apps {

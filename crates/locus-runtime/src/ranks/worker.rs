@@ -355,6 +355,9 @@ struct Io {
     lost: Vec<String>,
     /// Locus outputs published, with their records.
     made: Vec<(String, locus_proto::fs::Record)>,
+    /// With a mount: the Locus inputs as staged (by `/`-rooted path), the
+    /// versions the program reads there.
+    staged: Vec<(String, locus_proto::fs::Record)>,
 }
 
 /// Runs `task` when this worker's turn comes; `None` if the worker was
@@ -652,7 +655,10 @@ impl<'a> App<'a> {
                     // Through the mount, the program opens the copy just made
                     // local under the name the script gave.
                     match self.cfg.mounted {
-                        Some(_) => Ok(p.clone()),
+                        Some(_) => {
+                            io.staged.push((fp.to_string(), copy.record));
+                            Ok(p.clone())
+                        }
                         None => Ok(copy.path.display().to_string()),
                     }
                 }
@@ -681,8 +687,8 @@ impl<'a> App<'a> {
     /// Makes each output the script did not map an empty file where the
     /// program will find it (`staged`: its Locus outputs' private files), as
     /// Swift/T makes them before an app runs; returns those it made. A Locus
-    /// one not on its command line is staged too, to be published empty,
-    /// except through the mount (where the program may write it itself).
+    /// one not on its command line is staged too, to be published empty
+    /// (unless the program writes it through the mount).
     fn make_unmapped(&self, staged: &mut Vec<Output>) -> Result<Vec<&'a str>, RunError> {
         let fail = |p: &str, e: &dyn std::fmt::Display| {
             RunError::fs(format!("app '{}': making {p}: {e}", self.func))
@@ -692,7 +698,6 @@ impl<'a> App<'a> {
             let local = match fs_path(p) {
                 Some(fp) => match staged.iter().find(|o| o.path == fp) {
                     Some(out) => out.local.clone(),
-                    None if self.cfg.mounted.is_some() => continue,
                     None => {
                         let out = self.fs(p)?.output(fp).map_err(|e| fail(p, &e))?;
                         let local = out.local.clone();
@@ -718,6 +723,15 @@ impl<'a> App<'a> {
         Ok(made)
     }
 
+    /// Whether the running attempt wrote Locus file `path` through the
+    /// mount (not at a place it was given).
+    fn wrote_through_mount(&self, path: &str) -> bool {
+        match (&self.cfg.mounted, fs_path(path)) {
+            (Some(hold), Some(fp)) => hold.holds(fp),
+            _ => false,
+        }
+    }
+
     /// The hash of the bytes at `local`, when the run records hashes.
     async fn hash(&self, local: &std::path::Path) -> Option<String> {
         match self.cfg.record_hashes {
@@ -726,18 +740,46 @@ impl<'a> App<'a> {
         }
     }
 
-    /// Ends the mount's hold on what this attempt wrote through it, and
-    /// counts what it fetched through it.
+    /// Ends the mount's hold on what this attempt wrote through it: what
+    /// it read there besides its declared inputs is counted (local or
+    /// fetched) and recorded as its inputs, and what it wrote, published if
+    /// it succeeded, as its outputs (a resume sees both).
     async fn end_hold(&self, succeeded: bool, io: &mut Io) -> Result<(), RunError> {
-        match &self.cfg.mounted {
-            Some(hold) => {
-                io.remote += hold.take_fetched();
-                Box::pin(hold.end(succeeded)).await.map_err(|e| {
-                    RunError::fs(format!("app '{}': publishing {LOCUS_PREFIX}{e}", self.func))
-                })
+        let Some(hold) = &self.cfg.mounted else {
+            return Ok(());
+        };
+        let hash = |sum: Option<locus_proto::fs::Sum>| {
+            sum.filter(|_| self.cfg.record_hashes)
+                .as_ref()
+                .map(locus_fs::sums::hex)
+        };
+        for read in hold.take_reads() {
+            let path = format!("{LOCUS_PREFIX}{}", read.path);
+            if io.inputs.iter().any(|s| s.path == path) {
+                continue;
             }
-            None => Ok(()),
+            match read.fetched {
+                true => io.remote += read.size,
+                false => io.local += read.size,
+            }
+            io.inputs.push(Seen {
+                hash: hash(read.sum),
+                ..Seen::locus(&path, read.stamp)
+            });
         }
+        let published = Box::pin(hold.end(succeeded)).await.map_err(|e| {
+            RunError::fs(format!("app '{}': publishing {LOCUS_PREFIX}{e}", self.func))
+        })?;
+        for (path, record) in published {
+            let path = format!("{LOCUS_PREFIX}{path}");
+            io.written += record.size;
+            io.outputs.push(Seen {
+                hash: hash(record.sum),
+                ..Seen::locus(&path, record.stamp)
+            });
+            io.made.push((path, record));
+        }
+        Ok(())
     }
 
     /// Stages, runs (with the worker's `running` permit) and publishes.
@@ -799,7 +841,7 @@ impl<'a> App<'a> {
             let started = std::time::SystemTime::now();
             let before: Vec<_> = declared.iter().map(|p| outputs.state(p)).collect();
             if let Some(hold) = &cfg.mounted {
-                hold.begin();
+                hold.begin(io.staged.iter().cloned());
             }
             let stopped = || {
                 RunError::new(
@@ -859,7 +901,9 @@ impl<'a> App<'a> {
                     .iter()
                     .zip(&before)
                     .filter(|(p, _)| !made_empty.contains(&p.as_str()))
-                    .find(|(p, was)| !outputs.written(p, was, started))
+                    .find(|(p, was)| {
+                        !outputs.written(p, was, started) && !self.wrote_through_mount(p)
+                    })
                     // Nextflow's rule: a program that says it succeeded but
                     // did not write what it must have written failed.
                     .map(|(path, _)| {
@@ -909,6 +953,7 @@ impl<'a> App<'a> {
             self.at,
             cfg.run_dir.display()
         );
+        outputs.drop_published(&io.made);
         for out in &mut outputs.pending {
             out.made_by(made_by.clone());
         }
@@ -1042,6 +1087,24 @@ impl Outputs<'_> {
     ) -> bool {
         self.file(path)
             .is_some_and(|f| written_since(f, before, since))
+    }
+
+    /// Drops the private files of outputs the program wrote through the
+    /// mount instead (published with what it wrote there: `made`).
+    fn drop_published(&mut self, made: &[(String, Record)]) {
+        let published = |o: &Output| {
+            made.iter()
+                .any(|(p, _)| fs_path(p) == Some(o.path.as_str()))
+        };
+        let (dropped, kept) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(published);
+        self.pending = kept;
+        if let Some(fs) = self.fs {
+            for out in &dropped {
+                fs.discard(out);
+            }
+        }
     }
 }
 
