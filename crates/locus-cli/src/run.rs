@@ -64,6 +64,11 @@ pub(crate) struct RunArgs {
     /// --resume reruns only those and what depends on them).
     #[arg(long)]
     pub keep_going: bool,
+    /// Go on with at least N of the -n ranks when some do not start (a
+    /// rank that fails, or whose node's file-system daemon does not answer,
+    /// before it takes work); by default the run fails at once naming them.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub min_ranks: Option<u32>,
     /// Keep apps' stdout and stderr (those the script does not redirect)
     /// only in RUN_DIR/tasks/<id>.out|.err, not on the terminal too.
     #[arg(long)]
@@ -240,6 +245,7 @@ impl RunArgs {
             max_memory: self.max_memory,
             max_depth: self.max_depth,
             keep_going: self.keep_going,
+            min_ranks: self.min_ranks,
             args: self.args.clone(),
             include: self.modules.search(),
             ..RankOptions::new(self.script.clone(), run_dir)
@@ -263,6 +269,11 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
     if let Err(diags) = compiled(&src) {
         eprintln!("{diags}");
         std::process::exit(1);
+    }
+    if let (Some(m), Some(n)) = (a.min_ranks, a.ranks) {
+        if m > n {
+            bail!("--min-ranks {m} is more than the run's {n} ranks (-n)");
+        }
     }
     let run_dir = match &a.run_dir {
         Some(d) => d.clone(),
@@ -323,6 +334,12 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         (None, On::Site { .. }) => bail!("with --launcher, give the number of ranks: -n N"),
         (None, _) => default_workers() + a.servers,
     };
+    if a.min_ranks.is_some_and(|m| m > size) {
+        bail!(
+            "--min-ranks {} is more than the run's {size} ranks",
+            a.min_ranks.unwrap_or(0)
+        );
+    }
     let stage_out = a
         .stage_out
         .as_deref()

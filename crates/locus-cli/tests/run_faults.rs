@@ -794,3 +794,35 @@ fn a_plain_run_in_a_slurm_batch_script_runs_on_this_node_and_says_how_to_use_all
     );
     assert!(started.elapsed() < Duration::from_secs(30));
 }
+
+#[test]
+fn a_run_whose_ranks_do_not_start_fails_at_once_naming_them_unless_min_ranks_allows() {
+    // Node 1's daemon is gone before the run: the workers there cannot
+    // start (the redeployment of issue 49 that restarted daemons on the
+    // wrong host left such a run going on with a quarter of its ranks).
+    let c = common::TestCluster::up(2);
+    c.signal(1, libc::SIGKILL);
+    let script = "app (void v) nap() { \"sleep\" \"0.1\" }\nforeach i in [0:3] { nap(); }\n";
+    let run = Run::new(&["-n", "5", "--fs", c.path_str()], script);
+    let stderr = String::from_utf8_lossy(&run.out.stderr);
+    assert!(!run.out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("2 of the run's 5 ranks did not start (ranks 2,3 on node1: its node was lost: its file-system daemon does not answer"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--min-ranks"), "{stderr}");
+    let summary = locus_runtime::report::Report::load(&run.run_dir()).unwrap();
+    assert_eq!(summary.run.error_kind, Some(ErrorKind::Launch));
+    // Allowed to go on with three of five, it does, on node 0.
+    let run = Run::new(
+        &["-n", "5", "--min-ranks", "3", "--fs", c.path_str()],
+        script,
+    )
+    .ok();
+    let stderr = String::from_utf8_lossy(&run.out.stderr);
+    assert!(
+        stderr.contains("the run goes on with 3 of its 5 ranks"),
+        "{stderr}"
+    );
+    assert!(run.records("nap").iter().all(|r| r.node == "node0"));
+}

@@ -390,3 +390,85 @@ foreach i in [0:{}] {{
         );
     }
 }
+
+#[test]
+fn files_read_and_written_through_the_mount_are_a_tasks_inputs_and_outputs() {
+    if !common::is_root() || !std::path::Path::new("/dev/fuse").exists() {
+        eprintln!("skipped: the mount needs root and /dev/fuse");
+        return;
+    }
+    // A model every task reads by a path no command line names, on node 1.
+    let c = common::TestCluster::up(2);
+    let rt = common::rt();
+    let model = vec![7u8; 3_000_000];
+    rt.block_on(c.client(1).put("/shared/model.bin", &model))
+        .unwrap();
+    let script = r#"
+app (file o) use_model(int i) {
+  "sh" "-c" "wc -c < /locus/shared/model.bin; mkdir -p /locus/side; echo $0 > /locus/side/s$0.txt" i @stdout=o;
+}
+file o0 = @location=location(0, HARD, RANK) use_model(0);
+wait (o0) {
+  file o1 = use_model(1);
+  wait (o1) {
+    file o2 = use_model(2);
+    trace(read(o2));
+  }
+}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("t.swift"),
+        format!("import files;\n{script}"),
+    )
+    .unwrap();
+    let run_dir = dir.path().join("run");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "-n", "5", "--fs", c.path_str(), "--run-dir"];
+        args.push(run_dir.to_str().unwrap());
+        args.extend_from_slice(extra);
+        args.push("t.swift");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_locus"))
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{text}");
+        let mut recs: Vec<_> = locus_runtime::record::load(&run_dir)
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.func == "use_model")
+            .collect();
+        recs.sort_by_key(|r| r.start_us);
+        recs
+    };
+    let first = run(&[]);
+    assert_eq!(first.len(), 3);
+    let path = |seen: &[locus_runtime::record::Seen], p: &str| seen.iter().any(|s| s.path == p);
+    for (i, r) in first.iter().enumerate() {
+        // What it read there is its input, counted; what it wrote, its output.
+        assert!(path(&r.inputs, "/locus/shared/model.bin"), "{r:?}");
+        assert!(path(&r.outputs, &format!("/locus/side/s{i}.txt")), "{r:?}");
+        assert_eq!(r.local_bytes + r.remote_bytes, 3_000_000, "{r:?}");
+    }
+    // The first ran on node 0 and fetched the model; the next ones are
+    // placed by it (learned from the first), next to a copy.
+    assert_eq!(first[0].remote_bytes, 3_000_000);
+    for r in &first[1..] {
+        assert_eq!(r.placed, locus_proto::run::Placed::Auto, "{r:?}");
+        assert_eq!(r.remote_bytes, 0, "{r:?}");
+    }
+    // A resume reruns nothing while the model is the same, and every task
+    // once it changed.
+    let same = run(&["--resume"]);
+    assert!(same.iter().all(|r| r.resumed), "{same:?}");
+    rt.block_on(c.client(1).put("/shared/model.bin", b"new"))
+        .unwrap();
+    let changed = run(&["--resume"]);
+    assert!(changed.iter().all(|r| !r.resumed), "{changed:?}");
+}

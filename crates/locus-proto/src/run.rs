@@ -259,6 +259,11 @@ pub struct Outcome {
     /// records: what names them again if their names are lost.
     #[serde(default)]
     pub made: Vec<(String, crate::fs::Record)>,
+    /// Locus files its programs opened through the mount that its command
+    /// line does not name (as the script names them): where the run places
+    /// the function's next tasks.
+    #[serde(default)]
+    pub read: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -304,4 +309,8 @@ pub enum RankMsg {
     /// connection broke; `reason` names it); its server queued what it had
     /// again.
     Gone { reason: String },
+    /// Server → leader: worker `rank` left before it asked for work (its
+    /// node lost, its process gone, or it failed before it connected):
+    /// it did not start, and the leader judges whether the run goes on.
+    NotStarted { rank: Rank, reason: String },
 }

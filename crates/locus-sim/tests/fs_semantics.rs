@@ -518,12 +518,17 @@ fn a_diskless_client_moves_every_byte_over_the_network() {
             .join("data")
             .join(format!("@{:016x}", rec.stamp))
             .exists());
-        // Read: staged in the scratch every time, never recorded as a holder.
+        // Read: staged in the scratch, never recorded as a holder; read
+        // again from there while it is as it was checked (a task's mount
+        // opening what its worker staged), else staged again.
         node.put("/r.dat", b"on the node").await.unwrap();
         let copy = remote.local_copy("/r.dat").await.unwrap();
         assert!(copy.fetched && copy.path.starts_with(scratch.path()));
         assert_eq!(std::fs::read(&copy.path).unwrap(), b"on the node");
         assert_eq!(remote.locate("/r.dat").await.unwrap(), vec![0]);
+        let again = remote.local_copy("/r.dat").await.unwrap();
+        assert!(!again.fetched && again.path == copy.path);
+        std::fs::remove_file(&copy.path).unwrap();
         assert!(remote.local_copy("/r.dat").await.unwrap().fetched);
         // A program's output is pushed to the node on commit and leaves the scratch.
         let out = remote.output("/prog.out").unwrap();

@@ -181,11 +181,6 @@ impl Engine {
         let _ = out.flush();
     }
 
-    /// Runs a leaf task on a worker and waits for it.
-    pub(super) async fn leaf(self: &Arc<Self>, task: Task) -> Result<(), RunError> {
-        self.leaf_outcome(task).await.map(drop)
-    }
-
     /// Runs a leaf task on a worker; returns what became of it.
     pub(super) async fn leaf_outcome(self: &Arc<Self>, task: Task) -> Result<Outcome, RunError> {
         self.tasks_put.fetch_add(1, Ordering::AcqRel);
@@ -340,7 +335,12 @@ impl Engine {
             return Ok(());
         }
         let read: Vec<&Arg> = argv.iter().chain(&stdin).collect();
-        let stats = match self.weighed_inputs(target, &read) {
+        let learned = self.mount_reads.of(&app.name);
+        let weighed = self.weighed_inputs(target, &read).map(|mut paths| {
+            paths.extend(learned.iter().map(String::as_str));
+            paths
+        });
+        let stats = match weighed {
             Some(paths) if paths.is_empty() => Some(crate::builtins::storage::no_records()),
             Some(paths) => Some(Box::pin(self.outside(self.opts.storage.stat_all(&paths))).await),
             None => None,
@@ -375,7 +375,8 @@ impl Engine {
             stats,
             ..self.task(&app.name, target, placed, prio, work)
         };
-        Box::pin(self.leaf(task)).await?;
+        let outcome = Box::pin(self.leaf_outcome(task)).await?;
+        self.mount_reads.learn(&app.name, &outcome.read);
         resume.made(&key, &declared);
         for (f, p) in out_files {
             self.set(f, Value::File(p), done);

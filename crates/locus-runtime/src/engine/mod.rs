@@ -41,6 +41,7 @@ mod interp;
 mod leaf;
 mod lineage;
 pub(crate) mod memory;
+mod mount_reads;
 pub(crate) mod plan;
 pub(crate) mod remote;
 mod stall;
@@ -159,6 +160,8 @@ pub struct Engine {
     outside: AtomicU64,
     /// What made each Locus file of the run this engine put a task for.
     lineage: lineage::Lineage,
+    /// What each function's tasks read through the mount.
+    mount_reads: mount_reads::MountReads,
 }
 
 /// The value of a `void` future: set when what it signals is done.
@@ -315,6 +318,7 @@ impl Engine {
             tasks_failed: AtomicU64::new(0),
             outside: AtomicU64::new(0),
             lineage: Default::default(),
+            mount_reads: Default::default(),
         })
     }
 

@@ -672,12 +672,8 @@ pub(crate) mod tests {
             id,
             rank: w,
             micros: ms * 1000,
-            error: None,
-            value: None,
-            exit: None,
             fetched,
-            lost: Vec::new(),
-            made: Vec::new(),
+            ..Outcome::default()
         }
     }
 

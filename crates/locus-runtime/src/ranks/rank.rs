@@ -85,6 +85,10 @@ pub struct RankOptions {
     /// A task's failure does not end the run (`--keep-going`).
     #[serde(default)]
     pub keep_going: bool,
+    /// The fewest ranks the run goes on with when some did not start
+    /// (`--min-ranks`); `None`: all of them.
+    #[serde(default)]
+    pub min_ranks: Option<u32>,
 }
 
 /// The default bound of nested calls: far past any recursion a script
@@ -121,6 +125,7 @@ impl RankOptions {
             max_memory: None,
             max_depth: DEFAULT_MAX_DEPTH,
             keep_going: false,
+            min_ranks: None,
         }
     }
 }
@@ -223,8 +228,28 @@ pub fn run_rank(
     run_rank_with(env, opts, program, progress, parts)
 }
 
-/// `run_rank`, with the parts given.
+/// `run_rank`, with the parts given. A rank that fails says why in the
+/// run directory (`ranks/failed-R.txt`): the ranks and the server waiting
+/// for it fail at once naming it, rather than at the end of their wait.
 pub(crate) fn run_rank_with(
+    env: RankEnv,
+    opts: RankOptions,
+    program: impl FnOnce() -> Result<Program, RunError> + Send + 'static,
+    progress: Option<Arc<dyn Progress>>,
+    parts: RankParts,
+) -> Result<(), RunError> {
+    let ranks = RanksDir::of(&opts.run_dir);
+    let result = rank_process(env, opts, program, progress, parts);
+    match &result {
+        Err(e) if e.kind != ErrorKind::Interrupted => {
+            rendezvous::note_failed(&ranks, env.rank, &e.to_string());
+        }
+        _ => {}
+    }
+    result
+}
+
+fn rank_process(
     env: RankEnv,
     opts: RankOptions,
     program: impl FnOnce() -> Result<Program, RunError> + Send + 'static,
@@ -422,6 +447,8 @@ async fn rank_main(
             secret,
             soft_wait: opts.soft_wait,
             held_to: parts.stop_on_signal.then(|| opts.run_dir.clone()),
+            run_dir: opts.run_dir.clone(),
+            min_ranks: opts.min_ranks.unwrap_or(env.size),
         })
         .await?;
     // Loaded off the rank's one thread: its connections' heartbeats go on

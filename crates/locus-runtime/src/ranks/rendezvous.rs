@@ -34,6 +34,9 @@ pub(crate) enum WireupError {
         timeout: Duration,
         dir: PathBuf,
     },
+    /// A rank failed before the ranks met, and said why.
+    #[error("rank {rank} failed before the ranks met: {why}")]
+    Failed { rank: Rank, why: String },
     /// The run directory holds the ranks of another run of another size.
     #[error("{} lists {listed} ranks, not {size}: give each run its own --run-dir", path.display())]
     SharedRunDir {
@@ -170,6 +173,23 @@ fn entry_name(rank: u32) -> String {
     format!("{rank}.json")
 }
 
+fn failed_name(rank: u32) -> String {
+    format!("failed-{rank}.txt")
+}
+
+/// Notes why rank `rank` failed, for the ranks and servers waiting for it
+/// (best effort: a rank that cannot write it is waited for as before).
+pub(crate) fn note_failed(board: &impl Board, rank: Rank, why: &str) {
+    let _ = std::fs::create_dir_all(board.path(""));
+    let _ = board.write_once(&failed_name(rank), why.as_bytes());
+}
+
+/// Why rank `rank` failed, if it said.
+pub(crate) fn failed(board: &impl Board, rank: Rank) -> Option<String> {
+    let why = board.read(&failed_name(rank)).ok()?;
+    Some(String::from_utf8_lossy(&why).into_owned())
+}
+
 /// Publishes `e`; a rank's entry already there belongs to another run. The
 /// gatherer reads an entry not yet whole as not yet there.
 pub(crate) fn publish(board: &impl Board, e: &Entry) -> io::Result<()> {
@@ -205,7 +225,15 @@ pub(crate) fn gather(
     loop {
         if me == gatherer {
             for (r, slot) in found.iter_mut().enumerate().filter(|(_, s)| s.is_none()) {
-                *slot = whole(r as u32);
+                let r = r as u32;
+                *slot = whole(r);
+                // One that failed is not waited for: the others learn it
+                // from the gatherer's own note.
+                if let Some(why) = slot.is_none().then(|| failed(board, r)).flatten() {
+                    let err = WireupError::Failed { rank: r, why };
+                    note_failed(board, me, &err.to_string());
+                    return Err(err);
+                }
             }
             if found.iter().all(Option::is_some) {
                 let entries: Vec<Entry> = found.into_iter().flatten().collect();
@@ -233,6 +261,11 @@ pub(crate) fn gather(
                 });
             }
             return Ok(entries);
+        } else if let Some(why) = failed(board, gatherer) {
+            return Err(WireupError::Failed {
+                rank: gatherer,
+                why,
+            });
         }
         if Instant::now() > deadline {
             return Err(WireupError::NotStarted {
@@ -542,6 +575,34 @@ mod tests {
             );
         }
         board.1.into_inner()
+    }
+
+    #[test]
+    fn a_rank_that_failed_is_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let board = RanksDir::of(dir.path());
+        for rank in [0, 2] {
+            let e = Entry {
+                rank,
+                node: "n".into(),
+                addr: None,
+                pid: rank,
+                nonce: rank,
+            };
+            publish(&board, &e).unwrap();
+        }
+        note_failed(&board, 1, "cannot open its file system");
+        // The gatherer names it (a wait that ended would be `NotStarted`);
+        // the others learn it from the gatherer.
+        let wait = Duration::from_secs(600);
+        let err = gather(&board, 3, 2, 2, wait).unwrap_err();
+        assert!(
+            matches!(&err, WireupError::Failed { rank: 1, why } if why == "cannot open its file system"),
+            "{err}"
+        );
+        let err = gather(&board, 3, 0, 2, wait).unwrap_err();
+        assert!(matches!(&err, WireupError::Failed { rank: 2, .. }), "{err}");
+        assert!(err.to_string().contains("rank 1 failed"), "{err}");
     }
 
     #[test]

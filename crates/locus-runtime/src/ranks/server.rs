@@ -8,7 +8,7 @@
 use crate::engine::ids::{self, IdMap};
 use crate::ranks::balancer::Balancer;
 use crate::ranks::layout::Layout;
-use crate::ranks::rendezvous::Entry;
+use crate::ranks::rendezvous::{self, Entry, RanksDir};
 use crate::ranks::wire::{self, Reader};
 use crate::ranks::worker::told_to_stop;
 use crate::record::{self, HeldTask};
@@ -23,6 +23,9 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 const JOIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a server waiting for ranks to connect looks for a note that
+/// one of them failed.
+const FAILED_LOOK: Duration = Duration::from_millis(100);
 /// How long a server that is done waits for its last messages to go out.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -52,6 +55,11 @@ pub(crate) struct ServerConfig {
     /// records (what never started) and ends the run as `Interrupted`.
     /// `None`: signals are not its own (ranks in one process).
     pub held_to: Option<std::path::PathBuf>,
+    /// The run directory, where a rank that fails notes why.
+    pub run_dir: std::path::PathBuf,
+    /// On the leader: the fewest ranks the run goes on with when some did
+    /// not start (`--min-ranks`; the run's size by default).
+    pub min_ranks: u32,
 }
 
 enum Event {
@@ -59,6 +67,8 @@ enum Event {
     Msg(Rank, RankMsg),
     /// A connection ended: cleanly, or broken (why).
     Closed(Rank, Option<String>),
+    /// A worker failed before it connected (why).
+    NotConnected(Rank, String),
     /// From this server's engine.
     Put(Task),
     Send(Rank, RankMsg),
@@ -244,13 +254,8 @@ fn failed(id: u64, rank: Rank, error: RunError) -> Outcome {
     Outcome {
         id,
         rank,
-        micros: 0,
         error: Some(error),
-        value: None,
-        exit: None,
-        fetched: None,
-        lost: Vec::new(),
-        made: Vec::new(),
+        ..Outcome::default()
     }
 }
 
@@ -387,15 +392,35 @@ impl Server {
             expected.insert(s);
         }
         let mut state = State::new(me, layout, cfg.soft_wait, dispatch, engine);
+        state.min_ranks = cfg.min_ranks;
         let deadline = tokio::time::Instant::now() + JOIN_TIMEOUT;
+        let ranks = RanksDir::of(&cfg.run_dir);
         let mut early = Vec::new();
         while !expected.iter().all(|r| state.peers.contains_key(r)) {
-            match tokio::time::timeout_at(deadline, rx.recv()).await {
+            // A worker that failed before it connected is not waited for (its
+            // loss is judged as any worker's that did not start); a server
+            // that did fails this one at once.
+            let failed = (expected.iter())
+                .filter(|r| !state.peers.contains_key(r))
+                .find_map(|&r| Some((r, rendezvous::failed(&ranks, r)?)));
+            if let Some((r, why)) = failed {
+                expected.remove(&r);
+                if state.layout.is_worker(r) {
+                    early.push(Event::NotConnected(r, why));
+                    continue;
+                }
+                return Err(RunError::launch(format!(
+                    "server rank {me}: server rank {r} failed: {why}"
+                )));
+            }
+            let tick = (tokio::time::Instant::now() + FAILED_LOOK).min(deadline);
+            match tokio::time::timeout_at(tick, rx.recv()).await {
                 Ok(Some(Event::Joined(r, tx, w))) => {
                     state.peers.insert(r, tx);
                     state.writers.push(w);
                 }
                 Ok(Some(ev)) => early.push(ev),
+                Err(_) if tokio::time::Instant::now() < deadline => {}
                 _ => {
                     let mut missing: Vec<_> = expected
                         .iter()
@@ -537,6 +562,12 @@ struct State {
     left_in_run: usize,
     /// `ServerConfig::held_to`.
     held_to: Option<std::path::PathBuf>,
+    /// `ServerConfig::min_ranks`.
+    min_ranks: u32,
+    /// On the leader: the ranks that did not start, each with why.
+    not_started: Vec<(Rank, String)>,
+    /// On the leader: the run fails for ranks that did not start.
+    not_started_fail: bool,
 }
 
 impl State {
@@ -567,6 +598,9 @@ impl State {
             stopping: false,
             left_in_run: 0,
             held_to: None,
+            min_ranks: 0,
+            not_started: Vec::new(),
+            not_started_fail: false,
         }
     }
 
@@ -629,6 +663,7 @@ impl State {
                 }
                 RankMsg::Leave { node, reason } => self.node_lost(node, reason),
                 RankMsg::Gone { reason } => self.worker_gone_told(reason),
+                RankMsg::NotStarted { rank, reason } => self.not_started(rank, reason),
                 RankMsg::Stopping => self.stopping = true,
                 RankMsg::Engine(bytes) => {
                     let _ = self.engine.send((from, bytes));
@@ -640,6 +675,9 @@ impl State {
                 // (`Alive` is taken by the connection's reader.)
                 RankMsg::Hello { .. } | RankMsg::Run(_) | RankMsg::Alive => {}
             },
+            Event::NotConnected(r, why) => {
+                self.worker_gone(r, format!("it failed before it connected: {why}"), now);
+            }
             Event::Closed(r, broken) => {
                 let how = match broken {
                     Some(e) => format!("its connection broke ({e})"),
@@ -777,10 +815,13 @@ impl State {
         if !self.left.insert(w) {
             return;
         }
-        tracing::warn!(
-            "worker rank {w} left the run: node {} was lost: {reason}",
-            self.layout.node_name(w)
-        );
+        let early = self.if_not_started(w, &format!("its node was lost: {reason}"));
+        if !early {
+            tracing::warn!(
+                "worker rank {w} left the run: node {} was lost: {reason}",
+                self.layout.node_name(w)
+            );
+        }
         for t in self.balancer.node_lost(node, now) {
             self.cannot_run(t);
         }
@@ -800,6 +841,7 @@ impl State {
         if !self.left.insert(w) {
             return;
         }
+        let early = self.if_not_started(w, &how);
         let running = self.balancer.running(w);
         let what = match running {
             Some(id) => format!(" while running task {id}"),
@@ -809,11 +851,13 @@ impl State {
             "worker rank {w} on {} is gone: {how}{what}",
             self.layout.node_name(w)
         );
-        match self.stopping {
+        match (self.stopping, early) {
             // Not a loss to report, but its tasks are put again all the
             // same: a worker stopped alone leaves a run that goes on.
-            true => tracing::debug!("{reason}, as the run is being stopped"),
-            false => tracing::warn!("{reason}; its tasks run elsewhere"),
+            (true, _) => tracing::debug!("{reason}, as the run is being stopped"),
+            // Reported as a rank that did not start.
+            (_, true) => tracing::debug!("{reason}"),
+            _ => tracing::warn!("{reason}; its tasks run elsewhere"),
         }
         for t in self.balancer.rank_lost(w, now) {
             self.cannot_run(t);
@@ -826,6 +870,76 @@ impl State {
         } else {
             self.send(self.layout.leader(), RankMsg::Gone { reason });
         }
+    }
+
+    /// Worker `w`, leaving (`why`), did not start if it never asked for
+    /// work: the leader judges whether the run goes on without it. Whether
+    /// it did not start.
+    fn if_not_started(&mut self, w: Rank, why: &str) -> bool {
+        if self.asked.contains(&w) || self.stopping {
+            return false;
+        }
+        let reason = why.to_string();
+        match self.me == self.layout.leader() {
+            true => self.not_started(w, reason),
+            false => self.send(
+                self.layout.leader(),
+                RankMsg::NotStarted { rank: w, reason },
+            ),
+        }
+        true
+    }
+
+    /// On the leader: rank `w` did not start (`reason`). The run goes on
+    /// while it has `--min-ranks` of its ranks; otherwise it fails once the
+    /// events at hand are handled, naming each that did not start (the
+    /// ranks of a node whose daemon is gone say so together).
+    fn not_started(&mut self, w: Rank, reason: String) {
+        self.not_started.push((w, reason));
+        let size = self.layout.size();
+        let started = size - self.not_started.len() as u32;
+        if started < self.min_ranks {
+            self.not_started_fail = true;
+        } else {
+            let (r, why) = self.not_started.last().expect("just pushed");
+            tracing::warn!(
+                "rank {r} on {} did not start: {why}; the run goes on with {started} of its \
+                 {size} ranks (--min-ranks {})",
+                self.layout.node_name(*r),
+                self.min_ranks
+            );
+        }
+    }
+
+    /// On the leader: the run fails for the ranks that did not start.
+    fn fail_not_started(&mut self) {
+        if !std::mem::take(&mut self.not_started_fail) {
+            return;
+        }
+        // One line per node and cause.
+        self.not_started.sort();
+        let mut each: Vec<(String, &str, Vec<String>)> = Vec::new();
+        for (r, why) in &self.not_started {
+            let node = self.layout.node_name(*r).to_string();
+            match each.iter_mut().find(|(n, w, _)| *n == node && *w == why) {
+                Some((_, _, ranks)) => ranks.push(r.to_string()),
+                None => each.push((node, why, vec![r.to_string()])),
+            }
+        }
+        let each: Vec<String> = (each.iter())
+            .map(|(node, why, ranks)| match ranks.len() {
+                1 => format!("rank {} on {node}: {why}", ranks[0]),
+                _ => format!("ranks {} on {node}: {why}", ranks.join(",")),
+            })
+            .collect();
+        self.report_abort(RunError::launch(format!(
+            "{} of the run's {} ranks did not start ({}); it needs {} (--min-ranks N lets it \
+             go on with N)",
+            self.not_started.len(),
+            self.layout.size(),
+            each.join("; "),
+            self.min_ranks,
+        )));
     }
 
     /// On the leader: a worker's process is gone (`reason` says which and
@@ -905,6 +1019,7 @@ impl State {
 
     /// Matches work to idle workers, and steals for those left idle.
     fn after_events(&mut self, now: Instant) {
+        self.fail_not_started();
         self.assign(now);
         if self.layout.servers < 2 || self.stealing || self.closing || now < self.next_steal {
             return;
@@ -1017,6 +1132,49 @@ mod tests {
             rank,
             ..Outcome::default()
         }
+    }
+
+    #[test]
+    fn workers_that_leave_before_asking_for_work_did_not_start() {
+        let aborted = |h: &Harness| h.state.dispatch.abort.lock().unwrap().clone();
+        let leave = |why: &str| RankMsg::Leave {
+            node: 1,
+            reason: why.into(),
+        };
+        // Workers 0 and 1 on a, 2 and 3 on b; the leader, rank 4, on b.
+        let nodes = ["a", "a", "b", "b", "b"];
+        let mut h = harness(&nodes, 1, 4);
+        h.state.min_ranks = 5;
+        h.msg(0, RankMsg::Want);
+        h.msg(3, leave("its daemon does not answer"));
+        assert!(h.state.handle(Event::Closed(2, None), h.t0));
+        assert!(aborted(&h).is_none(), "failed before the events at hand");
+        h.state.after_events(h.t0);
+        let e = aborted(&h).expect("the run fails");
+        assert_eq!(e.kind, ErrorKind::Launch);
+        assert!(
+            e.message
+                .starts_with("2 of the run's 5 ranks did not start"),
+            "{e}"
+        );
+        assert!(e.message.contains("rank 2 on b: it exited"), "{e}");
+        assert!(e.message.contains("rank 3 on b: its node was lost"), "{e}");
+
+        // Allowed to go on with three: it does.
+        let mut h = harness(&nodes, 1, 4);
+        h.state.min_ranks = 3;
+        h.msg(2, leave("gone"));
+        h.msg(3, leave("gone"));
+        h.state.after_events(h.t0);
+        assert!(aborted(&h).is_none());
+        // A worker that asked for work and then left had started: it is a
+        // loss the run goes on after, whatever --min-ranks says.
+        let mut h = harness(&nodes, 1, 4);
+        h.state.min_ranks = 5;
+        h.msg(2, RankMsg::Want);
+        h.msg(2, leave("gone"));
+        h.state.after_events(h.t0);
+        assert!(aborted(&h).is_none());
     }
 
     #[test]

@@ -158,7 +158,24 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
     };
     // Messages go out through a batching writer; tasks sent ahead queue here.
     let (out, writer) = wire::spawn_writer(wr);
-    let _ = out.send(RankMsg::Want);
+    // A worker whose node's daemon does not answer at its start leaves
+    // before it asks for work: its server knows it did not start.
+    match &cfg.fs {
+        Some(fs) => match Box::pin(fs.ping(fs.node())).await {
+            Err(e) if e.is_unreachable() => {
+                cfg.left.store(true, std::sync::atomic::Ordering::Release);
+                let node = cfg.layout.node_of(me);
+                let reason = format!("its file-system daemon does not answer ({e})");
+                let _ = out.send(RankMsg::Leave { node, reason });
+            }
+            _ => {
+                let _ = out.send(RankMsg::Want);
+            }
+        },
+        None => {
+            let _ = out.send(RankMsg::Want);
+        }
+    }
     let (tasks, mut queue) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         loop {
@@ -358,6 +375,9 @@ struct Io {
     /// With a mount: the Locus inputs as staged (by `/`-rooted path), the
     /// versions the program reads there.
     staged: Vec<(String, locus_proto::fs::Record)>,
+    /// Locus files its programs opened through the mount besides its
+    /// declared inputs (`/locus/…`).
+    read_through_mount: Vec<String>,
 }
 
 /// Runs `task` when this worker's turn comes; `None` if the worker was
@@ -484,6 +504,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> Option<(Outcome, TaskRecord)
         }),
         lost: io.lost,
         made: io.made,
+        read: io.read_through_mount,
     };
     Some((outcome, record))
 }
@@ -762,6 +783,7 @@ impl<'a> App<'a> {
                 true => io.remote += read.size,
                 false => io.local += read.size,
             }
+            io.read_through_mount.push(path.clone());
             io.inputs.push(Seen {
                 hash: hash(read.sum),
                 ..Seen::locus(&path, read.stamp)

@@ -130,16 +130,20 @@ impl Resume {
             // A host input that is not there was not recorded either.
             now.extend(storage.seen(p).await);
         }
-        if now.len() != done.inputs.len() {
+        // Its command line's inputs come first; what it read through the
+        // mount after them.
+        if now.len() > done.inputs.len() {
             return false;
         }
-        for (now, then) in now.iter().zip(&done.inputs) {
+        let (named, read) = done.inputs.split_at(now.len());
+        for (now, then) in now.iter().zip(named) {
             if !self.same(storage, now, then).await {
                 return false;
             }
         }
-        // Its outputs are still what it wrote, and its programs what ran.
-        for then in done.outputs.iter().chain(&done.programs) {
+        // What it read through the mount is still what it read, its outputs
+        // what it wrote, and its programs what ran.
+        for then in read.iter().chain(&done.outputs).chain(&done.programs) {
             let Some(now) = storage.seen(&then.path).await else {
                 return false;
             };
