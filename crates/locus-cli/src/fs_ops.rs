@@ -88,6 +88,16 @@ pub(crate) fn remove_scratch() {
     let _ = std::fs::remove_dir_all(scratch_dir());
 }
 
+/// Reading a stopped file system as it is.
+#[derive(Args, Clone, Copy)]
+pub(crate) struct OfflineArgs {
+    /// Read a stopped file system straight from its nodes' stores on this
+    /// host, starting nothing and writing nothing (a file's bytes are
+    /// checked against its hash, as a daemon checks them).
+    #[arg(long)]
+    pub offline: bool,
+}
+
 /// Who moves a tree's bytes.
 #[derive(Args, Clone)]
 pub(crate) struct ViaArgs {
@@ -143,6 +153,8 @@ pub(crate) enum FsOp {
         /// Long format: kind, size, version, holders.
         #[arg(short, long)]
         long: bool,
+        #[command(flatten)]
+        offline: OfflineArgs,
     },
     /// Show a path's record.
     Stat {
@@ -222,6 +234,8 @@ pub(crate) enum FsOp {
         path: String,
         /// The host path it is copied to (`-`: stdout).
         local: PathBuf,
+        #[command(flatten)]
+        offline: OfflineArgs,
     },
     /// Print a file.
     Cat {
@@ -237,6 +251,8 @@ pub(crate) enum FsOp {
         /// The file to print.
         #[arg(value_parser = locus_path)]
         path: String,
+        #[command(flatten)]
+        offline: OfflineArgs,
     },
     /// Print the nodes holding a file: id, name, address (primary first),
     /// `unreachable` after those that do not answer; a file no holder of
@@ -305,6 +321,22 @@ fn kind_name(k: Kind) -> &'static str {
     }
 }
 
+/// A directory entry as `ls` shows it; with its record, as `ls -l`.
+fn listed(e: &locus_proto::fs::Entry, rec: Option<&Record>) -> String {
+    match rec {
+        Some(r) => format!(
+            "{:4} {:>12} v{:<4} [{}] {}",
+            kind_name(r.kind),
+            r.size,
+            r.version,
+            holders(r),
+            shown(&e.name)
+        ),
+        None if e.kind == Kind::Dir => format!("{}/", shown(&e.name)),
+        None => shown(&e.name).to_string(),
+    }
+}
+
 fn holders(rec: &Record) -> String {
     let ids: Vec<String> = rec
         .holders
@@ -320,6 +352,16 @@ pub(crate) fn run(op: FsOp) -> Result<()> {
         .enable_all()
         .build()?;
     let args = op.client_args().clone();
+    if op.offline() {
+        if !rt.block_on(all_down(&args)) {
+            anyhow::bail!(
+                "--offline reads a stopped file system; the one at {} is running \
+                 (read it without --offline)",
+                args.cluster.dir.display()
+            );
+        }
+        return run_offline(op);
+    }
     let result = rt.block_on(run_op(op));
     remove_scratch();
     match result {
@@ -359,12 +401,22 @@ pub(crate) fn stopped(dir: &Path) -> String {
         if on_hosts {
             " inside an allocation holding its hosts (through the launcher it was deployed with)"
         } else {
-            ""
+            ", or read it as it is with `ls`, `cat` or `get --offline`"
         }
     )
 }
 
 impl FsOp {
+    /// Whether it reads a stopped file system's stores (`--offline`).
+    fn offline(&self) -> bool {
+        match self {
+            FsOp::Ls { offline, .. } | FsOp::Get { offline, .. } | FsOp::Cat { offline, .. } => {
+                offline.offline
+            }
+            _ => false,
+        }
+    }
+
     fn client_args(&self) -> &ClientArgs {
         match self {
             FsOp::Ls { c, .. }
@@ -384,10 +436,65 @@ impl FsOp {
     }
 }
 
+/// `ls`, `cat` and `get` of a stopped file system, from its stores here.
+fn run_offline(op: FsOp) -> Result<()> {
+    let spec = locus_fs::ClusterSpec::load(&op.client_args().cluster.dir)?;
+    let fs = locus_fs::Offline::open(&spec)?;
+    let mut out = std::io::stdout().lock();
+    match op {
+        FsOp::Ls { path, long, .. } => {
+            if fs.stat(&path)?.kind == Kind::File {
+                writeln!(out, "{}", shown(&path))?;
+                return Ok(());
+            }
+            for e in fs.readdir(&path)? {
+                let full = locus_fs::path::join(&locus_fs::path::normalise(&path)?, &e.name);
+                let rec = match long {
+                    true => Some(fs.stat(&full)?),
+                    false => None,
+                };
+                writeln!(out, "{}", listed(&e, rec.as_ref()))?;
+            }
+        }
+        FsOp::Cat {
+            path,
+            offset,
+            length,
+            ..
+        } => {
+            let mut f = fs.open_read(&path)?;
+            std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(offset.unwrap_or(0)))?;
+            std::io::copy(
+                &mut std::io::Read::take(f, length.unwrap_or(u64::MAX)),
+                &mut out,
+            )?;
+        }
+        FsOp::Get {
+            path,
+            local,
+            recursive,
+            ..
+        } => {
+            if local.as_os_str() == "-" {
+                std::io::copy(&mut fs.open_read(&path)?, &mut out)?;
+            } else if !recursive && fs.stat(&path)?.kind == Kind::Dir {
+                anyhow::bail!("{path}: is a directory (get -r copies trees)");
+            } else {
+                let (files, bytes) = fs.get_tree(&path, &local)?;
+                if recursive {
+                    writeln!(out, "{files} files, {bytes} bytes")?;
+                }
+            }
+        }
+        _ => unreachable!("--offline is a flag of ls, cat and get only"),
+    }
+    Ok(())
+}
+
 async fn run_op(op: FsOp) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match op {
-        FsOp::Ls { c, path, long } => {
+        FsOp::Ls { c, path, long, .. } => {
             let client = c.client()?;
             let rec = client.stat(&path).await?;
             if rec.kind == Kind::File {
@@ -395,23 +502,12 @@ async fn run_op(op: FsOp) -> Result<()> {
                 return Ok(());
             }
             for e in client.readdir(&path).await? {
-                if long {
-                    let full = locus_fs::path::join(&locus_fs::path::normalise(&path)?, &e.name);
-                    let r = client.stat(&full).await?;
-                    writeln!(
-                        out,
-                        "{:4} {:>12} v{:<4} [{}] {}",
-                        kind_name(r.kind),
-                        r.size,
-                        r.version,
-                        holders(&r),
-                        shown(&e.name)
-                    )?;
-                } else if e.kind == Kind::Dir {
-                    writeln!(out, "{}/", shown(&e.name))?;
-                } else {
-                    writeln!(out, "{}", shown(&e.name))?;
-                }
+                let full = locus_fs::path::join(&locus_fs::path::normalise(&path)?, &e.name);
+                let rec = match long {
+                    true => Some(client.stat(&full).await?),
+                    false => None,
+                };
+                writeln!(out, "{}", listed(&e, rec.as_ref()))?;
             }
         }
         FsOp::Stat { c, path } => {
@@ -495,6 +591,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             via,
             path,
             local,
+            ..
         } => {
             let client = c.client()?;
             if local.as_os_str() == "-" {
@@ -518,6 +615,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             offset: None,
             length: None,
             path,
+            ..
         } => {
             let mut f = c.client()?.open_read(&path).await?;
             std::io::copy(&mut f, &mut out)?;
@@ -527,6 +625,7 @@ async fn run_op(op: FsOp) -> Result<()> {
             offset,
             length,
             path,
+            ..
         } => {
             let (offset, length) = (offset.unwrap_or(0), length.unwrap_or(u64::MAX));
             out.write_all(&c.client()?.read_range(&path, offset, length).await?)?;

@@ -417,6 +417,7 @@ fn stage(fs_dir: &Path, src: &str, dst: &Path) -> Result<()> {
         via: ViaArgs::auto(),
         path: fs_ops::locus_path(src).map_err(anyhow::Error::msg)?,
         local: dst.to_path_buf(),
+        offline: fs_ops::OfflineArgs { offline: false },
     })
 }
 

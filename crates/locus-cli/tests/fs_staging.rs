@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{rt, TestCluster};
+use common::{ok, rt, TestCluster};
 use locus_proto::Errno;
 
 #[test]
@@ -118,4 +118,53 @@ fn trees_stage_in_spread_over_the_nodes_and_out_byte_exact() {
     let got = c.fs(&["get", "/into/f5.txt", out2.to_str().unwrap()]);
     assert!(got.status.success());
     assert_eq!(std::fs::read(out2.join("f5.txt")).unwrap(), body);
+}
+
+#[test]
+fn a_stopped_file_system_is_read_offline_and_a_running_one_is_not() {
+    let c = TestCluster::up(2);
+    let src = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(src.path().join("results/sub")).unwrap();
+    std::fs::write(src.path().join("results/a.txt"), "alpha\n").unwrap();
+    std::fs::write(src.path().join("results/sub/b.txt"), "beta\n").unwrap();
+    let results = src.path().join("results");
+    ok(&c.fs(&[
+        "put",
+        "-r",
+        "--placement",
+        "round-robin",
+        results.to_str().unwrap(),
+        "/results",
+    ]));
+    // While it runs, --offline is refused (it reads only a stopped one).
+    let running = c.fs(&["ls", "--offline", "/results"]);
+    assert!(!running.status.success());
+    assert!(String::from_utf8_lossy(&running.stderr).contains("is running"));
+    ok(&c.fs(&["down"]));
+    // Stopped: the usual read says how to start it, or to read offline.
+    let stopped = c.fs(&["cat", "/results/a.txt"]);
+    let said = String::from_utf8_lossy(&stopped.stderr);
+    assert!(said.contains("--offline"), "{said}");
+    assert_eq!(
+        ok(&c.fs(&["ls", "--offline", "/locus/results"])),
+        "a.txt\nsub/\n"
+    );
+    assert_eq!(
+        ok(&c.fs(&["cat", "--offline", "/results/sub/b.txt"])),
+        "beta\n"
+    );
+    let out = tempfile::tempdir().unwrap();
+    let said = ok(&c.fs(&[
+        "get",
+        "-r",
+        "--offline",
+        "/results",
+        out.path().to_str().unwrap(),
+    ]));
+    assert_eq!(said, "2 files, 11 bytes\n");
+    let got = std::fs::read_to_string(out.path().join("results/sub/b.txt")).unwrap();
+    assert_eq!(got, "beta\n");
+    // Nothing was started.
+    let status = c.fs(&["status"]);
+    assert!(!String::from_utf8_lossy(&status.stdout).contains(" up "));
 }

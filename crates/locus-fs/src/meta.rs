@@ -476,6 +476,52 @@ fn read_record<T: ReadableTable<&'static str, &'static [u8]>>(
 
 /// Opens (or creates) the database and its tables, so readers never see
 /// them missing.
+/// A stopped daemon's shard, read from a copy of its file: the daemon's
+/// own is never touched (opening a file not closed cleanly repairs it).
+pub(crate) struct Snapshot {
+    db: Database,
+    /// Holds the copy.
+    _dir: tempfile::TempDir,
+}
+
+impl Snapshot {
+    pub(crate) fn of(file: &Path) -> FsResult<Snapshot> {
+        let io = |e: std::io::Error| FsError::io(file.display().to_string(), &e);
+        let dir = tempfile::tempdir().map_err(io)?;
+        let copy = dir.path().join(crate::daemon::META_FILE);
+        std::fs::copy(file, &copy).map_err(io)?;
+        Ok(Snapshot {
+            db: open_database(&copy)?,
+            _dir: dir,
+        })
+    }
+
+    pub(crate) fn get(&self, path: &str) -> FsResult<Record> {
+        let txn = self.db.begin_read().map_err(storage_error)?;
+        read_record(&txn.open_table(RECORDS).map_err(storage_error)?, path)
+    }
+
+    /// Every entry of directory `dir`, in name order.
+    pub(crate) fn list(&self, dir: &str) -> FsResult<Vec<Entry>> {
+        let txn = self.db.begin_read().map_err(storage_error)?;
+        check_dir(&txn.open_table(RECORDS).map_err(storage_error)?, dir)?;
+        let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
+        let mut out = Vec::new();
+        for item in entries.range((dir, "")..).map_err(storage_error)? {
+            let (k, v) = item.map_err(storage_error)?;
+            let (d, name) = k.value();
+            if d != dir {
+                break;
+            }
+            out.push(Entry {
+                name: name.to_string(),
+                kind: byte_kind(v.value()),
+            });
+        }
+        Ok(out)
+    }
+}
+
 fn open_database(file: &Path) -> FsResult<Database> {
     // redb asserts on some damaged files (one cut short) instead of
     // answering an error: a damaged file is an error, never a panic.

@@ -889,3 +889,73 @@ fn a_file_open_in_a_lent_directory_is_claimed_when_another_node_looks() {
         assert_eq!(b.get("/d/open0x").await.unwrap(), b"after");
     });
 }
+
+#[test]
+fn a_stopped_cluster_is_read_from_its_stores_as_it_was_and_nothing_is_written() {
+    let mut c = Cluster::up(3);
+    let rt = rt();
+    let stamp = rt.block_on(async {
+        let (a, b) = (c.client(0), c.client(2));
+        a.mkdir_all("/out/sub").await.unwrap();
+        a.put("/out/a.txt", b"alpha").await.unwrap();
+        b.put("/out/sub/b.txt", b"beta on node 2").await.unwrap();
+        b.put("/out/empty", b"").await.unwrap();
+        a.put("/bad.txt", b"will be changed on disk")
+            .await
+            .unwrap()
+            .stamp
+    });
+    for n in 0..3 {
+        c.c.crash(n).unwrap();
+    }
+    let spec = c.c.spec().unwrap();
+    // What each node keeps, to see that reading wrote nothing.
+    let kept = |n: u32| {
+        let dir = c.node_dir(n);
+        let meta = std::fs::read(dir.join(locus_fs::META_FILE)).unwrap();
+        (
+            meta,
+            std::fs::metadata(dir.join("data"))
+                .unwrap()
+                .modified()
+                .unwrap(),
+        )
+    };
+    let before: Vec<_> = (0..3).map(kept).collect();
+    let fs = locus_fs::Offline::open(&spec).unwrap();
+    let names: Vec<_> = (fs.readdir("/out").unwrap().into_iter())
+        .map(|e| (e.name, e.kind))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("a.txt".to_string(), Kind::File),
+            ("empty".to_string(), Kind::File),
+            ("sub".to_string(), Kind::Dir)
+        ]
+    );
+    let read = |p: &str| {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut fs.open_read(p).unwrap(), &mut s).unwrap();
+        s
+    };
+    assert_eq!(read("/out/sub/b.txt"), "beta on node 2");
+    assert_eq!(read("/out/empty"), "");
+    assert_eq!(fs.stat("/nope").unwrap_err().code, Errno::ENOENT);
+    assert_eq!(fs.open_read("/out").unwrap_err().code, Errno::EISDIR);
+    // A tree out, as `cp -r` names it.
+    let dest = tempfile::tempdir().unwrap();
+    assert_eq!(fs.get_tree("/out", dest.path()).unwrap(), (3, 19));
+    let got = std::fs::read_to_string(dest.path().join("out/sub/b.txt")).unwrap();
+    assert_eq!(got, "beta on node 2");
+    // Changed bytes on disk are not served.
+    let copy = c.stored(0, "/bad.txt", stamp);
+    std::fs::write(&copy, b"will be chanGed on disk").unwrap();
+    let e = fs.open_read("/bad.txt").unwrap_err();
+    assert_eq!(e.code, Errno::EIO);
+    assert!(e.to_string().contains("no good copy"), "{e}");
+    std::fs::write(&copy, b"will be changed on disk").unwrap();
+    assert_eq!(read("/bad.txt"), "will be changed on disk");
+    drop(fs);
+    assert_eq!((0..3).map(kept).collect::<Vec<_>>(), before);
+}

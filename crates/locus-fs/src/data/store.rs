@@ -84,18 +84,24 @@ impl Store {
     /// The store of the node whose directory is `node_dir` (created, private
     /// to its owner, if needed).
     pub fn open(node_dir: &Path) -> io::Result<Store> {
-        let store = Store {
+        let store = Store::existing(node_dir);
+        private_dir::create(node_dir)?;
+        private_dir::create(&store.data)?;
+        private_dir::create(&store.tmp)?;
+        Ok(store)
+    }
+
+    /// The store in existing directory `node_dir`, made nothing of: to
+    /// read a stopped node's copies.
+    pub fn existing(node_dir: &Path) -> Store {
+        Store {
             data: node_dir.join("data"),
             tmp: node_dir.join("tmp"),
             empty: node_dir.join("empty"),
             fetch_locks: node_dir.join("fetch.lock"),
             quarantine: node_dir.join("quarantine"),
             scrub_report: node_dir.join("scrub.json"),
-        };
-        private_dir::create(node_dir)?;
-        private_dir::create(&store.data)?;
-        private_dir::create(&store.tmp)?;
-        Ok(store)
+        }
     }
 
     /// Waits for, then takes, this node's lock on fetching copy `stamp` of

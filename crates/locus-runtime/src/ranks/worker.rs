@@ -616,6 +616,7 @@ impl<'a> App<'a> {
     async fn stage(
         &self,
         arg: &Arg,
+        by_program: bool,
         io: &mut Io,
         outputs: &mut Vec<Output>,
     ) -> Result<String, RunError> {
@@ -675,12 +676,12 @@ impl<'a> App<'a> {
                     }
                     // Through the mount, the program opens the copy just made
                     // local under the name the script gave.
-                    match self.cfg.mounted {
-                        Some(_) => {
+                    match (&self.cfg.mounted, by_program) {
+                        (Some(_), true) => {
                             io.staged.push((fp.to_string(), copy.record));
                             Ok(p.clone())
                         }
-                        None => Ok(copy.path.display().to_string()),
+                        _ => Ok(copy.path.display().to_string()),
                     }
                 }
             },
@@ -822,16 +823,17 @@ impl<'a> App<'a> {
         // task names all of them (the run may make them again).
         let mut failure = None;
         let mut staged = Vec::with_capacity(argv.len() + 3);
-        for a in argv
-            .iter()
-            .map(Some)
-            .chain(streams.iter().map(|s| s.as_ref()))
-        {
+        // A word is opened by the program; a stream by this worker, which
+        // must never wait on its own mount (whose requests this thread's
+        // runtime carries): streams are given by their store paths.
+        let words = argv.iter().map(|a| (Some(a), true));
+        let streams_opened = streams.iter().map(|s| (s.as_ref(), false));
+        for (a, by_program) in words.chain(streams_opened) {
             let Some(a) = a else {
                 staged.push(None);
                 continue;
             };
-            match self.stage(a, io, &mut outputs.pending).await {
+            match self.stage(a, by_program, io, &mut outputs.pending).await {
                 Ok(w) => staged.push(Some(w)),
                 Err(e) if e.kind == ErrorKind::Lost => {
                     failure.get_or_insert(e);
@@ -850,11 +852,19 @@ impl<'a> App<'a> {
         // the script does: the store paths the program got are private to
         // this attempt (outputs) or to this node.
         io.argv = argv.iter().map(|a| a.text().to_string()).collect();
-        for program in crate::exec::programs::run_by(argv) {
-            if let Some(seen) = Seen::host(&program.display().to_string()) {
-                let hash = self.hash(&program).await;
-                io.programs.push(Seen { hash, ..seen });
+        let programs = match self.cfg.mounted {
+            // Off this thread: a word naming a file through the mount is
+            // looked at through it.
+            Some(_) => {
+                let argv = argv.to_vec();
+                let found = tokio::task::spawn_blocking(move || programs_seen(&argv));
+                found.await.unwrap_or_default()
             }
+            None => programs_seen(argv),
+        };
+        for (seen, program) in programs {
+            let hash = self.hash(&program).await;
+            io.programs.push(Seen { hash, ..seen });
         }
         let command = io.argv.join(" ");
         let cfg = self.cfg;
@@ -1019,6 +1029,15 @@ impl<'a> App<'a> {
         }
         Ok(())
     }
+}
+
+/// The programs an app's command line runs (`programs::run_by`), as they
+/// are now.
+fn programs_seen(argv: &[Arg]) -> Vec<(Seen, PathBuf)> {
+    let found = crate::exec::programs::run_by(argv);
+    (found.into_iter())
+        .filter_map(|p| Some((Seen::host(&p.display().to_string())?, p)))
+        .collect()
 }
 
 /// Counts a task among those registering their outputs while it lives.
