@@ -429,8 +429,10 @@ fn run_here(
                             Some(sig) => format!("was killed by signal {sig}"),
                             None => format!("exited with code {code}"),
                         };
+                        // The run goes on without it if it had started
+                        // (its leader judges one that had not).
                         eprintln!(
-                            "locus: rank {rank} (a worker) on {} {how}; the run goes on without it",
+                            "locus: rank {rank} (a worker) on {} {how}",
                             nodes[*rank as usize]
                         );
                         // SAFETY: a signal to the process group it led: the

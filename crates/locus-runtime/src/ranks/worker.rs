@@ -823,10 +823,11 @@ impl<'a> App<'a> {
         // task names all of them (the run may make them again).
         let mut failure = None;
         let mut staged = Vec::with_capacity(argv.len() + 3);
-        // A word is opened by the program; a stream by this worker, which
-        // must never wait on its own mount (whose requests this thread's
-        // runtime carries): streams are given by their store paths.
-        let words = argv.iter().map(|a| (Some(a), true));
+        // A word is opened by the program; a stream by this worker, and the
+        // program itself is started by it: this worker must never wait on
+        // its own mount (whose requests this thread's runtime carries), so
+        // those are given by their store paths.
+        let words = argv.iter().enumerate().map(|(i, a)| (Some(a), i > 0));
         let streams_opened = streams.iter().map(|s| (s.as_ref(), false));
         for (a, by_program) in words.chain(streams_opened) {
             let Some(a) = a else {
