@@ -73,26 +73,23 @@ impl Offline {
 
     /// The record of `path`.
     pub fn stat(&self, path: &str) -> FsResult<Record> {
-        let path = normalise(path)?;
-        for meta in self.shards(&path) {
-            match meta.get(&path) {
-                Err(e) if e.code == Errno::ENOENT => continue,
-                found => return found,
-            }
-        }
-        Err(self.missing(&path))
+        self.ask(&normalise(path)?, Snapshot::get)
     }
 
     /// The entries of directory `dir`, in name order.
     pub fn readdir(&self, dir: &str) -> FsResult<Vec<Entry>> {
-        let dir = normalise(dir)?;
-        for meta in self.shards(&dir) {
-            match meta.list(&dir) {
+        self.ask(&normalise(dir)?, Snapshot::list)
+    }
+
+    /// The first answer about `path` of a shard that knows it.
+    fn ask<T>(&self, path: &str, of: impl Fn(&Snapshot, &str) -> FsResult<T>) -> FsResult<T> {
+        for meta in self.shards(path) {
+            match of(meta, path) {
                 Err(e) if e.code == Errno::ENOENT => continue,
                 found => return found,
             }
         }
-        Err(self.missing(&dir))
+        Err(self.missing(path))
     }
 
     /// The current version of file `path`, opened from a good copy here.
