@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{locus, ok, processes_with};
+use common::{assert_renders, locus, ok, processes_with};
 use locus_bench::emulated::Outcome;
 use locus_bench::filecopy::Results;
 use std::path::Path;
@@ -298,53 +298,6 @@ fn filecopy_bench_configurations_do_what_they_say_and_the_report_renders() {
         page.to_str().unwrap(),
     ]));
     assert_renders(&page, 6 + 4);
-}
-
-/// Opens `page` in headless Chromium: no external resources, no console
-/// errors, a real screenshot, and at least `charts` charts, each with bars.
-fn assert_renders(page: &Path, charts: usize) {
-    let html = std::fs::read_to_string(page).unwrap();
-    assert!(!html.contains("<script src") && !html.contains("http"));
-    let url = format!("file://{}", page.display());
-    let chromium = |extra: &[&str]| {
-        let mut args = vec![
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--window-size=1200,2400",
-        ];
-        args.extend_from_slice(extra);
-        args.push(&url);
-        Command::new("chromium")
-            .args(&args)
-            .output()
-            .expect("chromium (installed by scripts/setup.sh)")
-    };
-    let shot = page.with_extension("png");
-    let arg = format!("--screenshot={}", shot.display());
-    let run = chromium(&[&arg]);
-    let log = String::from_utf8_lossy(&run.stderr);
-    assert!(
-        !log.lines()
-            .any(|l| l.contains("CONSOLE") || l.contains("Uncaught")),
-        "console errors: {log}"
-    );
-    let png = std::fs::read(&shot).expect("screenshot");
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 20_000,
-        "screenshot too small"
-    );
-    // Every chart Chromium laid out has drawn bars.
-    let dom = String::from_utf8_lossy(&chromium(&["--dump-dom"]).stdout).to_string();
-    let found: Vec<&str> = dom.split("<svg class=\"chart\"").skip(1).collect();
-    assert!(found.len() >= charts, "{} charts", found.len());
-    for (i, c) in found.iter().enumerate() {
-        let body = c.split("</svg>").next().unwrap();
-        assert!(body.contains("class=\"bar\""), "chart {i} is empty");
-    }
 }
 
 #[test]

@@ -136,6 +136,10 @@ main { flaky(); }
         html.contains("stroke=\"#d62728\" stroke-width=\"3\""),
         "{html}"
     );
+    // Chromium draws it; its picture is kept with the tests' files.
+    common::assert_renders(&page, 1);
+    let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("failed-run-page.png");
+    std::fs::copy(page.with_extension("png"), kept).unwrap();
 }
 
 #[test]
