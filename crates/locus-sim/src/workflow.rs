@@ -70,8 +70,9 @@ pub enum Expected {
     Stalled,
     /// A server was cut: the run is lost, saying so.
     ServerLost,
-    /// A rank was cut before it joined the others: the run fails once the
-    /// join's time is out, naming it.
+    /// A rank was cut before it joined the others: the run fails naming it
+    /// (at once, from the note the cut rank left; else once the join's time
+    /// is out).
     NeverJoined,
 }
 
@@ -478,7 +479,9 @@ fn classify(e: &RunError) -> Result<Expected, String> {
         ErrorKind::Task if named("app 'gen'") || named("app 'mix'") => Ok(Expected::TaskFailed),
         ErrorKind::Script if named("cannot progress") && named("never") => Ok(Expected::Stalled),
         ErrorKind::Lost => Ok(Expected::ServerLost),
-        ErrorKind::Launch if named("did not connect") || named("cannot reach") => {
+        ErrorKind::Launch
+            if named("did not connect") || named("cannot reach") || named("did not start") =>
+        {
             Ok(Expected::NeverJoined)
         }
         _ => Err(format!(
