@@ -245,8 +245,7 @@ impl MetaStore {
     }
 
     pub(crate) fn get(&self, path: &str) -> FsResult<Record> {
-        let txn = self.read_txn()?;
-        read_record(&txn.open_table(RECORDS).map_err(storage_error)?, path)
+        get_in(&self.read_txn()?, path)
     }
 
     /// The placement hint left for `path`, if any.
@@ -272,32 +271,7 @@ impl MetaStore {
         after: Option<&str>,
         limit: u32,
     ) -> FsResult<(Vec<Entry>, bool)> {
-        let txn = self.read_txn()?;
-        let records = txn.open_table(RECORDS).map_err(storage_error)?;
-        check_dir(&records, dir)?;
-        let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
-        let start = after.unwrap_or("");
-        let mut out = Vec::new();
-        let mut more = false;
-        for item in entries.range((dir, start)..).map_err(storage_error)? {
-            let (k, v) = item.map_err(storage_error)?;
-            let (d, name) = k.value();
-            if d != dir {
-                break;
-            }
-            if after == Some(name) {
-                continue;
-            }
-            if out.len() == limit.max(1) as usize {
-                more = true;
-                break;
-            }
-            out.push(Entry {
-                name: name.to_string(),
-                kind: byte_kind(v.value()),
-            });
-        }
-        Ok((out, more))
+        list_in(&self.read_txn()?, dir, after, limit)
     }
 
     /// One page of the whole shard, as the changes that would set each key,
@@ -497,29 +471,54 @@ impl Snapshot {
     }
 
     pub(crate) fn get(&self, path: &str) -> FsResult<Record> {
-        let txn = self.db.begin_read().map_err(storage_error)?;
-        read_record(&txn.open_table(RECORDS).map_err(storage_error)?, path)
+        get_in(&self.db.begin_read().map_err(storage_error)?, path)
     }
 
     /// Every entry of directory `dir`, in name order.
     pub(crate) fn list(&self, dir: &str) -> FsResult<Vec<Entry>> {
         let txn = self.db.begin_read().map_err(storage_error)?;
-        check_dir(&txn.open_table(RECORDS).map_err(storage_error)?, dir)?;
-        let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
-        let mut out = Vec::new();
-        for item in entries.range((dir, "")..).map_err(storage_error)? {
-            let (k, v) = item.map_err(storage_error)?;
-            let (d, name) = k.value();
-            if d != dir {
-                break;
-            }
-            out.push(Entry {
-                name: name.to_string(),
-                kind: byte_kind(v.value()),
-            });
-        }
-        Ok(out)
+        list_in(&txn, dir, None, u32::MAX).map(|(all, _)| all)
     }
+}
+
+/// The record of `path` as of `txn`.
+fn get_in(txn: &redb::ReadTransaction, path: &str) -> FsResult<Record> {
+    read_record(&txn.open_table(RECORDS).map_err(storage_error)?, path)
+}
+
+/// One page of `dir`'s entries after `after` as of `txn`, and whether
+/// more follow.
+fn list_in(
+    txn: &redb::ReadTransaction,
+    dir: &str,
+    after: Option<&str>,
+    limit: u32,
+) -> FsResult<(Vec<Entry>, bool)> {
+    let records = txn.open_table(RECORDS).map_err(storage_error)?;
+    check_dir(&records, dir)?;
+    let entries = txn.open_table(ENTRIES).map_err(storage_error)?;
+    let start = after.unwrap_or("");
+    let mut out = Vec::new();
+    let mut more = false;
+    for item in entries.range((dir, start)..).map_err(storage_error)? {
+        let (k, v) = item.map_err(storage_error)?;
+        let (d, name) = k.value();
+        if d != dir {
+            break;
+        }
+        if after == Some(name) {
+            continue;
+        }
+        if out.len() == limit.max(1) as usize {
+            more = true;
+            break;
+        }
+        out.push(Entry {
+            name: name.to_string(),
+            kind: byte_kind(v.value()),
+        });
+    }
+    Ok((out, more))
 }
 
 fn open_database(file: &Path) -> FsResult<Database> {

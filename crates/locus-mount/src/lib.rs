@@ -44,7 +44,9 @@ pub fn config(name: &str) -> fuser::Config {
     config
 }
 
-fn is_root() -> bool {
+/// Whether this process mounts as root (others' mounts are checked by the
+/// kernel's permission rules and, in a user namespace, get no passthrough).
+pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }

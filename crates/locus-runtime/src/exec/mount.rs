@@ -5,6 +5,7 @@
 
 use crate::exec::files::LOCUS_PREFIX;
 use locus_fs::Client;
+use locus_mount::is_root;
 use locus_proto::run::{ErrorKind, RunError};
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
@@ -85,11 +86,6 @@ impl Step {
             Step::Fork => "starting a child to try it",
         }
     }
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// What making a worker's namespace takes, made before any of it is done
