@@ -48,6 +48,14 @@ impl Endpoint {
         .with_cause(Cause::Unreachable { node: self.node })
     }
 
+    /// `EIO` naming this node, which was sent a request and gave no answer
+    /// (`why`): it may still act on it.
+    pub fn no_answer(&self, why: impl std::fmt::Display) -> FsError {
+        let mut e = self.unreachable(why);
+        e.cause = Some(Cause::NoAnswer { node: self.node });
+        e
+    }
+
     /// Opens an authenticated blocking stream on `channel` (connect and
     /// handshake both bounded by the timeout).
     pub fn open_blocking(&self, channel: Channel) -> FsResult<TcpStream> {
@@ -201,7 +209,7 @@ impl Pending<'_> {
                     .expect("waiters lock")
                     .remove(&self.id);
                 let limit = self.peer.endpoint.timeout;
-                Err(self.peer.unreachable(format!("no answer within {limit:?}")))
+                Err(self.peer.endpoint.no_answer(format!("no answer within {limit:?}")))
             }
         }
     }

@@ -90,6 +90,10 @@ impl fmt::Display for Errno {
 pub enum Cause {
     /// The daemon of `node` could not be reached.
     Unreachable { node: u32 },
+    /// A request was sent to the daemon of `node` and no answer came in
+    /// time (it stalled, or the request or its answer was lost): it may
+    /// still act on it.
+    NoAnswer { node: u32 },
     /// A miss whose owner, `node`, could not be reached: the name may have
     /// been lost with it.
     OwnerLost { node: u32 },
@@ -126,7 +130,15 @@ impl FsError {
 
     /// Whether a daemon could not be reached (not that it refused).
     pub fn is_unreachable(&self) -> bool {
-        matches!(self.cause, Some(Cause::Unreachable { .. }))
+        matches!(
+            self.cause,
+            Some(Cause::Unreachable { .. } | Cause::NoAnswer { .. })
+        )
+    }
+
+    /// Whether a request went unanswered: its daemon may still act on it.
+    pub fn is_unanswered(&self) -> bool {
+        matches!(self.cause, Some(Cause::NoAnswer { .. }))
     }
 
     pub fn with_detail(mut self, detail: impl fmt::Display) -> Self {

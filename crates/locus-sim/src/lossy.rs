@@ -73,7 +73,7 @@ impl Transport for Lossy {
             let lost = |why: &str, count: &AtomicUsize| {
                 count.fetch_add(1, Ordering::Relaxed);
                 let endpoint = self.inner.endpoint(node).expect("a node of the cluster");
-                Err(endpoint.unreachable(why))
+                Err(endpoint.no_answer(why))
             };
             match fate {
                 Fate::Sent => self.inner.call(node, req).await,

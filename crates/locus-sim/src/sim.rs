@@ -505,7 +505,9 @@ async fn execute(c: &Client, op: &Op, inject: Option<Inject>) -> Seen {
     }
     .await;
     r.unwrap_or_else(|e| match e.cause {
-        Some(Cause::Unreachable { .. } | Cause::OwnerLost { .. }) => Seen::Unreachable(e.code),
+        Some(Cause::Unreachable { .. } | Cause::NoAnswer { .. } | Cause::OwnerLost { .. }) => {
+            Seen::Unreachable(e.code)
+        }
         _ => Seen::Failed(e.code),
     })
 }

@@ -4,7 +4,10 @@ use super::{expect_ok, expect_record, Client};
 use crate::path::normalise;
 use locus_proto::fs::{Lease, Record, Request, Response};
 use locus_proto::{Errno, FsResult};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Pause between sending again a step no answer came for.
+const AGAIN_AFTER: Duration = Duration::from_millis(50);
 
 /// Renews a write lock's lease while alive.
 pub(super) struct LeaseGuard(pub(super) Option<tokio::task::AbortHandle>);
@@ -49,6 +52,31 @@ impl Client {
             }
         });
         LeaseGuard(Some(task.abort_handle()))
+    }
+
+    /// Sends `req`, a write's decisive step (a commit or a rename's
+    /// replacement under this client's write lock, a new file's record),
+    /// and learns how its daemon decided it. While no answer comes (the
+    /// daemon stalled, or the request or its answer was lost) it is sent
+    /// again — a daemon answers a repeat as it answered the first — until
+    /// an answer comes or the lease has surely ended: one lease and one
+    /// request's time from now (renewals sent since reach the daemon
+    /// behind the step, so cannot keep the lock for it). A daemon refuses
+    /// a locked step once its lease has ended, so such a step cannot take
+    /// effect after the error this gives then; a new file's record has no
+    /// lock, and a daemon stalled longer than that may still make it.
+    pub(super) async fn decided(&self, path: &str, req: Request) -> FsResult<Response> {
+        let timeout = self.endpoint(self.owner(path)).map_or(Duration::ZERO, |e| e.timeout);
+        let until = Instant::now() + Duration::from_millis(u64::from(self.inner.lease_ms)) + timeout;
+        loop {
+            let answer = self.meta(path, req.clone()).await;
+            match &answer {
+                Err(e) if e.is_unanswered() && Instant::now() < until => {
+                    tokio::time::sleep(AGAIN_AFTER).await;
+                }
+                _ => return answer,
+            }
+        }
     }
 
     /// Takes the write lock of normalised `path` by compare-and-swap.

@@ -240,7 +240,7 @@ impl Client {
     pub async fn commit(&self, out: &Output) -> FsResult<Record> {
         let content = output_content(out).await?;
         if let Some(new) = self.prepare_new(out, content, false).await? {
-            let answer = self.meta(&out.path, new.request(out)).await;
+            let answer = self.decided(&out.path, new.request(out)).await;
             if let Some(record) = self.finish_new(out, new, answer).await? {
                 return Ok(record);
             }
@@ -293,7 +293,7 @@ impl Client {
                 })
                 .collect();
             let first = outs[batch[0]].path.as_str();
-            async move { (self.meta(first, Request::Batch { ops }).await, batch) }
+            async move { (self.decided(first, Request::Batch { ops }).await, batch) }
         }))
         .await;
         for (answer, batch) in sent {
@@ -424,7 +424,7 @@ impl Client {
         if matches!(&answer, Err(e) if e.code == Errno::ENOENT)
             && self.mkdir_all(parent).await.is_ok()
         {
-            answer = self.meta(path, new.request(out)).await;
+            answer = self.decided(path, new.request(out)).await;
         }
         // Stored as a name of the store's empty file: the output's file stays.
         let empty = new.record.size == 0;
@@ -545,7 +545,7 @@ impl Client {
             sum: Some(content.sum),
             made_by: made_by.map(String::from),
         };
-        let mut answer = self.meta(path, req.clone()).await;
+        let mut answer = self.decided(path, req.clone()).await;
         if matches!(&answer, Err(e) if Client::owner_lost(e)) {
             // The record was lost with its owner while this wrote (its keys
             // taken over): made again where they are now, locked by this
@@ -557,7 +557,7 @@ impl Client {
                 ms: self.inner.lease_ms,
             };
             if self.record_again(path, record, Some(lease)).await.is_ok() {
-                answer = self.meta(path, req).await;
+                answer = self.decided(path, req).await;
             }
         }
         let failed = match answer {
@@ -590,8 +590,9 @@ impl Client {
                 Ok(rec)
             }
             Err(e) if e.code == Errno::EIO => Err(failed.with_detail(
-                "metadata daemon unreachable; the write is published or not as it decided, \
-                 the previous version is kept otherwise",
+                "the metadata daemon did not answer; the write is published only if it \
+                 decided so before now (`locus fs stat` tells), never later; the previous \
+                 version is kept otherwise",
             )),
             _ => {
                 self.drop_copies(path, copies, token).await;

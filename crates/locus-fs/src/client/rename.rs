@@ -131,7 +131,7 @@ impl Client {
             token: lease.token,
             record: rec.clone(),
         };
-        match self.meta(to, replace).await {
+        match self.decided(to, replace).await {
             Ok(Response::Committed { replaced, .. }) => Ok(replaced),
             Ok(other) => Err(unexpected(other)),
             Err(e) => {
