@@ -5,6 +5,7 @@
 pub mod check;
 pub mod emulated;
 pub mod filecopy;
+pub mod frozen;
 mod fuse_floor;
 pub mod html;
 pub mod io;

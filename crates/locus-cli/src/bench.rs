@@ -223,6 +223,19 @@ pub(crate) enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// What a frozen worker costs a run: `sleep 1` apps on 8 workers,
+    /// undisturbed and with one worker stopped (SIGSTOP) after its first
+    /// task, beside each other.
+    Frozen {
+        #[command(flatten)]
+        common: Common,
+        /// `sleep 1` tasks per run.
+        #[arg(long, default_value_t = 320)]
+        tasks: u32,
+        /// How many times each measurement is made.
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// What resuming a finished run costs beside the run: app tasks each
     /// writing one Locus file, run, then resumed (no task done again).
     Resume {
@@ -570,6 +583,17 @@ pub(crate) fn run(b: BenchCommand) -> Result<()> {
             tasks,
             rounds,
         } => locus_bench::node_loss::run(locus_bench::node_loss::NodeLossOpts {
+            program: crate::launched::program()?,
+            tasks,
+            rounds,
+            dir: common.dir,
+            keep: common.keep,
+        }),
+        BenchCommand::Frozen {
+            common,
+            tasks,
+            rounds,
+        } => locus_bench::frozen::run(locus_bench::frozen::FrozenOpts {
             program: crate::launched::program()?,
             tasks,
             rounds,

@@ -48,10 +48,12 @@ pub(crate) struct RunArgs {
     /// Seconds an app may run before it is killed and fails.
     #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
     pub task_timeout: Option<f64>,
-    /// The most memory each server rank may use (`512M`, `4GiB`, bytes):
-    /// a run whose script state grows past it fails, naming the loop or
-    /// function that made it grow. Default: half of the node's memory (or
-    /// of its cgroup's limit), shared by the run's servers on the node.
+    /// The most memory each rank may use (`512M`, `4GiB`, bytes): a run
+    /// whose script state grows past it on a server fails, naming the loop
+    /// or function that made it grow; on a worker (a task's value growing),
+    /// naming the task. Default: half of the node's memory (or of its
+    /// cgroup's limit) shared by the run's servers on the node, a quarter
+    /// shared by its workers.
     #[arg(long, value_name = "SIZE", value_parser = memory_size)]
     pub max_memory: Option<u64>,
     /// How deep calls of composite functions may nest: a run whose calls

@@ -688,21 +688,31 @@ fn a_builtin_waiting_on_a_stopped_daemon_is_not_taken_for_a_stalled_run() {
 
 #[test]
 fn a_run_past_its_memory_budget_fails_naming_the_loop_or_the_recursion() {
-    // Both would take the node's memory: an endless range, and a function
+    // Each would take the node's memory: an endless range and a function
     // calling itself without a base case (whose calls, dropped at the end,
-    // overflowed the stack too). Each fails within its budget, naming its
-    // cause where the script has it.
+    // overflowed the stack too) on the server; on the worker, the endless
+    // output of a `system` command, which becomes its value. Each fails
+    // within its budget, naming its cause where the script has it.
     let cases = [
         (
             "foreach i in [0:9223372036854775807] { int x = i + 1; }\n",
+            "server",
             "t.swift:1:9: this loop made ",
         ),
         (
             "(int o) f(int n) { o = f(n + 1); }\ntrace(f(0));\n",
+            "server",
             "calls of 'f' made ",
         ),
+        (
+            "import string;\nimport sys;\nstring o; int c;\n\
+             (o, c) = system1(\"while :; do head -c 8000000 /dev/zero; sleep 0.02; done\");\n\
+             trace(strlen(o));\n",
+            "worker",
+            "t.swift:4:10)",
+        ),
     ];
-    for (script, cause) in cases {
+    for (script, rank, cause) in cases {
         let started = std::time::Instant::now();
         let run = Run::new(&["-n", "2", "--max-memory", "120M"], script);
         assert!(!run.out.status.success());
@@ -710,7 +720,7 @@ fn a_run_past_its_memory_budget_fails_naming_the_loop_or_the_recursion() {
         let last = err
             .lines()
             .rev()
-            .find(|l| l.starts_with("locus: server"))
+            .find(|l| l.starts_with(&format!("locus: {rank}")))
             .unwrap_or_default();
         assert!(
             last.contains("over its budget of 114.4 MiB (--max-memory)") && last.contains(cause),

@@ -209,7 +209,10 @@ impl Pending<'_> {
                     .expect("waiters lock")
                     .remove(&self.id);
                 let limit = self.peer.endpoint.timeout;
-                Err(self.peer.endpoint.no_answer(format!("no answer within {limit:?}")))
+                Err(self
+                    .peer
+                    .endpoint
+                    .no_answer(format!("no answer within {limit:?}")))
             }
         }
     }

@@ -39,8 +39,12 @@ impl Stalling {
         if q.0.is_none() && !q.1 && (self.starts)(req) {
             let (tx, mut rx) = mpsc::unbounded_channel::<Held>();
             *q = (Some(tx), true);
-            let (inner, node, stall, queue) =
-                (self.inner.clone(), self.node, self.stall, self.queue.clone());
+            let (inner, node, stall, queue) = (
+                self.inner.clone(),
+                self.node,
+                self.stall,
+                self.queue.clone(),
+            );
             tokio::spawn(async move {
                 tokio::time::sleep(stall).await;
                 queue.lock().unwrap().0 = None;
@@ -51,7 +55,8 @@ impl Stalling {
         }
         let tx = q.0.as_ref()?;
         let (answer, rx) = oneshot::channel();
-        tx.send((req.clone(), answer)).expect("the stalled daemon's queue");
+        tx.send((req.clone(), answer))
+            .expect("the stalled daemon's queue");
         Some(rx)
     }
 }
@@ -127,7 +132,12 @@ fn a_commit_whose_daemon_stalls_within_the_lease_is_published_and_said_so() {
     let c = Cluster::up(2);
     let rt = rt();
     let plain = c.client(0);
-    let writer = stalling(&c, is_commit, Duration::from_secs(1), Duration::from_secs(4));
+    let writer = stalling(
+        &c,
+        is_commit,
+        Duration::from_secs(1),
+        Duration::from_secs(4),
+    );
     let p = owned_by(&plain, 1, "w");
     rt.block_on(async {
         let v1 = plain.put(&p, b"version one").await.unwrap();

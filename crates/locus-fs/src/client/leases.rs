@@ -66,8 +66,11 @@ impl Client {
     /// effect after the error this gives then; a new file's record has no
     /// lock, and a daemon stalled longer than that may still make it.
     pub(super) async fn decided(&self, path: &str, req: Request) -> FsResult<Response> {
-        let timeout = self.endpoint(self.owner(path)).map_or(Duration::ZERO, |e| e.timeout);
-        let until = Instant::now() + Duration::from_millis(u64::from(self.inner.lease_ms)) + timeout;
+        let timeout = self
+            .endpoint(self.owner(path))
+            .map_or(Duration::ZERO, |e| e.timeout);
+        let until =
+            Instant::now() + Duration::from_millis(u64::from(self.inner.lease_ms)) + timeout;
         loop {
             let answer = self.meta(path, req.clone()).await;
             match &answer {

@@ -179,7 +179,7 @@ impl Engine {
                 // Boxed: a statement's future is as large as its largest
                 // arm, and every statement waiting holds one (this arm's
                 // made them 4.4 KiB, 0.9 without).
-                match Box::pin(self.builtin(frame, *op, &a, outs)).await {
+                match Box::pin(self.builtin(frame, (*op, at), &a, outs)).await {
                     Ok(values) => {
                         // Outputs without a value are `void` signals.
                         let mut values = values.into_iter();

@@ -87,12 +87,12 @@ impl Engine {
         }
     }
 
-    /// Evaluates builtin `op` on its arguments: the values of its outputs
-    /// (none for outputs that are `void` signals).
+    /// Evaluates builtin `op`, called at `at`, on its arguments: the values
+    /// of its outputs (none for outputs that are `void` signals).
     pub(super) async fn builtin(
         self: &Arc<Self>,
         frame: &Frame,
-        op: Builtin,
+        (op, at): (Builtin, &ir::Pos),
         a: &[Value],
         outs: &[VarId],
     ) -> Result<Vec<Value>, RunError> {
@@ -121,7 +121,7 @@ impl Engine {
                 }
                 Ok(Vec::new())
             }
-            Builtin::Task(t) => Box::pin(self.task_builtin(t, a)).await,
+            Builtin::Task(t) => Box::pin(self.task_builtin(t, at, a)).await,
         }
     }
 
@@ -129,6 +129,7 @@ impl Engine {
     pub(super) async fn task_builtin(
         self: &Arc<Self>,
         op: TaskFn,
+        at: &ir::Pos,
         a: &[Value],
     ) -> Result<Vec<Value>, RunError> {
         let text = |i: usize| a.get(i).map(Value::render).unwrap_or_default();
@@ -158,7 +159,10 @@ impl Engine {
                 argv: vec!["/bin/sh".into(), "-c".into(), text(0)],
             },
         };
-        let task = self.task(op.name(), None, Placed::Anywhere, 0, work);
+        let task = Task {
+            at: self.place(at),
+            ..self.task(op.name(), None, Placed::Anywhere, 0, work)
+        };
         let outcome = self.leaf_outcome(task).await?;
         let value = Value::Str(outcome.value.unwrap_or_default());
         Ok(match op {

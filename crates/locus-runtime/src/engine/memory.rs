@@ -32,12 +32,8 @@ impl Engine {
         let Some(budget) = budget else {
             return std::future::pending().await;
         };
-        loop {
-            tokio::time::sleep(EVERY).await;
-            if let Some(rss) = resident_bytes().filter(|rss| *rss > budget) {
-                return self.memory_error(rss, budget);
-            }
-        }
+        let rss = past(budget).await;
+        self.memory_error(rss, budget)
     }
 
     /// The error of a run whose server uses `rss` bytes, over `budget`.
@@ -77,7 +73,17 @@ impl Engine {
     }
 }
 
-fn mib(bytes: u64) -> String {
+/// Resolves, with this process's resident memory, once it passes `budget`.
+pub(crate) async fn past(budget: u64) -> u64 {
+    loop {
+        tokio::time::sleep(EVERY).await;
+        if let Some(rss) = resident_bytes().filter(|rss| *rss > budget) {
+            return rss;
+        }
+    }
+}
+
+pub(crate) fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
 
@@ -94,6 +100,20 @@ fn resident_bytes() -> Option<u64> {
 /// or the limit of the cgroup this runs in, as Slurm sets), shared by the
 /// run's servers on it.
 pub(crate) fn default_budget(servers_here: u32) -> Option<u64> {
+    Some(node_memory()? / 2 / u64::from(servers_here.max(1)))
+}
+
+/// A worker's default budget: a quarter of what this node may use, shared
+/// by the run's workers on it (their apps, processes of their own, use the
+/// rest). A worker's own memory holds the values its tasks give back
+/// (`system`'s output, an interpreter's answer) and what it is sent.
+pub(crate) fn worker_budget(workers_here: u32) -> Option<u64> {
+    Some(node_memory()? / 4 / u64::from(workers_here.max(1)))
+}
+
+/// What this node may use: its memory, or less if the cgroup this runs
+/// in says so.
+fn node_memory() -> Option<u64> {
     let total = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
@@ -101,9 +121,7 @@ pub(crate) fn default_budget(servers_here: u32) -> Option<u64> {
             let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
             Some(kib << 10)
         })?;
-    let cgroup = cgroup_limit();
-    let node = cgroup.map_or(total, |c| c.min(total));
-    Some(node / 2 / u64::from(servers_here.max(1)))
+    Some(cgroup_limit().map_or(total, |c| c.min(total)))
 }
 
 /// The memory limit of the cgroup this process runs in, if it sets one:
@@ -131,10 +149,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_budget_is_half_the_node_shared_by_its_servers() {
+    fn the_default_budgets_are_shares_of_the_node_for_servers_and_workers() {
         let one = default_budget(1).expect("this machine's memory");
         let four = default_budget(4).expect("this machine's memory");
         assert_eq!(four, one / 4);
         assert!(one > 0 && resident_bytes().is_some_and(|rss| rss < one * 2));
+        // Workers share a quarter: their apps use the rest.
+        let worker = worker_budget(1).expect("this machine's memory");
+        assert_eq!(worker, one / 2);
+        assert_eq!(worker_budget(8), Some(worker / 8));
     }
 }

@@ -74,9 +74,9 @@ pub struct RankOptions {
     pub args: Vec<String>,
     /// How long without progress (and no task running) means stuck.
     pub stall: Duration,
-    /// The most resident memory each server may use (`--max-memory`);
-    /// default: half of its node's (or cgroup's) memory, shared by the
-    /// servers on the node.
+    /// The most resident memory each rank may use (`--max-memory`);
+    /// default: half of its node's (or cgroup's) memory shared by the
+    /// servers on the node, a quarter shared by the workers.
     #[serde(default)]
     pub max_memory: Option<u64>,
     /// How deep calls of composite functions may nest (`--max-depth`).
@@ -415,6 +415,10 @@ async fn rank_main(
             me,
             apps,
             record_hashes: opts.record_hashes,
+            memory_budget: opts.max_memory.or_else(|| {
+                let workers = layout.workers_on(layout.node_of(me)).count();
+                crate::engine::memory::worker_budget(workers as u32)
+            }),
             registering: Default::default(),
             server: entries[server_rank as usize].addr.ok_or_else(|| {
                 RunError::launch(format!("server rank {server_rank} published no address"))

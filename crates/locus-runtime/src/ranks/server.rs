@@ -657,6 +657,10 @@ impl State {
                         }
                     }
                 }
+                // A worker's (past its memory budget): the leader ends the run.
+                RankMsg::Abort { reason } if self.layout.is_worker(from) => {
+                    self.report_abort(reason);
+                }
                 RankMsg::Abort { reason } => self.dispatch.abort(reason),
                 RankMsg::Leave { node, reason } if self.layout.is_worker(from) => {
                     self.worker_left(from, node, reason, now);

@@ -62,6 +62,9 @@ pub(crate) struct WorkerConfig {
     pub left: std::sync::atomic::AtomicBool,
     /// Runs apps: processes with the rank's environment (`launcher`).
     pub apps: Arc<dyn Apps>,
+    /// The most resident memory this worker may use (`--max-memory`):
+    /// past it the run fails, naming the task it ran last.
+    pub memory_budget: Option<u64>,
     /// Records hold the hashes of the files tasks read and write
     /// (`--record-hashes`, for `--resume=content`).
     pub record_hashes: bool,
@@ -140,6 +143,9 @@ pub(crate) fn launcher(me: Rank, layout: &Layout) -> std::io::Result<process::La
     )
 }
 
+/// How long a worker that asked for the run to end waits for its end.
+const ABORT_HEARD: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Serves tasks until the server says the run is over.
 pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
     let me = cfg.me;
@@ -197,6 +203,16 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
         }
     };
     tokio::pin!(node_lost);
+    let budget = cfg.memory_budget;
+    let over_budget = async move {
+        match budget {
+            Some(b) => (crate::engine::memory::past(b).await, b),
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(over_budget);
+    // The task this worker was sent last (its function and position).
+    let mut last: Option<(String, String)> = None;
     let stop = told_to_stop(cfg.stop_on_signal);
     let drain = tokio::time::sleep(STOP_DRAIN);
     tokio::pin!(stop, drain);
@@ -215,79 +231,123 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
     let expiry = tokio::time::sleep(std::time::Duration::ZERO);
     tokio::pin!(expiry);
     let mut armed = None;
-    while open || in_flight > 0 {
-        tokio::select! {
-            e = &mut node_lost, if !cfg.has_left() => {
-                cfg.left.store(true, std::sync::atomic::Ordering::Release);
-                let node = cfg.layout.node_of(me);
-                let reason = format!("its file-system daemon stopped answering ({e})");
-                tracing::warn!(
-                    "worker rank {me} leaves the run: node {} was lost: {reason}",
-                    cfg.layout.node_name(me)
-                );
-                held.report(&out);
-                let _ = out.send(RankMsg::Leave { node, reason });
-            }
-            msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
-                Some(Some(RankMsg::Run(_))) if cfg.has_left() => {}
-                Some(Some(RankMsg::Run(task)))
-                    if in_flight > 0 || matches!(task.work, Work::App { .. }) =>
-                {
-                    in_flight += 1;
-                    let (cfg, ended) = (cfg.clone(), ended.clone());
-                    tokio::spawn(async move {
-                        let _ = ended.send(execute(&cfg, task).await);
-                    });
+    // Tasks other than apps run on this loop (inline): the budget is
+    // watched beside the whole loop, so it is looked at while they run.
+    let serving = async {
+        while open || in_flight > 0 {
+            tokio::select! {
+                e = &mut node_lost, if !cfg.has_left() => {
+                    cfg.left.store(true, std::sync::atomic::Ordering::Release);
+                    let node = cfg.layout.node_of(me);
+                    let reason = format!("its file-system daemon stopped answering ({e})");
+                    tracing::warn!(
+                        "worker rank {me} leaves the run: node {} was lost: {reason}",
+                        cfg.layout.node_name(me)
+                    );
+                    held.report(&out);
+                    let _ = out.send(RankMsg::Leave { node, reason });
                 }
-                Some(Some(RankMsg::Run(task))) => {
-                    if let Some((outcome, record)) = execute(&cfg, task).await {
+                msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
+                    Some(Some(RankMsg::Run(_))) if cfg.has_left() => {}
+                    Some(Some(RankMsg::Run(task))) if {
+                        last = Some((task.func.clone(), task.at.clone()));
+                        in_flight > 0 || matches!(task.work, Work::App { .. })
+                    } =>
+                    {
+                        in_flight += 1;
+                        let (cfg, ended) = (cfg.clone(), ended.clone());
+                        tokio::spawn(async move {
+                            let _ = ended.send(execute(&cfg, task).await);
+                        });
+                    }
+                    Some(Some(RankMsg::Run(task))) => {
+                        if let Some((outcome, record)) = execute(&cfg, task).await {
+                            records.write(&record).map_err(records_err)?;
+                            if !cfg.has_left() {
+                                let _ = out.send(RankMsg::Done(outcome));
+                            }
+                        }
+                    }
+                    _ => open = false,
+                },
+                Some(ended) = outcomes.recv(), if in_flight > 0 => {
+                    in_flight -= 1;
+                    if let Some((outcome, record)) = ended {
                         records.write(&record).map_err(records_err)?;
+                        // After leaving, the server has put it again elsewhere.
                         if !cfg.has_left() {
-                            let _ = out.send(RankMsg::Done(outcome));
+                            held.push(outcome, Instant::now());
                         }
                     }
                 }
-                _ => open = false,
-            },
-            Some(ended) = outcomes.recv(), if in_flight > 0 => {
-                in_flight -= 1;
-                if let Some((outcome, record)) = ended {
-                    records.write(&record).map_err(records_err)?;
-                    // After leaving, the server has put it again elsewhere.
-                    if !cfg.has_left() {
-                        held.push(outcome, Instant::now());
-                    }
+                () = &mut expiry, if armed.is_some() => {}
+                () = &mut stop, if !cfg.is_stopping() => {
+                    // Stopped from outside with the rest of the run: it takes no
+                    // more work, and the tasks in flight end as stopped and are
+                    // recorded so (by the branch above) for at most `STOP_DRAIN`.
+                    cfg.stopping.store(true, std::sync::atomic::Ordering::Release);
+                    cfg.stop.notify_waiters();
+                    open = false;
+                    drain.as_mut().reset((Instant::now() + STOP_DRAIN).into());
+                }
+                () = &mut drain, if cfg.is_stopping() => break,
+            }
+            let behind = in_flight.saturating_sub(1) + queue.len();
+            if !open || held.due(behind, Instant::now()) {
+                held.report(&out);
+            }
+            if held.deadline() != armed {
+                armed = held.deadline();
+                if let Some(at) = armed {
+                    expiry.as_mut().reset(at.into());
                 }
             }
-            () = &mut expiry, if armed.is_some() => {}
-            () = &mut stop, if !cfg.is_stopping() => {
-                // Stopped from outside with the rest of the run: it takes no
-                // more work, and the tasks in flight end as stopped and are
-                // recorded so (by the branch above) for at most `STOP_DRAIN`.
-                cfg.stopping.store(true, std::sync::atomic::Ordering::Release);
-                cfg.stop.notify_waiters();
-                open = false;
-                drain.as_mut().reset((Instant::now() + STOP_DRAIN).into());
-            }
-            () = &mut drain, if cfg.is_stopping() => break,
-        }
-        let behind = in_flight.saturating_sub(1) + queue.len();
-        if !open || held.due(behind, Instant::now()) {
-            held.report(&out);
-        }
-        if held.deadline() != armed {
-            armed = held.deadline();
-            if let Some(at) = armed {
-                expiry.as_mut().reset(at.into());
+            // Records reach the file before the worker may wait (or be killed
+            // with its run); short tasks share a write.
+            if (in_flight == 0 && queue.is_empty()) || flushed.elapsed() > RECORD_FLUSH {
+                records.flush().map_err(records_err)?;
+                flushed = Instant::now();
             }
         }
-        // Records reach the file before the worker may wait (or be killed
-        // with its run); short tasks share a write.
-        if (in_flight == 0 && queue.is_empty()) || flushed.elapsed() > RECORD_FLUSH {
-            records.flush().map_err(records_err)?;
-            flushed = Instant::now();
+        Ok::<(), RunError>(())
+    };
+    let over = tokio::select! {
+        served = serving => {
+            served?;
+            None
         }
+        past = &mut over_budget => Some(past),
+    };
+    if let Some((rss, budget)) = over {
+        let mib = crate::engine::memory::mib;
+        let running = last.as_ref().map_or(String::new(), |(func, at)| {
+            format!(", running '{func}' ({at})")
+        });
+        let reason = RunError::new(
+            ErrorKind::Memory,
+            format!(
+                "worker rank {me} uses {} of memory, over its budget of {} (--max-memory){running}",
+                mib(rss),
+                mib(budget)
+            ),
+        );
+        // Told to its server, the run's leader reports it, once; the task
+        // that grew was dropped with its process. The worker stays until
+        // the run ends, so that it is not taken for lost meanwhile.
+        if out
+            .send(RankMsg::Abort {
+                reason: reason.clone(),
+            })
+            .is_ok()
+        {
+            let ended = async { while let Some(Ok(Some(RankMsg::Run(_)))) = queue.recv().await {} };
+            if tokio::time::timeout(ABORT_HEARD, ended).await.is_ok() {
+                return Ok(());
+            }
+        }
+        return Err(reason);
     }
+
     let stopped = cfg.is_stopping();
     if stopped {
         // Its server hears that this is no loss.
