@@ -23,6 +23,8 @@ pub enum Item {
     Typedef {
         name: Ident,
         ty: TypeRef,
+        /// `type name base;` (a subtype), not `typedef` (the same type).
+        sub: bool,
     },
     /// `type name { type field; … }`
     Struct {

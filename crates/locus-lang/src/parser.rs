@@ -217,18 +217,26 @@ impl Parser {
             && matches!(self.tok_at(1), Tok::Ident(_))
             && matches!(self.tok_at(2), Tok::Ident(_))
         {
-            // `type name existing;`, as `typedef name existing;`
+            // `type name existing;`: a subtype of `existing`.
             self.bump();
             let name = self.ident()?;
             let ty = self.type_ref()?;
             self.expect_sym(";")?;
-            return Ok(Item::Typedef { name, ty });
+            return Ok(Item::Typedef {
+                name,
+                ty,
+                sub: true,
+            });
         }
         if self.eat_word("typedef") {
             let name = self.ident()?;
             let ty = self.type_ref()?;
             self.expect_sym(";")?;
-            return Ok(Item::Typedef { name, ty });
+            return Ok(Item::Typedef {
+                name,
+                ty,
+                sub: false,
+            });
         }
         if self.is_word("type") && matches!(self.tok_at(1), Tok::Ident(_)) && self.is_sym_at(2, "{")
         {

@@ -22,6 +22,13 @@ pub enum Type {
         elem: Box<Type>,
     },
     Struct(String),
+    /// `type name base;`: a subtype of `base`, given where a `base` is
+    /// wanted but not the other way round (`name(v)` converts). Only the
+    /// front end tells it apart: the IR has its base.
+    Sub {
+        name: String,
+        base: Box<Type>,
+    },
     /// `updateable_float`: a float changed in place (`x <incr> := v`) until
     /// every statement that may change it is done; read, it is its value
     /// now.
@@ -44,18 +51,42 @@ impl Type {
 
     /// Whether a value of type `from` may be given where `self` is expected.
     /// (`Error` also stands for a type variable's any type, at any depth.)
+    /// A subtype's value is its base's, not the other way round.
     pub fn accepts(&self, from: &Type) -> bool {
         match (self, from) {
             (Type::Error, _) | (_, Type::Error) => true,
             (Type::Array { key, elem }, Type::Array { key: k, elem: e }) => {
                 key.accepts(k) && elem.accepts(e)
             }
-            _ => self == from,
+            _ if self == from => true,
+            (_, Type::Sub { base, .. }) => self.accepts(base),
+            _ => false,
+        }
+    }
+
+    /// The type a subtype's values have (itself for any other type).
+    pub fn base(&self) -> &Type {
+        match self {
+            Type::Sub { base, .. } => base.base(),
+            t => t,
+        }
+    }
+
+    /// This type with every subtype in it replaced by its base: what the
+    /// IR and the runtime see.
+    pub fn erased(&self) -> Type {
+        match self {
+            Type::Sub { base, .. } => base.erased(),
+            Type::Array { key, elem } => Type::Array {
+                key: Box::new(key.erased()),
+                elem: Box::new(elem.erased()),
+            },
+            t => t.clone(),
         }
     }
 
     pub fn is_numeric(&self) -> bool {
-        matches!(self, Type::Int | Type::Float | Type::Error)
+        matches!(self.base(), Type::Int | Type::Float | Type::Error)
     }
 
     /// The names a user may write for a primitive type.
@@ -99,7 +130,7 @@ impl fmt::Display for Type {
                     write!(f, "{elem}[{key}]")
                 }
             }
-            Type::Struct(n) => f.write_str(n),
+            Type::Struct(n) | Type::Sub { name: n, .. } => f.write_str(n),
             Type::Updateable => f.write_str("updateable_float"),
             Type::Error => f.write_str("<error>"),
         }

@@ -10,7 +10,7 @@ global const string WHO = "wor" + "ld";
 app (file o) show(url u) { "echo" u @stdout=o }
 @sideeffectfree (int o) entries(string A[string][float]) { o = size(A); }
 main {
-  count c = 3;
+  count c = count(3);
   url u = "http://example.org/data";
   file shown = show(u);
   printf("read %s", read(shown));

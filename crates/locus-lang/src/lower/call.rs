@@ -24,6 +24,11 @@ impl<'a> FnCx<'a> {
             self.construct(e, dst, out);
             return (dst, t);
         }
+        if let Some(t) = self.subtype(name) {
+            let dst = self.temp(t.clone(), out);
+            self.convert(e, dst, out);
+            return (dst, t);
+        }
         let resolved = self.resolve(name, args);
         let Resolved::Found(sig, _) = &resolved else {
             self.call_resolved(e, resolved, None, out);
@@ -109,8 +114,45 @@ impl<'a> FnCx<'a> {
             }
             return;
         }
+        if let Some(made) = self.subtype(name) {
+            match outs {
+                Some([(dst, t)]) if t.accepts(&made) => self.convert(e, *dst, out),
+                Some([(_, t)]) => self.error(e.span, format!("this makes a {made}; {t} expected")),
+                _ => self.error(e.span, format!("'{made}(…)' makes one value; assign it")),
+            }
+            return;
+        }
         let resolved = self.resolve(name, args);
         self.call_resolved(e, resolved, outs, out);
+    }
+
+    /// The subtype a call of `name` converts to (`type name base;`, and no
+    /// function of that name).
+    fn subtype(&self, name: &Ident) -> Option<Type> {
+        let t = self.g.typedefs.get(&name.name)?;
+        let free = !self.g.functions.contains_key(&name.name)
+            && !self.g.overloads.contains_key(&name.name);
+        (matches!(t, Type::Sub { .. }) && free).then(|| t.clone())
+    }
+
+    /// `T(v)` for subtype `T`, into `dst`: `v`, a value of `T`'s base (or
+    /// of another subtype of it), taken as a `T`.
+    fn convert(&mut self, e: &Expr, dst: VarId, out: &mut Vec<Stmt>) {
+        let (name, args, _) = call_parts(e);
+        let [arg] = args else {
+            self.error(
+                e.span,
+                format!(
+                    "'{}(…)' converts one value, given {}",
+                    name.name,
+                    args.len()
+                ),
+            );
+            return;
+        };
+        let base = self.g.typedefs[&name.name].base().clone();
+        let src = self.typed_expr(arg, out, &base);
+        out.push(Stmt::Copy { dst, src });
     }
 
     /// Whether a call of `name` constructs a struct: it names a struct type
@@ -257,6 +299,11 @@ impl<'a> FnCx<'a> {
                 _ => None,
             };
             let (id, t) = self.expr(a, out, hint.as_ref());
+            // Arguments sharing a type are compared as their bases.
+            let t = match kind {
+                ParamKind::Same => t.base().clone(),
+                _ => t,
+            };
             if matches!(kind, ParamKind::Same) && t == Type::Int {
                 same_ints.push(i);
             }

@@ -469,8 +469,11 @@ impl<'a> FnCx<'a> {
         } else {
             hint
         };
-        let (a, mut at) = self.expr(l, out, hint.as_ref());
+        // A subtype's operators are its base's, as is their result.
+        let (a, at) = self.expr(l, out, hint.as_ref());
+        let mut at = at.base().clone();
         let (b, bt) = self.expr(r, out, Some(&at).filter(|t| t.is_numeric()));
+        let bt = bt.base().clone();
         if at == Type::Int && bt == Type::Float && matches!(l.kind, ExprKind::Int(_)) {
             at = Type::Float;
         }

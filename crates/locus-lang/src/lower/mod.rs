@@ -137,8 +137,18 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
     }
     for item in &prog.items {
         match item {
-            ast::Item::Typedef { name, ty } => {
-                let t = resolve_type(&g, ty, &mut diags);
+            ast::Item::Typedef { name, ty, sub } => {
+                let base = resolve_type(&g, ty, &mut diags);
+                // Subtypes of primitive types; of an array or a struct,
+                // `type` names the same type, as `typedef` does.
+                let primitive = !matches!(base, Type::Error | Type::Array { .. } | Type::Struct(_));
+                let t = match sub {
+                    true if primitive => Type::Sub {
+                        name: name.name.clone(),
+                        base: Box::new(base),
+                    },
+                    _ => base,
+                };
                 g.typedefs.insert(name.name.clone(), t);
             }
             ast::Item::Struct { name, fields } => {
@@ -313,7 +323,7 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
         .iter()
         .map(|(n, f)| ir::StructDef {
             name: n.clone(),
-            fields: f.clone(),
+            fields: f.iter().map(|(n, t)| (n.clone(), t.erased())).collect(),
         })
         .collect();
     (
@@ -524,7 +534,7 @@ fn lower_function(
             let stream = |e: &Option<Expr>, cx: &mut FnCx, body: &mut Vec<Stmt>| {
                 e.as_ref().map(|e| {
                     let (id, t) = cx.expr(e, body, None);
-                    if !matches!(t, Type::File | Type::String | Type::Error) {
+                    if !matches!(t.base(), Type::File | Type::String | Type::Error) {
                         cx.error(
                             e.span,
                             format!("a redirection takes a file or a file name, not {t}"),
@@ -559,10 +569,11 @@ fn lower_function(
     Some(func)
 }
 
+/// The type of `t`'s innermost elements, as their base.
 fn elem_type(t: &Type) -> &Type {
     match t {
         Type::Array { elem, .. } => elem_type(elem),
-        t => t,
+        t => t.base(),
     }
 }
 
@@ -613,12 +624,17 @@ impl<'a> FnCx<'a> {
         outputs: Vec<VarId>,
         body: Vec<Stmt>,
     ) -> ir::Function {
+        // Subtypes are the front end's: the IR has their bases.
+        let mut vars = self.vars;
+        for v in &mut vars {
+            v.ty = v.ty.erased();
+        }
         ir::Function {
             name,
             kind,
             inputs,
             outputs,
-            vars: self.vars,
+            vars,
             body,
             pure_fn: false,
             dispatch: None,
