@@ -1266,6 +1266,11 @@ impl Parser {
                     span: name.span,
                 })
             }
+            // `@f(x)`: Swift/K's mark of a call, ignored by Swift/T too.
+            Tok::Sym("@") if matches!(self.tok_at(1), Tok::Ident(_)) && self.is_sym_at(2, "(") => {
+                self.bump();
+                self.call_with(Vec::new())
+            }
             Tok::Sym("@") => {
                 let annotations = self.annotations()?;
                 self.call_with(annotations)

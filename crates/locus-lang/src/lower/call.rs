@@ -519,6 +519,17 @@ impl<'a> FnCx<'a> {
                 ok = false;
                 continue;
             };
+            if i < sig.required {
+                // Swift/T: keywords name optional parameters only.
+                self.error(
+                    key.span,
+                    format!(
+                        "parameter '{}' of '{callee}' has no default: give it by position",
+                        key.name
+                    ),
+                );
+                ok = false;
+            }
             if bound.len() <= i {
                 bound.resize(i + 1, None);
             }

@@ -470,9 +470,9 @@ impl<'a> FnCx<'a> {
             hint
         };
         // A subtype's operators are its base's, as is their result.
-        let (a, at) = self.expr(l, out, hint.as_ref());
+        let (mut a, at) = self.expr(l, out, hint.as_ref());
         let mut at = at.base().clone();
-        let (b, bt) = self.expr(r, out, Some(&at).filter(|t| t.is_numeric()));
+        let (mut b, bt) = self.expr(r, out, Some(&at).filter(|t| t.is_numeric()));
         let bt = bt.base().clone();
         if at == Type::Int && bt == Type::Float && matches!(l.kind, ExprKind::Int(_)) {
             at = Type::Float;
@@ -514,11 +514,23 @@ impl<'a> FnCx<'a> {
                     Type::Float
                 } else if both(&Type::String) {
                     Type::String
+                } else if let Some(joined) = self.number_text((a, &at), (b, &bt), span, out) {
+                    // Swift/T: a string and a number join as text.
+                    (a, b) = joined;
+                    Type::String
                 } else {
                     mismatch(self)
                 }
             }
-            BinOp::Sub | BinOp::Mul | BinOp::Pow => {
+            // Swift/T: a power is a float, of ints too (`2 ** -2` is 0.25).
+            BinOp::Pow => {
+                if both(&Type::Int) || both(&Type::Float) {
+                    Type::Float
+                } else {
+                    mismatch(self)
+                }
+            }
+            BinOp::Sub | BinOp::Mul => {
                 if both(&Type::Int) {
                     Type::Int
                 } else if both(&Type::Float) {
@@ -552,5 +564,27 @@ impl<'a> FnCx<'a> {
         let dst = self.temp(result.clone(), out);
         self.op(dst, ir::Op::Bin(op), vec![a, b], span, out);
         (dst, result)
+    }
+
+    /// For `+` of a string and a number: both operands as strings, the
+    /// number's text in its place (`None` for any other pair).
+    fn number_text(
+        &mut self,
+        (a, at): (VarId, &Type),
+        (b, bt): (VarId, &Type),
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> Option<(VarId, VarId)> {
+        let number = |t: &Type| matches!(t, Type::Int | Type::Float);
+        let text = |cx: &mut Self, v: VarId, out: &mut Vec<Stmt>| {
+            let s = cx.temp(Type::String, out);
+            cx.builtin(vec![s], Pure::ToString.into(), vec![v], span, out);
+            s
+        };
+        match (at, bt) {
+            (Type::String, t) if number(t) => Some((a, text(self, b, out))),
+            (t, Type::String) if number(t) => Some((text(self, a, out), b)),
+            _ => None,
+        }
     }
 }

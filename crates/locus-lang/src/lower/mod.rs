@@ -177,6 +177,17 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
             *definitions.entry(f.name.name.as_str()).or_default() += 1;
         }
     }
+    // A type and a function share one namespace (Swift/T).
+    for item in &prog.items {
+        if let ast::Item::Struct { name, .. } | ast::Item::Typedef { name, .. } = item {
+            if definitions.contains_key(name.name.as_str()) {
+                diags.push(Diagnostic::new(
+                    name.span,
+                    format!("type '{}' has the name of a function", name.name),
+                ));
+            }
+        }
+    }
     for item in &prog.items {
         match item {
             ast::Item::Func(f) => {
@@ -200,6 +211,19 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
                     continue;
                 }
 
+                // Optional parameters come last (Swift/T).
+                let first_default = f.inputs.iter().position(|p| p.default.is_some());
+                if let Some(d) = first_default {
+                    if let Some(p) = f.inputs[d..].iter().find(|p| p.default.is_none()) {
+                        diags.push(Diagnostic::new(
+                            p.name.span,
+                            format!(
+                                "parameter '{}' needs a default value: it follows '{}', which has one",
+                                p.name.name, f.inputs[d].name.name
+                            ),
+                        ));
+                    }
+                }
                 let sig = FnSig {
                     inputs: f
                         .inputs
@@ -257,6 +281,14 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
                     &mut diags,
                 );
                 for v in vars {
+                    let n = v.name.name.as_str();
+                    if definitions.contains_key(n) || FnSig::builtin(n).is_some() {
+                        diags.push(Diagnostic::new(
+                            v.name.span,
+                            format!("global const '{n}' has the name of a function"),
+                        ));
+                        continue;
+                    }
                     let value = match (&t, v.init.as_ref().and_then(|e| const_value(&g, e))) {
                         (Type::Int, Some(Const::Int(i))) => Some(Const::Int(i)),
                         (Type::Float, Some(Const::Float(x))) => Some(Const::Float(x)),

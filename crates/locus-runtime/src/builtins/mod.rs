@@ -154,11 +154,8 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError>
                 _ => o.is_ge(),
             })
         }
-        (BinOp::Pow, Int(x), Int(y)) if *y < 0 => {
-            return Err(RunError::script(format!(
-                "{x} ** {y}: negative integer exponent"
-            )));
-        }
+        // Swift/T: a power is a float, of ints too.
+        (BinOp::Pow, Int(x), Int(y)) => Float((*x as f64).powf(*y as f64)),
         (BinOp::IntDiv | BinOp::Mod, Int(_), Int(0)) => {
             return Err(RunError::script("integer division by zero"))
         }
@@ -166,16 +163,11 @@ pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Result<Value, RunError>
         // Tcl would give the big number). Division is Swift/T's: truncated,
         // the remainder with the dividend's sign (-7 %/ 2 is -3, -7 %% 2 is
         // -1), as Java and C.
-        (
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Pow | BinOp::IntDiv | BinOp::Mod,
-            Int(x),
-            Int(y),
-        ) => {
+        (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::IntDiv | BinOp::Mod, Int(x), Int(y)) => {
             let result = match op {
                 BinOp::Add => x.checked_add(*y),
                 BinOp::Sub => x.checked_sub(*y),
                 BinOp::Mul => x.checked_mul(*y),
-                BinOp::Pow => u32::try_from(*y).ok().and_then(|y| x.checked_pow(y)),
                 BinOp::IntDiv => x.checked_div(*y),
                 _ => x.checked_rem(*y),
             };

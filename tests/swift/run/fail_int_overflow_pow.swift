@@ -1,2 +1,0 @@
-int big = 2;
-trace(big ** 64);
