@@ -457,6 +457,16 @@ impl<'a> FnCx<'a> {
         match sig.builtin {
             Some(op) => self.builtin(out_ids, op, arg_ids, name.span, out),
             None => {
+                // An updateable given to a function is updated by it: it
+                // goes among the call's outputs (after the results), so
+                // the call counts as one of its writers.
+                let mut out_ids = out_ids;
+                let updated = (0..arg_ids.len()).rev().filter(|&i| {
+                    matches!(sig.inputs.get(i), Some(ParamKind::Is(Type::Updateable)))
+                });
+                let mut given: Vec<VarId> = updated.map(|i| arg_ids.remove(i)).collect();
+                given.reverse();
+                out_ids.extend(given);
                 // The globals it reads, as they are here.
                 for global in &sig.globals {
                     match self.lookup(global) {

@@ -511,12 +511,25 @@ fn lower_function(
     }
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
+    let mut updated = Vec::new();
     for (params, out, is_output) in [
         (&f.inputs, &mut inputs, false),
         (&f.outputs, &mut outputs, true),
     ] {
         for p in params {
             let ty = resolve_type(g, &p.ty, &mut Vec::new());
+            // An updateable parameter is updated here for the caller: an
+            // output of the IR's, after the results (calls pass it so).
+            if ty == Type::Updateable && !is_output {
+                if !matches!(f.body, ast::FuncBody::Composite(_)) {
+                    cx.error(
+                        p.name.span,
+                        "only composite functions take an updateable_float",
+                    );
+                }
+                updated.push(cx.declare(&p.name, ty, Role::Output));
+                continue;
+            }
             let id = cx.declare(
                 &p.name,
                 ty,
@@ -525,6 +538,7 @@ fn lower_function(
             out.push(id);
         }
     }
+    outputs.extend(updated);
     let name = (g.ir_names.get(&f.name.span.start).cloned()).unwrap_or_else(|| f.name.name.clone());
     if let Some(sig) = g.functions.get(&name) {
         for global in &sig.globals {

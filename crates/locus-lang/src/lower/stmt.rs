@@ -202,16 +202,11 @@ impl<'a> FnCx<'a> {
             );
             return;
         }
-        let outside = match role {
-            Role::Input => Some("a parameter"),
-            Role::Global => Some("a top-level variable"),
-            Role::Local | Role::Output => None,
-        };
-        if let Some(what) = outside {
+        if role == Role::Global {
             let n = &target.name;
             self.error(
                 target.span,
-                format!("'{n}' is {what}: an updateable_float is updated only in the function that declares it"),
+                format!("'{n}' is a top-level variable: a function updates an updateable_float given to it as an argument"),
             );
         }
         let Some(op) = ir::UpdateOp::named(&op.name) else {
