@@ -328,6 +328,27 @@ fn directories_made_by_someone_else_are_refused() {
     }
     assert_eq!(std::fs::read_dir(&squatted).unwrap().count(), 0);
 
+    // A link planted at the default path (another user's, as root can
+    // make it) to a directory of the planter's choosing is refused, and
+    // nothing is written through it.
+    std::fs::remove_dir(&squatted).unwrap();
+    let victim = tmp.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::os::unix::fs::symlink(&victim, &squatted).unwrap();
+    if is_root() {
+        std::os::unix::fs::lchown(&squatted, Some(12345), None).unwrap();
+        std::os::unix::fs::chown(&victim, Some(12345), None).unwrap();
+    }
+    for args in [&["fs", "up", "--nodes", "1"][..], &["fs", "ls", "/"]] {
+        let out = try_default(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("a symbolic link; refusing to use it"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0);
+
     // A run directory holding a user's files is refused, not emptied.
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("t.swift");

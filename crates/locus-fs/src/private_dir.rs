@@ -4,7 +4,7 @@
 //! written there, so an existing one is used only if it is ours and private.
 
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// Creates `dir` (and missing parents) readable by its owner only, or checks
@@ -19,23 +19,36 @@ pub fn create(dir: &Path) -> io::Result<()> {
 
 /// Fails unless `dir` is a directory (not a link to one: another user may
 /// have planted it) that belongs to this user and no one else can write in.
-/// In a sticky shared directory such as `/tmp`, an entry found so stays so.
+/// It is opened without following a link and judged by what was opened,
+/// not by its path (which could change between a look and a use); in a
+/// sticky shared directory such as `/tmp`, an entry found so stays so.
 pub(crate) fn check(dir: &Path) -> io::Result<()> {
-    let meta = std::fs::symlink_metadata(dir)?;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
     let refuse = |why: String| {
         io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!("{}: {why}; refusing to use it", dir.display()),
         )
     };
-    if meta.file_type().is_symlink() {
-        return Err(refuse("a symbolic link".into()));
-    }
-    if !meta.is_dir() {
-        return Err(refuse("not a directory".into()));
-    }
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY)
+        .open(dir);
+    let meta = match opened {
+        Ok(d) => d.metadata()?,
+        // Refused either way; the look at the path only names why.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            let link = std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+            let why = if link {
+                "a symbolic link"
+            } else {
+                "not a directory"
+            };
+            return Err(refuse(why.into()));
+        }
+        Err(e) => return Err(e),
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
     if meta.uid() != me {
         return Err(refuse(format!(
             "owned by uid {}, not by you (uid {me})",
