@@ -29,6 +29,10 @@ pub enum Type {
         name: String,
         base: Box<Type>,
     },
+    /// A type variable of a definition over any type (`<T> (T o) f(T i)`):
+    /// in its body, a type of its own that only itself is given for; at a
+    /// call, bound to what the arguments give.
+    Var(String),
     /// `updateable_float`: a float changed in place (`x <incr> := v`) until
     /// every statement that may change it is done; read, it is its value
     /// now.
@@ -72,11 +76,12 @@ impl Type {
         }
     }
 
-    /// This type with every subtype in it replaced by its base: what the
-    /// IR and the runtime see.
+    /// This type with every subtype in it replaced by its base and every
+    /// type variable by any type: what the IR and the runtime see.
     pub fn erased(&self) -> Type {
         match self {
             Type::Sub { base, .. } => base.erased(),
+            Type::Var(_) => Type::Error,
             Type::Array { key, elem } => Type::Array {
                 key: Box::new(key.erased()),
                 elem: Box::new(elem.erased()),
@@ -87,6 +92,38 @@ impl Type {
 
     pub fn is_numeric(&self) -> bool {
         matches!(self.base(), Type::Int | Type::Float | Type::Error)
+    }
+
+    /// Whether a `from` may be given where `self`, which may hold type
+    /// variables, is expected; binds those not bound yet in `bound` to what
+    /// `from` gives for them.
+    pub fn binds(&self, from: &Type, bound: &mut std::collections::HashMap<String, Type>) -> bool {
+        match (self, from) {
+            (Type::Var(v), _) => match bound.get(v) {
+                Some(t) => t.accepts(from),
+                None => {
+                    bound.insert(v.clone(), from.clone());
+                    true
+                }
+            },
+            (Type::Array { key, elem }, Type::Array { key: k, elem: e }) => {
+                key.binds(k, bound) && elem.binds(e, bound)
+            }
+            _ => self.accepts(from),
+        }
+    }
+
+    /// This type with the type variables `bound` holds replaced (the others
+    /// by any type).
+    pub fn bound(&self, bound: &std::collections::HashMap<String, Type>) -> Type {
+        match self {
+            Type::Var(v) => bound.get(v).cloned().unwrap_or(Type::Error),
+            Type::Array { key, elem } => Type::Array {
+                key: Box::new(key.bound(bound)),
+                elem: Box::new(elem.bound(bound)),
+            },
+            t => t.clone(),
+        }
     }
 
     /// The names a user may write for a primitive type.
@@ -130,7 +167,7 @@ impl fmt::Display for Type {
                     write!(f, "{elem}[{key}]")
                 }
             }
-            Type::Struct(n) | Type::Sub { name: n, .. } => f.write_str(n),
+            Type::Struct(n) | Type::Sub { name: n, .. } | Type::Var(n) => f.write_str(n),
             Type::Updateable => f.write_str("updateable_float"),
             Type::Error => f.write_str("<error>"),
         }

@@ -36,9 +36,11 @@ impl<'a> FnCx<'a> {
         };
         match sig.outputs.len() {
             1 => {
-                let t = sig.outputs[0].clone();
-                let dst = self.temp(t.clone(), out);
-                self.call_resolved(e, resolved, Some(&[(dst, t.clone())]), out);
+                // Its type is the result's, as the arguments bind it.
+                let dst = self.temp(Type::Error, out);
+                let results = self.call_resolved(e, resolved, Some(&[(dst, Type::Error)]), out);
+                let t = results.into_iter().next().unwrap_or(Type::Error);
+                self.vars[dst as usize].ty = t.clone();
                 (dst, t)
             }
             0 => {
@@ -79,7 +81,7 @@ impl<'a> FnCx<'a> {
         let fits = |sig: &FnSig| {
             types.len() <= sig.inputs.len()
                 && types.iter().zip(&sig.inputs).all(|(t, k)| match k {
-                    ParamKind::Is(want) => want.accepts(t),
+                    ParamKind::Is(want) => want.binds(t, &mut HashMap::new()),
                     _ => true,
                 })
         };
@@ -213,14 +215,16 @@ impl<'a> FnCx<'a> {
         }
     }
 
-    /// `call`, where what the call finds is known already.
+    /// `call`, where what the call finds is known already; the types of
+    /// its results, the type variables bound by the arguments (none when
+    /// it could not be made).
     fn call_resolved(
         &mut self,
         e: &Expr,
         resolved: Resolved,
         outs: Option<&[(VarId, Type)]>,
         out: &mut Vec<Stmt>,
-    ) {
+    ) -> Vec<Type> {
         let (name, args, annotations) = call_parts(e);
         let (ir_name, sig) = match resolved {
             Resolved::Found(sig, ir_name) => (ir_name, sig),
@@ -239,7 +243,7 @@ impl<'a> FnCx<'a> {
                 for a in args {
                     self.expr(a, out, None);
                 }
-                return;
+                return Vec::new();
             }
             Resolved::NoOverload(types, defs) => {
                 let given: Vec<String> = types.iter().map(Type::to_string).collect();
@@ -252,7 +256,7 @@ impl<'a> FnCx<'a> {
                         defs.join(", ")
                     ),
                 );
-                return;
+                return Vec::new();
             }
         };
         if let Some(module) = sig.module {
@@ -264,7 +268,7 @@ impl<'a> FnCx<'a> {
             }
         }
         let Some(args) = self.bind_args(&name.name, &sig, args, out) else {
-            return;
+            return Vec::new();
         };
         let n = args.len();
         if n < sig.required || (n > sig.inputs.len() && !sig.variadic) {
@@ -285,6 +289,8 @@ impl<'a> FnCx<'a> {
             );
         }
         let mut arg_ids = Vec::new();
+        // What the arguments bind the callee's type variables to.
+        let mut bound = HashMap::new();
         let mut same: Option<Type> = None;
         // Arguments sharing one type, ints and floats mixed (Swift/T's
         // `assertEqual(n, 2.0)` with an int `n`): floats, the ints
@@ -294,7 +300,7 @@ impl<'a> FnCx<'a> {
         for (i, a) in args.iter().enumerate() {
             let kind = sig.inputs.get(i).cloned().unwrap_or(ParamKind::Any);
             let hint = match &kind {
-                ParamKind::Is(t) => Some(t.clone()),
+                ParamKind::Is(t) => Some(t.bound(&bound)),
                 ParamKind::Same => same.clone(),
                 _ => None,
             };
@@ -308,7 +314,7 @@ impl<'a> FnCx<'a> {
                 same_ints.push(i);
             }
             let ok = match &kind {
-                ParamKind::Is(want) => want.accepts(&t),
+                ParamKind::Is(want) => want.binds(&t, &mut bound),
                 ParamKind::Any => t != Type::Void,
                 ParamKind::AnyArray => t.is_array() || t == Type::Error,
                 ParamKind::Same => match &same {
@@ -326,7 +332,7 @@ impl<'a> FnCx<'a> {
             };
             if !ok {
                 let want = match kind {
-                    ParamKind::Is(w) => w.to_string(),
+                    ParamKind::Is(w) => w.bound(&bound).to_string(),
                     ParamKind::AnyArray => "an array".into(),
                     ParamKind::Same => same
                         .clone()
@@ -420,6 +426,7 @@ impl<'a> FnCx<'a> {
                 other => self.error(a.name.span, format!("unknown call annotation '@{other}'")),
             }
         }
+        let results: Vec<Type> = sig.outputs.iter().map(|t| t.bound(&bound)).collect();
         let out_ids: Vec<VarId> = match outs {
             Some(o) => {
                 if !sig.outputs.is_empty() && o.len() != sig.outputs.len() {
@@ -435,7 +442,7 @@ impl<'a> FnCx<'a> {
                 } else if sig.outputs.is_empty() && !o.is_empty() {
                     self.error(e.span, format!("'{}' returns nothing", name.name));
                 }
-                for ((_, want), got) in o.iter().zip(&sig.outputs) {
+                for ((_, want), got) in o.iter().zip(&results) {
                     if !want.accepts(got) {
                         self.error(
                             e.span,
@@ -448,11 +455,7 @@ impl<'a> FnCx<'a> {
             // A builtin's results nobody reads are not made at all; a
             // function's are, for its body to write.
             None if sig.builtin.is_some() => Vec::new(),
-            None => sig
-                .outputs
-                .iter()
-                .map(|t| self.temp(t.clone(), out))
-                .collect(),
+            None => results.iter().map(|t| self.temp(t.clone(), out)).collect(),
         };
         match sig.builtin {
             Some(op) => self.builtin(out_ids, op, arg_ids, name.span, out),
@@ -487,6 +490,7 @@ impl<'a> FnCx<'a> {
                 });
             }
         }
+        results
     }
 
     /// A call's arguments in parameter order: keyword arguments (`x=1`)

@@ -412,15 +412,15 @@ fn const_value(g: &Globals<'_>, e: &Expr) -> Option<Const> {
 }
 
 impl<'s> Globals<'s> {
-    /// These globals as `f` sees them: its type variables stand for any
-    /// type (checked where the values are used, at run time).
+    /// These globals as `f` sees them: each of its type variables a type
+    /// of its own in its body.
     fn with_type_vars(&self, f: &ast::FuncDef) -> std::borrow::Cow<'_, Globals<'s>> {
         if f.type_params.is_empty() {
             return std::borrow::Cow::Borrowed(self);
         }
         let mut g = self.clone();
         for t in &f.type_params {
-            g.typedefs.insert(t.name.clone(), Type::Error);
+            g.typedefs.insert(t.name.clone(), Type::Var(t.name.clone()));
         }
         std::borrow::Cow::Owned(g)
     }
@@ -462,8 +462,13 @@ fn wrap_dims(
             Some(k) => {
                 let kt = resolve_name(g, k, diags);
                 if !matches!(
-                    kt,
-                    Type::Int | Type::String | Type::Float | Type::Bool | Type::Error
+                    kt.base(),
+                    Type::Int
+                        | Type::String
+                        | Type::Float
+                        | Type::Bool
+                        | Type::Var(_)
+                        | Type::Error
                 ) {
                     diags.push(Diagnostic::new(
                         k.span,
