@@ -5,23 +5,15 @@
 //! notice it within the liveness bound, run its task elsewhere and finish
 //! on the other 7. Undisturbed and frozen runs alternate; medians.
 
+use crate::disturbed::{in_turn, launch, DisturbedOpts, Shape};
 use crate::report::{median, target};
 use crate::workspace::in_scratch;
 use anyhow::{bail, Result};
-use locus_launch::{launch_ranks, On, Program, RankLaunch};
-use locus_runtime::{met, record, RankOptions, RunSummary};
-use std::path::{Path, PathBuf};
+use locus_launch::Program;
+use locus_runtime::{met, record, RunSummary};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-pub struct FrozenOpts {
-    pub program: Arc<dyn Program>,
-    /// `sleep 1` tasks per run.
-    pub tasks: u32,
-    pub rounds: u32,
-    pub dir: Option<PathBuf>,
-    pub keep: bool,
-}
 
 const WORKERS: u32 = 8;
 /// The worker stopped.
@@ -43,26 +35,19 @@ fn run_once(
     tasks: u32,
     freeze: bool,
 ) -> Result<f64> {
-    let file = dir.join("frozen.swift");
-    std::fs::write(&file, script(tasks))?;
     let run_dir = dir.join(name);
     let _ = std::fs::remove_dir_all(&run_dir);
-    let log = dir.join(format!("{name}.log"));
     let freezer = freeze.then(|| {
         let run_dir = run_dir.clone();
         std::thread::spawn(move || freeze_after_first_tasks(&run_dir))
     });
-    let run = RankLaunch {
-        program: program.clone(),
-        size: WORKERS + 1,
-        on: On::This { nodes: 1 },
-        rank: RankOptions::new(file, run_dir.clone()),
-        keep_fs: false,
-        replicas: 1,
-        log: Some(log.clone()),
-        fresh: true,
+    let shape = Shape {
+        file: "frozen.swift",
+        script: script(tasks),
+        ranks: WORKERS + 1,
+        nodes: 1,
     };
-    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
+    let launched = launch(program, dir, name, &shape);
     let frozen = match freezer {
         Some(f) => Some(
             f.join()
@@ -70,20 +55,6 @@ fn run_once(
         ),
         None => None,
     };
-    if code != 0 {
-        bail!(
-            "{name}: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-    }
-    let s = RunSummary::load(&run_dir)?;
-    let done = record::load(&run_dir)?
-        .iter()
-        .filter(|r| r.error.is_none() && !r.stopped())
-        .count();
-    if done < tasks as usize {
-        bail!("{name}: {done} of {tasks} tasks done");
-    }
     if let Some(pid) = frozen {
         // The launcher ends the stopped worker with its run; if it is still
         // there, it is this benchmark's to end.
@@ -92,6 +63,15 @@ fn run_once(
             libc::kill(pid, libc::SIGKILL);
             libc::kill(pid, libc::SIGCONT);
         }
+    }
+    launched?;
+    let s = RunSummary::load(&run_dir)?;
+    let done = record::load(&run_dir)?
+        .iter()
+        .filter(|r| r.error.is_none() && !r.stopped())
+        .count();
+    if done < tasks as usize {
+        bail!("{name}: {done} of {tasks} tasks done");
     }
     let _ = std::fs::remove_dir_all(&run_dir);
     Ok(s.end_us.saturating_sub(s.start_us) as f64 / 1e6)
@@ -117,11 +97,11 @@ fn freeze_after_first_tasks(run_dir: &Path) -> Result<i32> {
     bail!("the run never recorded its first tasks")
 }
 
-pub fn run(o: FrozenOpts) -> Result<()> {
+pub fn run(o: DisturbedOpts) -> Result<()> {
     in_scratch(o.dir.clone(), "frozen", o.keep, |root| measure(&o, root))
 }
 
-fn measure(o: &FrozenOpts, root: &Path) -> Result<()> {
+fn measure(o: &DisturbedOpts, root: &Path) -> Result<()> {
     println!("{}", crate::machine::describe());
     println!(
         "frozen: {} app tasks of `sleep 1` on {WORKERS} workers and a server of this node; \
@@ -129,22 +109,9 @@ fn measure(o: &FrozenOpts, root: &Path) -> Result<()> {
          and frozen runs alternate, medians of {} rounds",
         o.tasks, o.rounds
     );
-    let (mut base, mut frozen) = (vec![], vec![]);
-    for round in 0..o.rounds.max(1) {
-        let order = if round % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        for freeze in order {
-            let name = format!("r{round}-{}", if freeze { "frozen" } else { "base" });
-            let secs = run_once(&o.program, root, &name, o.tasks, freeze)?;
-            match freeze {
-                true => frozen.push(secs),
-                false => base.push(secs),
-            }
-        }
-    }
+    let (base, frozen) = in_turn(o.rounds, |name, freeze| {
+        run_once(&o.program, root, name, o.tasks, freeze)
+    })?;
     let (base, frozen) = (median(base), median(frozen));
     let ratio = frozen / base;
     let ideal = base * f64::from(WORKERS) / f64::from(WORKERS - 1);

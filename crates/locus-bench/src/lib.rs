@@ -3,6 +3,7 @@
 //! VMs drift, ratios much less.
 
 pub mod check;
+pub mod disturbed;
 pub mod emulated;
 pub mod filecopy;
 pub mod frozen;

@@ -7,23 +7,15 @@
 //! The extra time is set beside that node's share of the work (the
 //! undisturbed run's time over the node count), alternating, medians.
 
+use crate::disturbed::{in_turn, launch, DisturbedOpts, Shape};
 use crate::report::{median, target};
 use crate::workspace::in_scratch;
 use anyhow::{bail, Result};
-use locus_launch::{launch_ranks, On, Program, RankLaunch};
-use locus_runtime::{record, RankOptions, RunSummary};
+use locus_launch::Program;
+use locus_runtime::{record, RunSummary};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-pub struct NodeLossOpts {
-    pub program: Arc<dyn Program>,
-    /// Iterations of the workflow (each a task of both stages).
-    pub tasks: u32,
-    pub rounds: u32,
-    pub dir: Option<PathBuf>,
-    pub keep: bool,
-}
 
 const NODES: u32 = 8;
 const WORKERS_PER_NODE: u32 = 2;
@@ -50,37 +42,24 @@ fn run_once(
     tasks: u32,
     kill: bool,
 ) -> Result<(f64, Vec<record::TaskRecord>)> {
-    let file = dir.join("node_loss.swift");
-    std::fs::write(&file, script(tasks))?;
     let run_dir = dir.join(name);
     let _ = std::fs::remove_dir_all(&run_dir);
-    let log = dir.join(format!("{name}.log"));
     let killer = kill.then(|| {
         let run_dir = run_dir.clone();
         std::thread::spawn(move || kill_when_half_done(&run_dir, tasks))
     });
-    let run = RankLaunch {
-        program: program.clone(),
-        size: NODES * WORKERS_PER_NODE + 1,
-        on: On::This { nodes: NODES },
-        rank: RankOptions::new(file, run_dir.clone()),
-        keep_fs: false,
-        replicas: 1,
-        log: Some(log.clone()),
-        // Each measurement replaces the last.
-        fresh: true,
+    let shape = Shape {
+        file: "node_loss.swift",
+        script: script(tasks),
+        ranks: NODES * WORKERS_PER_NODE + 1,
+        nodes: NODES,
     };
-    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
+    let launched = launch(program, dir, name, &shape);
     if let Some(k) = killer {
         k.join()
             .map_err(|_| anyhow::anyhow!("the killer thread panicked"))??;
     }
-    if code != 0 {
-        bail!(
-            "{name}: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-    }
+    launched?;
     let s = RunSummary::load(&run_dir)?;
     if kill && s.lost_nodes.is_empty() {
         bail!("{name}: the run did not see its node lost");
@@ -106,11 +85,11 @@ fn kill_when_half_done(run_dir: &Path, tasks: u32) -> Result<()> {
     bail!("the run never got half way")
 }
 
-pub fn run(o: NodeLossOpts) -> Result<()> {
+pub fn run(o: DisturbedOpts) -> Result<()> {
     in_scratch(o.dir.clone(), "node-loss", o.keep, |root| measure(&o, root))
 }
 
-fn measure(o: &NodeLossOpts, root: &Path) -> Result<()> {
+fn measure(o: &DisturbedOpts, root: &Path) -> Result<()> {
     println!("{}", crate::machine::describe());
     println!(
         "node-loss: {} iterations of make (sleep 0.2 s, writes a file) then count \
@@ -119,25 +98,17 @@ fn measure(o: &NodeLossOpts, root: &Path) -> Result<()> {
          done; undisturbed and disturbed runs alternate, medians of {} rounds",
         o.tasks, o.rounds
     );
-    let (mut base, mut lost, mut remade, mut stopped) = (vec![], vec![], vec![], vec![]);
-    for round in 0..o.rounds.max(1) {
-        let order = if round % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        for kill in order {
-            let name = format!("r{round}-{}", if kill { "lost" } else { "base" });
-            let (secs, records) = run_once(&o.program, root, &name, o.tasks, kill)?;
-            if kill {
-                lost.push(secs);
-                remade.push(records.iter().filter(|r| r.remade).count() as f64);
-                stopped.push(records.iter().filter(|r| r.stopped()).count() as f64);
-            } else {
-                base.push(secs);
-            }
-        }
-    }
+    let (calm, lost) = in_turn(o.rounds, |name, kill| {
+        run_once(&o.program, root, name, o.tasks, kill)
+    })?;
+    let count = |of: fn(&record::TaskRecord) -> bool| -> Vec<f64> {
+        let runs = lost.iter().map(|(_, records)| records);
+        runs.map(|r| r.iter().filter(|t| of(t)).count() as f64)
+            .collect()
+    };
+    let (remade, stopped) = (count(|r| r.remade), count(record::TaskRecord::stopped));
+    let base: Vec<f64> = calm.iter().map(|(secs, _)| *secs).collect();
+    let lost: Vec<f64> = lost.iter().map(|(secs, _)| *secs).collect();
     let (base, lost) = (median(base), median(lost));
     let share = base / f64::from(NODES);
     let extra = lost - base;

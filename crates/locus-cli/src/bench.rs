@@ -582,7 +582,7 @@ pub(crate) fn run(b: BenchCommand) -> Result<()> {
             common,
             tasks,
             rounds,
-        } => locus_bench::node_loss::run(locus_bench::node_loss::NodeLossOpts {
+        } => locus_bench::node_loss::run(locus_bench::disturbed::DisturbedOpts {
             program: crate::launched::program()?,
             tasks,
             rounds,
@@ -593,7 +593,7 @@ pub(crate) fn run(b: BenchCommand) -> Result<()> {
             common,
             tasks,
             rounds,
-        } => locus_bench::frozen::run(locus_bench::frozen::FrozenOpts {
+        } => locus_bench::frozen::run(locus_bench::disturbed::DisturbedOpts {
             program: crate::launched::program()?,
             tasks,
             rounds,

@@ -1,0 +1,86 @@
+//! What the benchmarks that disturb a run share (`node-loss`, `frozen`):
+//! one workflow run undisturbed and disturbed, in turn, on local nodes
+//! started by the launcher as a user's run is.
+
+use anyhow::{bail, Result};
+use locus_launch::{launch_ranks, On, Program, RankLaunch};
+use locus_runtime::RankOptions;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A disturbed-run benchmark's options.
+pub struct DisturbedOpts {
+    pub program: Arc<dyn Program>,
+    /// Tasks (or iterations of the workflow) per run.
+    pub tasks: u32,
+    /// Undisturbed and disturbed runs made, each.
+    pub rounds: u32,
+    pub dir: Option<PathBuf>,
+    pub keep: bool,
+}
+
+/// A run's shape: its script and where its ranks go.
+pub(crate) struct Shape<'a> {
+    pub file: &'a str,
+    pub script: String,
+    pub ranks: u32,
+    pub nodes: u32,
+}
+
+/// Runs `shape` in `dir/name` (its log beside it), replacing an earlier
+/// one of that name; fails with its log if the run fails. Its run
+/// directory.
+pub(crate) fn launch(
+    program: &Arc<dyn Program>,
+    dir: &Path,
+    name: &str,
+    shape: &Shape<'_>,
+) -> Result<PathBuf> {
+    let file = dir.join(shape.file);
+    std::fs::write(&file, &shape.script)?;
+    let run_dir = dir.join(name);
+    let log = dir.join(format!("{name}.log"));
+    let run = RankLaunch {
+        program: program.clone(),
+        size: shape.ranks,
+        on: On::This { nodes: shape.nodes },
+        rank: RankOptions::new(file, run_dir.clone()),
+        keep_fs: false,
+        replicas: 1,
+        log: Some(log.clone()),
+        fresh: true,
+    };
+    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
+    if code != 0 {
+        bail!(
+            "{name}: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    Ok(run_dir)
+}
+
+/// `once(name, disturbed)` for `rounds` rounds, undisturbed and disturbed
+/// in turn (which comes first alternating, so that a drift of the machine
+/// falls on both); what the undisturbed and the disturbed runs gave.
+pub(crate) fn in_turn<T>(
+    rounds: u32,
+    mut once: impl FnMut(&str, bool) -> Result<T>,
+) -> Result<(Vec<T>, Vec<T>)> {
+    let (mut calm, mut disturbed) = (Vec::new(), Vec::new());
+    for round in 0..rounds.max(1) {
+        let order = match round % 2 {
+            0 => [false, true],
+            _ => [true, false],
+        };
+        for disturb in order {
+            let name = format!("r{round}-{}", if disturb { "disturbed" } else { "base" });
+            let got = once(&name, disturb)?;
+            match disturb {
+                true => disturbed.push(got),
+                false => calm.push(got),
+            }
+        }
+    }
+    Ok((calm, disturbed))
+}
