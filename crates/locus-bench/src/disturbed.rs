@@ -1,6 +1,7 @@
-//! What the benchmarks that disturb a run share (`node-loss`, `frozen`):
-//! one workflow run undisturbed and disturbed, in turn, on local nodes
-//! started by the launcher as a user's run is.
+//! What the benchmarks that run workflows share: a run launched on local
+//! nodes as a user's run is (`tasks`, `node-loss`, `frozen`), and for the
+//! benchmarks that disturb a run, that run undisturbed and disturbed in
+//! turn.
 
 use anyhow::{bail, Result};
 use locus_launch::{launch_ranks, On, Program, RankLaunch};
@@ -8,7 +9,7 @@ use locus_runtime::RankOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// A disturbed-run benchmark's options.
+/// A disturbed-run benchmark's options (`node-loss`, `frozen`).
 pub struct DisturbedOpts {
     pub program: Arc<dyn Program>,
     /// Tasks (or iterations of the workflow) per run.
@@ -22,9 +23,10 @@ pub struct DisturbedOpts {
 /// A run's shape: its script and where its ranks go.
 pub(crate) struct Shape<'a> {
     pub file: &'a str,
-    pub script: String,
+    pub script: &'a str,
     pub ranks: u32,
     pub nodes: u32,
+    pub servers: u32,
 }
 
 /// Runs `shape` in `dir/name` (its log beside it), replacing an earlier
@@ -37,14 +39,17 @@ pub(crate) fn launch(
     shape: &Shape<'_>,
 ) -> Result<PathBuf> {
     let file = dir.join(shape.file);
-    std::fs::write(&file, &shape.script)?;
+    std::fs::write(&file, shape.script)?;
     let run_dir = dir.join(name);
     let log = dir.join(format!("{name}.log"));
     let run = RankLaunch {
         program: program.clone(),
         size: shape.ranks,
         on: On::This { nodes: shape.nodes },
-        rank: RankOptions::new(file, run_dir.clone()),
+        rank: RankOptions {
+            servers: shape.servers,
+            ..RankOptions::new(file, run_dir.clone())
+        },
         keep_fs: false,
         replicas: 1,
         log: Some(log.clone()),

@@ -43,9 +43,10 @@ fn run_once(
     });
     let shape = Shape {
         file: "frozen.swift",
-        script: script(tasks),
+        script: &script(tasks),
         ranks: WORKERS + 1,
         nodes: 1,
+        servers: 1,
     };
     let launched = launch(program, dir, name, &shape);
     let frozen = match freezer {

@@ -50,9 +50,10 @@ fn run_once(
     });
     let shape = Shape {
         file: "node_loss.swift",
-        script: script(tasks),
+        script: &script(tasks),
         ranks: NODES * WORKERS_PER_NODE + 1,
         nodes: NODES,
+        servers: 1,
     };
     let launched = launch(program, dir, name, &shape);
     if let Some(k) = killer {

@@ -5,10 +5,11 @@
 //! and control work (a large `foreach`, recursive composite calls) with
 //! two servers beside one, all in the same run.
 
+use crate::disturbed::{launch, Shape};
 use crate::report::{header, median, row, target};
-use anyhow::{bail, Result};
-use locus_launch::{launch_ranks, On, Program, RankLaunch};
-use locus_runtime::{RankOptions, RunSummary};
+use anyhow::Result;
+use locus_launch::Program;
+use locus_runtime::RunSummary;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -54,32 +55,16 @@ fn kept_run(
     script: &str,
     servers: u32,
 ) -> Result<(f64, std::path::PathBuf)> {
-    let file = dir.join(format!("{name}.swift"));
-    std::fs::write(&file, script)?;
-    let run_dir = dir.join(name);
-    let _ = std::fs::remove_dir_all(&run_dir);
-    let log = dir.join(format!("{name}.log"));
-    let run = RankLaunch {
-        program: program.clone(),
-        size: 2 + servers,
-        on: On::This { nodes: 1 },
-        rank: RankOptions {
-            servers,
-            ..RankOptions::new(file, run_dir.clone())
-        },
-        keep_fs: false,
-        replicas: 1,
-        log: Some(log.clone()),
-        // Each measurement replaces the last.
-        fresh: true,
+    let _ = std::fs::remove_dir_all(dir.join(name));
+    let file = format!("{name}.swift");
+    let shape = Shape {
+        file: &file,
+        script,
+        ranks: 2 + servers,
+        nodes: 1,
+        servers,
     };
-    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
-    if code != 0 {
-        bail!(
-            "{name}: {}",
-            std::fs::read_to_string(&log).unwrap_or_default()
-        );
-    }
+    let run_dir = launch(program, dir, name, &shape)?;
     let s = RunSummary::load(&run_dir)?;
     Ok((s.end_us.saturating_sub(s.start_us) as f64 / 1e6, run_dir))
 }

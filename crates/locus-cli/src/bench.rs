@@ -10,6 +10,31 @@ use locus_fs::Durability;
 use locus_launch::{Daemons, Emulation, Rate};
 use std::path::PathBuf;
 
+/// A benchmark that runs a workflow undisturbed and disturbed.
+#[derive(Args)]
+pub(crate) struct Disturbed {
+    #[command(flatten)]
+    common: Common,
+    /// Tasks per run (`node-loss`: iterations of its two-stage workflow).
+    #[arg(long, default_value_t = 320)]
+    tasks: u32,
+    /// How many times each measurement is made.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+}
+
+impl Disturbed {
+    fn opts(self) -> anyhow::Result<locus_bench::disturbed::DisturbedOpts> {
+        Ok(locus_bench::disturbed::DisturbedOpts {
+            program: crate::launched::program()?,
+            tasks: self.tasks,
+            rounds: self.rounds,
+            dir: self.common.dir,
+            keep: self.common.keep,
+        })
+    }
+}
+
 #[derive(Args)]
 pub(crate) struct Common {
     /// Scratch directory (must not exist; default: a new one under /tmp).
@@ -213,29 +238,11 @@ pub(crate) enum BenchCommand {
     /// What losing a node mid-run costs: a two-stage workflow on 8 local
     /// nodes with one copy of every file, undisturbed and with one node's
     /// daemon killed half way, beside that node's share of the work.
-    NodeLoss {
-        #[command(flatten)]
-        common: Common,
-        /// Iterations of the workflow (a task of each stage).
-        #[arg(long, default_value_t = 320)]
-        tasks: u32,
-        /// How many times each measurement is made.
-        #[arg(long, default_value_t = 3)]
-        rounds: u32,
-    },
+    NodeLoss(Disturbed),
     /// What a frozen worker costs a run: `sleep 1` apps on 8 workers,
     /// undisturbed and with one worker stopped (SIGSTOP) after its first
     /// task, beside each other.
-    Frozen {
-        #[command(flatten)]
-        common: Common,
-        /// `sleep 1` tasks per run.
-        #[arg(long, default_value_t = 320)]
-        tasks: u32,
-        /// How many times each measurement is made.
-        #[arg(long, default_value_t = 3)]
-        rounds: u32,
-    },
+    Frozen(Disturbed),
     /// What resuming a finished run costs beside the run: app tasks each
     /// writing one Locus file, run, then resumed (no task done again).
     Resume {
@@ -578,28 +585,8 @@ pub(crate) fn run(b: BenchCommand) -> Result<()> {
             dir: common.dir,
             keep: common.keep,
         }),
-        BenchCommand::NodeLoss {
-            common,
-            tasks,
-            rounds,
-        } => locus_bench::node_loss::run(locus_bench::disturbed::DisturbedOpts {
-            program: crate::launched::program()?,
-            tasks,
-            rounds,
-            dir: common.dir,
-            keep: common.keep,
-        }),
-        BenchCommand::Frozen {
-            common,
-            tasks,
-            rounds,
-        } => locus_bench::frozen::run(locus_bench::disturbed::DisturbedOpts {
-            program: crate::launched::program()?,
-            tasks,
-            rounds,
-            dir: common.dir,
-            keep: common.keep,
-        }),
+        BenchCommand::NodeLoss(d) => locus_bench::node_loss::run(d.opts()?),
+        BenchCommand::Frozen(d) => locus_bench::frozen::run(d.opts()?),
         BenchCommand::Resume {
             common,
             tasks,
