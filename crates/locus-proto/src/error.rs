@@ -90,15 +90,15 @@ impl fmt::Display for Errno {
 pub enum Cause {
     /// The daemon of `node` could not be reached.
     Unreachable { node: u32 },
-    /// A request was sent to the daemon of `node` and no answer came in
-    /// time (it stalled, or the request or its answer was lost): it may
-    /// still act on it.
-    NoAnswer { node: u32 },
     /// A miss whose owner, `node`, could not be reached: the name may have
     /// been lost with it.
     OwnerLost { node: u32 },
     /// Every copy of the version was found bad: none is left to read.
     NoGoodCopy,
+    /// A request was sent to the daemon of `node` and no answer came in
+    /// time (it stalled, or the request or its answer was lost): it may
+    /// still act on it.
+    NoAnswer { node: u32 },
 }
 
 /// An error about one subject (a path, or a node for `EIO`), with optional
