@@ -249,19 +249,15 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
                 }
                 msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
                     Some(Some(RankMsg::Run(_))) if cfg.has_left() => {}
-                    Some(Some(RankMsg::Run(task))) if {
-                        last = Some((task.func.clone(), task.at.clone()));
-                        in_flight > 0 || matches!(task.work, Work::App { .. })
-                    } =>
-                    {
-                        in_flight += 1;
-                        let (cfg, ended) = (cfg.clone(), ended.clone());
-                        tokio::spawn(async move {
-                            let _ = ended.send(execute(&cfg, task).await);
-                        });
-                    }
                     Some(Some(RankMsg::Run(task))) => {
-                        if let Some((outcome, record)) = execute(&cfg, task).await {
+                        last = Some((task.func.clone(), task.at.clone()));
+                        if in_flight > 0 || matches!(task.work, Work::App { .. }) {
+                            in_flight += 1;
+                            let (cfg, ended) = (cfg.clone(), ended.clone());
+                            tokio::spawn(async move {
+                                let _ = ended.send(execute(&cfg, task).await);
+                            });
+                        } else if let Some((outcome, record)) = execute(&cfg, task).await {
                             records.write(&record).map_err(records_err)?;
                             if !cfg.has_left() {
                                 let _ = out.send(RankMsg::Done(outcome));
