@@ -12,15 +12,8 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Clone)]
 pub(crate) struct ClusterArgs {
     /// The cluster's directory (as given to `locus fs up`).
-    #[arg(long, env = "LOCUS_DIR", default_value_os_t = default_dir())]
+    #[arg(long, env = "LOCUS_DIR", default_value_os_t = locus_fs::default_dir())]
     pub dir: PathBuf,
-}
-
-/// `/tmp/locus-<uid>`: one default cluster per user.
-pub(crate) fn default_dir() -> PathBuf {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    std::env::temp_dir().join(format!("locus-{uid}"))
 }
 
 const DEFAULT_LEASE_MS: u64 = 30_000;
@@ -55,25 +48,17 @@ impl ClientArgs {
     }
 
     pub(crate) fn client(&self) -> Result<Client> {
-        let spec = locus_fs::ClusterSpec::load(&self.cluster.dir)?;
-        let host = locus_fs::hostname();
-        let (node, scratch) = match self.node {
-            Some(k) => (k, None),
-            None => match spec.node_named(&host) {
-                Some(n) => (n.id, None),
-                // Node 0's store is on node 0, not here.
-                None if spec.joined => (0, Some(scratch_dir())),
-                None => (0, None),
-            },
-        };
         let opts = ClientOptions {
-            node,
             placement: self.placement,
             lease: std::time::Duration::from_millis(self.lease_ms),
-            scratch,
             ..ClientOptions::default()
         };
-        Ok(Client::open_loaded(&self.cluster.dir, &spec, opts)?)
+        Ok(Client::on_this_host(
+            &self.cluster.dir,
+            self.node,
+            scratch_dir(),
+            opts,
+        )?)
     }
 }
 

@@ -2,27 +2,15 @@
 //! FILE`, hidden): the role file says what to be.
 
 use anyhow::{bail, Result};
-use locus_launch::{Launched, Program, Role};
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use locus_launch::{Launched, LocusBinary, Program, Role};
+use std::path::PathBuf;
 use std::sync::Arc;
-
-/// This binary, started on a role file.
-pub(crate) struct ThisBinary(PathBuf);
-
-impl Program for ThisBinary {
-    fn command(&self, role_file: &Path) -> Command {
-        let mut cmd = Command::new(&self.0);
-        cmd.arg("launched").arg(role_file);
-        cmd
-    }
-}
 
 /// The program every process Locus starts runs.
 pub(crate) fn program() -> Result<Arc<dyn Program>> {
     use anyhow::Context;
     let exe = std::env::current_exe().context("locating the locus binary")?;
-    Ok(Arc::new(ThisBinary(exe)))
+    Ok(Arc::new(LocusBinary(exe)))
 }
 
 #[derive(clap::Args)]

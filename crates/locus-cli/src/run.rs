@@ -280,17 +280,7 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
     let run_dir = match &a.run_dir {
         Some(d) => d.clone(),
         None => {
-            // A new directory of a name no one can guess (made 0700, never
-            // one that was there: another user cannot plant a link or a
-            // directory of their own in its place).
-            let d = tempfile::Builder::new()
-                .prefix("locus-run-")
-                // Private, as every run directory is (tempfile's own mode
-                // follows the umask: 0755 here).
-                .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                .tempdir_in(std::env::temp_dir())
-                .context("cannot make a run directory")?
-                .keep();
+            let d = locus_launch::new_run_dir().context("cannot make a run directory")?;
             // It is kept (records, the run's files): say where it is.
             eprintln!("locus: run directory {}", d.display());
             d
@@ -298,18 +288,17 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
     };
     let mut rank = a.rank_options(run_dir.clone());
     // Tried here and said once, rather than by every worker.
-    if rank.mount != MountMode::Off {
-        if let Err(e) = locus_runtime::mount_allowed() {
-            if rank.mount == MountMode::On {
-                bail!("--mount: {e}");
-            }
+    rank.mount = match rank.mount.settled() {
+        Ok((mode, None)) => mode,
+        Ok((mode, Some(e))) => {
             eprintln!(
                 "locus: apps get their Locus files as store paths, not /locus/ paths: {e} \
                  (--no-mount chooses that without this note)"
             );
-            rank.mount = MountMode::Off;
+            mode
         }
-    }
+        Err(e) => bail!("--mount: {e}"),
+    };
     let on = match (&a.cluster, a.site.site()) {
         (Some(at), _) => {
             let (dir, e) = Emulation::load(at)?;

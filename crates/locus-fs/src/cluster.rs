@@ -58,6 +58,17 @@ pub struct ClusterSpec {
     pub scope: Scope,
 }
 
+/// The cluster clients use when none is named: `$LOCUS_DIR`, else
+/// `$TMPDIR/locus-<uid>` (one default cluster per user).
+pub fn default_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("LOCUS_DIR").filter(|d| !d.is_empty()) {
+        return PathBuf::from(d);
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    std::env::temp_dir().join(format!("locus-{uid}"))
+}
+
 fn one() -> u32 {
     1
 }

@@ -23,7 +23,7 @@ mod whole;
 
 pub use client::follow::copy_as_written;
 pub use client::{Client, ClientOptions, LocalCopy, Output, Writer};
-pub use cluster::{ClusterSpec, NodeInfo, CLUSTER_FILE};
+pub use cluster::{default_dir, ClusterSpec, NodeInfo, CLUSTER_FILE};
 pub use daemon::join::{advertised_ip, expected_from_env, hostname, shared_secret, write_once};
 pub use daemon::repair::{Rebuilt, Reclaimed};
 pub use daemon::scrub::{made_by_note, Lost, Scrubbed};

@@ -19,8 +19,8 @@ pub mod supervise;
 
 pub use daemons::{running_pid, serving, stop, Daemons, Stopped};
 pub use emulate::{Emulation, FsMode, Host, Rate};
-pub use ranks::{hold_run_dir, launch_ranks, On, RankLaunch, RunHold, STOPPED_EXIT};
-pub use role::{Launched, Program, Role};
+pub use ranks::{hold_run_dir, launch_ranks, new_run_dir, On, RankLaunch, RunHold, STOPPED_EXIT};
+pub use role::{Launched, LocusBinary, Program, Role};
 pub use site::{
     deploy, purge_here, recorded, redeploy, take_down, Deploy, PurgeStores, Shape, Site,
     SiteLauncher,

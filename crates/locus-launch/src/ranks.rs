@@ -75,6 +75,19 @@ pub struct RankLaunch {
     pub fresh: bool,
 }
 
+/// A new run directory under the temporary directory, of a name no one can
+/// guess (made 0700, never one that was there: another user cannot plant
+/// a link or a directory of their own in its place). It is kept.
+pub fn new_run_dir() -> std::io::Result<PathBuf> {
+    let d = tempfile::Builder::new()
+        .prefix("locus-run-")
+        // Private, as every run directory is (tempfile's own mode follows
+        // the umask: 0755 here).
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(std::env::temp_dir())?;
+    Ok(d.keep())
+}
+
 /// Runs all ranks; returns the exit code of the run. Once the file system
 /// serves and before any rank starts, `before` gets its directory (to
 /// stage inputs in; its error ends the run); after a run that succeeded,

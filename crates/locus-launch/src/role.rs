@@ -23,6 +23,19 @@ pub trait Program: Send + Sync {
     fn command(&self, role_file: &Path) -> Command;
 }
 
+/// The `locus` binary at this path, started as `locus launched FILE` (what
+/// its `launched` command dispatches): the program of the CLI itself and
+/// of other embedders (the Python package) that start Locus's processes.
+pub struct LocusBinary(pub std::path::PathBuf);
+
+impl Program for LocusBinary {
+    fn command(&self, role_file: &Path) -> Command {
+        let mut cmd = Command::new(&self.0);
+        cmd.arg("launched").arg(role_file);
+        cmd
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct Envelope<C> {
     role: String,

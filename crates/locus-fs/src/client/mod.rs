@@ -186,6 +186,35 @@ impl Client {
         Client::open_loaded(dir, &spec, opts)
     }
 
+    /// A client of the cluster in `dir` as a program on this host takes
+    /// part: on `node` if given, else on this host's node, else node 0 —
+    /// with no store of its own (staging in `scratch`) when the cluster's
+    /// daemons run on other hosts (`fs serve --join`).
+    pub fn on_this_host(
+        dir: &Path,
+        node: Option<NodeId>,
+        scratch: PathBuf,
+        opts: ClientOptions,
+    ) -> FsResult<Client> {
+        let spec =
+            ClusterSpec::load(dir).map_err(|e| FsError::io(dir.display().to_string(), &e))?;
+        let (node, scratch) = match node {
+            Some(k) => (k, None),
+            None => match spec.node_named(&crate::hostname()) {
+                Some(n) => (n.id, None),
+                // Node 0's store is on node 0, not here.
+                None if spec.joined => (0, Some(scratch)),
+                None => (0, None),
+            },
+        };
+        let opts = ClientOptions {
+            node,
+            scratch,
+            ..opts
+        };
+        Client::open_loaded(dir, &spec, opts)
+    }
+
     /// [`Client::open`] of the cluster in `dir` whose file the caller read
     /// already (to choose the node).
     pub fn open_loaded(dir: &Path, spec: &ClusterSpec, opts: ClientOptions) -> FsResult<Client> {

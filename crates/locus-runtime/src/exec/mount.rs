@@ -25,6 +25,22 @@ pub enum MountMode {
     On,
 }
 
+impl MountMode {
+    /// The mode a run's workers use, tried once by whoever starts the run
+    /// (`mount_allowed`): `On` that cannot is an error; `Auto` that cannot
+    /// is `Off`, with why (to be said once).
+    pub fn settled(self) -> Result<(MountMode, Option<MountError>), MountError> {
+        if self == MountMode::Off {
+            return Ok((self, None));
+        }
+        match (mount_allowed(), self) {
+            (Ok(()), _) => Ok((self, None)),
+            (Err(e), MountMode::On) => Err(e),
+            (Err(e), _) => Ok((MountMode::Off, Some(e))),
+        }
+    }
+}
+
 /// Why a rank could not mount its node at `/locus`.
 #[derive(Debug, thiserror::Error)]
 pub enum MountError {
