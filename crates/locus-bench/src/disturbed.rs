@@ -54,6 +54,7 @@ pub(crate) fn launch(
         replicas: 1,
         log: Some(log.clone()),
         fresh: true,
+        stop: None,
     };
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
     if code != 0 {

@@ -309,6 +309,7 @@ pub fn run_config(
         log: Some(log.clone()),
         // Each measurement replaces the last.
         fresh: true,
+        stop: None,
     };
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(()))
         .map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?;

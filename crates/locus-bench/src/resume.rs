@@ -55,6 +55,7 @@ fn timed(
         log: Some(log.clone()),
         // Each measurement replaces the last.
         fresh: true,
+        stop: None,
     };
     let start = Instant::now();
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;

@@ -46,9 +46,7 @@ impl ModuleArgs {
 
 /// The script at `path`, its modules searched for in `search`.
 pub(crate) fn source(path: &Path, search: Vec<PathBuf>) -> Result<Source, String> {
-    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let src = Source::new(path.display().to_string(), String::from_utf8_lossy(&text));
-    Ok(src.with_search(search))
+    Source::read(path, search).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 pub(crate) fn run(a: CheckArgs) -> Result<()> {

@@ -289,14 +289,8 @@ pub(crate) enum FsOp {
     },
 }
 
-/// A path as scripts write it (`/locus/a/b`) or as the file system names it
-/// (`/a/b`): both mean `/a/b`, so a path can be pasted from a script.
-pub(crate) fn locus_path(s: &str) -> Result<String, String> {
-    Ok(match locus_runtime::fs_path(s) {
-        Some(p) => p.to_string(),
-        None if s == locus_runtime::LOCUS_PREFIX => "/".to_string(),
-        None => s.to_string(),
-    })
+fn locus_path(s: &str) -> Result<String, String> {
+    Ok(locus_runtime::namespace_path(s).to_string())
 }
 
 fn kind_name(k: Kind) -> &'static str {

@@ -344,6 +344,7 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         replicas: a.replicas.count,
         log: None,
         fresh: a.fresh,
+        stop: None,
     };
     let stage_in = |fs_dir: &Path| {
         a.stage_in.iter().try_for_each(|(src, dst)| {
@@ -394,7 +395,7 @@ fn put(fs_dir: &Path, src: &Path, dst: &str) -> Result<()> {
         recursive: true,
         via: ViaArgs::auto(),
         local: src.to_path_buf(),
-        path: fs_ops::locus_path(dst).map_err(anyhow::Error::msg)?,
+        path: locus_runtime::namespace_path(dst).to_string(),
     })
 }
 
@@ -406,7 +407,7 @@ fn stage(fs_dir: &Path, src: &str, dst: &Path) -> Result<()> {
         }),
         recursive: true,
         via: ViaArgs::auto(),
-        path: fs_ops::locus_path(src).map_err(anyhow::Error::msg)?,
+        path: locus_runtime::namespace_path(src).to_string(),
         local: dst.to_path_buf(),
         offline: fs_ops::OfflineArgs { offline: false },
     })

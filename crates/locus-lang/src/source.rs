@@ -112,6 +112,14 @@ impl Source {
         }
     }
 
+    /// The script in file `path` (named by it in diagnostics; bytes that
+    /// are not UTF-8 replaced), importing modules from `search` too.
+    pub fn read(path: &std::path::Path, search: Vec<PathBuf>) -> std::io::Result<Source> {
+        let text = std::fs::read(path)?;
+        let src = Source::new(path.display().to_string(), String::from_utf8_lossy(&text));
+        Ok(src.with_search(search))
+    }
+
     /// The same script, importing modules from `dirs` too.
     pub fn with_search(mut self, dirs: Vec<PathBuf>) -> Source {
         self.search = dirs;

@@ -73,6 +73,20 @@ pub struct RankLaunch {
     /// Replace an earlier run found in the run directory (else only
     /// `--resume` may use it).
     pub fresh: bool,
+    /// Raised by an embedder to stop the run (a program of its own, whose
+    /// signals are its own: Python's Ctrl-C). Without it, SIGINT, SIGTERM
+    /// and SIGHUP of this process stop the run.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl RankLaunch {
+    /// The flag that stops the run once raised.
+    fn stop_flag(&self) -> &AtomicBool {
+        match &self.stop {
+            Some(flag) => flag,
+            None => on_interrupt(),
+        }
+    }
 }
 
 /// A new run directory under the temporary directory, of a name no one can
@@ -224,7 +238,7 @@ pub fn launch_ranks(
 /// Stops the file system in `fs_dir` and removes its stores, through the
 /// launcher on hosts whose daemons are gone; says which it could not.
 fn take_down(r: &RankLaunch, fs_dir: &Path) {
-    if on_interrupt().load(Ordering::Relaxed) {
+    if r.stop.is_none() && on_interrupt().load(Ordering::Relaxed) {
         // Stopped with its job (`scancel`, a time limit): the daemons,
         // signalled too, remove their own stores, and the launcher can
         // start nothing more in a job that is ending.
@@ -422,7 +436,7 @@ fn run_here(
     // Ranks that did not stop on their own once the run ended (a worker
     // cut off from its server cannot be told to).
     let mut stragglers = Vec::new();
-    let interrupted = on_interrupt();
+    let interrupted = r.stop_flag();
     let mut exits = Exits::of(children.iter().map(|(_, c)| c));
     loop {
         for (rank, child) in &mut children {
@@ -601,7 +615,7 @@ fn run_site(
         .spawn()
         .map_err(|e| format!("starting {}: {e}", site.program().display()))?;
     let start_us = now_us();
-    let interrupted = on_interrupt();
+    let interrupted = r.stop_flag();
     let exits = Exits::of([&launcher]);
     loop {
         if let Some(status) = launcher.try_wait().map_err(|e| e.to_string())? {

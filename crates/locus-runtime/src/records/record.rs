@@ -331,17 +331,26 @@ fn read_dir_records(dir: &Path, in_order: bool) -> io::Result<Vec<TaskRecord>> {
         lines += count_lines(std::fs::File::open(path)?)?;
     }
     out.reserve_exact(lines);
+    let mut line = String::new();
     for path in paths {
-        let f = io::BufReader::new(std::fs::File::open(&path)?);
-        for (i, line) in f.lines().enumerate() {
-            let line = line?;
-            let r = serde_json::from_str(&line).map_err(|e| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{}:{}: {e}", path.display(), i + 1),
-                )
-            })?;
-            out.push(r);
+        let mut f = io::BufReader::new(std::fs::File::open(&path)?);
+        for i in 1.. {
+            line.clear();
+            if f.read_line(&mut line)? == 0 {
+                break;
+            }
+            match serde_json::from_str(line.trim_end_matches('\n')) {
+                Ok(r) => out.push(r),
+                // The last line of a rank still writing, cut where a
+                // flush cut it: read with the rest later.
+                Err(_) if !line.ends_with('\n') => break,
+                Err(e) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{}:{i}: {e}", path.display()),
+                    ))
+                }
+            }
         }
     }
     Ok(out)
@@ -357,5 +366,36 @@ fn count_lines(mut f: impl io::Read) -> io::Result<usize> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(id: u64) -> String {
+        format!(
+            r#"{{"id":{id},"func":"f","rank":0,"node":"","target":null,"placed":"Auto","start_us":{id},"end_us":9,"local_bytes":0,"remote_bytes":0,"exit":0,"attempts":1,"error":null}}"#
+        )
+    }
+
+    #[test]
+    fn records_are_read_while_a_rank_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(records_dir(dir.path())).unwrap();
+        let file = records_dir(dir.path()).join("rank-0.jsonl");
+        // Two whole records and the start of a third, cut by a flush.
+        let cut = &line(3)[..40];
+        std::fs::write(&file, format!("{}\n{}\n{cut}", line(1), line(2))).unwrap();
+        let ids: Vec<u64> = load(dir.path()).unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1, 2]);
+        // Its last record whole but not yet ended by its newline.
+        std::fs::write(&file, format!("{}\n{}", line(1), line(2))).unwrap();
+        assert_eq!(load(dir.path()).unwrap().len(), 2);
+        // A bad line that is not the last is an error, naming it.
+        std::fs::write(&file, format!("{cut}\n{}\n", line(2))).unwrap();
+        let e = load(dir.path()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(e.to_string().contains("rank-0.jsonl:1:"), "{e}");
     }
 }
