@@ -285,20 +285,21 @@ impl Client {
         Ok(f.into_raw_fd())
     }
 
-    /// A writer of `path`: from empty (created if missing), or with
-    /// `append` from its current end. Nothing is seen by others until it
-    /// is closed.
-    #[pyo3(signature = (path, append=false))]
-    fn open_writer(&self, py: Python<'_>, path: &str, append: bool) -> PyResult<Writer> {
+    /// A writer of `path`, as `open` mode `how` says: `w` from empty
+    /// (created if missing), `a` from its current end (created if
+    /// missing), `x` a new file (`FileExistsError` if it exists). Nothing
+    /// is seen by others until it is closed.
+    fn open_writer(&self, py: Python<'_>, path: &str, how: &str) -> PyResult<Writer> {
         let c = &self.inner;
         let p = full(path);
         let w = block(py, async {
-            match append {
-                true => match c.open_write(&p, false).await {
+            match how {
+                "w" => c.create_or_truncate(&p).await,
+                "x" => c.create(&p).await,
+                _ => match c.open_write(&p, false).await {
                     Err(e) if e.code == Errno::ENOENT => c.create(&p).await,
                     other => other,
                 },
-                false => c.create_or_truncate(&p).await,
             }
         })?;
         Ok(Writer(Mutex::new(Some(w))))

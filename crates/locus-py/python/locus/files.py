@@ -78,18 +78,18 @@ class Client:
     ) -> IO[Any]:
         """Opens ``path`` as Python's ``open`` does: ``rb`` (seekable; the
         version current at opening, fetched to this node if it is elsewhere),
-        ``wb`` (from empty, created if missing) or ``ab`` (from its end); the
-        same without ``b`` for text. What is written is seen by others when
+        ``wb`` (from empty, created if missing), ``ab`` (from its end) or
+        ``xb`` (a new file); the same without ``b`` for text. What is written is seen by others when
         the file is closed."""
         kind = mode.replace("b", "").replace("t", "")
-        if kind not in ("r", "w", "a") or ("b" in mode and "t" in mode):
-            raise ValueError(f"invalid mode: {mode!r} (r, w or a, with b for bytes)")
+        if kind not in ("r", "w", "a", "x") or ("b" in mode and "t" in mode):
+            raise ValueError(f"invalid mode: {mode!r} (r, w, a or x, with b for bytes)")
         size = io.DEFAULT_BUFFER_SIZE if buffering in (-1, 1) else buffering
         raw: io.FileIO
         if kind == "r":
             raw = _Reading(self._c.read_fd(path), path)
         else:
-            raw = _Publishing(self._c.open_writer(path, append=kind == "a"), path)
+            raw = _Publishing(self._c.open_writer(path, kind), path)
         if buffering == 0:
             if "b" not in mode:
                 raise ValueError("can't have unbuffered text I/O")

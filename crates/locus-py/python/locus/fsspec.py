@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import datetime
 import os
+import posixpath
 from typing import Any, Dict, List, Optional, Union
 
 from fsspec.spec import AbstractFileSystem
 
 from .files import connect
+
+
+def _is_pattern(path: str) -> bool:
+    """Whether fsspec expands ``path`` as a glob."""
+    return any(c in path for c in "*?[")
 
 
 class LocusFileSystem(AbstractFileSystem):
@@ -43,9 +49,20 @@ class LocusFileSystem(AbstractFileSystem):
     def exists(self, path: str, **kwargs: Any) -> bool:
         return self.client.exists(self._strip_protocol(path))
 
+    def _made_parent(self, path: str) -> str:
+        """``path``, its directory made if missing (fsspec writes into new
+        directories, as object stores let them)."""
+        parent = posixpath.dirname(path)
+        if parent != "/":
+            self.client.mkdir(parent, parents=True)
+        return path
+
     def _open(self, path: str, mode: str = "rb", block_size: Any = None, autocommit: bool = True,
               cache_options: Any = None, **kwargs: Any) -> Any:
-        return self.client.open(self._strip_protocol(path), mode)
+        path = self._strip_protocol(path)
+        if "r" not in mode:
+            self._made_parent(path)
+        return self.client.open(path, mode)
 
     def mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
         self.client.mkdir(self._strip_protocol(path), parents=create_parents)
@@ -62,26 +79,26 @@ class LocusFileSystem(AbstractFileSystem):
         self.client.rmdir(self._strip_protocol(path))
 
     def rm_file(self, path: str) -> None:
-        self.client.rm(self._strip_protocol(path))
-
-    def _rm(self, path: str) -> None:
+        # fsspec removes a tree path by path, its directories among them.
         path = self._strip_protocol(path)
-        if self.isdir(path):
-            self.client.rmdir(path)
-        else:
+        try:
             self.client.rm(path)
+        except IsADirectoryError:
+            self.client.rmdir(path)
+
+    _rm = rm_file
 
     def rm(self, path: Any, recursive: bool = False, maxdepth: Optional[int] = None) -> None:
         paths = path if isinstance(path, list) else [path]
         for p in paths:
-            if recursive and maxdepth is None and not self.has_magic(p):
+            if recursive and maxdepth is None and not _is_pattern(p):
                 self.client.rm(self._strip_protocol(p), recursive=True)
             else:
                 super().rm(p, recursive=recursive, maxdepth=maxdepth)
 
     def mv(self, path1: Any, path2: Any, recursive: bool = False, maxdepth: Optional[int] = None,
            **kwargs: Any) -> None:
-        if isinstance(path1, str) and isinstance(path2, str) and not self.has_magic(path1):
+        if isinstance(path1, str) and isinstance(path2, str) and not _is_pattern(path1):
             # One rename: a tree moves whole, as a directory's rename does.
             src, dst = self._strip_protocol(path1), self._strip_protocol(path2)
             if self.isdir(dst) and not self.isdir(src):
@@ -95,7 +112,7 @@ class LocusFileSystem(AbstractFileSystem):
         if self.isdir(src):
             self.makedirs(dst, exist_ok=True)
             return
-        with self.client.open(src, "rb") as f, self.client.open(dst, "wb") as g:
+        with self.client.open(src, "rb") as f, self.client.open(self._made_parent(dst), "wb") as g:
             while True:
                 block = f.read(1 << 20)
                 if not block:
@@ -118,7 +135,7 @@ class LocusFileSystem(AbstractFileSystem):
         path = self._strip_protocol(path)
         if mode == "create" and self.exists(path):
             raise FileExistsError(path)
-        with self.client.open(path, "wb") as f:
+        with self.client.open(self._made_parent(path), "wb") as f:
             f.write(value)
 
     def put_file(self, lpath: str, rpath: str, callback: Any = None, mode: str = "overwrite",
@@ -129,7 +146,7 @@ class LocusFileSystem(AbstractFileSystem):
             return
         if mode == "create" and self.exists(rpath):
             raise FileExistsError(rpath)
-        with open(lpath, "rb") as f, self.client.open(rpath, "wb") as g:
+        with open(lpath, "rb") as f, self.client.open(self._made_parent(rpath), "wb") as g:
             while True:
                 block = f.read(1 << 20)
                 if not block:
@@ -142,6 +159,7 @@ class LocusFileSystem(AbstractFileSystem):
         if self.isdir(rpath):
             os.makedirs(lpath, exist_ok=True)
             return
+        os.makedirs(os.path.dirname(os.path.abspath(lpath)), exist_ok=True)
         self.client.get(rpath, lpath)
 
     def created(self, path: str) -> datetime.datetime:
