@@ -119,6 +119,8 @@ def test_errors_are_oserrors_of_their_errno(fs, fresh_dir):
 
 def test_namespace_operations(fs, fresh_dir, tmp_path):
     fs.mkdir(fresh_dir + "/a/b/c", parents=True)
+    # Placed before it is made: its data goes to node 1, written from node 0.
+    fs.place(fresh_dir + "/a/y", 1)
     for name in ("x", "y"):
         with fs.open(f"{fresh_dir}/a/{name}", "wb") as f:
             f.write(name.encode() * 3)
@@ -129,8 +131,8 @@ def test_namespace_operations(fs, fresh_dir, tmp_path):
     fs.mv(fresh_dir + "/a/x", fresh_dir + "/a/b/x2")
     assert not fs.exists(fresh_dir + "/a/x")
     assert fs.cat(fresh_dir + "/a/b/x2") == b"xxx"
-    fs.place(fresh_dir + "/a/y", 1)
     assert fs.locate(fresh_dir + "/a/y") == [1]
+    assert fs.locate(fresh_dir + "/a/b/x2") == [0]
     # Trees in and out.
     src = tmp_path / "src"
     (src / "sub").mkdir(parents=True)

@@ -198,7 +198,7 @@ impl Client {
         block(py, self.inner.locate(&full(path)))
     }
 
-    /// Moves file `path`'s data to `node`.
+    /// Has file `path`, not made yet, stored on `node` whoever writes it.
     fn place(&self, py: Python<'_>, path: &str, node: NodeId) -> PyResult<()> {
         block(py, self.inner.place(&full(path), node))
     }

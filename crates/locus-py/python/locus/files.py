@@ -142,7 +142,7 @@ class Client:
         return self._c.locate(path)
 
     def place(self, path: str, node: int) -> None:
-        """Moves file ``path``'s data to ``node``."""
+        """Has file ``path``, not made yet, stored on ``node`` whoever writes it."""
         self._c.place(path, node)
 
     def put(self, local: PathLike, path: str, recursive: bool = False) -> Tuple[int, int]:
