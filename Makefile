@@ -7,8 +7,15 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 setup:
 	./scripts/setup.sh
 
+VENV := .venv
+MATURIN := VIRTUAL_ENV=$(CURDIR)/$(VENV) PATH=$(CURDIR)/$(VENV)/bin:$(PATH) $(VENV)/bin/maturin develop --quiet -m crates/locus-py/Cargo.toml
+
+# The binary, and the Python package installed in .venv (with the binary
+# beside it, so `locus.run` finds it once .venv is activated).
 build: setup
 	$(CARGO) build --release
+	$(MATURIN) --release
+	ln -sf $(CURDIR)/target/release/locus $(VENV)/bin/locus
 
 # Installs what is needed, builds, and tours a 4-node local cluster.
 run: build
@@ -19,6 +26,8 @@ test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
+	$(MATURIN)
+	LOCUS_BIN=$(CURDIR)/target/debug/locus $(VENV)/bin/python -m pytest -q crates/locus-py/pytests
 
 # The file system's seeded simulation: SEEDS seeds from FROM (replay one
 # failing seed with `make simulate SEED=N`).

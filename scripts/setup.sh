@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 
-packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3 fuse3 git fio fsmark)
+packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3 python3-venv fuse3 git fio fsmark)
 # Real site launchers for the multi-host tests (mpich above, Slurm here),
 # and R for Swift/T's R() builtin.
 launchers=(slurmctld slurmd slurm-client munge r-base-core)
@@ -25,4 +25,19 @@ if ! command -v cargo >/dev/null 2>&1; then
         echo "setup: Rust (cargo) is required; install it with rustup (https://rustup.rs)" >&2
         exit 1
     }
+fi
+
+# The Python package's environment (.venv): maturin builds the extension,
+# pytest, pandas and fsspec test it. Installed again only when the list
+# changes.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/.venv"
+req="$root/crates/locus-py/requirements-dev.txt"
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+if [ ! -f "$venv/.installed" ] || [ "$req" -nt "$venv/.installed" ]; then
+    "$venv/bin/python" -m pip install --quiet --upgrade pip
+    "$venv/bin/python" -m pip install --quiet -r "$req"
+    touch "$venv/.installed"
 fi

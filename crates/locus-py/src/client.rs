@@ -27,7 +27,11 @@ pub(crate) struct Client {
 /// user's default cluster), as this host's node unless `node` is given.
 #[pyfunction]
 #[pyo3(signature = (dir=None, node=None))]
-pub(crate) fn connect(py: Python<'_>, dir: Option<PathBuf>, node: Option<NodeId>) -> PyResult<Client> {
+pub(crate) fn connect(
+    py: Python<'_>,
+    dir: Option<PathBuf>,
+    node: Option<NodeId>,
+) -> PyResult<Client> {
     static CLIENTS: AtomicU64 = AtomicU64::new(0);
     let dir = dir.unwrap_or_else(locus_fs::default_dir);
     let scratch = std::env::temp_dir().join(format!(
@@ -129,7 +133,12 @@ impl Client {
     /// The entries of directory `path` (full paths), or the file itself;
     /// with `detail`, each one's `stat`.
     #[pyo3(signature = (path, detail=false))]
-    fn ls<'py>(&self, py: Python<'py>, path: &str, detail: bool) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    fn ls<'py>(
+        &self,
+        py: Python<'py>,
+        path: &str,
+        detail: bool,
+    ) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let p = full(path);
         let c = &self.inner;
         let rec = block(py, c.stat(&p))?;
@@ -143,7 +152,10 @@ impl Client {
                 .map(|e| locus_fs::path::join(&p, &e.name))
                 .collect();
             if !detail {
-                return Ok(named.iter().map(|n| PyString::new(py, n).into_any()).collect());
+                return Ok(named
+                    .iter()
+                    .map(|n| PyString::new(py, n).into_any())
+                    .collect());
             }
             for name in named {
                 // One gone since the listing is left out, as `ls -l` does.
@@ -231,7 +243,13 @@ impl Client {
     /// Copies host file (or tree, with `recursive`) `local` in as `path`;
     /// returns (files, bytes).
     #[pyo3(signature = (local, path, recursive=false))]
-    fn put(&self, py: Python<'_>, local: PathBuf, path: &str, recursive: bool) -> PyResult<(u64, u64)> {
+    fn put(
+        &self,
+        py: Python<'_>,
+        local: PathBuf,
+        path: &str,
+        recursive: bool,
+    ) -> PyResult<(u64, u64)> {
         if local.is_dir() && !recursive {
             return Err(os_error(
                 FsError::new(Errno::EISDIR, local.display().to_string())
@@ -254,7 +272,13 @@ impl Client {
     /// Copies file (or tree, with `recursive`) `path` out to host path
     /// `local`; returns (files, bytes).
     #[pyo3(signature = (path, local, recursive=false))]
-    fn get(&self, py: Python<'_>, path: &str, local: PathBuf, recursive: bool) -> PyResult<(u64, u64)> {
+    fn get(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        local: PathBuf,
+        recursive: bool,
+    ) -> PyResult<(u64, u64)> {
         let c = &self.inner;
         let p = full(path);
         let via = match recursive {
@@ -338,7 +362,9 @@ impl Writer {
             .map_err(|_| pyo3::exceptions::PyRuntimeError::new_err("writer poisoned"))?;
         match w.as_mut() {
             Some(w) => Ok(w.file().as_raw_fd()),
-            None => Err(pyo3::exceptions::PyValueError::new_err("I/O operation on closed file")),
+            None => Err(pyo3::exceptions::PyValueError::new_err(
+                "I/O operation on closed file",
+            )),
         }
     }
 

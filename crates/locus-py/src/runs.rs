@@ -20,7 +20,11 @@ type Diagnostic = (String, usize, usize, String);
 /// The script's errors (none: it compiles), as `locus check` finds them.
 #[pyfunction]
 #[pyo3(signature = (script, include=Vec::new()))]
-pub(crate) fn check(py: Python<'_>, script: PathBuf, include: Vec<PathBuf>) -> PyResult<Vec<Diagnostic>> {
+pub(crate) fn check(
+    py: Python<'_>,
+    script: PathBuf,
+    include: Vec<PathBuf>,
+) -> PyResult<Vec<Diagnostic>> {
     let src = locus_lang::Source::read(&script, include)?;
     let diags = py.detach(|| locus_lang::compile(&src).err().unwrap_or_default());
     Ok(diags
@@ -80,7 +84,9 @@ pub(crate) fn start_run(py: Python<'_>, req: RunRequest) -> PyResult<RunHandle> 
         .transpose()
         .map_err(PyValueError::new_err)?;
     if resume.is_some() && req.run_dir.is_none() {
-        return Err(PyValueError::new_err("resume needs the run_dir of the run to resume"));
+        return Err(PyValueError::new_err(
+            "resume needs the run_dir of the run to resume",
+        ));
     }
     let run_dir = match req.run_dir {
         Some(d) => d,
