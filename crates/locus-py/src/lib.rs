@@ -44,7 +44,7 @@ fn _locus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(client::connect, m)?)?;
     m.add_function(wrap_pyfunction!(runs::check, m)?)?;
     m.add_function(wrap_pyfunction!(runs::start_run, m)?)?;
-    m.add_function(wrap_pyfunction!(runs::records_json, m)?)?;
+    m.add_function(wrap_pyfunction!(runs::records_columns, m)?)?;
     m.add_function(wrap_pyfunction!(runs::report_text, m)?)?;
     m.add_function(wrap_pyfunction!(runs::report_html, m)?)?;
     m.add_function(wrap_pyfunction!(runs::failure, m)?)?;

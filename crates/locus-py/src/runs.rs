@@ -3,11 +3,14 @@
 //! what a run leaves in its directory (records, summary, report).
 
 use locus_launch::{launch_ranks, LocusBinary, On, RankLaunch};
-use locus_runtime::record::TaskRecord;
+use locus_proto::run::{Placed, Spill, Target};
 use locus_runtime::report::Report;
 use locus_runtime::{MountMode, RankOptions, ResumeBy, RunSummary};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use serde::Deserialize;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -199,12 +202,111 @@ impl RunHandle {
     }
 }
 
-/// Every task record of the run in `run_dir` so far, as a JSON array (read
-/// while the run writes them too).
+/// What of a task's record its row shows.
+#[derive(Deserialize)]
+struct Row {
+    id: u64,
+    func: String,
+    rank: u32,
+    node: String,
+    target: Option<Target>,
+    placed: Placed,
+    spill: Option<Spill>,
+    start_us: u64,
+    end_us: u64,
+    local_bytes: u64,
+    remote_bytes: u64,
+    #[serde(default)]
+    written_bytes: u64,
+    exit: Option<i32>,
+    attempts: u32,
+    error: Option<String>,
+    #[serde(default)]
+    at: String,
+}
+
+/// Every task record of the run in `run_dir` so far (read while the run
+/// writes them too), by column, as pandas builds a frame without a Python
+/// object per cell: `(kind, …)` with kind `int` (native-endian `i64`
+/// bytes), `maybe_int` (values and a mask of the missing), or `text`
+/// (`i32` codes, -1 for none, and the distinct texts).
 #[pyfunction]
-pub(crate) fn records_json(py: Python<'_>, run_dir: PathBuf) -> PyResult<String> {
-    let records: Vec<TaskRecord> = py.detach(|| locus_runtime::record::load(&run_dir))?;
-    serde_json::to_string(&records).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+pub(crate) fn records_columns<'py>(
+    py: Python<'py>,
+    run_dir: PathBuf,
+) -> PyResult<Bound<'py, PyDict>> {
+    let records = py.detach(|| {
+        let mut rows = locus_runtime::record::load_as::<Row>(&run_dir)?;
+        rows.sort_unstable_by_key(|r| (r.start_us, r.id));
+        std::io::Result::Ok(rows)
+    })?;
+    let ints = |f: &dyn Fn(&Row) -> u64| -> Vec<u8> {
+        records.iter().flat_map(|r| f(r).to_ne_bytes()).collect()
+    };
+    let maybe_ints = |f: &dyn Fn(&Row) -> Option<i64>| -> (Vec<u8>, Vec<u8>) {
+        let values = records
+            .iter()
+            .flat_map(|r| f(r).unwrap_or(0).to_ne_bytes())
+            .collect();
+        let missing = records.iter().map(|r| u8::from(f(r).is_none())).collect();
+        (values, missing)
+    };
+    let texts = |f: &dyn Fn(&Row) -> Option<String>| -> (Vec<u8>, Vec<String>) {
+        let mut index: HashMap<String, i32> = HashMap::new();
+        let mut names = Vec::new();
+        let mut codes = Vec::with_capacity(records.len() * 4);
+        for r in &records {
+            let code = f(r).map_or(-1, |t| {
+                *index.entry(t).or_insert_with_key(|t| {
+                    names.push(t.clone());
+                    names.len() as i32 - 1
+                })
+            });
+            codes.extend(code.to_ne_bytes());
+        }
+        (codes, names)
+    };
+    let d = PyDict::new(py);
+    let int =
+        |name: &str, f: &dyn Fn(&Row) -> u64| d.set_item(name, ("int", PyBytes::new(py, &ints(f))));
+    int("id", &|r| r.id)?;
+    int("rank", &|r| u64::from(r.rank))?;
+    int("start", &|r| r.start_us)?;
+    int("end", &|r| r.end_us)?;
+    int("bytes_local", &|r| r.local_bytes)?;
+    int("bytes_fetched", &|r| r.remote_bytes)?;
+    int("bytes_written", &|r| r.written_bytes)?;
+    int("attempts", &|r| u64::from(r.attempts))?;
+    let maybe = |name: &str, f: &dyn Fn(&Row) -> Option<i64>| {
+        let (values, missing) = maybe_ints(f);
+        d.set_item(
+            name,
+            (
+                "maybe_int",
+                PyBytes::new(py, &values),
+                PyBytes::new(py, &missing),
+            ),
+        )
+    };
+    maybe("exit", &|r| r.exit.map(i64::from))?;
+    maybe("spilled_from", &|r| r.spill.map(|s| i64::from(s.from)))?;
+    let text = |name: &str, f: &dyn Fn(&Row) -> Option<String>| {
+        let (codes, names) = texts(f);
+        d.set_item(name, ("text", PyBytes::new(py, &codes), names))
+    };
+    text("function", &|r| Some(r.func.clone()))?;
+    text("at", &|r| Some(r.at.clone()))?;
+    text("node", &|r| Some(r.node.clone()))?;
+    text("placement", &|r| Some(format!("{:?}", r.placed)))?;
+    text("target", &|r| {
+        r.target.map(|t| {
+            let how = if t.hard { "hard" } else { "soft" };
+            let what = if t.node { "node of rank" } else { "rank" };
+            format!("{how} {what} {}", t.rank)
+        })
+    })?;
+    text("error", &|r| r.error.clone())?;
+    Ok(d)
 }
 
 /// `locus report RUN_DIR`'s text.

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _locus
 
@@ -140,13 +139,7 @@ class Run:
         (timestamps), ``seconds``, ``bytes_local``, ``bytes_fetched``,
         ``bytes_written``, ``placement``, ``target``, ``spilled_from``,
         ``exit``, ``attempts``, ``error``."""
-        import pandas
-
-        rows = [_row(r) for r in json.loads(_locus.records_json(str(self.run_dir)))]
-        frame = pandas.DataFrame(rows, columns=_COLUMNS)
-        for c in ("start", "end"):
-            frame[c] = pandas.to_datetime(frame[c], unit="us", utc=True)
-        return frame
+        return _frame(_locus.records_columns(str(self.run_dir)))
 
     def report(self) -> str:
         """The run's text report (``locus report``)."""
@@ -183,27 +176,26 @@ _COLUMNS = [
 ]
 
 
-def _row(r: Mapping[str, Any]) -> List[Any]:
-    spill = r.get("spill")
-    return [
-        r["id"],
-        r["func"],
-        r.get("at", ""),
-        r["rank"],
-        r["node"],
-        r["start_us"],
-        r["end_us"],
-        (r["end_us"] - r["start_us"]) / 1e6,
-        r["local_bytes"],
-        r["remote_bytes"],
-        r.get("written_bytes", 0),
-        r["placed"],
-        None if r.get("target") is None else json.dumps(r["target"]),
-        None if spill is None else spill["from"],
-        r.get("exit"),
-        r["attempts"],
-        r.get("error"),
-    ]
+def _frame(columns: Mapping[str, Tuple[Any, ...]]) -> "pandas.DataFrame":
+    """The records' frame from the columns the extension reads."""
+    import numpy
+    import pandas
+
+    data: dict = {}
+    for name, (kind, *parts) in columns.items():
+        if kind == "int":
+            data[name] = numpy.frombuffer(parts[0], dtype=numpy.int64)
+        elif kind == "maybe_int":
+            values = numpy.frombuffer(parts[0], dtype=numpy.int64)
+            missing = numpy.frombuffer(parts[1], dtype=numpy.bool_)
+            data[name] = pandas.arrays.IntegerArray(values.copy(), missing.copy())
+        else:
+            codes = numpy.frombuffer(parts[0], dtype=numpy.int32)
+            data[name] = pandas.Categorical.from_codes(codes, categories=parts[1])
+    data["seconds"] = (data["end"] - data["start"]) / 1e6
+    for when in ("start", "end"):
+        data[when] = pandas.to_datetime(data[when], unit="us", utc=True)
+    return pandas.DataFrame(data, columns=_COLUMNS)
 
 
 def run(

@@ -3,6 +3,7 @@
 //! and how many input bytes were local or fetched.
 
 use locus_proto::run::{ErrorKind, Placed, Rank, Spill, Target};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufWriter, Write};
@@ -309,13 +310,48 @@ pub fn load(run_dir: &Path) -> io::Result<Vec<TaskRecord>> {
     Ok(out)
 }
 
-/// The records of the files in `dir`, file after file in name order when
-/// `in_order` (generations), else in any order.
-fn read_dir_records(dir: &Path, in_order: bool) -> io::Result<Vec<TaskRecord>> {
-    let mut out = Vec::new();
+/// Every record of the run in `run_dir` as a `T` (the fields a reader
+/// needs; those it does not name are skipped unread), in no order: the
+/// ranks' files are read in parallel.
+pub fn load_as<T: DeserializeOwned + Send>(run_dir: &Path) -> io::Result<Vec<T>> {
+    let paths = record_files(&records_dir(run_dir), false)?;
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let parts: Vec<io::Result<Vec<T>>> = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..threads.min(paths.len()))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(path) = paths.get(i) else {
+                            return Ok(out);
+                        };
+                        read_records(path, &mut out)?;
+                    }
+                })
+            })
+            .collect();
+        readers
+            .into_iter()
+            .map(|r| {
+                r.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a reader panicked")))
+            })
+            .collect()
+    });
+    let mut all = Vec::new();
+    for part in parts {
+        all.extend(part?);
+    }
+    Ok(all)
+}
+
+/// The `.jsonl` files in `dir` (none if it is missing: no task ran), in
+/// name order when `in_order`.
+fn record_files(dir: &Path, in_order: bool) -> io::Result<Vec<PathBuf>> {
     let rd = match std::fs::read_dir(dir) {
-        // No task ran.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         rd => rd.map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?,
     };
     let mut paths: Vec<PathBuf> = rd.map(|e| e.map(|e| e.path())).collect::<io::Result<_>>()?;
@@ -323,37 +359,49 @@ fn read_dir_records(dir: &Path, in_order: bool) -> io::Result<Vec<TaskRecord>> {
     if in_order {
         paths.sort();
     }
+    Ok(paths)
+}
+
+/// The records of the files in `dir`, file after file in name order when
+/// `in_order` (generations), else in any order.
+fn read_dir_records(dir: &Path, in_order: bool) -> io::Result<Vec<TaskRecord>> {
+    let paths = record_files(dir, in_order)?;
     // Counted first: a vector grown as it goes would hold up to twice the
-    // records' room (a record takes 432 bytes; runs have millions). A
-    // file's last line may lack its newline.
+    // records' room (a record takes 432 bytes; runs have millions).
     let mut lines = paths.len();
     for path in &paths {
         lines += count_lines(std::fs::File::open(path)?)?;
     }
-    out.reserve_exact(lines);
-    let mut line = String::new();
+    let mut out = Vec::with_capacity(lines);
     for path in paths {
-        let mut f = io::BufReader::new(std::fs::File::open(&path)?);
-        for i in 1.. {
-            line.clear();
-            if f.read_line(&mut line)? == 0 {
-                break;
-            }
-            match serde_json::from_str(line.trim_end_matches('\n')) {
-                Ok(r) => out.push(r),
-                // The last line of a rank still writing, cut where a
-                // flush cut it: read with the rest later.
-                Err(_) if !line.ends_with('\n') => break,
-                Err(e) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{}:{i}: {e}", path.display()),
-                    ))
-                }
+        read_records(&path, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Appends the records of file `path` to `out`.
+fn read_records<T: DeserializeOwned>(path: &Path, out: &mut Vec<T>) -> io::Result<()> {
+    let mut f = io::BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
+    let mut line = String::new();
+    for i in 1.. {
+        line.clear();
+        if f.read_line(&mut line)? == 0 {
+            break;
+        }
+        match serde_json::from_str(line.trim_end_matches('\n')) {
+            Ok(r) => out.push(r),
+            // The last line of a rank still writing, cut where a flush
+            // cut it: read with the rest later.
+            Err(_) if !line.ends_with('\n') => break,
+            Err(e) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}:{i}: {e}", path.display()),
+                ))
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn count_lines(mut f: impl io::Read) -> io::Result<usize> {
@@ -388,6 +436,18 @@ mod tests {
         let cut = &line(3)[..40];
         std::fs::write(&file, format!("{}\n{}\n{cut}", line(1), line(2))).unwrap();
         let ids: Vec<u64> = load(dir.path()).unwrap().iter().map(|r| r.id).collect();
+        assert_eq!(ids, [1, 2]);
+        // A reader's view of the fields it needs, the same way.
+        #[derive(Deserialize)]
+        struct Id {
+            id: u64,
+        }
+        let mut ids: Vec<u64> = load_as::<Id>(dir.path())
+            .unwrap()
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        ids.sort_unstable();
         assert_eq!(ids, [1, 2]);
         // Its last record whole but not yet ended by its newline.
         std::fs::write(&file, format!("{}\n{}", line(1), line(2))).unwrap();
