@@ -17,7 +17,7 @@ use std::sync::Mutex;
 /// A client of one cluster, acting on one node.
 #[pyclass(frozen, module = "locus._locus")]
 pub(crate) struct Client {
-    inner: locus_fs::Client,
+    pub(crate) inner: locus_fs::Client,
     dir: PathBuf,
     /// Where a client on a host of no node stages bytes; removed with it.
     scratch: PathBuf,
@@ -60,7 +60,7 @@ impl Drop for Client {
 }
 
 /// Runs `f` on the runtime with the GIL released.
-fn block<T: Send>(py: Python<'_>, f: impl Future<Output = FsResult<T>> + Send) -> PyResult<T> {
+pub(crate) fn block<T: Send>(py: Python<'_>, f: impl Future<Output = FsResult<T>> + Send) -> PyResult<T> {
     let rt = runtime()?;
     py.detach(|| rt.block_on(f)).map_err(os_error)
 }

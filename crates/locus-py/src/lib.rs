@@ -3,6 +3,7 @@
 //! fsspec, pandas). It holds the file-system client, checking scripts,
 //! starting runs through the launch layer and reading their records.
 
+mod bench;
 mod client;
 mod runs;
 
@@ -48,5 +49,6 @@ fn _locus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(runs::report_text, m)?)?;
     m.add_function(wrap_pyfunction!(runs::report_html, m)?)?;
     m.add_function(wrap_pyfunction!(runs::failure, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::stats_from_rust, m)?)?;
     Ok(())
 }
