@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end simulate simulate-runs
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end bench-python simulate simulate-runs
 
 setup:
 	./scripts/setup.sh
@@ -80,3 +80,7 @@ bench-deploy: build
 
 bench-job-end: build
 	LOCUS=target/release/locus ./scripts/bench-job-end.sh
+
+# Locus from Python beside same-run baselines (file reads, stat, records()).
+bench-python: build
+	LOCUS_BIN=$(CURDIR)/target/release/locus $(VENV)/bin/python -m locus.bench

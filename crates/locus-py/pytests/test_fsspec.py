@@ -67,3 +67,12 @@ class TestLocusOpen(abstract.AbstractOpenTests, LocusFixtures):
 
 class TestLocusPipe(abstract.AbstractPipeTests, LocusFixtures):
     pass
+
+
+def test_an_instance_serves_the_cluster_named_when_it_was_made(cluster, tmp_path, monkeypatch):
+    monkeypatch.setenv("LOCUS_DIR", str(cluster))
+    assert fsspec.filesystem("locus").client.dir == str(cluster)
+    # Another $LOCUS_DIR is another cluster, not the instance made for the first.
+    monkeypatch.setenv("LOCUS_DIR", str(tmp_path / "none"))
+    with pytest.raises(FileNotFoundError):
+        fsspec.filesystem("locus")

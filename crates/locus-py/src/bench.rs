@@ -7,7 +7,12 @@ use std::time::Instant;
 
 /// Seconds the Rust client takes to `stat` each of `paths`, `rounds` times.
 #[pyfunction]
-pub(crate) fn stats_from_rust(py: Python<'_>, client: &Client, paths: Vec<String>, rounds: u32) -> PyResult<f64> {
+pub(crate) fn stats_from_rust(
+    py: Python<'_>,
+    client: &Client,
+    paths: Vec<String>,
+    rounds: u32,
+) -> PyResult<f64> {
     let c = &client.inner;
     block(py, async {
         let start = Instant::now();

@@ -53,6 +53,13 @@ pub(crate) fn connect(
     })
 }
 
+/// The cluster `connect` uses when none is named: `$LOCUS_DIR`, else the
+/// user's default.
+#[pyfunction]
+pub(crate) fn default_dir() -> PathBuf {
+    locus_fs::default_dir()
+}
+
 impl Drop for Client {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.scratch);
@@ -60,7 +67,10 @@ impl Drop for Client {
 }
 
 /// Runs `f` on the runtime with the GIL released.
-pub(crate) fn block<T: Send>(py: Python<'_>, f: impl Future<Output = FsResult<T>> + Send) -> PyResult<T> {
+pub(crate) fn block<T: Send>(
+    py: Python<'_>,
+    f: impl Future<Output = FsResult<T>> + Send,
+) -> PyResult<T> {
     let rt = runtime()?;
     py.detach(|| rt.block_on(f)).map_err(os_error)
 }

@@ -43,6 +43,7 @@ fn _locus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Writer>()?;
     m.add_class::<runs::RunHandle>()?;
     m.add_function(wrap_pyfunction!(client::connect, m)?)?;
+    m.add_function(wrap_pyfunction!(client::default_dir, m)?)?;
     m.add_function(wrap_pyfunction!(runs::check, m)?)?;
     m.add_function(wrap_pyfunction!(runs::start_run, m)?)?;
     m.add_function(wrap_pyfunction!(runs::records_columns, m)?)?;

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Union
 
 from fsspec.spec import AbstractFileSystem
 
+from . import _locus
 from .files import connect
 
 
@@ -19,7 +20,17 @@ def _is_pattern(path: str) -> bool:
     return any(c in path for c in "*?[")
 
 
-class LocusFileSystem(AbstractFileSystem):
+class _PerCluster(type(AbstractFileSystem)):  # type: ignore[misc]
+    """fsspec keeps one instance per constructor arguments: the cluster is
+    named in them as found at construction ($LOCUS_DIR may change), so an
+    instance never serves another cluster's URLs."""
+
+    def __call__(cls, *args: Any, dir: Optional[str] = None, **kwargs: Any) -> Any:
+        found = os.fspath(_locus.default_dir() if dir is None else dir)
+        return super().__call__(*args, dir=found, **kwargs)
+
+
+class LocusFileSystem(AbstractFileSystem, metaclass=_PerCluster):
     protocol = "locus"
     root_marker = "/"
 
