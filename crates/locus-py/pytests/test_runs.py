@@ -97,3 +97,20 @@ def test_a_cancelled_run_stops(tmp_path):
         run.wait(timeout=30)
     assert time.monotonic() - started < 30
     assert run.status == "failed"
+
+
+def test_a_run_resumed_from_python_keeps_what_was_done(tmp_path):
+    script = tmp_path / "four.swift"
+    script.write_text('app (file o) w(int i) { "sh" "-c" "echo $1 > $0" o i; }\n'
+                      'foreach i in [0:3] { file f <sprintf("/locus/r/%i", i)> = w(i); }\n')
+    run_dir = tmp_path / "run"
+    first = locus.run(script, workers=1, mount=False, run_dir=run_dir)
+    assert len(first.records()) == 4
+    # A directory holding a run is refused without resume or fresh.
+    with pytest.raises(locus.RunFailed) as e:
+        locus.run(script, workers=1, mount=False, run_dir=run_dir)
+    assert e.value.kind == "Launch" and "--resume" in e.value.message
+    again = locus.run(script, workers=1, mount=False, run_dir=run_dir, resume=True)
+    assert "4 done by an earlier run" in again.report()
+    fresh = locus.run(script, workers=1, mount=False, run_dir=run_dir, fresh=True)
+    assert "0 done by an earlier run" in fresh.report()

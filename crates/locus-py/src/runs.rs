@@ -165,14 +165,17 @@ impl RunHandle {
 
 #[pymethods]
 impl RunHandle {
-    /// The run's exit code once it ended (`None` while it runs). Raises
-    /// `RuntimeError` when it could not run at all.
+    /// The run's exit code once it ended (`None` while it runs); 1 when it
+    /// could not run at all (`launch_error` says why), as `locus run` ends.
     fn poll(&self) -> PyResult<Option<i32>> {
-        match self.outcome()? {
-            None => Ok(None),
-            Some(Ok(code)) => Ok(Some(code)),
-            Some(Err(e)) => Err(PyRuntimeError::new_err(e)),
-        }
+        Ok(self.outcome()?.map(|r| r.unwrap_or(1)))
+    }
+
+    /// Why the run could not run at all (its directory refused, its file
+    /// system not started, a rank not started), once it ended so.
+    #[getter]
+    fn launch_error(&self) -> PyResult<Option<String>> {
+        Ok(self.outcome()?.and_then(Result::err))
     }
 
     /// Waits until the run ends (at most `timeout` seconds) and returns

@@ -45,7 +45,9 @@ _POSITION = re.compile(r"([^\s():]+\.swift):(\d+):(\d+)")
 
 class RunFailed(Exception):
     """A run that ended in failure: its one-line ``message``, its ``kind``
-    (``Task``, ``Script``, ``Stall``, …), ``run_dir`` and ``returncode``;
+    (``Task``, ``Script``, ``Stall``, …; ``Launch`` for a run that could not
+    start, e.g. a ``run_dir`` holding an earlier run without ``resume`` or
+    ``fresh``), ``run_dir`` and ``returncode``;
     ``file``, ``line`` and ``col`` where the message names the script's
     position (else ``None``)."""
 
@@ -122,6 +124,9 @@ class Run:
         if code is None:
             raise TimeoutError(f"the run in {self.run_dir} is still running after {timeout} s")
         if code != 0:
+            launch = self._h.launch_error
+            if launch is not None:
+                raise RunFailed(launch, "Launch", self.run_dir, code)
             message, kind = _locus.failure(str(self.run_dir)) or (
                 f"the run failed (exit {code}); its ranks' output says why",
                 "",
