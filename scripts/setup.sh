@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not reinstalled.
 set -euo pipefail
 
-packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3 python3-venv fuse3 git fio fsmark)
+packages=(build-essential pkg-config ca-certificates mpich iproute2 chromium python3 python3-venv fuse3 git fio fsmark graphviz)
 # Real site launchers for the multi-host tests (mpich above, Slurm here),
 # and R for Swift/T's R() builtin.
 launchers=(slurmctld slurmd slurm-client munge r-base-core)

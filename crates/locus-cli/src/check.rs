@@ -1,8 +1,8 @@
 //! `locus check`: the front end alone.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use locus_lang::{compile, Source};
+use locus_lang::{compile, graph, Source};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -10,6 +10,14 @@ use std::path::{Path, PathBuf};
 pub(crate) enum Emit {
     /// The intermediate form the runtime executes, readably.
     Ir,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(crate) enum GraphFormat {
+    /// Graphviz's dot language.
+    Dot,
+    /// A picture, drawn by Graphviz's `dot`.
+    Svg,
 }
 
 #[derive(Args)]
@@ -20,6 +28,11 @@ pub(crate) struct CheckArgs {
     /// Print a lowered form of each script that checks.
     #[arg(long)]
     pub emit: Option<Emit>,
+    /// Print each script's dataflow: its functions, the calls in them
+    /// (apps filled, builtins dashed), the variables they pass, loops as
+    /// clusters.
+    #[arg(long, value_name = "dot|svg", conflicts_with = "emit")]
+    pub graph: Option<GraphFormat>,
     #[command(flatten)]
     pub modules: ModuleArgs,
 }
@@ -49,6 +62,32 @@ pub(crate) fn source(path: &Path, search: Vec<PathBuf>) -> Result<Source, String
     Source::read(path, search).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
+/// `dot` drawn by Graphviz.
+fn svg(dot: &str) -> Result<Vec<u8>> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            anyhow::anyhow!("--graph svg is drawn by Graphviz's `dot` ({e}); install graphviz, or print --graph dot")
+        })?;
+    let mut stdin = child.stdin.take().context("dot's input")?;
+    let text = dot.to_string();
+    // Written from another thread: dot may fill its output pipe first.
+    let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
+    let drawn = child.wait_with_output()?;
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("writing to dot"))??;
+    if !drawn.status.success() {
+        bail!("dot: {}", String::from_utf8_lossy(&drawn.stderr).trim());
+    }
+    Ok(drawn.stdout)
+}
+
 pub(crate) fn run(a: CheckArgs) -> Result<()> {
     let mut failed = 0;
     let mut out = std::io::stdout().lock();
@@ -58,6 +97,11 @@ pub(crate) fn run(a: CheckArgs) -> Result<()> {
             Ok(program) => {
                 if let Some(Emit::Ir) = a.emit {
                     writeln!(out, "{program}")?;
+                }
+                match a.graph {
+                    Some(GraphFormat::Dot) => out.write_all(graph::dot(&program).as_bytes())?,
+                    Some(GraphFormat::Svg) => out.write_all(&svg(&graph::dot(&program))?)?,
+                    None => {}
                 }
             }
             Err(diags) => {

@@ -145,3 +145,36 @@ fn output_cut_short_by_its_reader_ends_quietly() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn the_dataflow_graph_is_dot_and_graphviz_draws_it() {
+    let script = repo("examples/filecopy-locality.swift");
+    let out = locus(&["check", "--graph", "dot", &script]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dot = String::from_utf8(out.stdout).unwrap();
+    assert!(dot.starts_with("digraph "), "{dot}");
+    // The apps, their placement drawn as an input, the loop as a cluster.
+    assert!(dot.contains("label=\"foreach i\";"), "{dot}");
+    for app in ["write_file", "read_file"] {
+        assert!(
+            dot.contains(&format!("label=\"{app}\" shape=box style=\"filled\"")),
+            "{dot}"
+        );
+    }
+    let out = locus(&["check", "--graph", "svg", &script]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        svg.contains("<svg") && svg.contains(">write_file</text>"),
+        "{svg}"
+    );
+    assert!(svg.contains(">foreach i</text>"), "{svg}");
+}

@@ -4,6 +4,7 @@
 pub mod ast;
 pub mod builtins;
 pub mod diag;
+pub mod graph;
 pub mod ir;
 mod lexer;
 mod lower;
