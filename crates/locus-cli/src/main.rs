@@ -6,6 +6,7 @@ mod cluster;
 mod fs_ops;
 mod launched;
 mod local_cluster;
+mod log;
 mod mount;
 mod run;
 mod runs;
@@ -51,6 +52,9 @@ enum Command {
     /// List the runs `locus run` made without --run-dir (how each ended, its
     /// tasks and bytes), or remove the finished ones.
     Runs(runs::RunsArgs),
+    /// A run's tasks, one line each; one task (or every failed one) in full:
+    /// its command line, node, exit, time, stdout and stderr.
+    Log(log::LogArgs),
     /// Check Swift scripts: every error as file:line:col, or the lowered IR.
     Check(check::CheckArgs),
     /// Benchmarks, each printed beside a baseline measured in the same run.
@@ -143,6 +147,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(a),
         Command::Report(a) => report(a),
         Command::Runs(a) => runs::run(a),
+        Command::Log(a) => log::run(a),
         Command::Bench(b) => bench::run(b),
         Command::Launched(a) => launched::run(a),
     };

@@ -51,6 +51,34 @@ fn records_hold_the_call_the_command_the_files_and_the_usage() {
         .unwrap()
         .count();
     assert_eq!(files, 2);
+    // `locus log`: each task in a line, and one in full with its streams.
+    let dir = run.run_dir().display().to_string();
+    let list = ok(&locus(&["log", &dir]));
+    assert_eq!(list.lines().count(), 3, "{list}");
+    assert!(
+        list.lines()
+            .any(|l| l.contains(" shout ") && l.contains("t.swift:8:")),
+        "{list}"
+    );
+    let full = ok(&locus(&["log", &dir, &r.id.to_string()]));
+    assert!(
+        full.starts_with(&format!("task {}: shout at {}", r.id, r.at)),
+        "{full}"
+    );
+    assert!(full.contains("command: sh -c 'cat \"$0\" > \"$1\"; echo \"said $2\"; echo to stderr >&2' /locus/in.txt /locus/out.txt hi"), "{full}");
+    assert!(
+        full.contains("exit: 0;") && full.contains("node: node0"),
+        "{full}"
+    );
+    assert!(
+        full.contains(&format!("stdout (tasks/{}.out):\n  | said hi\n", r.id)),
+        "{full}"
+    );
+    assert!(full.contains("  | to stderr\n"), "{full}");
+    assert_eq!(ok(&locus(&["log", &dir, "--failed"])), "no task failed\n");
+    let missing = locus(&["log", &dir, "999"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no task 999"));
 }
 
 #[test]
