@@ -1,6 +1,6 @@
 //! `locus check`: the front end alone.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use locus_lang::{compile, graph, Source};
 use std::io::Write;
@@ -10,14 +10,6 @@ use std::path::{Path, PathBuf};
 pub(crate) enum Emit {
     /// The intermediate form the runtime executes, readably.
     Ir,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub(crate) enum GraphFormat {
-    /// Graphviz's dot language.
-    Dot,
-    /// A picture, drawn by Graphviz's `dot`.
-    Svg,
 }
 
 #[derive(Args)]
@@ -32,7 +24,7 @@ pub(crate) struct CheckArgs {
     /// (apps filled, builtins dashed), the variables they pass, loops as
     /// clusters.
     #[arg(long, value_name = "dot|svg", conflicts_with = "emit")]
-    pub graph: Option<GraphFormat>,
+    pub graph: Option<crate::graphviz::GraphFormat>,
     #[command(flatten)]
     pub modules: ModuleArgs,
 }
@@ -62,32 +54,6 @@ pub(crate) fn source(path: &Path, search: Vec<PathBuf>) -> Result<Source, String
     Source::read(path, search).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-/// `dot` drawn by Graphviz.
-fn svg(dot: &str) -> Result<Vec<u8>> {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            anyhow::anyhow!("--graph svg is drawn by Graphviz's `dot` ({e}); install graphviz, or print --graph dot")
-        })?;
-    let mut stdin = child.stdin.take().context("dot's input")?;
-    let text = dot.to_string();
-    // Written from another thread: dot may fill its output pipe first.
-    let writer = std::thread::spawn(move || stdin.write_all(text.as_bytes()));
-    let drawn = child.wait_with_output()?;
-    writer
-        .join()
-        .map_err(|_| anyhow::anyhow!("writing to dot"))??;
-    if !drawn.status.success() {
-        bail!("dot: {}", String::from_utf8_lossy(&drawn.stderr).trim());
-    }
-    Ok(drawn.stdout)
-}
-
 pub(crate) fn run(a: CheckArgs) -> Result<()> {
     let mut failed = 0;
     let mut out = std::io::stdout().lock();
@@ -98,10 +64,8 @@ pub(crate) fn run(a: CheckArgs) -> Result<()> {
                 if let Some(Emit::Ir) = a.emit {
                     writeln!(out, "{program}")?;
                 }
-                match a.graph {
-                    Some(GraphFormat::Dot) => out.write_all(graph::dot(&program).as_bytes())?,
-                    Some(GraphFormat::Svg) => out.write_all(&svg(&graph::dot(&program))?)?,
-                    None => {}
+                if let Some(format) = a.graph {
+                    out.write_all(&format.drawn(graph::dot(&program))?)?;
                 }
             }
             Err(diags) => {

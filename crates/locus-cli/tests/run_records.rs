@@ -269,6 +269,15 @@ fn a_resumed_run_does_only_what_is_not_done() {
         report.contains("11 tasks (0 failed, 9 done by an earlier run)"),
         "{report}"
     );
+    // The task graph: every step's file to the join; the resumed steps grey.
+    let run = w.join("run");
+    let dot = ok(&locus(&["report", run.to_str().unwrap(), "--graph", "dot"]));
+    assert_eq!(dot.matches("[label=\"step #").count(), 10, "{dot}");
+    assert_eq!(dot.matches("[label=\"join #").count(), 1, "{dot}");
+    assert_eq!(dot.matches(" -> ").count(), 10, "{dot}");
+    assert_eq!(dot.matches("fillcolor=\"#eeeeee\"").count(), 9, "{dot}");
+    let svg = ok(&locus(&["report", run.to_str().unwrap(), "--graph", "svg"]));
+    assert!(svg.contains("<svg") && svg.contains("join #"), "{svg}");
     // The file system the run made was started again for each resume.
     let fs = w.join("run/fs");
     let fs = fs.to_str().unwrap();

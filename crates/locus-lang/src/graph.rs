@@ -341,7 +341,8 @@ impl<'a> Drawing<'a> {
     }
 }
 
-fn esc(s: &str) -> String {
+/// `s` as the inside of a dot string (quotes and backslashes escaped).
+pub fn esc(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 

@@ -2,6 +2,7 @@
 //! per-worker busy and idle time, how tasks were placed, the locality hit
 //! rate and the bytes moved, the apps' CPU and memory, and what failed.
 
+mod graph;
 pub mod html;
 mod view;
 
