@@ -403,6 +403,7 @@ fn past_runs_are_listed_and_the_ended_ones_removed_never_a_live_one() {
         let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_locus"));
         c.args(args)
             .env("TMPDIR", tmp.path())
+            .env("XDG_STATE_HOME", tmp.path().join("state"))
             .env_remove("LOCUS_DIR");
         c
     };
@@ -460,11 +461,72 @@ fn past_runs_are_listed_and_the_ended_ones_removed_never_a_live_one() {
         list.contains("task: ") && list.contains("app 'broken' failed"),
         "{list}"
     );
-    // The two that ended go; the live one stays.
-    let clean = ok(&locus_in_tmp(&["runs", "clean", "--older-than", "0s"])
+    // A run given its directory elsewhere is in the index: listed, shown.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let kept = elsewhere.path().join("kept");
+    let kept_dir = kept.to_str().unwrap();
+    assert!(
+        locus_in_tmp(&["run", "-n", "2", "--run-dir", kept_dir, &fine])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let list = listed();
+    let line = list.lines().find(|l| l.contains(kept_dir)).expect(&list);
+    let id = line.split_whitespace().next().unwrap();
+    let shown = ok(&locus_in_tmp(&["runs", "show", &id[..6]]).output().unwrap());
+    assert!(shown.starts_with(&format!("{kept_dir} (done)")), "{shown}");
+    assert!(shown.contains("run: 0 tasks"), "{shown}");
+    // One whose launcher is killed (SIGKILL) is stopped, not running.
+    let killed = elsewhere.path().join("killed");
+    let mut launcher = locus_in_tmp(&[
+        "run",
+        "-n",
+        "2",
+        "--run-dir",
+        killed.to_str().unwrap(),
+        &slow,
+    ])
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    common::eventually("the second live run listed", || {
+        listed()
+            .lines()
+            .any(|l| l.contains(killed.to_str().unwrap()) && l.contains(" running "))
+    });
+    launcher.kill().unwrap();
+    launcher.wait().unwrap();
+    common::eventually("the killed run stopped", || {
+        listed()
+            .lines()
+            .any(|l| l.contains(killed.to_str().unwrap()) && l.contains(" stopped "))
+    });
+    // Its file system's daemons stop with it (SIGTERM from the kernel).
+    common::eventually("the killed run's daemon gone", || {
+        let pid = std::fs::read_to_string(killed.join("fs/node-0/daemon.pid")).unwrap_or_default();
+        pid.trim().is_empty() || !Path::new("/proc").join(pid.trim()).exists()
+    });
+    // Only the failed one, then every ended one; each listed before --yes.
+    let failed_only = ok(&locus_in_tmp(&["runs", "clean", "--failed"])
         .output()
         .unwrap());
-    assert!(clean.contains("2 run(s) removed"), "{clean}");
+    assert!(
+        failed_only.contains("1 run(s),") && failed_only.contains("--yes removes them"),
+        "{failed_only}"
+    );
+    let asked = ok(&locus_in_tmp(&["runs", "clean"]).output().unwrap());
+    assert!(asked.contains("4 run(s),"), "{asked}");
+    assert!(kept.exists(), "nothing removed without --yes");
+    let clean = ok(
+        &locus_in_tmp(&["runs", "clean", "--older-than", "0s", "--yes"])
+            .output()
+            .unwrap(),
+    );
+    assert!(clean.contains("4 run(s) removed"), "{clean}");
+    assert!(!kept.exists() && !killed.exists());
+    assert!(!listed().contains(kept_dir));
     let left: Vec<String> = std::fs::read_dir(tmp.path())
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())

@@ -11,6 +11,7 @@ pub mod cgroup;
 pub mod daemons;
 pub mod emulate;
 mod exits;
+pub mod index;
 pub mod netns;
 pub mod ranks;
 pub mod role;

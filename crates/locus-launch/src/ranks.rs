@@ -120,6 +120,13 @@ pub fn launch_ranks(
     let run_dir = &r.rank.run_dir;
     let dir_err = |e: std::io::Error| format!("run directory {}: {e}", run_dir.display());
     let _held = claim_run_dir(run_dir).map_err(dir_err)?;
+    // Found by `locus runs` wherever it is; a run goes on without it.
+    if let Err(e) = crate::index::register(run_dir, &r.rank.script, now_us()) {
+        eprintln!(
+            "locus: the run is not in the run index {} ({e}); `locus runs` will not list it",
+            crate::index::index_dir().display()
+        );
+    }
     if r.rank.resume.is_none() && !r.fresh {
         if let Some(earlier) = earlier_run(run_dir) {
             return Err(format!(

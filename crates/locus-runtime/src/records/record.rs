@@ -347,6 +347,15 @@ pub fn load_as<T: DeserializeOwned + Send>(run_dir: &Path) -> io::Result<Vec<T>>
     Ok(all)
 }
 
+/// How many tasks the run in `run_dir` recorded (lines counted, none read).
+pub fn count(run_dir: &Path) -> io::Result<usize> {
+    let mut n = 0;
+    for path in record_files(&records_dir(run_dir), false)? {
+        n += count_lines(std::fs::File::open(path)?)?;
+    }
+    Ok(n)
+}
+
 /// The `.jsonl` files in `dir` (none if it is missing: no task ran), in
 /// name order when `in_order`.
 fn record_files(dir: &Path, in_order: bool) -> io::Result<Vec<PathBuf>> {
