@@ -776,6 +776,11 @@ fn stores_killed_daemons_leave_are_removed(h: &Hosts) {
     let job = job.split("job=").nth(1).unwrap().trim();
     let stores_d = stores_of(&d);
     assert!(stores_d.iter().all(|s| s.exists()));
+    // A SIGKILLed daemon serves its store until its parent has reaped it
+    // (its process is there till then): slow under load.
+    common::eventually("the killed daemons reaped", || {
+        stores_d.iter().all(|s| !locus_fs::store_served(s))
+    });
     let purged = ok(&h.locus("node0", &["fs", "purge", "--job", job]));
     // The hosts here share one /tmp: node0's purge sees all three.
     assert!(purged.contains("3 store(s) removed"), "{purged}");
