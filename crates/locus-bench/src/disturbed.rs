@@ -42,19 +42,19 @@ pub(crate) fn launch(
     std::fs::write(&file, shape.script)?;
     let run_dir = dir.join(name);
     let log = dir.join(format!("{name}.log"));
+    let rank = RankOptions {
+        servers: shape.servers,
+        ..RankOptions::new(file, run_dir.clone())
+    };
     let run = RankLaunch {
-        program: program.clone(),
-        size: shape.ranks,
-        on: On::This { nodes: shape.nodes },
-        rank: RankOptions {
-            servers: shape.servers,
-            ..RankOptions::new(file, run_dir.clone())
-        },
-        keep_fs: false,
-        replicas: 1,
         log: Some(log.clone()),
         fresh: true,
-        stop: None,
+        ..RankLaunch::new(
+            program.clone(),
+            shape.ranks,
+            On::This { nodes: shape.nodes },
+            rank,
+        )
     };
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
     if code != 0 {

@@ -288,28 +288,24 @@ pub fn run_config(
         .with_context(|| format!("{}: no such file system here", c.name))?;
     let log = work.join(format!("{}.log", c.slug()));
     let _ = std::fs::remove_file(&log);
-    let run = RankLaunch {
-        program: program.clone(),
-        size: workers_per_node * hosts.nodes() + 1,
-        on,
-        rank: RankOptions {
-            fs_dir: Some(fs_dir),
-            fs_remote,
-            placement: Some(c.data),
-            locality: if c.locality_off {
-                Locality::Off
-            } else {
-                Locality::Auto
-            },
-            args: c.args.clone(),
-            ..RankOptions::new(file, run_dir.clone())
+    let rank = RankOptions {
+        fs_dir: Some(fs_dir),
+        fs_remote,
+        placement: Some(c.data),
+        locality: if c.locality_off {
+            Locality::Off
+        } else {
+            Locality::Auto
         },
-        keep_fs: false,
-        replicas: 1,
+        args: c.args.clone(),
+        ..RankOptions::new(file, run_dir.clone())
+    };
+    let size = workers_per_node * hosts.nodes() + 1;
+    let run = RankLaunch {
         log: Some(log.clone()),
         // Each measurement replaces the last.
         fresh: true,
-        stop: None,
+        ..RankLaunch::new(program.clone(), size, on, rank)
     };
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(()))
         .map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?;

@@ -41,21 +41,17 @@ fn timed(
 ) -> Result<(f64, usize)> {
     let file = dir.join("resume.swift");
     let log = dir.join("run.log");
+    let rank = RankOptions {
+        quiet_apps: true,
+        resume: resume.then_some(ResumeBy::Versions),
+        ..RankOptions::new(file, run_dir.to_path_buf())
+    };
     let run = RankLaunch {
-        program: program.clone(),
-        size: 3,
-        on: On::This { nodes: 1 },
-        rank: RankOptions {
-            quiet_apps: true,
-            resume: resume.then_some(ResumeBy::Versions),
-            ..RankOptions::new(file, run_dir.to_path_buf())
-        },
         keep_fs: true,
-        replicas: 1,
         log: Some(log.clone()),
         // Each measurement replaces the last.
         fresh: true,
-        stop: None,
+        ..RankLaunch::new(program.clone(), 3, On::This { nodes: 1 }, rank)
     };
     let start = Instant::now();
     let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;

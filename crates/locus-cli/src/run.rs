@@ -336,15 +336,10 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         .as_deref()
         .map(|v| (v[0].clone(), PathBuf::from(&v[1])));
     let run = RankLaunch {
-        program: crate::launched::program()?,
-        size,
-        on,
-        rank,
         keep_fs: a.keep_fs,
         replicas: a.replicas.count,
-        log: None,
         fresh: a.fresh,
-        stop: None,
+        ..RankLaunch::new(crate::launched::program()?, size, on, rank)
     };
     let stage_in = |fs_dir: &Path| {
         a.stage_in.iter().try_for_each(|(src, dst)| {

@@ -178,24 +178,22 @@ fn runs(dirs: Vec<PathBuf>) -> Vec<Run> {
         let Ok(hold) = hold_run_dir(&dir) else {
             continue;
         };
+        let summary = RunSummary::load(&dir).ok();
         let state = match &hold {
             RunHold::NotARun => continue,
             RunHold::Live(owner) => format!("running: {owner}"),
-            RunHold::Ended(_) => match RunSummary::load(&dir) {
-                Ok(s) => match (s.error_kind, s.error) {
+            RunHold::Ended(_) => match &summary {
+                Some(s) => match (s.error_kind, &s.error) {
                     (_, None) => "done".to_string(),
                     (Some(kind), Some(e)) => format!("failed: {kind}: {e}"),
                     (None, Some(e)) => format!("failed: {e}"),
                 },
                 // Its launcher killed (SIGKILL: nothing could write it), or
                 // it ended before its ranks began.
-                Err(_) => {
-                    "stopped: without run.json (killed, or ended before it began)".to_string()
-                }
+                None => "stopped: without run.json (killed, or ended before it began)".to_string(),
             },
         };
         drop(hold);
-        let summary = RunSummary::load(&dir).ok();
         let ended = match &summary {
             Some(s) => Some(SystemTime::UNIX_EPOCH + Duration::from_micros(s.end_us)),
             None if !state.starts_with("running") => std::fs::metadata(dir.join("locus-run"))

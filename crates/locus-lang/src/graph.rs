@@ -7,7 +7,7 @@
 
 use crate::ir::{FnKind, Function, Program, Stmt, VarId};
 use crate::types::Type;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -32,7 +32,8 @@ struct Task {
 
 /// A function's drawing: cluster 0 is the function, the others its loops.
 struct Drawing<'a> {
-    program: &'a Program,
+    /// Each function's kind, by name.
+    kinds: &'a HashMap<&'a str, Kind>,
     f: &'a Function,
     clusters: Vec<(String, usize)>,
     tasks: Vec<Task>,
@@ -43,9 +44,9 @@ struct Drawing<'a> {
 }
 
 impl<'a> Drawing<'a> {
-    fn new(program: &'a Program, f: &'a Function) -> Self {
+    fn new(kinds: &'a HashMap<&'a str, Kind>, f: &'a Function) -> Self {
         let mut d = Drawing {
-            program,
+            kinds,
             f,
             clusters: vec![(f.name.clone(), 0)],
             tasks: Vec::new(),
@@ -132,14 +133,7 @@ impl<'a> Drawing<'a> {
                 } => {
                     // Where it runs (`@location`) is drawn as one more input.
                     let args: Vec<VarId> = args.iter().copied().chain(opts.location).collect();
-                    let kind = match self.program.functions.iter().find(|g| &g.name == func) {
-                        Some(g) => match g.kind {
-                            FnKind::App(_) => Kind::App,
-                            FnKind::Composite => Kind::Composite,
-                            FnKind::Leaf { .. } => Kind::Leaf,
-                        },
-                        None => Kind::Leaf,
-                    };
+                    let kind = self.kinds.get(func.as_str()).copied().unwrap_or(Kind::Leaf);
                     self.task(func.clone(), kind, &args, outs, c);
                 }
                 Stmt::If {
@@ -359,8 +353,20 @@ pub fn dot(program: &Program) -> String {
             .iter()
             .filter(|f| f.kind == FnKind::Composite),
     );
+    let kinds: HashMap<&str, Kind> = program
+        .functions
+        .iter()
+        .map(|g| {
+            let kind = match g.kind {
+                FnKind::App(_) => Kind::App,
+                FnKind::Composite => Kind::Composite,
+                FnKind::Leaf { .. } => Kind::Leaf,
+            };
+            (g.name.as_str(), kind)
+        })
+        .collect();
     for (k, f) in bodies.enumerate() {
-        Drawing::new(program, f).write(&mut out, k);
+        Drawing::new(&kinds, f).write(&mut out, k);
     }
     out.push_str("}\n");
     out

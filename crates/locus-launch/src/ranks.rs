@@ -80,6 +80,24 @@ pub struct RankLaunch {
 }
 
 impl RankLaunch {
+    /// `size` ranks of `program` playing `rank`, `on` these hosts, with a
+    /// file system of one copy that ends with the run, their output this
+    /// process's, a run directory holding no earlier run, and stopped by
+    /// this process's signals.
+    pub fn new(program: Arc<dyn Program>, size: u32, on: On, rank: RankOptions) -> RankLaunch {
+        RankLaunch {
+            program,
+            size,
+            on,
+            rank,
+            keep_fs: false,
+            replicas: 1,
+            log: None,
+            fresh: false,
+            stop: None,
+        }
+    }
+
     /// The flag that stops the run once raised.
     fn stop_flag(&self) -> &AtomicBool {
         match &self.stop {

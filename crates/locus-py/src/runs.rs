@@ -118,16 +118,17 @@ pub(crate) fn start_run(py: Python<'_>, req: RunRequest) -> PyResult<RunHandle> 
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u32));
     let stop = Arc::new(AtomicBool::new(false));
+    let on = On::This { nodes: req.nodes };
     let launch = RankLaunch {
-        program: Arc::new(LocusBinary(req.locus)),
-        size: workers + req.servers,
-        on: On::This { nodes: req.nodes },
-        rank,
-        keep_fs: false,
-        replicas: 1,
         log: req.log,
         fresh: req.fresh,
         stop: Some(stop.clone()),
+        ..RankLaunch::new(
+            Arc::new(LocusBinary(req.locus)),
+            workers + req.servers,
+            on,
+            rank,
+        )
     };
     let thread = std::thread::Builder::new()
         .name("locus-run".into())

@@ -165,6 +165,24 @@ pub fn summary_path(run_dir: &std::path::Path) -> PathBuf {
 }
 
 impl RunSummary {
+    /// A run of `layout` from `start_us` to `end_us` that succeeded and
+    /// noted nothing else (the reports' tests).
+    #[cfg(test)]
+    pub(crate) fn plain(layout: Layout, start_us: u64, end_us: u64) -> RunSummary {
+        RunSummary {
+            layout,
+            start_us,
+            end_us,
+            error: None,
+            error_kind: None,
+            control: Vec::new(),
+            diskless_hosts: Vec::new(),
+            wireup: None,
+            lost_nodes: Vec::new(),
+            workers_gone: Vec::new(),
+        }
+    }
+
     /// The summary the leader of the run in `run_dir` wrote.
     pub fn load(run_dir: &std::path::Path) -> std::io::Result<RunSummary> {
         let bytes = std::fs::read(summary_path(run_dir))?;

@@ -147,18 +147,11 @@ mod tests {
 
     fn report(tasks: Vec<TaskRecord>) -> Report {
         Report {
-            run: RunSummary {
-                layout: Layout::from_names(1, &["a".to_string(), "a".to_string()]).unwrap(),
-                start_us: 0,
-                end_us: 1,
-                error: None,
-                error_kind: None,
-                control: Vec::new(),
-                diskless_hosts: Vec::new(),
-                wireup: None,
-                lost_nodes: Vec::new(),
-                workers_gone: Vec::new(),
-            },
+            run: RunSummary::plain(
+                Layout::from_names(1, &["a".to_string(), "a".to_string()]).unwrap(),
+                0,
+                1,
+            ),
             tasks,
             never_started: Vec::new(),
             dir: std::path::PathBuf::from("run"),

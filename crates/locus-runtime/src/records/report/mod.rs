@@ -534,18 +534,7 @@ mod tests {
         slow.stage_us = 700;
         slow.spill = moved.spill;
         let report = Report {
-            run: RunSummary {
-                layout,
-                start_us: 0,
-                end_us: 1000,
-                error: None,
-                error_kind: None,
-                control: Vec::new(),
-                diskless_hosts: Vec::new(),
-                wireup: None,
-                lost_nodes: Vec::new(),
-                workers_gone: Vec::new(),
-            },
+            run: RunSummary::plain(layout, 0, 1000),
             tasks: vec![
                 record(1, 0, (0, 50), (10, 0)),
                 // Node a's worker was busy until 600: the spills avoided
@@ -595,16 +584,9 @@ mod tests {
         failed.func = "fit".into();
         let report = Report {
             run: RunSummary {
-                layout: Layout::from_names(1, &names).unwrap(),
-                start_us: 100,
-                end_us: 1100,
                 error: Some("app 'fit' failed on a (rank 0): `fit` exited with code 1".into()),
                 error_kind: Some(ErrorKind::Task),
-                control: Vec::new(),
-                diskless_hosts: Vec::new(),
-                wireup: None,
-                lost_nodes: Vec::new(),
-                workers_gone: Vec::new(),
+                ..RunSummary::plain(Layout::from_names(1, &names).unwrap(), 100, 1100)
             },
             tasks: vec![record(1, 0, (0, 500), (0, 0)), failed],
             never_started: Vec::new(),
