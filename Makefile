@@ -21,11 +21,13 @@ build: setup
 run: build
 	LOCUS=target/release/locus ./scripts/demo.sh
 
-# Format, lints and every test (unit and integration, real daemons).
+# Format, lints and every test (unit and integration, real daemons; the
+# runner's settings are in .config/nextest.toml).
 test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) test --workspace
+	$(CARGO) nextest run --workspace
+	$(CARGO) test --workspace --doc
 	$(MATURIN)
 	LOCUS_BIN=$(CURDIR)/target/debug/locus $(VENV)/bin/python -m pytest -q crates/locus-py/pytests
 

@@ -27,6 +27,12 @@ if ! command -v cargo >/dev/null 2>&1; then
     }
 fi
 
+# The test runner `make test` uses (every binary's tests side by side).
+cargo="$(command -v cargo || echo "$HOME/.cargo/bin/cargo")"
+if ! "$cargo" nextest --version >/dev/null 2>&1; then
+    "$cargo" install --locked cargo-nextest@0.9.151
+fi
+
 # The Python package's environment (.venv): maturin builds the extension,
 # pytest, pandas and fsspec test it. Installed again only when the list
 # changes.

@@ -1543,7 +1543,7 @@ mod tests {
         let create = Request::CreateRecord {
             path: "/f".into(),
             record: Record::new(Kind::File, 0o644, 0),
-            lease: Some(lease(1, 50)),
+            lease: Some(lease(1, 1000)),
         };
         assert!(matches!(meta.write(create).await, Response::Created { .. }));
         let lock = |l| Request::Lock {
@@ -1551,27 +1551,27 @@ mod tests {
             lease: l,
         };
         let busy = |r: Response| matches!(r, Response::Err(e) if e.code == Errno::EBUSY);
-        assert!(busy(meta.write(lock(lease(2, 50))).await));
+        assert!(busy(meta.write(lock(lease(2, 1000))).await));
         // Renewed, it stays held past its first lease.
-        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         let renew = |l| Request::Renew {
             path: "/f".into(),
             lease: l,
         };
         assert!(matches!(
-            meta.write(renew(lease(1, 50))).await,
+            meta.write(renew(lease(1, 1000))).await,
             Response::Ok
         ));
-        tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-        assert!(busy(meta.write(lock(lease(2, 50))).await));
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        assert!(busy(meta.write(lock(lease(2, 1000))).await));
         // Not renewed, it ends: another writer takes it and the first has lost it.
-        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
         assert!(meta.get("/f").unwrap().lock.is_none());
         assert!(matches!(
-            meta.write(lock(lease(2, 50))).await,
+            meta.write(lock(lease(2, 1000))).await,
             Response::Record(_)
         ));
-        assert!(busy(meta.write(renew(lease(1, 50))).await));
+        assert!(busy(meta.write(renew(lease(1, 1000))).await));
         // An operator's unlock breaks any lock.
         let unlock = Request::Unlock {
             path: "/f".into(),

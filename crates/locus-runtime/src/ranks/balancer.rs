@@ -164,7 +164,9 @@ impl Balancer {
     }
 
     /// An automatically placed task whose inputs weigh the same on several
-    /// nodes goes to the one of them (served here) with the least work.
+    /// nodes goes to the one of them (served here, not lost) with the least
+    /// work. A lost node has none: chosen, the task would wait there for a
+    /// worker that never comes.
     fn least_loaded_of_the_heaviest(&self, task: &mut Task) {
         let Some(target) = task.target.as_mut() else {
             return;
@@ -189,6 +191,7 @@ impl Balancer {
         };
         let best = tied
             .into_iter()
+            .filter(|n| !self.lost_nodes.contains(n))
             .filter_map(|n| {
                 let first = self.layout.workers_on(n).next()?;
                 (self.layout.server_of(first) == self.me).then_some((load(n), n, first))
@@ -889,6 +892,29 @@ pub(crate) mod tests {
         let got = b.dispatch(now);
         assert_eq!(ids(&got), vec![(2, 2)]);
         assert_eq!(got[0].1.spill, None);
+    }
+
+    #[test]
+    fn a_tie_with_a_lost_node_goes_to_the_live_one() {
+        // The bytes are on nodes 0 and 1 (a copy each); node 1 is lost and
+        // has no work left, node 0 is busy: the task still runs on node 0
+        // (it waited on node 1, silently, for ever).
+        let mut b = balancer(None);
+        let now = Instant::now();
+        busy(&mut b, 0, 1, "f", now);
+        assert!(b.lost(2).is_empty() && b.lost(3).is_empty());
+        assert!(b.node_lost(1, now).is_empty());
+        let copies = Task {
+            placed: Placed::Auto,
+            inputs: vec![Held {
+                bytes: 5,
+                nodes: vec![0, 1],
+            }],
+            ..task(2, Some((0, false, true)), 0)
+        };
+        b.put(copies, now).unwrap();
+        b.ready(1);
+        assert_eq!(ids(&b.dispatch(now)), vec![(1, 2)]);
     }
 
     #[test]
