@@ -147,17 +147,59 @@ pub fn repetition(
     // Every lease of a put that gave up has ended.
     std::thread::sleep(Duration::from_millis(1200));
     let reader = ws.client(0)?;
+    let listed: HashSet<String> = rt
+        .block_on(reader.readdir(DIR))?
+        .into_iter()
+        .map(|e| format!("{DIR}/{}", e.name))
+        .collect();
+    let listed = Arc::new(listed);
+    // Checked by many at once: a name without a record is only known to
+    // be one once its lease is over, and there are hundreds of them.
+    let checks: Vec<Check> = (acked.into_iter().map(|(p, i)| Check::Acked(p, i)))
+        .chain(listed.iter().cloned().map(Check::Listed))
+        .collect();
+    let per = checks.len().div_ceil(CHECKERS).max(1);
+    let mut checkers = tokio::task::JoinSet::new();
+    for chunk in checks.chunks(per) {
+        let (reader, listed, chunk) = (reader.clone(), listed.clone(), chunk.to_vec());
+        let checker = async move {
+            let mut t = Tally::default();
+            for c in chunk {
+                c.check(&reader, &listed, &mut t).await;
+            }
+            t
+        };
+        checkers.spawn_on(checker, rt.handle());
+    }
     rt.block_on(async {
-        let listed: HashSet<String> = reader
-            .readdir(DIR)
-            .await?
-            .into_iter()
-            .map(|e| format!("{DIR}/{}", e.name))
-            .collect();
-        for (path, i) in &acked {
-            match reader.get(path).await {
-                Ok(bytes) if bytes == contents(path, *i) && listed.contains(path) => {}
-                Ok(bytes) if bytes == contents(path, *i) => {
+        while let Some(t) = checkers.join_next().await {
+            let t = t?;
+            tally.lost.extend(t.lost);
+            tally.wrong.extend(t.wrong);
+            tally.nameless.extend(t.nameless);
+        }
+        anyhow::Ok(())
+    })?;
+    Ok(tally)
+}
+
+/// How many check the files at the end at once.
+const CHECKERS: usize = 32;
+
+/// What is checked at the end: a put that was acknowledged (its path and
+/// number), or a name found in the directory.
+#[derive(Clone)]
+enum Check {
+    Acked(String, u64),
+    Listed(String),
+}
+
+impl Check {
+    async fn check(self, reader: &Client, listed: &HashSet<String>, tally: &mut Tally) {
+        match self {
+            Check::Acked(path, i) => match reader.get(&path).await {
+                Ok(bytes) if bytes == contents(&path, i) && listed.contains(&path) => {}
+                Ok(bytes) if bytes == contents(&path, i) => {
                     tally.lost.push(format!("{path}: not listed"));
                 }
                 Ok(bytes) => tally
@@ -165,16 +207,14 @@ pub fn repetition(
                     .push(format!("{path}: {} bytes, not its own", bytes.len())),
                 Err(e) if e.code == Errno::ENOENT => tally.lost.push(format!("{path}: {e}")),
                 Err(e) => tally.wrong.push(format!("{path}: {e}")),
+            },
+            Check::Listed(path) => {
+                if let Err(e) = reader.stat(&path).await {
+                    tally.nameless.push(format!("{path}: listed, but {e}"));
+                }
             }
         }
-        for path in &listed {
-            if let Err(e) = reader.stat(path).await {
-                tally.nameless.push(format!("{path}: listed, but {e}"));
-            }
-        }
-        anyhow::Ok(())
-    })?;
-    Ok(tally)
+    }
 }
 
 pub fn run(opts: KillsOpts) -> anyhow::Result<()> {
