@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use locus_fs::Placement;
 use locus_lang::{compile, ir::Program, Source};
-use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch, STOPPED_EXIT};
+use locus_launch::{launch_ranks, Emulation, FsMode, On, RankLaunch, CUT_OFF_EXIT, STOPPED_EXIT};
 use locus_proto::run::ErrorKind;
 use locus_runtime::{
     run_rank, Counts, Locality, MountMode, Progress, RankEnv, RankOptions, ResumeBy,
@@ -201,6 +201,8 @@ pub(crate) fn as_rank(opts: RankOptions) -> Result<()> {
     locus_launch::end_with_launcher();
     let env = RankEnv::from_env()
         .context("not started as a rank: no rank and size in the launcher's environment")?;
+    // The launcher's rule: the servers are the last ranks.
+    let worker = env.rank < env.size.saturating_sub(opts.servers);
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
         if let Ok(style) = indicatif::ProgressStyle::with_template(
@@ -220,6 +222,10 @@ pub(crate) fn as_rank(opts: RankOptions) -> Result<()> {
     match result {
         // Stopped with its run, which its launcher reports once.
         Err(e) if e.kind == ErrorKind::Interrupted => std::process::exit(STOPPED_EXIT),
+        Err(e) if worker && e.kind == ErrorKind::Lost => {
+            eprintln!("locus: {e}");
+            std::process::exit(CUT_OFF_EXIT)
+        }
         done => done.map_err(anyhow::Error::msg),
     }
 }

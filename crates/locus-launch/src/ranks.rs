@@ -476,13 +476,14 @@ fn run_here(
                     let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
                     codes[*rank as usize] = Some(code);
                     exits.ended(*rank as usize);
-                    if *rank < leader && code != 0 && ended_at.is_none() {
+                    if *rank < leader && code != 0 && (ended_at.is_none() || code == CUT_OFF_EXIT) {
                         let how = match status.signal() {
                             Some(sig) => format!("was killed by signal {sig}"),
                             None => format!("exited with code {code}"),
                         };
                         // The run goes on without it if it had started
-                        // (its leader judges one that had not).
+                        // (its leader judges one that had not); one cut
+                        // off may see so only after the run's end.
                         eprintln!(
                             "locus: rank {rank} (a worker) on {} {how}",
                             nodes[*rank as usize]
@@ -569,6 +570,11 @@ fn run_here(
 /// How a rank told to stop by a signal ends (as SIGTERM's default would):
 /// a launcher ending so says the run was stopped from outside.
 pub const STOPPED_EXIT: i32 = 128 + libc::SIGTERM;
+
+/// How a rank that lost the run ends (a worker cut off from its server):
+/// its server has judged it gone and runs its tasks elsewhere, so a worker
+/// ending so, even after the run's end, does not fail the run.
+pub const CUT_OFF_EXIT: i32 = 75;
 
 /// The summary of a run whose site launcher ended with `code` before the
 /// run's leader wrote one: stopped from outside (`scancel`, a time limit)
