@@ -132,6 +132,11 @@ impl Balancer {
     /// Queues `task`; gives it back if it can never run: a HARD target on
     /// a lost node. A SOFT target there is dropped (the task runs anywhere).
     pub(crate) fn put(&mut self, mut task: Task, now: Instant) -> Result<(), Box<Task>> {
+        // First among the nodes holding as much (a copy on a live node
+        // keeps the task near its data when its first choice is lost).
+        if task.placed == Placed::Auto {
+            self.least_loaded_of_the_heaviest(&mut task);
+        }
         if let Some(t) = task.target {
             let rank_gone = !t.node && self.lost_ranks.contains(&t.rank);
             if rank_gone || self.lost_nodes.contains(&self.layout.node_of(t.rank)) {
@@ -140,9 +145,6 @@ impl Balancer {
                 }
                 task.target = None;
             }
-        }
-        if task.placed == Placed::Auto {
-            self.least_loaded_of_the_heaviest(&mut task);
         }
         let slot = match task.target {
             None => Slot::Any,
@@ -912,9 +914,26 @@ pub(crate) mod tests {
             }],
             ..task(2, Some((0, false, true)), 0)
         };
-        b.put(copies, now).unwrap();
+        b.put(copies.clone(), now).unwrap();
         b.ready(1);
         assert_eq!(ids(&b.dispatch(now)), vec![(1, 2)]);
+        // First placed on the lost node, it goes to the live copy's node
+        // (not anywhere): rank 0 takes it as its node's own work.
+        let moved = Task {
+            id: 3,
+            target: Some(Target {
+                rank: 2,
+                hard: false,
+                node: true,
+            }),
+            ..copies
+        };
+        b.put(moved, now).unwrap();
+        b.finished(0, &outcome(1, 0, 1, None), now);
+        b.ready(0);
+        let got = b.dispatch(now);
+        assert_eq!(ids(&got), vec![(0, 3)]);
+        assert_eq!(got[0].1.target.map(|t| t.rank), Some(0));
     }
 
     #[test]
