@@ -65,8 +65,8 @@ fn run_corpus() {
         .collect();
     scripts.sort();
     assert!(scripts.len() >= 100, "only {} run tests", scripts.len());
-    // A run of a small script mostly waits (its ranks meeting, starting,
-    // ending): eight at once keep two cores busy.
+    // A run of a small script waits about half its time (its ranks
+    // meeting, starting, ending): eight at once keep two cores busy.
     let layouts: [&[&str]; 2] = [&["-n", "3"], &["-n", "4", "--servers", "2"]];
     let problems: Vec<String> = std::thread::scope(|s| {
         let runs: Vec<_> = layouts
