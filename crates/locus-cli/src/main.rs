@@ -12,6 +12,7 @@ mod mount;
 mod run;
 mod runs;
 mod shown;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -53,6 +54,9 @@ enum Command {
     /// List the runs `locus run` made without --run-dir (how each ended, its
     /// tasks and bytes), or remove the finished ones.
     Runs(runs::RunsArgs),
+    /// Serve the live page of a run from its directory (one started
+    /// elsewhere, by sbatch or another terminal; or one that ended).
+    Watch(watch::WatchArgs),
     /// A run's tasks, one line each; one task (or every failed one) in full:
     /// its command line, node, exit, time, stdout and stderr.
     Log(log::LogArgs),
@@ -156,6 +160,7 @@ fn main() -> ExitCode {
         Command::Report(a) => report(a),
         Command::Runs(a) => runs::run(a),
         Command::Log(a) => log::run(a),
+        Command::Watch(a) => watch::run(a),
         Command::Bench(b) => bench::run(b),
         Command::Launched(a) => launched::run(a),
     };

@@ -168,6 +168,17 @@ pub(crate) struct RunArgs {
     /// Print the run's summary (`locus report`) when it ends.
     #[arg(long)]
     pub summary: bool,
+    /// Serve a live page of the run while it goes (its address is printed;
+    /// default a free loopback port). An address beyond loopback is served
+    /// only to a URL holding the run's token (printed with it).
+    #[arg(
+        long,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "127.0.0.1:0",
+        value_name = "ADDR"
+    )]
+    pub watch: Option<std::net::SocketAddr>,
     /// The Swift script.
     pub script: PathBuf,
     /// Arguments for the script (`--name=value` for argv(), others for argp()).
@@ -347,16 +358,31 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         fresh: a.fresh,
         ..RankLaunch::new(crate::launched::program()?, size, on, rank)
     };
-    let stage_in = |fs_dir: &Path| {
+    // The page starts once the launcher holds the directory (an earlier
+    // run's records moved aside, for --resume), before any rank starts.
+    let mut watching = None;
+    let before = |fs_dir: &Path| {
         a.stage_in.iter().try_for_each(|(src, dst)| {
             put(fs_dir, src, dst).map_err(|e| format!("--stage-in {}:{dst}: {e:#}", src.display()))
-        })
+        })?;
+        if let Some(listen) = a.watch {
+            let run_dir = run_dir.clone();
+            let w = locus_watch::watch(locus_watch::WatchOptions { run_dir, listen })
+                .map_err(|e| format!("--watch: {e}"))?;
+            eprintln!("locus: watch the run at {}", w.url);
+            watching = Some(w);
+        }
+        Ok(())
     };
-    let code = launch_ranks(&run, stage_in, |fs_dir| match &stage_out {
+    let code = launch_ranks(&run, before, |fs_dir| match &stage_out {
         Some((src, dst)) => stage(fs_dir, src, dst).map_err(|e| format!("--stage-out: {e:#}")),
         None => Ok(()),
     })
     .map_err(anyhow::Error::msg)?;
+    // The page's last update (the run's end) reaches it before it stops.
+    if let Some(w) = watching {
+        w.settle();
+    }
     if a.keep_fs {
         eprintln!(
             "locus: the run's file system is still up: --fs {}",

@@ -361,6 +361,12 @@ fn lock_marker(lock: &std::fs::File, marker: &Path) -> std::io::Result<Option<St
     Ok(Some(owner.trim().to_string()))
 }
 
+/// What every rank of the run in `run_dir` was told (its role file,
+/// written before any rank started).
+pub fn rank_options(run_dir: &Path) -> std::io::Result<locus_runtime::RankOptions> {
+    crate::role::Launched::load(&run_dir.join(ROLE_FILE))?.config()
+}
+
 /// What holds the run directory `dir`.
 pub enum RunHold {
     /// Not a run directory (no marker).

@@ -79,6 +79,15 @@ impl Secret {
         Ok(Secret(*hash.as_bytes()))
     }
 
+    /// A token for `purpose` (hex), made from the key: whoever shows it was
+    /// given it by someone who holds the key, and learns nothing of the key
+    /// (a live page's URL carries one, never the key itself).
+    pub fn token(&self, purpose: &str) -> String {
+        blake3::keyed_hash(&self.0, purpose.as_bytes())
+            .to_hex()
+            .to_string()
+    }
+
     fn answer(&self, nonce: &[u8; NONCE_LEN], channel: Channel) -> blake3::Hash {
         let mut h = blake3::Hasher::new_keyed(&self.0);
         h.update(nonce);

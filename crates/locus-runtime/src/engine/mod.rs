@@ -69,10 +69,8 @@ impl std::str::FromStr for Locality {
     }
 }
 
-/// Shows a run's leaf tasks done out of those put, as they change (the
-/// embedder's progress display; the leader's only).
 /// Where a run's leaf tasks stand, every server's added up.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Released to the workers so far.
     pub put: u64,
@@ -83,6 +81,8 @@ pub struct Counts {
     pub failed: u64,
 }
 
+/// Shows a run's leaf tasks done out of those put, as they change (the
+/// embedder's progress display; the leader's only).
 pub trait Progress: Send + Sync {
     fn show(&self, counts: Counts);
 }

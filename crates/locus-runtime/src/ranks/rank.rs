@@ -13,6 +13,7 @@ use crate::ranks::pmi::Pmi;
 use crate::ranks::rendezvous::{self, Entry, RankEnv, RanksDir, Wireup};
 use crate::ranks::server::{Server, ServerConfig};
 use crate::ranks::worker::{run_worker, WorkerConfig};
+use crate::records::progress::ProgressFile;
 use crate::records::record::now_us;
 use crate::records::resume::{Resume, ResumeBy};
 use locus_fs::{Client, ClientOptions, ClusterSpec, Placement};
@@ -480,7 +481,9 @@ async fn rank_main(
         .map_err(|e| RunError::internal(e.to_string()))??;
     let leads = me == layout.leader();
     let start_us = now_us();
-    let progress = progress.filter(|_| leads);
+    // The leader keeps its counts in the run directory for a watcher.
+    let progress =
+        leads.then(|| ProgressFile::start(&opts.run_dir, start_us, layout.workers(), progress));
     let engine = Engine::new(
         program,
         RunOptions {
@@ -503,7 +506,7 @@ async fn rank_main(
             }),
             max_depth: opts.max_depth,
             keep_going: opts.keep_going,
-            progress,
+            progress: progress.clone().map(|p| p as Arc<dyn Progress>),
             resume: Resume::new(&opts.run_dir, me, opts.resume)?,
         },
     );
@@ -515,6 +518,9 @@ async fn rank_main(
     let serve = tokio::spawn(serving);
     let result = engine.run().await;
     let end_us = now_us();
+    if let Some(p) = &progress {
+        p.write_pending();
+    }
     let control = engine.control_stats().await;
     dispatch.finish();
     let _ = serve.await;
