@@ -24,4 +24,5 @@ pub mod resume;
 pub mod scrub;
 pub mod simulate;
 pub mod tasks;
+pub mod watch;
 mod workspace;

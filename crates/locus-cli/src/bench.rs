@@ -271,6 +271,17 @@ pub(crate) enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// What a live page (`--watch`) costs a run: `tasks`' builtin tasks
+    /// unwatched and watched in turn, and how late a task's end reaches
+    /// the page.
+    Watch {
+        /// No-op builtin tasks per run.
+        #[arg(long, default_value_t = 200_000)]
+        tasks: u32,
+        /// How many times each measurement is made.
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// App tasks writing 1, 10 or 100 small Locus outputs each, beside the
     /// same tasks writing host files and the client library writing the
     /// same files.
@@ -610,6 +621,13 @@ pub(crate) fn run(b: BenchCommand) -> Result<()> {
             fib,
             rounds,
         }),
+        BenchCommand::Watch { tasks, rounds } => {
+            locus_bench::watch::run(locus_bench::watch::WatchOpts {
+                program: crate::launched::program()?,
+                tasks,
+                rounds,
+            })
+        }
         BenchCommand::Mount {
             common,
             size_mib,

@@ -86,7 +86,7 @@ pub struct Watching {
 impl Watching {
     /// Waits (a few seconds at most) until the page was sent the run's end,
     /// for a caller that stops serving when the run ends.
-    pub fn settle(self) {
+    pub fn settle(&self) {
         let until = Instant::now() + SETTLE;
         while !self.shown_end.load(Ordering::Acquire) && Instant::now() < until {
             std::thread::sleep(POLL / 5);
@@ -281,14 +281,13 @@ fn poll(run_dir: &Path, tx: &watch::Sender<Arc<str>>, stop: &AtomicBool, shown_e
     let mut last = String::new();
     while !stop.load(Ordering::Acquire) {
         let now = now_us();
-        let mut more = false;
-        for r in tail.next(&mut more) {
+        let more = tail.next(|r| {
             let stderr = live
                 .wants_stderr(&r)
                 .then(|| stderr_tail(run_dir, &r))
                 .flatten();
             live.record(&r, stderr, now);
-        }
+        });
         if let Some(t) = read_tally(run_dir) {
             live.tally(t);
         }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// Bytes read from one file at a time: a watcher of a run already far along
 /// catches up in steps of this, never holding its records whole.
-const CHUNK: usize = 4 << 20;
+const CHUNK: usize = 1 << 20;
 
 #[derive(Debug)]
 pub(crate) struct Tail {
@@ -30,10 +30,10 @@ impl Tail {
         }
     }
 
-    /// The records written since the last call, at most about `CHUNK`
-    /// bytes of them per file (`more` is set when some are left).
-    pub(crate) fn next(&mut self, more: &mut bool) -> Vec<TaskRecord> {
-        let mut out = Vec::new();
+    /// Hands `each` the records written since the last call, at most about
+    /// `CHUNK` bytes of them per file; whether some are left.
+    pub(crate) fn next(&mut self, mut each: impl FnMut(TaskRecord)) -> bool {
+        let mut more = false;
         if let Ok(entries) = std::fs::read_dir(&self.dir) {
             for e in entries.flatten() {
                 let path = e.path();
@@ -59,19 +59,19 @@ impl Tail {
             };
             // Only whole lines: the last may still be being written.
             let Some(end) = self.buf.iter().rposition(|b| *b == b'\n') else {
-                *more |= n == CHUNK;
+                more |= n == CHUNK;
                 continue;
             };
             for line in self.buf[..end].split(|b| *b == b'\n') {
                 match serde_json::from_slice(line) {
-                    Ok(r) => out.push(r),
+                    Ok(r) => each(r),
                     Err(e) => tracing::debug!("{}: {e}", path.display()),
                 }
             }
             *at += end as u64 + 1;
-            *more |= n == CHUNK;
+            more |= n == CHUNK;
         }
-        out
+        more
     }
 }
 
@@ -97,8 +97,12 @@ mod tests {
     fn each_whole_line_is_read_once_and_a_cut_one_later() {
         let run = tempfile::tempdir().unwrap();
         let mut tail = Tail::new(run.path());
-        let mut more = false;
-        assert!(tail.next(&mut more).is_empty());
+        let mut ids = || {
+            let mut read = Vec::new();
+            assert!(!tail.next(|r| read.push(r.id)));
+            read
+        };
+        assert!(ids().is_empty());
         std::fs::create_dir(records_dir(run.path())).unwrap();
         let line = |id: u64| {
             let mut r: TaskRecord = serde_json::from_str(RECORD).unwrap();
@@ -110,16 +114,14 @@ mod tests {
         let (one, two) = (line(1), line(2));
         f.write_all(one.as_bytes()).unwrap();
         f.write_all(&two.as_bytes()[..10]).unwrap();
-        let ids = |v: Vec<TaskRecord>| v.iter().map(|r| r.id).collect::<Vec<_>>();
-        assert_eq!(ids(tail.next(&mut more)), [1]);
+        assert_eq!(ids(), [1]);
         f.write_all(&two.as_bytes()[10..]).unwrap();
-        assert_eq!(ids(tail.next(&mut more)), [2]);
-        assert!(tail.next(&mut more).is_empty());
-        assert!(!more);
+        assert_eq!(ids(), [2]);
+        assert!(ids().is_empty());
         // A later run in the directory writes the rank's file anew.
         std::fs::remove_file(&path).unwrap();
         std::fs::write(&path, line(3)).unwrap();
-        assert_eq!(ids(tail.next(&mut more)), [3]);
+        assert_eq!(ids(), [3]);
     }
 
     const RECORD: &str = r#"{"id":0,"func":"f","rank":0,"node":"n","target":null,"placed":"Anywhere","start_us":0,"end_us":1,"local_bytes":0,"remote_bytes":0,"exit":null,"attempts":1,"error":null}"#;
