@@ -3,6 +3,7 @@
 mod bench;
 mod check;
 mod cluster;
+mod dry_run;
 mod fs_ops;
 mod graphviz;
 mod launched;

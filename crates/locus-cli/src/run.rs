@@ -179,6 +179,12 @@ pub(crate) struct RunArgs {
         value_name = "ADDR"
     )]
     pub watch: Option<std::net::SocketAddr>,
+    /// Run the control flow without starting apps (their outputs taken as
+    /// made, no file written) and print per function how many calls would
+    /// run; with --resume, which an earlier run did are kept and why each
+    /// other would run again. Nothing in --run-dir changes.
+    #[arg(long, conflicts_with_all = ["cluster", "launcher", "watch", "keep_fs", "fresh", "stage_in", "stage_out"])]
+    pub dry_run: bool,
     /// The Swift script.
     pub script: PathBuf,
     /// Arguments for the script (`--name=value` for argv(), others for argp()).
@@ -293,6 +299,20 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         if m > n {
             bail!("--min-ranks {m} is more than the run's {n} ranks (-n)");
         }
+    }
+    if a.dry_run {
+        let rank = a.rank_options(a.run_dir.clone().unwrap_or_default());
+        let size = a.ranks.unwrap_or_else(|| default_workers() + a.servers);
+        let code = crate::dry_run::dry_run(
+            crate::launched::program()?,
+            rank,
+            size,
+            a.nodes.unwrap_or(1),
+        )?;
+        if code != 0 {
+            std::process::exit(code);
+        }
+        return Ok(());
     }
     let run_dir = match &a.run_dir {
         Some(d) => d.clone(),

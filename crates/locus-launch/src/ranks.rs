@@ -284,7 +284,9 @@ fn take_down(r: &RankLaunch, fs_dir: &Path) {
 
 /// Marks a directory as a run directory: what a run replaces in it on reuse
 /// (`fs`, `ranks`, `records`) is only ever its own.
-const RUN_MARKER: &str = "locus-run";
+/// The file that makes a directory a run directory (and is locked by its
+/// live run).
+pub const RUN_MARKER: &str = "locus-run";
 
 /// Makes `dir` this run's directory: a new or empty directory (made private),
 /// or an earlier run's that no live run holds; anything else is refused

@@ -26,6 +26,7 @@ pub use ranks::layout::{Layout, LayoutError};
 pub use ranks::rank::{run_rank, summary_path, RankOptions, RunSummary, DEFAULT_MAX_DEPTH};
 pub use ranks::rendezvous::{met, ranks_dir, Entry, RankEnv};
 pub use ranks::server::RELEASED_MOST;
+pub use records::plan::{load_plan, Planned, Rerun};
 pub use records::progress::{read_tally, Tally};
 pub use records::resume::ResumeBy;
 pub use records::{record, report};

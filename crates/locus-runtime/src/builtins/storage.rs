@@ -26,6 +26,9 @@ pub struct Storage {
     /// The files `mktemp` made, removed when the run ends (as Turbine
     /// removes them, unless `SWIFT_TMP_AUTODELETE=0`).
     temps: Mutex<Vec<PathBuf>>,
+    /// A dry run: builtins write no file (`write` and the like take their
+    /// output as made, as apps' are).
+    dry_run: bool,
 }
 
 impl Storage {
@@ -34,7 +37,14 @@ impl Storage {
             layout,
             fs,
             temps: Mutex::default(),
+            dry_run: false,
         }
+    }
+
+    /// The same, for a dry run.
+    pub(crate) fn dry_run(mut self) -> Storage {
+        self.dry_run = true;
+        self
     }
 
     /// A new empty host file, as Turbine's `mktemp` makes it: in
@@ -444,6 +454,9 @@ impl Storage {
     /// `write(s)` into the file at `path`: a Locus file through the file
     /// system, a host file directly.
     async fn write_file(&self, path: &str, data: &str) -> Result<(), RunError> {
+        if self.dry_run {
+            return Ok(());
+        }
         let fail = |e: &dyn std::fmt::Display| RunError::fs(format!("write({path}): {e}"));
         match fs_path(path) {
             Some(fp) => {

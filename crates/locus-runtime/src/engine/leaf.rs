@@ -2,6 +2,7 @@
 //! are placed (locations, automatic locality), and what they give back.
 
 use super::*;
+use crate::records::plan::{Planned, Rerun};
 
 impl Engine {
     /// What a call's annotations ask of its task, evaluated in the
@@ -319,14 +320,46 @@ impl Engine {
         // The awaits below are boxed, and made only when there is something
         // to look at: this call's state is kept while its task waits for a
         // worker, for every task released at once.
-        let earlier = match resume.done(&key) {
-            Some(done) if done.declared.len() == out_files.len() => {
+        // A dry run's call reading what another would make again.
+        let remade = self
+            .opts
+            .dry_run
+            .then(|| resume.remade_input(&inputs))
+            .flatten();
+        let earlier = match (remade, resume.done(&key)) {
+            (Some(path), _) => Err(Rerun::InputRemade { path }),
+            (None, Some(done)) if done.declared.len() == out_files.len() => {
                 let unchanged = resume.unchanged(done, &inputs, &self.opts.storage);
-                Box::pin(self.outside(unchanged)).await.then_some(done)
+                Box::pin(self.outside(unchanged)).await.map(|()| done)
             }
-            _ => None,
+            (None, _) => Err(Rerun::NeverRun),
         };
-        if let Some(earlier) = earlier {
+        if self.opts.dry_run {
+            let declared: Vec<String> = out_files.iter().map(|(_, p)| p.clone()).collect();
+            let rerun = match &earlier {
+                Ok(_) => None,
+                Err(Rerun::NeverRun) => Some(resume.why_not_done(&key, at, &declared)),
+                Err(why) => Some(why.clone()),
+            };
+            resume.plan(&Planned {
+                func: app.name.clone(),
+                at: at.to_string(),
+                argv: command_line(&argv, [&stdin, &stdout, &stderr]),
+                kept: earlier.is_ok(),
+                rerun: rerun.filter(|_| resume.resuming()),
+            });
+            if earlier.is_err() {
+                resume.remake(&declared);
+            }
+            let made = earlier.map_or(declared, |e| e.declared.clone());
+            resume.made(&key, &made);
+            for ((f, _), p) in out_files.iter().zip(made) {
+                self.set(*f, Value::File(p), done);
+            }
+            self.void_outputs(app, frame, done);
+            return Ok(());
+        }
+        if let Ok(earlier) = earlier {
             let rank = self.opts.first_server + self.opts.server;
             let node = self.opts.storage.layout.node_name(rank);
             let id = self.opts.dispatch.task_id();
@@ -438,4 +471,15 @@ impl Engine {
             None => (None, Placed::Anywhere),
         }
     }
+}
+
+/// An app's command line as a plan shows it: its words, then its
+/// redirections.
+fn command_line(argv: &[Arg], streams: [&Option<Arg>; 3]) -> Vec<String> {
+    let word = |w: &Arg| w.text().to_string();
+    let mut line: Vec<String> = argv.iter().map(word).collect();
+    for (sign, stream) in ["<", ">", "2>"].into_iter().zip(streams) {
+        line.extend(stream.as_ref().map(|w| format!("{sign}{}", word(w))));
+    }
+    line
 }

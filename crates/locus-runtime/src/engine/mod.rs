@@ -110,6 +110,9 @@ pub struct RunOptions {
     pub stall: Duration,
     /// Leaf tasks done / put, shown while the run goes (a terminal only).
     pub progress: Option<Arc<dyn Progress>>,
+    /// Apps are not started: each call's decision is written to the plan
+    /// and its outputs taken as made (`--dry-run`).
+    pub dry_run: bool,
     /// Task keys, and what earlier runs did (`--resume`).
     pub resume: crate::records::resume::Resume,
     /// The most resident memory this server may use (`memory`).

@@ -90,6 +90,10 @@ pub struct RankOptions {
     /// (`--min-ranks`); `None`: all of them.
     #[serde(default)]
     pub min_ranks: Option<u32>,
+    /// Run the control flow without starting apps, their outputs taken as
+    /// made, and write what each app call would do (`records::plan`).
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// The default bound of nested calls: far past any recursion a script
@@ -127,6 +131,7 @@ impl RankOptions {
             max_depth: DEFAULT_MAX_DEPTH,
             keep_going: false,
             min_ranks: None,
+            dry_run: false,
         }
     }
 }
@@ -491,7 +496,11 @@ async fn rank_main(
             server: me - layout.workers(),
             servers: layout.servers,
             first_server: layout.workers(),
-            storage: Storage::new(layout.clone(), fs),
+            storage: match opts.dry_run {
+                true => Storage::new(layout.clone(), fs).dry_run(),
+                false => Storage::new(layout.clone(), fs),
+            },
+            dry_run: opts.dry_run,
             locality: opts.locality,
             run_id,
             args: crate::CommandLine::new(opts.script.display().to_string(), &opts.args),

@@ -2,6 +2,7 @@
 //! can skip (`resume`), the report read from them (`report`), and the
 //! leader's counts while it goes (`progress`).
 
+pub(crate) mod plan;
 pub(crate) mod progress;
 pub mod record;
 pub mod report;

@@ -5,7 +5,6 @@
 use locus_proto::run::{ErrorKind, Placed, Rank, Spill, Target};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -239,21 +238,12 @@ pub fn keep_for_resume(run_dir: &Path) -> io::Result<()> {
     std::fs::remove_dir(&from)
 }
 
-/// What earlier runs did, by task key: the last successful record of
-/// each (a later failure of the same task forgets it).
-pub fn load_resume(run_dir: &Path) -> io::Result<HashMap<String, TaskRecord>> {
-    let mut done = HashMap::new();
-    for r in read_dir_records(&resume_dir(run_dir), true)? {
-        if r.key.is_empty() {
-            continue;
-        }
-        if r.error.is_none() {
-            done.insert(r.key.clone(), r);
-        } else {
-            done.remove(&r.key);
-        }
-    }
-    Ok(done)
+/// The records of earlier runs' app tasks (those with a key), the earliest
+/// run's first.
+pub(crate) fn load_resume(run_dir: &Path) -> io::Result<Vec<TaskRecord>> {
+    let mut all = read_dir_records(&resume_dir(run_dir), true)?;
+    all.retain(|r| !r.key.is_empty());
+    Ok(all)
 }
 
 /// Where task `id`'s stream `ext` (`out` or `err`) is kept, relative to

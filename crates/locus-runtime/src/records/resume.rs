@@ -13,6 +13,7 @@
 
 use crate::builtins::storage::Storage;
 use crate::exec::files::LOCUS_PREFIX;
+use crate::records::plan::{PlanWriter, Planned, Rerun};
 use crate::records::record::{self, Recorder, Seen, TaskRecord};
 use locus_proto::run::{Arg, Placed, Rank, RunError};
 use serde::{Deserialize, Serialize};
@@ -43,9 +44,18 @@ impl std::str::FromStr for ResumeBy {
 }
 
 pub struct Resume {
-    /// Earlier runs' successful records, by key (empty without `--resume`).
+    /// Earlier runs' successful records, by key: the last success of each
+    /// (a later failure of the same task forgets it; empty without
+    /// `--resume`).
     done: HashMap<String, TaskRecord>,
+    /// The error of each task whose last earlier run failed.
+    failed: HashMap<String, String>,
+    /// Each call site's last command (key and command line), by the
+    /// mapped files it wrote: a call writing them now with another key ran
+    /// another command.
+    sites: HashMap<(String, Vec<String>), (String, Vec<String>)>,
     by: ResumeBy,
+    resuming: bool,
     /// Unmapped files → the key of the task that wrote them and which of
     /// its outputs each is.
     made_by: Mutex<HashMap<String, String>>,
@@ -53,25 +63,114 @@ pub struct Resume {
     host_temp: String,
     /// The records of tasks not run again (this server's).
     recorder: Mutex<Recorder>,
+    /// The outputs of the calls a dry run would run: a call reading one
+    /// would run too.
+    remade: Mutex<std::collections::HashSet<String>>,
+    /// A dry run's decisions (this server's).
+    plan: Mutex<PlanWriter>,
 }
 
 impl Resume {
     /// For the server `rank` of the run in `run_dir`; reads the earlier
     /// runs' records when `resume`.
     pub fn new(run_dir: &Path, rank: Rank, resume: Option<ResumeBy>) -> Result<Resume, RunError> {
-        let done = match resume {
+        let earlier = match resume {
             Some(_) => record::load_resume(run_dir).map_err(|e| {
                 RunError::fs(format!("{}: {e}", record::resume_dir(run_dir).display()))
             })?,
-            None => HashMap::new(),
+            None => Vec::new(),
         };
-        Ok(Resume {
-            done,
+        let mut r = Resume {
+            done: HashMap::new(),
+            failed: HashMap::new(),
+            sites: HashMap::new(),
             by: resume.unwrap_or(ResumeBy::Versions),
+            resuming: resume.is_some(),
             made_by: Mutex::default(),
             host_temp: format!("{}/", run_dir.join("tmp").display()),
             recorder: Mutex::new(Recorder::new(run_dir, rank)),
-        })
+            remade: Mutex::default(),
+            plan: Mutex::new(PlanWriter::new(run_dir, rank)),
+        };
+        for t in earlier {
+            let mapped: Vec<String> = t
+                .declared
+                .iter()
+                .filter(|p| !r.is_temp(p))
+                .cloned()
+                .collect();
+            if !mapped.is_empty() {
+                r.sites
+                    .insert((t.at.clone(), mapped), (t.key.clone(), t.argv.clone()));
+            }
+            match &t.error {
+                None => {
+                    r.failed.remove(&t.key);
+                    r.done.insert(t.key.clone(), t);
+                }
+                Some(e) => {
+                    r.done.remove(&t.key);
+                    r.failed.insert(t.key.clone(), e.clone());
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// Why the call at `at` of key `key`, writing `declared`, would run
+    /// when no earlier success of it is kept.
+    pub(crate) fn why_not_done(&self, key: &str, at: &str, declared: &[String]) -> Rerun {
+        if let Some(error) = self.failed.get(key) {
+            return Rerun::Failed {
+                error: error.clone(),
+            };
+        }
+        let mapped: Vec<String> = declared
+            .iter()
+            .filter(|p| !self.is_temp(p))
+            .cloned()
+            .collect();
+        match self.sites.get(&(at.to_string(), mapped)) {
+            Some((earlier, was)) if earlier != key => Rerun::CommandChanged { was: was.clone() },
+            _ => Rerun::NeverRun,
+        }
+    }
+
+    /// The first of `inputs` a call the dry run would run makes.
+    pub(crate) fn remade_input(&self, inputs: &[&str]) -> Option<String> {
+        let remade = self
+            .remade
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        inputs
+            .iter()
+            .find(|p| remade.contains(**p))
+            .map(ToString::to_string)
+    }
+
+    /// Notes the outputs of a call the dry run would run.
+    pub(crate) fn remake(&self, outputs: &[String]) {
+        let mut remade = self
+            .remade
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        remade.extend(outputs.iter().cloned());
+    }
+
+    /// Whether earlier runs are resumed.
+    pub(crate) fn resuming(&self) -> bool {
+        self.resuming
+    }
+
+    /// Notes a dry run's decision on an app call.
+    pub(crate) fn plan(&self, planned: &Planned) {
+        let mut w = self
+            .plan
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Err(e) = w.write(planned) {
+            tracing::warn!("dry run's plan: {e}");
+        }
     }
 
     /// Whether `path` is a name the run gave a file the script did not map.
@@ -122,9 +221,15 @@ impl Resume {
     }
 
     /// Whether the task `done` did read the files `inputs` read now (in
-    /// the order they are staged) at the versions they are now, and its
-    /// outputs are still what it wrote.
-    pub async fn unchanged(&self, done: &TaskRecord, inputs: &[&str], storage: &Storage) -> bool {
+    /// the order they are staged) at the versions they are now, its
+    /// outputs are still what it wrote and its programs what ran; if not,
+    /// the first difference.
+    pub async fn unchanged(
+        &self,
+        done: &TaskRecord,
+        inputs: &[&str],
+        storage: &Storage,
+    ) -> Result<(), Rerun> {
         let mut now = Vec::with_capacity(inputs.len());
         for p in inputs {
             // A host input that is not there was not recorded either.
@@ -132,26 +237,45 @@ impl Resume {
         }
         // Its command line's inputs come first; what it read through the
         // mount after them.
+        let changed = |path: &str| Rerun::InputChanged {
+            path: path.to_string(),
+        };
         if now.len() > done.inputs.len() {
-            return false;
+            return Err(changed(&now[done.inputs.len()].path));
         }
         let (named, read) = done.inputs.split_at(now.len());
         for (now, then) in now.iter().zip(named) {
             if !self.same(storage, now, then).await {
-                return false;
+                return Err(changed(&then.path));
             }
         }
-        // What it read through the mount is still what it read, its outputs
-        // what it wrote, and its programs what ran.
-        for then in read.iter().chain(&done.outputs).chain(&done.programs) {
-            let Some(now) = storage.seen(&then.path).await else {
-                return false;
-            };
-            if !self.same(storage, &now, then).await {
-                return false;
+        for then in read {
+            match storage.seen(&then.path).await {
+                Some(now) if self.same(storage, &now, then).await => {}
+                _ => return Err(changed(&then.path)),
             }
         }
-        true
+        for then in &done.outputs {
+            let path = then.path.clone();
+            match storage.seen(&then.path).await {
+                None => return Err(Rerun::OutputMissing { path }),
+                Some(now) if !self.same(storage, &now, then).await => {
+                    return Err(Rerun::OutputChanged { path })
+                }
+                Some(_) => {}
+            }
+        }
+        for then in &done.programs {
+            match storage.seen(&then.path).await {
+                Some(now) if self.same(storage, &now, then).await => {}
+                _ => {
+                    return Err(Rerun::ProgramChanged {
+                        path: then.path.clone(),
+                    })
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Whether a file seen `now` is as a task saw it `then`: the same
