@@ -5,6 +5,7 @@
 //! directory this host sees, and keeps working after the run ended.
 #![warn(missing_docs)]
 
+mod ended;
 mod live;
 mod server;
 mod tail;

@@ -4,12 +4,13 @@
 //! per worker and time bucket), and only the latest tasks and the first
 //! failures are kept one by one.
 
+use crate::ended::Ended;
 use locus_proto::run::Rank;
-use locus_runtime::record::TaskRecord;
 use locus_runtime::report::Placement;
 use locus_runtime::Tally;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 /// Points of the counts-over-time chart; past it, every other is dropped
 /// and the step doubles.
@@ -90,7 +91,7 @@ struct NodeUse {
 #[derive(Debug, Clone, Serialize)]
 struct Bar {
     rank: Rank,
-    func: String,
+    func: Arc<str>,
     start: f64,
     end: f64,
     failed: bool,
@@ -217,7 +218,7 @@ pub(crate) struct Live {
     rerun: u64,
     series: Vec<Point>,
     step_us: u64,
-    funcs: BTreeMap<String, FuncUse>,
+    funcs: BTreeMap<Arc<str>, FuncUse>,
     nodes: BTreeMap<String, NodeUse>,
     busy: Busy,
     recent: VecDeque<Bar>,
@@ -284,18 +285,19 @@ impl Live {
 
     /// Whether a failed task's stderr would be shown (the caller reads it
     /// only then).
-    pub(crate) fn wants_stderr(&self, r: &TaskRecord) -> bool {
-        r.failed() && self.failures.len() < FAILURES
+    pub(crate) fn wants_stderr(&self, r: &Ended<'_>) -> bool {
+        r.ended_as().failed() && self.failures.len() < FAILURES
     }
 
     /// One task's record, read at `now_us`; `stderr` is the end of its
     /// stderr when `wants_stderr` asked for it.
-    pub(crate) fn record(&mut self, r: &TaskRecord, stderr: Option<String>, now_us: u64) {
+    pub(crate) fn record(&mut self, r: &Ended<'_>, stderr: Option<String>, now_us: u64) {
+        let ended = r.ended_as();
         if r.resumed {
             self.resumed += 1;
             return;
         }
-        if r.stopped() || r.interrupted() {
+        if ended.stopped() || ended.interrupted() {
             self.rerun += 1;
             return;
         }
@@ -308,23 +310,32 @@ impl Live {
             self.lag.mean_ms += (lag_ms - self.lag.mean_ms) / self.lag.n as f64;
         }
         let start = *self.start_us.get_or_insert(r.start_us);
-        let failed = r.failed();
+        let failed = ended.failed();
         self.done += 1;
         self.failed += u64::from(failed);
         let seconds = r.end_us.saturating_sub(r.start_us) as f64 / 1e6;
-        let f = self.funcs.entry(r.func.clone()).or_default();
+        // Names are added once: most records find theirs.
+        let func = match self.funcs.get_key_value(&*r.func) {
+            Some((name, _)) => name.clone(),
+            None => Arc::from(&*r.func),
+        };
+        let f = self.funcs.entry(func.clone()).or_default();
         f.tasks += 1;
         f.failed += u64::from(failed);
         f.seconds += seconds;
         f.max_seconds = f.max_seconds.max(seconds);
         f.cpu_seconds += r.cpu_us as f64 / 1e6;
         f.max_rss_kib = f.max_rss_kib.max(r.max_rss_kib);
-        let n = self.nodes.entry(r.node.clone()).or_default();
+        if !self.nodes.contains_key(&*r.node) {
+            self.nodes.insert(r.node.to_string(), NodeUse::default());
+        }
+        let n = self.nodes.get_mut(&*r.node).expect("added above");
         n.tasks += 1;
         n.bytes_local += r.local_bytes;
         n.bytes_fetched += r.remote_bytes;
         n.bytes_written += r.written_bytes;
-        *n.placement.entry(Placement::of(r).label()).or_default() += 1;
+        let placed = Placement::of_parts(r.spill.is_some(), r.local_bytes, r.remote_bytes);
+        *n.placement.entry(placed.label()).or_default() += 1;
         if let Some(s) = r.spill {
             let spilled = n.spilled_from.values().sum::<u64>() as f64;
             *n.spilled_from.entry(s.from).or_default() += 1;
@@ -338,7 +349,7 @@ impl Live {
         self.busy.add(r.rank, &r.node, from, to.max(from));
         self.recent.push_back(Bar {
             rank: r.rank,
-            func: r.func.clone(),
+            func,
             start: from as f64 / 1e6,
             end: to as f64 / 1e6,
             failed,
@@ -349,9 +360,9 @@ impl Live {
         if failed && self.failures.len() < FAILURES {
             self.failures.push(Failure {
                 id: r.id,
-                func: r.func.clone(),
-                at: r.at.clone(),
-                node: r.node.clone(),
+                func: r.func.to_string(),
+                at: r.at.to_string(),
+                node: r.node.to_string(),
                 rank: r.rank,
                 exit: r.exit,
                 error: r.error.clone().unwrap_or_default(),
@@ -463,7 +474,7 @@ pub(crate) struct View<'a> {
     pub(crate) rerun: u64,
     pub(crate) workers: u32,
     series: &'a [Point],
-    funcs: &'a BTreeMap<String, FuncUse>,
+    funcs: &'a BTreeMap<Arc<str>, FuncUse>,
     nodes: &'a BTreeMap<String, NodeUse>,
     busy_bucket_s: f64,
     busy: Vec<(String, Vec<f32>)>,
@@ -477,42 +488,35 @@ pub(crate) struct View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use locus_proto::run::Placed;
 
-    fn task(id: u64, func: &str, start_us: u64, end_us: u64, error: Option<&str>) -> TaskRecord {
-        TaskRecord {
+    fn task(
+        id: u64,
+        func: &str,
+        start_us: u64,
+        end_us: u64,
+        error: Option<&str>,
+    ) -> Ended<'static> {
+        Ended {
             id,
-            func: func.into(),
+            func: func.to_string().into(),
             rank: (id % 4) as Rank,
-            node: format!("node{}", id % 2),
-            target: None,
-            placed: Placed::Anywhere,
+            node: format!("node{}", id % 2).into(),
             spill: None,
             start_us,
             end_us,
             local_bytes: 10,
             remote_bytes: 0,
             written_bytes: 5,
-            stage_us: 0,
-            commit_us: 0,
             exit: error.map(|_| 3),
-            attempts: 1,
             error: error.map(String::from),
             error_kind: None,
             at: "a.swift:3:5".into(),
             argv: vec!["sh".into(), "-c".into(), "exit 3".into()],
-            inputs: Vec::new(),
-            outputs: Vec::new(),
-            programs: Vec::new(),
-            key: String::new(),
-            declared: Vec::new(),
             resumed: false,
-            remade: false,
-            lost: Vec::new(),
             abandoned: false,
+            lost: Vec::new(),
             cpu_us: 1000,
             max_rss_kib: 64,
-            stdout: None,
             stderr: None,
         }
     }

@@ -2,7 +2,8 @@
 //! as they grow: each whole line once, a line still being written left for
 //! the next read, a bounded amount at a time.
 
-use locus_runtime::record::{records_dir, TaskRecord};
+use crate::ended::Ended;
+use locus_runtime::record::records_dir;
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -32,7 +33,7 @@ impl Tail {
 
     /// Hands `each` the records written since the last call, at most about
     /// `CHUNK` bytes of them per file; whether some are left.
-    pub(crate) fn next(&mut self, mut each: impl FnMut(TaskRecord)) -> bool {
+    pub(crate) fn next(&mut self, mut each: impl FnMut(Ended<'_>)) -> bool {
         let mut more = false;
         if let Ok(entries) = std::fs::read_dir(&self.dir) {
             for e in entries.flatten() {
@@ -76,7 +77,7 @@ impl Tail {
 }
 
 /// The end of a task's kept stderr (`RUN_DIR/tasks/<id>.err`).
-pub(crate) fn stderr_tail(run_dir: &Path, r: &TaskRecord) -> Option<String> {
+pub(crate) fn stderr_tail(run_dir: &Path, r: &Ended<'_>) -> Option<String> {
     let mut file = std::fs::File::open(run_dir.join(r.stderr.as_ref()?)).ok()?;
     let len = file.metadata().ok()?.len();
     file.seek(SeekFrom::Start(
@@ -91,6 +92,7 @@ pub(crate) fn stderr_tail(run_dir: &Path, r: &TaskRecord) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use locus_runtime::record::TaskRecord;
     use std::io::Write;
 
     #[test]

@@ -96,20 +96,54 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// What its record's flags say of how it ended.
+    pub fn ended_as(&self) -> EndedAs {
+        EndedAs {
+            errored: self.error.is_some(),
+            abandoned: self.abandoned,
+            lost_inputs: !self.lost.is_empty(),
+            kind: self.error_kind,
+        }
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.ended_as().stopped()
+    }
+
+    pub fn interrupted(&self) -> bool {
+        self.ended_as().interrupted()
+    }
+
+    pub fn failed(&self) -> bool {
+        self.ended_as().failed()
+    }
+}
+
+/// How a task ended, from the flags of its record (for a reader that reads
+/// only those, as a live page does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndedAs {
+    pub errored: bool,
+    pub abandoned: bool,
+    pub lost_inputs: bool,
+    pub kind: Option<ErrorKind>,
+}
+
+impl EndedAs {
     /// Stopped by a lost node (its worker's, or one its inputs were on)
     /// and run again: not a failure of the run's.
-    pub fn stopped(&self) -> bool {
-        self.abandoned || !self.lost.is_empty()
+    pub fn stopped(self) -> bool {
+        self.abandoned || self.lost_inputs
     }
 
     /// Stopped while it ran because the run was stopped from outside.
-    pub fn interrupted(&self) -> bool {
-        self.error_kind == Some(ErrorKind::Interrupted)
+    pub fn interrupted(self) -> bool {
+        self.kind == Some(ErrorKind::Interrupted)
     }
 
     /// Failed on its own account (after any retries).
-    pub fn failed(&self) -> bool {
-        self.error.is_some() && !self.stopped() && !self.interrupted()
+    pub fn failed(self) -> bool {
+        self.errored && !self.stopped() && !self.interrupted()
     }
 }
 

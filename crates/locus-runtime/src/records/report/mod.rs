@@ -43,11 +43,16 @@ impl Placement {
     ];
 
     pub fn of(t: &TaskRecord) -> Placement {
-        if t.spill.is_some() {
+        Placement::of_parts(t.spill.is_some(), t.local_bytes, t.remote_bytes)
+    }
+
+    /// Of a task spilled or not that read these input bytes.
+    pub fn of_parts(spilled: bool, local_bytes: u64, remote_bytes: u64) -> Placement {
+        if spilled {
             Placement::Spilled
-        } else if t.remote_bytes > 0 {
+        } else if remote_bytes > 0 {
             Placement::Remote
-        } else if t.local_bytes > 0 {
+        } else if local_bytes > 0 {
             Placement::Local
         } else {
             Placement::NoInputs
