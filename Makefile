@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-watch bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end bench-python simulate simulate-runs
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-watch bench-runs bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end bench-python simulate simulate-runs
 
 setup:
 	./scripts/setup.sh
@@ -50,6 +50,9 @@ bench-tasks: build
 
 bench-watch: build
 	target/release/locus bench watch
+
+bench-runs: build
+	target/release/locus bench runs
 
 bench-outputs: build
 	target/release/locus bench outputs

@@ -21,6 +21,7 @@ pub mod outputs;
 pub mod replicas;
 mod report;
 pub mod resume;
+pub mod runs_index;
 pub mod scrub;
 pub mod simulate;
 pub mod tasks;

@@ -271,6 +271,16 @@ pub(crate) enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// `locus runs` over many past runs (copies of one), beside `du -sb`
+    /// of their directories.
+    Runs {
+        /// Past runs to list.
+        #[arg(long, default_value_t = 1000)]
+        runs: u32,
+        /// How many times each measurement is made.
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+    },
     /// What a live page (`--watch`) costs a run: `tasks`' builtin tasks
     /// unwatched and watched in turn, and how late a task's end reaches
     /// the page.
@@ -621,6 +631,13 @@ pub(crate) fn run(b: BenchCommand) -> Result<()> {
             fib,
             rounds,
         }),
+        BenchCommand::Runs { runs, rounds } => {
+            locus_bench::runs_index::run(locus_bench::runs_index::RunsOpts {
+                program: crate::launched::program()?,
+                runs,
+                rounds,
+            })
+        }
         BenchCommand::Watch { tasks, rounds } => {
             locus_bench::watch::run(locus_bench::watch::WatchOpts {
                 program: crate::launched::program()?,

@@ -5,8 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
-use locus_launch::{hold_run_dir, running_pid, RunHold};
-use locus_runtime::RunSummary;
+use locus_launch::{hold_run_dir, listing, running_pid, RunHold};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -45,22 +44,13 @@ enum RunsAction {
     },
 }
 
-/// One run directory, as listed.
-struct Run {
-    id: String,
-    dir: PathBuf,
-    state: String,
-    /// When it ended (its summary's end, else its marker's last change).
-    ended: Option<SystemTime>,
-    seconds: Option<f64>,
-    tasks: usize,
-    bytes: u64,
-}
-
 pub(crate) fn run(a: RunsArgs) -> Result<()> {
     let found = match &a.dir {
-        Some(root) => runs(made_in(root)?),
-        None => runs(indexed_or_made_in(&std::env::temp_dir())?),
+        Some(root) => listing::list(listing::made_in(root)?),
+        None => {
+            let index = locus_launch::index::index_dir();
+            listing::list(listing::indexed_or_made_in(&index, &std::env::temp_dir())?)
+        }
     };
     let mut out = std::io::stdout().lock();
     match a.action {
@@ -88,7 +78,8 @@ pub(crate) fn run(a: RunsArgs) -> Result<()> {
             }
         }
         Some(RunsAction::Show { id }) => {
-            let matching: Vec<&Run> = found.iter().filter(|r| r.id.starts_with(&id)).collect();
+            let matching: Vec<&listing::ListedRun> =
+                found.iter().filter(|r| r.id.starts_with(&id)).collect();
             let run = match matching[..] {
                 [one] => one,
                 [] => bail!("no run {id} (`locus runs` lists them)"),
@@ -141,80 +132,6 @@ pub(crate) fn run(a: RunsArgs) -> Result<()> {
     Ok(())
 }
 
-/// The run directories `locus run` made in `root` without --run-dir.
-fn made_in(root: &Path) -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(root).with_context(|| root.display().to_string())?;
-    let mut dirs = Vec::new();
-    for e in entries {
-        let e = e?;
-        // Only directories (not links to them) of this user's runs.
-        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && e.file_name().to_string_lossy().starts_with("locus-run-") {
-            dirs.push(e.path());
-        }
-    }
-    Ok(dirs)
-}
-
-/// The run index's directories and those made in `root`, each once.
-fn indexed_or_made_in(root: &Path) -> Result<Vec<PathBuf>> {
-    let mut dirs: Vec<PathBuf> = locus_launch::index::entries()?
-        .into_iter()
-        .map(|e| e.dir)
-        .collect();
-    for d in made_in(root)? {
-        let d = std::path::absolute(&d).unwrap_or(d);
-        if !dirs.contains(&d) {
-            dirs.push(d);
-        }
-    }
-    Ok(dirs)
-}
-
-/// What each of `dirs` holds, the runs that ended first (oldest first).
-fn runs(dirs: Vec<PathBuf>) -> Vec<Run> {
-    let mut found = Vec::new();
-    for dir in dirs {
-        let Ok(hold) = hold_run_dir(&dir) else {
-            continue;
-        };
-        let summary = RunSummary::load(&dir).ok();
-        let state = match &hold {
-            RunHold::NotARun => continue,
-            RunHold::Live(owner) => format!("running: {owner}"),
-            RunHold::Ended(_) => match &summary {
-                Some(s) => match (s.error_kind, &s.error) {
-                    (_, None) => "done".to_string(),
-                    (Some(kind), Some(e)) => format!("failed: {kind}: {e}"),
-                    (None, Some(e)) => format!("failed: {e}"),
-                },
-                // Its launcher killed (SIGKILL: nothing could write it), or
-                // it ended before its ranks began.
-                None => "stopped: without run.json (killed, or ended before it began)".to_string(),
-            },
-        };
-        drop(hold);
-        let ended = match &summary {
-            Some(s) => Some(SystemTime::UNIX_EPOCH + Duration::from_micros(s.end_us)),
-            None if !state.starts_with("running") => std::fs::metadata(dir.join("locus-run"))
-                .and_then(|m| m.modified())
-                .ok(),
-            None => None,
-        };
-        found.push(Run {
-            id: locus_launch::index::run_id(&dir),
-            seconds: summary.map(|s| s.end_us.saturating_sub(s.start_us) as f64 / 1e6),
-            ended,
-            tasks: locus_runtime::record::count(&dir).unwrap_or_default(),
-            bytes: size(&dir),
-            state,
-            dir,
-        });
-    }
-    found.sort_by_key(|r| r.ended);
-    found
-}
-
 /// Removes the ended run at `dir`, held meanwhile so that no run starts in
 /// it; `Some(why)` when it is kept.
 fn clean(dir: &Path) -> Result<Option<String>> {
@@ -234,23 +151,4 @@ fn clean(dir: &Path) -> Result<Option<String>> {
     }
     std::fs::remove_dir_all(dir).with_context(|| dir.display().to_string())?;
     Ok(None)
-}
-
-/// Bytes of the files under `dir` (links not followed).
-fn size(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            match e.file_type() {
-                Ok(t) if t.is_dir() => todo.push(e.path()),
-                Ok(t) if t.is_file() => total += e.metadata().map_or(0, |m| m.len()),
-                _ => {}
-            }
-        }
-    }
-    total
 }

@@ -41,14 +41,23 @@ pub fn run_id(dir: &Path) -> String {
 
 /// Notes that a run of `script` starts in `dir` now.
 pub fn register(dir: &Path, script: &Path, started_us: u64) -> io::Result<IndexEntry> {
+    register_in(&index_dir(), dir, script, started_us)
+}
+
+/// `register`, in the index in directory `index`.
+pub fn register_in(
+    index: &Path,
+    dir: &Path,
+    script: &Path,
+    started_us: u64,
+) -> io::Result<IndexEntry> {
     let entry = IndexEntry {
         id: run_id(dir),
         dir: std::path::absolute(dir)?,
         script: std::path::absolute(script)?,
         started_us,
     };
-    let index = index_dir();
-    std::fs::create_dir_all(&index)?;
+    std::fs::create_dir_all(index)?;
     let bytes = serde_json::to_vec(&entry).map_err(io::Error::other)?;
     locus_fs::write_whole(&index.join(format!("{}.json", entry.id)), &bytes)?;
     Ok(entry)
@@ -57,8 +66,12 @@ pub fn register(dir: &Path, script: &Path, started_us: u64) -> io::Result<IndexE
 /// Every entry whose directory is still there, oldest start first; those
 /// whose directory is gone are dropped from the index.
 pub fn entries() -> io::Result<Vec<IndexEntry>> {
-    let index = index_dir();
-    let rd = match std::fs::read_dir(&index) {
+    entries_in(&index_dir())
+}
+
+/// `entries` of the index in directory `index`.
+pub fn entries_in(index: &Path) -> io::Result<Vec<IndexEntry>> {
+    let rd = match std::fs::read_dir(index) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         rd => rd?,
     };

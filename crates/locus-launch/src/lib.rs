@@ -12,6 +12,7 @@ pub mod daemons;
 pub mod emulate;
 mod exits;
 pub mod index;
+pub mod listing;
 pub mod netns;
 pub mod ranks;
 pub mod role;
