@@ -18,11 +18,18 @@ pub(crate) struct WatchArgs {
 }
 
 pub(crate) fn run(a: WatchArgs) -> Result<()> {
-    if matches!(
-        locus_launch::hold_run_dir(&a.run_dir),
-        Ok(locus_launch::RunHold::NotARun) | Err(_)
-    ) {
-        bail!("{}: not a run directory", a.run_dir.display());
+    let empty = std::fs::read_dir(&a.run_dir).map_or(true, |mut d| d.next().is_none());
+    match locus_launch::hold_run_dir(&a.run_dir) {
+        // A run not started yet (a batch job waiting in its queue).
+        Ok(locus_launch::RunHold::NotARun) if empty => eprintln!(
+            "locus: no run in {} yet: the page shows it once it starts",
+            a.run_dir.display()
+        ),
+        Ok(locus_launch::RunHold::NotARun) => {
+            bail!("{}: not a run directory", a.run_dir.display())
+        }
+        Err(e) => bail!("{}: {e}", a.run_dir.display()),
+        Ok(_) => {}
     }
     let w = locus_watch::watch(locus_watch::WatchOptions {
         run_dir: a.run_dir,

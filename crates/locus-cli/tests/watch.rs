@@ -341,3 +341,50 @@ fn base64_decode(s: &str) -> Vec<u8> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
 }
+
+#[test]
+fn the_page_of_a_run_whose_launcher_was_killed_says_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("long.swift");
+    std::fs::write(
+        &script,
+        "app (void v) nap() { \"sleep\" \"30\" }\nforeach i in [1:4] { nap(); }\n",
+    )
+    .unwrap();
+    let run_dir = dir.path().join("run");
+    let run = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["run", "-n", "3", "--run-dir"])
+        .arg(&run_dir)
+        .arg(&script)
+        .env_remove("LOCUS_DIR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut run = Started(run);
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .arg("watch")
+        .arg(&run_dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = page_url(&mut watch);
+    let _watch = Started(watch);
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let state = || -> Value {
+        let v: Value = serde_json::from_str(&get(&addr, "/view.json")).unwrap_or_default();
+        v["run"]["state"].clone()
+    };
+    common::eventually_within(Duration::from_secs(60), "the page shows it running", || {
+        state() == json!("running")
+    });
+    // SAFETY: a signal to the launcher this test started.
+    unsafe { libc::kill(run.0.id() as i32, libc::SIGKILL) };
+    run.0.wait().unwrap();
+    common::eventually_within(Duration::from_secs(30), "the page shows it stopped", || {
+        state() == json!("stopped")
+    });
+}
