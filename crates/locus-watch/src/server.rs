@@ -360,12 +360,14 @@ impl FsAsker {
             self.rt = Some(rt);
         }
         let (rt, client) = (self.rt.as_ref()?, self.client.as_ref()?);
-        let nodes = (0..client.node_count() as u32).map(|id| {
+        // All at once: a node cut off costs the page one time-out, not one
+        // per node.
+        let asks = (0..client.node_count() as u32).map(|id| async move {
             let name = client
                 .endpoint(id)
                 .map(|e| e.name.clone())
                 .unwrap_or_default();
-            match rt.block_on(async { tokio::time::timeout(FS_TIMEOUT, client.status(id)).await }) {
+            match tokio::time::timeout(FS_TIMEOUT, client.status(id)).await {
                 Ok(Ok(s)) => FsNode {
                     node: id,
                     name,
@@ -379,7 +381,7 @@ impl FsAsker {
                 Err(_) => FsNode::down(id, name, format!("no answer in {FS_TIMEOUT:?}")),
             }
         });
-        Some(nodes.collect())
+        Some(rt.block_on(futures_util::future::join_all(asks)))
     }
 }
 

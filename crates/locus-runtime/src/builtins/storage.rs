@@ -41,9 +41,9 @@ impl Storage {
         }
     }
 
-    /// The same, for a dry run.
-    pub(crate) fn dry_run(mut self) -> Storage {
-        self.dry_run = true;
+    /// The same, for a dry run when `dry`.
+    pub(crate) fn dry_run(mut self, dry: bool) -> Storage {
+        self.dry_run = dry;
         self
     }
 

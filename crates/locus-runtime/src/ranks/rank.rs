@@ -496,10 +496,7 @@ async fn rank_main(
             server: me - layout.workers(),
             servers: layout.servers,
             first_server: layout.workers(),
-            storage: match opts.dry_run {
-                true => Storage::new(layout.clone(), fs).dry_run(),
-                false => Storage::new(layout.clone(), fs),
-            },
+            storage: Storage::new(layout.clone(), fs).dry_run(opts.dry_run),
             dry_run: opts.dry_run,
             locality: opts.locality,
             run_id,
