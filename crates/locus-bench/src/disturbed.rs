@@ -56,7 +56,7 @@ pub(crate) fn launch(
             rank,
         )
     };
-    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
+    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(()))?;
     if code != 0 {
         bail!(
             "{name}: {}",

@@ -307,8 +307,7 @@ pub fn run_config(
         fresh: true,
         ..RankLaunch::new(program.clone(), size, on, rank)
     };
-    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(()))
-        .map_err(|e| anyhow::anyhow!("{}: {e}", c.name))?;
+    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).with_context(|| c.name.clone())?;
     if code != 0 {
         let out = std::fs::read_to_string(&log).unwrap_or_default();
         let tail: Vec<&str> = out.lines().rev().take(5).collect();

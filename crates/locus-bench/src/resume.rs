@@ -54,7 +54,7 @@ fn timed(
         ..RankLaunch::new(program.clone(), 3, On::This { nodes: 1 }, rank)
     };
     let start = Instant::now();
-    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
+    let code = launch_ranks(&run, |_| Ok(()), |_| Ok(()))?;
     let secs = start.elapsed().as_secs_f64();
     if code != 0 {
         bail!("{}", std::fs::read_to_string(&log).unwrap_or_default());

@@ -37,7 +37,7 @@ pub(crate) fn dry_run(
         }
         rank.dry_run = true;
         let run = RankLaunch::new(program.clone(), size, On::This { nodes }, rank.clone());
-        let code = launch_ranks(&run, |_| Ok(()), |_| Ok(())).map_err(anyhow::Error::msg)?;
+        let code = launch_ranks(&run, |_| Ok(()), |_| Ok(()))?;
         let plan = load_plan(&scratch).context("the dry run's plan")?;
         show(&mut std::io::stdout().lock(), &rank, &plan)?;
         Ok(code)

@@ -381,24 +381,23 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
     // The page starts once the launcher holds the directory (an earlier
     // run's records moved aside, for --resume), before any rank starts.
     let mut watching = None;
-    let before = |fs_dir: &Path| {
+    let before = |fs_dir: &Path| -> Result<()> {
         a.stage_in.iter().try_for_each(|(src, dst)| {
-            put(fs_dir, src, dst).map_err(|e| format!("--stage-in {}:{dst}: {e:#}", src.display()))
+            put(fs_dir, src, dst).with_context(|| format!("--stage-in {}:{dst}", src.display()))
         })?;
         if let Some(listen) = a.watch {
             let run_dir = run_dir.clone();
             let w = locus_watch::watch(locus_watch::WatchOptions { run_dir, listen })
-                .map_err(|e| format!("--watch: {e}"))?;
+                .context("--watch")?;
             eprintln!("locus: watch the run at {}", w.url);
             watching = Some(w);
         }
         Ok(())
     };
     let code = launch_ranks(&run, before, |fs_dir| match &stage_out {
-        Some((src, dst)) => stage(fs_dir, src, dst).map_err(|e| format!("--stage-out: {e:#}")),
+        Some((src, dst)) => stage(fs_dir, src, dst).context("--stage-out"),
         None => Ok(()),
-    })
-    .map_err(anyhow::Error::msg)?;
+    })?;
     // The page's last update (the run's end) reaches it before it stops.
     if let Some(w) = watching {
         w.settle();

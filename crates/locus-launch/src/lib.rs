@@ -22,8 +22,8 @@ pub mod supervise;
 pub use daemons::{running_pid, serving, stop, Daemons, Stopped};
 pub use emulate::{Emulation, FsMode, Host, Rate};
 pub use ranks::{
-    hold_run_dir, launch_ranks, new_run_dir, rank_options, On, RankLaunch, RunHold, CUT_OFF_EXIT,
-    RUN_MARKER, STOPPED_EXIT,
+    hold_run_dir, launch_ranks, new_run_dir, rank_options, LaunchError, On, RankLaunch, RunHold,
+    CUT_OFF_EXIT, RUN_MARKER, STOPPED_EXIT,
 };
 pub use role::{Launched, LocusBinary, Program, Role};
 pub use site::{

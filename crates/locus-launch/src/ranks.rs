@@ -120,23 +120,82 @@ pub fn new_run_dir() -> std::io::Result<PathBuf> {
     Ok(d.keep())
 }
 
+/// Why a run could not be launched, or its launch failed (a run that ran
+/// and failed is its exit code, not one of these).
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    /// `-n` leaves no room for a worker beside the servers.
+    #[error("-n {size} cannot hold {servers} server(s) and at least one worker")]
+    Shape {
+        /// The ranks asked for.
+        size: u32,
+        /// The servers among them.
+        servers: u32,
+    },
+    /// The run directory cannot be made, claimed, cleared or written.
+    #[error("run directory {}: {source}", dir.display())]
+    RunDir {
+        /// The run directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It holds an earlier run, and neither `--resume` nor `--fresh` says
+    /// what to do with it.
+    #[error(
+        "{} holds an earlier run ({earlier}): --resume goes on from it, --fresh replaces it",
+        dir.display()
+    )]
+    EarlierRun {
+        /// The run directory.
+        dir: PathBuf,
+        /// How the earlier run ended.
+        earlier: String,
+    },
+    /// `--resume` of a directory no run recorded anything in.
+    #[error("--resume: {} holds no earlier run's records", dir.display())]
+    NothingToResume {
+        /// The run directory.
+        dir: PathBuf,
+    },
+    /// Ranks on emulated hosts without the hosts' file system.
+    #[error("ranks on emulated hosts need the hosts' file system")]
+    NoHostsFs,
+    /// The run's own file system did not start.
+    #[error("starting the run's file system: {0:#}")]
+    FileSystem(anyhow::Error),
+    /// A rank's process, or the site's launcher, could not be started or
+    /// watched.
+    #[error("{what}: {source}")]
+    Start {
+        /// What was being started.
+        what: String,
+        /// Why it could not be.
+        source: std::io::Error,
+    },
+    /// The caller's staging before or after the run failed.
+    #[error("{0:#}")]
+    Staging(anyhow::Error),
+}
+
 /// Runs all ranks; returns the exit code of the run. Once the file system
 /// serves and before any rank starts, `before` gets its directory (to
 /// stage inputs in; its error ends the run); after a run that succeeded,
 /// `after` gets it while it still serves (to stage results out).
 pub fn launch_ranks(
     r: &RankLaunch,
-    before: impl FnOnce(&Path) -> Result<(), String>,
-    after: impl FnOnce(&Path) -> Result<(), String>,
-) -> Result<i32, String> {
+    before: impl FnOnce(&Path) -> anyhow::Result<()>,
+    after: impl FnOnce(&Path) -> anyhow::Result<()>,
+) -> Result<i32, LaunchError> {
     let (size, servers) = (r.size, r.rank.servers);
     if servers == 0 || servers >= size {
-        return Err(format!(
-            "-n {size} cannot hold {servers} server(s) and at least one worker"
-        ));
+        return Err(LaunchError::Shape { size, servers });
     }
     let run_dir = &r.rank.run_dir;
-    let dir_err = |e: std::io::Error| format!("run directory {}: {e}", run_dir.display());
+    let dir_err = |source: std::io::Error| LaunchError::RunDir {
+        dir: run_dir.clone(),
+        source,
+    };
     let _held = claim_run_dir(run_dir).map_err(dir_err)?;
     // Found by `locus runs` wherever it is; a run goes on without it.
     if let Err(e) = crate::index::register(run_dir, &r.rank.script, now_us()) {
@@ -147,19 +206,17 @@ pub fn launch_ranks(
     }
     if r.rank.resume.is_none() && !r.fresh {
         if let Some(earlier) = earlier_run(run_dir) {
-            return Err(format!(
-                "{} holds an earlier run ({earlier}): --resume goes on from it, --fresh \
-                 replaces it",
-                run_dir.display()
-            ));
+            return Err(LaunchError::EarlierRun {
+                dir: run_dir.clone(),
+                earlier,
+            });
         }
     }
     if r.rank.resume.is_some() {
         if !records_dir(run_dir).exists() && !resume_dir(run_dir).exists() {
-            return Err(format!(
-                "--resume: {} holds no earlier run's records",
-                run_dir.display()
-            ));
+            return Err(LaunchError::NothingToResume {
+                dir: run_dir.clone(),
+            });
         }
         keep_for_resume(run_dir).map_err(dir_err)?;
     }
@@ -173,7 +230,7 @@ pub fn launch_ranks(
         _ => {}
     }
     if matches!(r.on, On::Emulated(_)) && r.rank.fs_dir.is_none() {
-        return Err("ranks on emulated hosts need the hosts' file system".into());
+        return Err(LaunchError::NoHostsFs);
     }
     let own_fs = r.rank.fs_dir.is_none();
     let fs_dir = r.rank.fs_dir.clone().unwrap_or_else(|| run_dir.join("fs"));
@@ -209,10 +266,12 @@ pub fn launch_ranks(
                         scope: Scope::deployed(r.keep_fs),
                     },
                 )
-                .map_err(|e| format!("starting the run's file system: {e:#}"))?;
+                .map_err(LaunchError::FileSystem)?;
                 fs_launcher = Some(launcher);
             }
-            before(&fs_dir).and_then(|()| run_site(r, site, *hosts, &role_file))
+            before(&fs_dir)
+                .map_err(LaunchError::Staging)
+                .and_then(|()| run_site(r, site, *hosts, &role_file))
         }
         On::This { nodes } => {
             let daemons = Daemons {
@@ -229,19 +288,23 @@ pub fn launch_ranks(
             } else {
                 ClusterSpec::load(&fs_dir)
             }
-            .map_err(|e| format!("starting the run's file system: {e}"))?;
+            .map_err(|e| LaunchError::FileSystem(e.into()))?;
             let names: Vec<String> = spec.nodes.iter().map(|n| n.name.clone()).collect();
             let layout = Layout::emulated_names(size, servers, &names);
-            before(&fs_dir).and_then(|()| run_here(r, &role_file, &layout, &[]))
+            before(&fs_dir)
+                .map_err(LaunchError::Staging)
+                .and_then(|()| run_here(r, &role_file, &layout, &[]))
         }
         On::Emulated(hosts) => {
             let names: Vec<String> = hosts.iter().map(|h| h.name.clone()).collect();
             let layout = Layout::emulated_names(size, servers, &names);
-            before(&fs_dir).and_then(|()| run_here(r, &role_file, &layout, hosts))
+            before(&fs_dir)
+                .map_err(LaunchError::Staging)
+                .and_then(|()| run_here(r, &role_file, &layout, hosts))
         }
     };
     let result = match result {
-        Ok(0) => after(&fs_dir).map(|()| 0),
+        Ok(0) => after(&fs_dir).map(|()| 0).map_err(LaunchError::Staging),
         other => other,
     };
     if own_fs && !r.keep_fs {
@@ -282,12 +345,10 @@ fn take_down(r: &RankLaunch, fs_dir: &Path) {
     }
 }
 
-/// Marks a directory as a run directory: what a run replaces in it on reuse
-/// (`fs`, `ranks`, `records`) is only ever its own.
-/// The file that makes a directory a run directory (and is locked by its
-/// live run).
+/// Marks a directory as a run directory (and is locked by its live run):
+/// what a run replaces in it on reuse (`fs`, `ranks`, `records`) is only
+/// ever its own.
 pub const RUN_MARKER: &str = "locus-run";
-
 /// Makes `dir` this run's directory: a new or empty directory (made private),
 /// or an earlier run's that no live run holds; anything else is refused
 /// rather than overwritten. The directory is this run's while the returned
@@ -415,7 +476,7 @@ fn run_here(
     role_file: &Path,
     nodes: &[String],
     hosts: &[Host],
-) -> Result<i32, String> {
+) -> Result<i32, LaunchError> {
     let start_us = now_us();
     let mut children: Vec<(u32, Child)> = Vec::new();
     for (rank, node) in nodes.iter().enumerate() {
@@ -423,7 +484,10 @@ fn run_here(
         if let Some(h) = hosts.iter().find(|h| &h.name == node) {
             if let Err(e) = h.enter(&mut cmd) {
                 stop_all(&mut children);
-                return Err(format!("cannot start rank {rank} on {node}: {e}"));
+                return Err(LaunchError::Start {
+                    what: format!("cannot start rank {rank} on {node}"),
+                    source: e,
+                });
             }
             cmd.env(
                 "LOCUS_LISTEN",
@@ -455,7 +519,10 @@ fn run_here(
             Ok(c) => children.push((rank as u32, c)),
             Err(e) => {
                 stop_all(&mut children);
-                return Err(format!("cannot start rank {rank}: {e}"));
+                return Err(LaunchError::Start {
+                    what: format!("cannot start rank {rank}"),
+                    source: e,
+                });
             }
         }
     }
@@ -643,21 +710,25 @@ fn run_site(
     site: &Site,
     hosts: Option<u32>,
     role_file: &Path,
-) -> Result<i32, String> {
+) -> Result<i32, LaunchError> {
     let mut cmd = site.command(Shape::Tasks(r.size, hosts), &r.program.command(role_file));
-    let (out, err) = output(r).map_err(|e| e.to_string())?;
+    let starting = |source| LaunchError::Start {
+        what: format!("starting {}", site.program().display()),
+        source,
+    };
+    let (out, err) = output(r).map_err(starting)?;
     let mut launcher = cmd
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
         .process_group(0)
         .spawn()
-        .map_err(|e| format!("starting {}: {e}", site.program().display()))?;
+        .map_err(starting)?;
     let start_us = now_us();
     let interrupted = r.stop_flag();
     let exits = Exits::of([&launcher]);
     loop {
-        if let Some(status) = launcher.try_wait().map_err(|e| e.to_string())? {
+        if let Some(status) = launcher.try_wait().map_err(starting)? {
             let code = status.code().unwrap_or(128 + status.signal().unwrap_or(9));
             // The launcher reports the worst of its processes; a worker it
             // lost does not fail a run whose leader finished it.

@@ -132,7 +132,7 @@ pub(crate) fn start_run(py: Python<'_>, req: RunRequest) -> PyResult<RunHandle> 
     };
     let thread = std::thread::Builder::new()
         .name("locus-run".into())
-        .spawn(move || launch_ranks(&launch, |_| Ok(()), |_| Ok(())))?;
+        .spawn(move || launch_ranks(&launch, |_| Ok(()), |_| Ok(())).map_err(|e| e.to_string()))?;
     Ok(RunHandle {
         run_dir,
         note: note.map(|e| e.to_string()),
