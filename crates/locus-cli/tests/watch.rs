@@ -244,6 +244,19 @@ fn a_browser_watches_tasks_end_and_a_failure_appear_while_the_run_goes() {
     assert_eq!(code.code(), Some(1), "a run with a failed task fails");
 }
 
+/// `locus watch run_dir`, and the address it serves the page at.
+fn watch(run_dir: &Path) -> (Started, String) {
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .arg("watch")
+        .arg(run_dir)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = page_url(&mut watch);
+    let addr = url.trim_start_matches("http://").trim_end_matches('/');
+    (Started(watch), addr.to_string())
+}
+
 /// `GET path` of a page's server; the body.
 fn get(addr: &str, path: &str) -> String {
     let mut s = TcpStream::connect(addr).unwrap();
@@ -306,18 +319,7 @@ fn a_200k_task_run_is_watched_in_bounded_memory() {
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
         .sum();
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_locus"))
-        .arg("watch")
-        .arg(&run_dir)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = page_url(&mut watch);
-    let watch = Started(watch);
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let (watch, addr) = watch(&run_dir);
     let view = || -> Value { serde_json::from_str(&get(&addr, "/view.json")).unwrap_or_default() };
     common::eventually_within(Duration::from_secs(120), "every record read", || {
         view()["done"] == json!(n)
@@ -362,18 +364,7 @@ fn the_page_of_a_run_whose_launcher_was_killed_says_stopped() {
         .spawn()
         .unwrap();
     let mut run = Started(run);
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_locus"))
-        .arg("watch")
-        .arg(&run_dir)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let url = page_url(&mut watch);
-    let _watch = Started(watch);
-    let addr = url
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let (_watch, addr) = watch(&run_dir);
     let state = || -> Value {
         let v: Value = serde_json::from_str(&get(&addr, "/view.json")).unwrap_or_default();
         v["run"]["state"].clone()
