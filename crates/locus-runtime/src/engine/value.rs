@@ -96,15 +96,69 @@ impl Value {
     }
 }
 
-/// Floats print with a decimal point, as Tcl prints doubles (`2.0`, `0.5`).
+/// A float as Swift/T prints it: as Tcl 8.6 prints a double
+/// (`Tcl_PrintDouble`): the fewest digits that read back as the same
+/// number, in E format (`1e+20`, `2.5e-7`) when the first digit's
+/// exponent is below -4 or above 16, else with a decimal point (`2.0`,
+/// `0.0001`, `10000000000000000.0`); `NaN`, `Inf`, `-Inf`.
 pub(crate) fn format_float(x: f64) -> String {
     if x.is_nan() {
-        "NaN".into()
-    } else if x.is_infinite() {
-        if x > 0.0 { "inf" } else { "-inf" }.into()
-    } else if x == x.trunc() && x.abs() < 1e15 {
-        format!("{x:.1}")
-    } else {
-        format!("{x}")
+        return "NaN".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "Inf" } else { "-Inf" }.into();
+    }
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    // Rust's `{:e}` gives the shortest digits: `d[.ddd]e<exponent>`.
+    let sci = format!("{:e}", x.abs());
+    let (mantissa, exponent) = sci.split_once('e').expect("`{:e}` has an exponent");
+    let exponent: i32 = exponent.parse().expect("`{:e}`'s exponent is a number");
+    if !(-4..=16).contains(&exponent) {
+        return format!("{sign}{mantissa}e{exponent:+}");
+    }
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    if exponent < 0 {
+        let zeros = "0".repeat((-exponent - 1) as usize);
+        return format!("{sign}0.{zeros}{digits}");
+    }
+    let whole = exponent as usize + 1;
+    match digits.len() > whole {
+        true => format!("{sign}{}.{}", &digits[..whole], &digits[whole..]),
+        false => format!("{sign}{digits}{}.0", "0".repeat(whole - digits.len())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_float;
+
+    #[test]
+    fn floats_print_as_tcl_prints_doubles() {
+        let cases = [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (2.5, "2.5"),
+            (100.25, "100.25"),
+            (-3.75, "-3.75"),
+            (0.1, "0.1"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (1e-4, "0.0001"),
+            (1.5e-4, "0.00015"),
+            (1e-5, "1e-5"),
+            (2.5e-7, "2.5e-7"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "10000000000000000.0"),
+            (1e17, "1e+17"),
+            (1e20, "1e+20"),
+            (123_456_789_012_345_680.0, "1.2345678901234568e+17"),
+            (-1.5e300, "-1.5e+300"),
+            (f64::INFINITY, "Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+            (f64::NAN, "NaN"),
+        ];
+        for (x, tcl) in cases {
+            assert_eq!(format_float(x), tcl, "{x:e}");
+        }
     }
 }
