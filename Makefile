@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-watch bench-runs bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end bench-python simulate simulate-runs
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-watch bench-runs bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end bench-python simulate simulate-runs simulate-balancer
 
 setup:
 	./scripts/setup.sh
@@ -41,6 +41,11 @@ simulate: build
 # The same for generated workflow runs (`make simulate-runs SEED=N`).
 simulate-runs: build
 	target/release/locus bench simulate --runs $(if $(SEED),--from $(SEED) --seeds 1,--from $(FROM) --seeds $(SEEDS))
+
+# The balancer's seeded simulation (lost workers and nodes, ties between
+# nodes holding a task's inputs): SEEDS seeds from FROM.
+simulate-balancer:
+	LOCUS_BALANCER_SEEDS=$(SEEDS) LOCUS_BALANCER_FROM=$(FROM) $(CARGO) test --release -p locus-runtime --lib balancer_sim
 
 bench-meta: build
 	target/release/locus bench meta

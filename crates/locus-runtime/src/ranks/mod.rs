@@ -4,6 +4,8 @@
 //! they talk over `wire`.
 
 pub(crate) mod balancer;
+#[cfg(test)]
+mod balancer_sim;
 pub(crate) mod cost;
 pub(crate) mod layout;
 pub(crate) mod pmi;

@@ -1,0 +1,250 @@
+//! The balancer under seeded workloads with nodes and workers lost: its
+//! state machine (time passed in) driven through random steps — tasks put
+//! with every kind of target and automatic placement over inputs that tie
+//! between nodes, workers asking, finishing and dying, whole nodes lost —
+//! then drained: every live worker runs what it is given until nothing is
+//! held. A task still queued then waits for a worker that never comes (a
+//! silent wait of the run); each failure names its seed and replays from
+//! it. The class of bug is the one behind the `--replicas 2` run that
+//! waited for ever on a lost node's queue (`least_loaded_of_the_heaviest`).
+
+use super::balancer::tests::task;
+use super::balancer::Balancer;
+use super::layout::Layout;
+use locus_proto::run::{Held, Outcome, Placed, Rank, Target, Task};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One seed's world: a layout of 2–4 nodes of 1–3 workers and one server.
+struct World {
+    rng: StdRng,
+    layout: Arc<Layout>,
+    balancer: Balancer,
+    now: Instant,
+    next_id: u64,
+    dead: HashSet<Rank>,
+    lost_nodes: HashSet<u32>,
+    /// What happened, for the failure's message.
+    log: Vec<String>,
+}
+
+impl World {
+    fn new(seed: u64) -> World {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let nodes = rng.gen_range(2..=4u32);
+        let mut names: Vec<String> = Vec::new();
+        for n in 0..nodes {
+            for _ in 0..rng.gen_range(1..=3) {
+                names.push(format!("n{n}"));
+            }
+        }
+        names.push("n0".into());
+        let layout = Arc::new(Layout::from_names(1, &names).expect("a layout"));
+        let server = layout.size() - 1;
+        World {
+            balancer: Balancer::new(layout.clone(), server, None),
+            layout,
+            rng,
+            now: Instant::now(),
+            next_id: 0,
+            dead: HashSet::new(),
+            lost_nodes: HashSet::new(),
+            log: vec![format!(
+                "workers' nodes: {names:?} (the last is the server's)"
+            )],
+        }
+    }
+
+    fn workers(&self) -> Vec<Rank> {
+        (0..self.layout.workers()).collect()
+    }
+
+    fn live(&self) -> Vec<Rank> {
+        let all = self.workers();
+        all.into_iter().filter(|w| !self.dead.contains(w)).collect()
+    }
+
+    /// A task as the engine makes it: a target of any kind, or placed by
+    /// its inputs (some tying between nodes).
+    fn new_task(&mut self) -> Task {
+        self.next_id += 1;
+        let workers = self.workers();
+        let nodes = self.layout.nodes.len() as u32;
+        let id = self.next_id;
+        match self.rng.gen_range(0..6) {
+            0 => task(id, None, 0),
+            1..=3 => {
+                let mut inputs = Vec::new();
+                for _ in 0..self.rng.gen_range(1..=3) {
+                    let copies = self.rng.gen_range(1..=2.min(nodes as usize));
+                    let mut held: Vec<u32> = (0..nodes).collect();
+                    held.sort_by_key(|_| self.rng.gen::<u32>());
+                    held.truncate(copies);
+                    let bytes = [1_000_000, 1_000_000, 4_000_000][self.rng.gen_range(0..3)];
+                    inputs.push(Held { bytes, nodes: held });
+                }
+                let heaviest = super::cost::heaviest(&inputs)[0];
+                let first = self.layout.workers_on(heaviest).next().expect("a worker");
+                Task {
+                    target: Some(Target {
+                        rank: first,
+                        hard: false,
+                        node: true,
+                    }),
+                    placed: Placed::Auto,
+                    inputs,
+                    ..task(id, None, 0)
+                }
+            }
+            _ => {
+                let rank = workers[self.rng.gen_range(0..workers.len())];
+                let (hard, node) = (self.rng.gen_bool(0.3), self.rng.gen_bool(0.5));
+                task(id, Some((rank, hard, node)), self.rng.gen_range(0..3))
+            }
+        }
+    }
+
+    /// Queues `t` as a server does; what can run nowhere fails.
+    fn put(&mut self, t: Task) {
+        let id = t.id;
+        if self.balancer.put(t, self.now).is_err() {
+            self.log.push(format!("task {id} can run nowhere: failed"));
+        }
+    }
+
+    fn dispatch(&mut self) -> Result<(), String> {
+        for (w, t) in self.balancer.dispatch(self.now) {
+            if self.dead.contains(&w) {
+                return Err(format!("task {} sent to dead worker {w}", t.id));
+            }
+            if let Some(target) = t.target.filter(|t| t.hard) {
+                let on = match target.node {
+                    true => self.layout.node_of(w) == self.layout.node_of(target.rank),
+                    false => w == target.rank,
+                };
+                if !on {
+                    return Err(format!("HARD task {} sent off its target to {w}", t.id));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_one(&mut self, w: Rank) {
+        if let Some(id) = self.balancer.running(w) {
+            let o = Outcome {
+                id,
+                rank: w,
+                micros: self.rng.gen_range(1_000..200_000),
+                ..Outcome::default()
+            };
+            self.balancer.finished(w, &o, self.now);
+        }
+        self.balancer.ready(w);
+    }
+
+    /// Worker `w` dies: what it was sent is queued again, what can run
+    /// nowhere now fails (as the server does).
+    fn kill(&mut self, w: Rank) {
+        self.dead.insert(w);
+        let node = self.layout.node_of(w);
+        if self.layout.workers_on(node).all(|r| self.dead.contains(&r)) {
+            self.lost_nodes.insert(node);
+        }
+        self.log.push(format!("worker {w} dies"));
+        for t in self.balancer.lost(w) {
+            self.put(t);
+        }
+        let _ = self.balancer.rank_lost(w, self.now);
+    }
+
+    fn step(&mut self) -> Result<(), String> {
+        let live = self.live();
+        match self.rng.gen_range(0..10) {
+            0..=4 => {
+                let t = self.new_task();
+                self.log
+                    .push(format!("put {} {:?} {:?}", t.id, t.target, t.inputs));
+                self.put(t);
+            }
+            5..=7 if !live.is_empty() => {
+                let w = live[self.rng.gen_range(0..live.len())];
+                self.finish_one(w);
+            }
+            // Never the last worker: a run without workers fails whole.
+            8 if live.len() > 1 => {
+                let w = live[self.rng.gen_range(0..live.len())];
+                self.kill(w);
+            }
+            _ => self.now += Duration::from_millis(self.rng.gen_range(1..500)),
+        }
+        self.dispatch()
+    }
+
+    /// Every live worker runs what it is given until nothing is held.
+    fn drain(&mut self) -> Result<(), String> {
+        for _ in 0..2_000 {
+            if self.balancer.held().next().is_none() {
+                return Ok(());
+            }
+            for w in self.live() {
+                self.finish_one(w);
+            }
+            self.now += Duration::from_secs(1);
+            self.dispatch()?;
+        }
+        let stuck: Vec<String> = self
+            .balancer
+            .held()
+            .map(|t| {
+                format!(
+                    "task {} (target {:?}, inputs {:?})",
+                    t.id, t.target, t.inputs
+                )
+            })
+            .collect();
+        Err(format!(
+            "a silent wait: live workers {:?} idle (nodes lost {:?}) while the balancer holds {}",
+            self.live(),
+            self.lost_nodes,
+            stuck.join("; ")
+        ))
+    }
+}
+
+/// Runs seed `seed`: `steps` random steps, then the drain.
+fn run_seed(seed: u64, steps: usize) -> Result<(), String> {
+    let mut w = World::new(seed);
+    let ran = (0..steps)
+        .try_for_each(|_| w.step())
+        .and_then(|()| w.drain());
+    ran.map_err(|why| {
+        let tail = w.log.len().saturating_sub(12);
+        format!(
+            "seed {seed}: {why}\n  {}\nreplay: make simulate-balancer FROM={seed} SEEDS=1",
+            w.log[tail..].join("\n  ")
+        )
+    })
+}
+
+/// Seeds a test run takes (`make simulate-balancer SEEDS=N` takes more,
+/// through `LOCUS_BALANCER_SEEDS`; `LOCUS_BALANCER_FROM` is the first).
+fn budget(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[test]
+fn a_budget_of_seeded_workloads_with_lost_workers_never_waits_silently() {
+    let from = budget("LOCUS_BALANCER_FROM", 0);
+    for seed in from..from + budget("LOCUS_BALANCER_SEEDS", 2_000) {
+        if let Err(why) = run_seed(seed, 150) {
+            panic!("{why}");
+        }
+    }
+}
