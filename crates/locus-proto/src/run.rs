@@ -305,10 +305,12 @@ pub enum RankMsg {
     /// launcher passing on SIGTERM or SIGINT: `scancel`, a job's time limit,
     /// Ctrl-C): the run is being stopped, and its end is not a loss.
     Stopping,
-    /// Server → leader: a worker's process is gone (killed, or its
-    /// connection broke; `reason` names it); its server queued what it had
-    /// again.
-    Gone { reason: String },
+    /// Server → every other server: worker `rank`'s process is gone
+    /// (killed, or its connection broke; `reason` names it); its server
+    /// queued what it had again. Each server notes it (a node all of whose
+    /// workers are gone takes no work: its SOFT work runs elsewhere, its
+    /// HARD work fails); the leader counts it.
+    Gone { rank: Rank, reason: String },
     /// Server → leader: worker `rank` left before it asked for work (its
     /// node lost, its process gone, or it failed before it connected):
     /// it did not start, and the leader judges whether the run goes on.

@@ -476,8 +476,9 @@ impl Balancer {
         })
     }
 
-    /// The workers of this server that run a task of `slot` on target (none
-    /// for work another server gave away), and its target's node.
+    /// The live workers of this server that run a task of `slot` on target
+    /// (none for work another server gave away, or when they are all gone:
+    /// the task then waits for ever, so it leaves), and its target's node.
     fn on_target(&self, slot: Slot) -> (Vec<Rank>, u32) {
         let (rank, node) = match slot {
             Slot::SoftRank(r) | Slot::HardRank(r) => (Some(r), self.layout.node_of(r)),
@@ -488,6 +489,7 @@ impl Balancer {
             .layout
             .workers_of(self.me)
             .filter(|w| rank.map_or(self.layout.node_of(*w) == node, |r| *w == r))
+            .filter(|w| !self.lost_ranks.contains(w))
             .collect();
         (workers, node)
     }
@@ -894,6 +896,23 @@ pub(crate) mod tests {
         let got = b.dispatch(now);
         assert_eq!(ids(&got), vec![(2, 2)]);
         assert_eq!(got[0].1.spill, None);
+    }
+
+    #[test]
+    fn soft_work_whose_node_has_none_of_this_servers_workers_left_moves() {
+        // Two servers: 4 has workers 0 (node a) and 2 (node b), 5 has 1
+        // and 3. Worker 2 is gone; node b lives on (worker 3, server 5's).
+        let names: Vec<String> = ["a", "a", "b", "b", "a", "a"]
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
+        let mut b = Balancer::new(Arc::new(Layout::from_names(2, &names).unwrap()), 4, None);
+        let now = Instant::now();
+        assert!(b.rank_lost(2, now).is_empty());
+        b.put(reader(1, "f", 1, 1), now).unwrap();
+        b.ready(0);
+        // It waited, for ever, on its dead worker (busy with nothing).
+        assert_eq!(ids(&b.dispatch(now)), vec![(0, 1)]);
     }
 
     #[test]

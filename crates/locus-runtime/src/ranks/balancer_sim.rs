@@ -18,11 +18,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// One seed's world: a layout of 2–4 nodes of 1–3 workers and one server.
+/// One seed's world: a layout of 2–4 nodes of 1–3 workers and one or two
+/// servers, each with its balancer (a worker is its server's: the server
+/// learns of its death, the others do not).
 struct World {
     rng: StdRng,
     layout: Arc<Layout>,
-    balancer: Balancer,
+    balancers: Vec<Balancer>,
     now: Instant,
     next_id: u64,
     dead: HashSet<Rank>,
@@ -41,11 +43,14 @@ impl World {
                 names.push(format!("n{n}"));
             }
         }
-        names.push("n0".into());
-        let layout = Arc::new(Layout::from_names(1, &names).expect("a layout"));
-        let server = layout.size() - 1;
+        let servers = rng.gen_range(1..=2u32);
+        names.extend((0..servers).map(|_| "n0".to_string()));
+        let layout = Arc::new(Layout::from_names(servers, &names).expect("a layout"));
+        let balancers = (layout.workers()..layout.size())
+            .map(|server| Balancer::new(layout.clone(), server, None))
+            .collect();
         World {
-            balancer: Balancer::new(layout.clone(), server, None),
+            balancers,
             layout,
             rng,
             now: Instant::now(),
@@ -53,9 +58,15 @@ impl World {
             dead: HashSet::new(),
             lost_nodes: HashSet::new(),
             log: vec![format!(
-                "workers' nodes: {names:?} (the last is the server's)"
+                "ranks' nodes: {names:?} ({servers} server(s) last)"
             )],
         }
+    }
+
+    /// The balancer of worker `w`'s server.
+    fn of(&mut self, w: Rank) -> &mut Balancer {
+        let server = self.layout.server_of(w) - self.layout.workers();
+        &mut self.balancers[server as usize]
     }
 
     fn workers(&self) -> Vec<Rank> {
@@ -107,16 +118,31 @@ impl World {
         }
     }
 
-    /// Queues `t` as a server does; what can run nowhere fails.
+    /// Queues `t` with the server of its target's worker (any server
+    /// without one); what can run nowhere fails.
     fn put(&mut self, t: Task) {
+        let server = match t.target {
+            Some(target) => self.layout.server_of(target.rank) - self.layout.workers(),
+            None => self.rng.gen_range(0..self.balancers.len() as u32),
+        };
+        self.put_at(server as usize, t);
+    }
+
+    fn put_at(&mut self, server: usize, t: Task) {
         let id = t.id;
-        if self.balancer.put(t, self.now).is_err() {
+        if self.balancers[server].put(t, self.now).is_err() {
             self.log.push(format!("task {id} can run nowhere: failed"));
         }
     }
 
     fn dispatch(&mut self) -> Result<(), String> {
-        for (w, t) in self.balancer.dispatch(self.now) {
+        let now = self.now;
+        let sent: Vec<(Rank, Task)> = self
+            .balancers
+            .iter_mut()
+            .flat_map(|b| b.dispatch(now))
+            .collect();
+        for (w, t) in sent {
             if self.dead.contains(&w) {
                 return Err(format!("task {} sent to dead worker {w}", t.id));
             }
@@ -134,20 +160,23 @@ impl World {
     }
 
     fn finish_one(&mut self, w: Rank) {
-        if let Some(id) = self.balancer.running(w) {
+        let (micros, now) = (self.rng.gen_range(1_000..200_000), self.now);
+        let b = self.of(w);
+        if let Some(id) = b.running(w) {
             let o = Outcome {
                 id,
                 rank: w,
-                micros: self.rng.gen_range(1_000..200_000),
+                micros,
                 ..Outcome::default()
             };
-            self.balancer.finished(w, &o, self.now);
+            b.finished(w, &o, now);
         }
-        self.balancer.ready(w);
+        b.ready(w);
     }
 
-    /// Worker `w` dies: what it was sent is queued again, what can run
-    /// nowhere now fails (as the server does).
+    /// Worker `w` dies: its server queues what it was sent again; every
+    /// server notes it (told by its server) and fails what can run nowhere
+    /// now.
     fn kill(&mut self, w: Rank) {
         self.dead.insert(w);
         let node = self.layout.node_of(w);
@@ -155,10 +184,18 @@ impl World {
             self.lost_nodes.insert(node);
         }
         self.log.push(format!("worker {w} dies"));
-        for t in self.balancer.lost(w) {
-            self.put(t);
+        let server = (self.layout.server_of(w) - self.layout.workers()) as usize;
+        let now = self.now;
+        let stuck: Vec<Task> = (self.balancers.iter_mut())
+            .flat_map(|b| b.rank_lost(w, now))
+            .collect();
+        for t in stuck {
+            self.log
+                .push(format!("task {} can run nowhere: failed", t.id));
         }
-        let _ = self.balancer.rank_lost(w, self.now);
+        for t in self.balancers[server].lost(w) {
+            self.put_at(server, t);
+        }
     }
 
     fn step(&mut self) -> Result<(), String> {
@@ -184,10 +221,30 @@ impl World {
         self.dispatch()
     }
 
+    /// A server whose live workers are idle asks the others for work, as
+    /// servers steal.
+    fn steal(&mut self) {
+        for thief in 0..self.balancers.len() {
+            let idle: Vec<(Rank, u32)> = (self.balancers[thief].idle())
+                .filter(|w| !self.dead.contains(w))
+                .map(|w| (w, self.layout.node_of(w)))
+                .collect();
+            if idle.is_empty() {
+                continue;
+            }
+            for victim in (0..self.balancers.len()).filter(|v| *v != thief) {
+                let now = self.now;
+                for t in self.balancers[victim].give(&idle, now) {
+                    self.put_at(thief, t);
+                }
+            }
+        }
+    }
+
     /// Every live worker runs what it is given until nothing is held.
     fn drain(&mut self) -> Result<(), String> {
         for _ in 0..2_000 {
-            if self.balancer.held().next().is_none() {
+            if self.balancers.iter().all(|b| b.held().next().is_none()) {
                 return Ok(());
             }
             for w in self.live() {
@@ -195,10 +252,13 @@ impl World {
             }
             self.now += Duration::from_secs(1);
             self.dispatch()?;
+            self.steal();
+            self.dispatch()?;
         }
         let stuck: Vec<String> = self
-            .balancer
-            .held()
+            .balancers
+            .iter()
+            .flat_map(Balancer::held)
             .map(|t| {
                 format!(
                     "task {} (target {:?}, inputs {:?})",

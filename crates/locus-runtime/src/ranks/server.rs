@@ -666,7 +666,16 @@ impl State {
                     self.worker_left(from, node, reason, now);
                 }
                 RankMsg::Leave { node, reason } => self.node_lost(node, reason),
-                RankMsg::Gone { reason } => self.worker_gone_told(reason),
+                RankMsg::Gone { rank, reason } => {
+                    // Another server's worker: this one's work for its node
+                    // may have no worker left there.
+                    for t in self.balancer.rank_lost(rank, now) {
+                        self.cannot_run(t);
+                    }
+                    if self.me == self.layout.leader() {
+                        self.worker_gone_told(reason);
+                    }
+                }
                 RankMsg::NotStarted { rank, reason } => self.not_started(rank, reason),
                 RankMsg::Stopping => self.stopping = true,
                 RankMsg::Engine(bytes) => {
@@ -869,10 +878,12 @@ impl State {
         for t in self.balancer.lost(w) {
             self.queue(t, now);
         }
+        for s in (self.layout.workers()..self.layout.size()).filter(|s| *s != self.me) {
+            let reason = reason.clone();
+            self.send(s, RankMsg::Gone { rank: w, reason });
+        }
         if self.me == self.layout.leader() {
             self.worker_gone_told(reason);
-        } else {
-            self.send(self.layout.leader(), RankMsg::Gone { reason });
         }
     }
 
