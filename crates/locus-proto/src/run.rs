@@ -292,8 +292,10 @@ pub enum RankMsg {
     Engine(Vec<u8>),
     /// Worker → its server: this worker's node was lost (its file-system
     /// daemon cannot be reached); it takes no more work and reports no more
-    /// outcomes (its server queues what it had again). Server → leader: a
-    /// worker of node `node` left.
+    /// outcomes (its server queues what it had again). Server → every other
+    /// server: a worker of node `node` left; each takes the node for lost
+    /// (its SOFT work there runs elsewhere, its HARD work fails), the leader
+    /// counts it.
     Leave { node: u32, reason: String },
     /// The run is over.
     Shutdown,

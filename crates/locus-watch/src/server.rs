@@ -299,8 +299,7 @@ fn poll(run_dir: &Path, tx: &watch::Sender<Arc<str>>, stop: &AtomicBool, shown_e
         if let Some(t) = read_tally(run_dir) {
             live.tally(t);
         }
-        let ended = live.has_ended();
-        if !ended {
+        if !live.has_ended() {
             if let Ok(s) = RunSummary::load(run_dir) {
                 live.ended(Ending {
                     end_us: s.end_us,

@@ -1,11 +1,12 @@
 //! The balancer under seeded workloads with nodes and workers lost: its
 //! state machine (time passed in) driven through random steps — tasks put
 //! with every kind of target and automatic placement over inputs that tie
-//! between nodes, workers asking, finishing and dying, whole nodes lost —
-//! then drained: every live worker runs what it is given until nothing is
-//! held. A task still queued then waits for a worker that never comes (a
-//! silent wait of the run); each failure names its seed and replays from
-//! it. The class of bug is the one behind the `--replicas 2` run that
+//! between nodes, workers asking (some for work ahead), finishing and
+//! dying, whole nodes lost with their file-system daemon, one or two
+//! servers stealing from each other, `--soft-wait` for some seeds — then
+//! drained: every live worker runs what it is given until nothing is held.
+//! A task still queued then waits for a worker that never comes (a silent
+//! wait of the run); each failure names its seed and replays from it. The class of bug is the one behind the `--replicas 2` run that
 //! waited for ever on a lost node's queue (`least_loaded_of_the_heaviest`).
 
 use super::balancer::tests::task;
@@ -46,8 +47,12 @@ impl World {
         let servers = rng.gen_range(1..=2u32);
         names.extend((0..servers).map(|_| "n0".to_string()));
         let layout = Arc::new(Layout::from_names(servers, &names).expect("a layout"));
+        // `--soft-wait`, for some seeds.
+        let cap = rng
+            .gen_bool(0.3)
+            .then(|| Duration::from_millis(rng.gen_range(50..500)));
         let balancers = (layout.workers()..layout.size())
-            .map(|server| Balancer::new(layout.clone(), server, None))
+            .map(|server| Balancer::new(layout.clone(), server, cap))
             .collect();
         World {
             balancers,
@@ -207,18 +212,59 @@ impl World {
                     .push(format!("put {} {:?} {:?}", t.id, t.target, t.inputs));
                 self.put(t);
             }
-            5..=7 if !live.is_empty() => {
+            5..=6 if !live.is_empty() => {
                 let w = live[self.rng.gen_range(0..live.len())];
                 self.finish_one(w);
+            }
+            // A busy worker with room asks for work ahead.
+            7 if !live.is_empty() => {
+                let w = live[self.rng.gen_range(0..live.len())];
+                if self.of(w).running(w).is_some() {
+                    self.of(w).ready_ahead(w);
+                }
             }
             // Never the last worker: a run without workers fails whole.
             8 if live.len() > 1 => {
                 let w = live[self.rng.gen_range(0..live.len())];
-                self.kill(w);
+                let node = self.layout.node_of(w);
+                let others = live.iter().any(|r| self.layout.node_of(*r) != node);
+                match self.rng.gen_bool(0.5) && others {
+                    true => self.leave(node),
+                    false => self.kill(w),
+                }
             }
             _ => self.now += Duration::from_millis(self.rng.gen_range(1..500)),
         }
         self.dispatch()
+    }
+
+    /// Node `node`'s file-system daemon is lost: each of its live workers
+    /// leaves, telling its server, which queues what the worker had again;
+    /// every server (told by that one) takes the node for lost: fails its
+    /// HARD work there, moves its SOFT work.
+    fn leave(&mut self, node: u32) {
+        self.log.push(format!("node {node} is lost"));
+        self.lost_nodes.insert(node);
+        let leaving: Vec<Rank> = self
+            .live()
+            .into_iter()
+            .filter(|w| self.layout.node_of(*w) == node)
+            .collect();
+        let now = self.now;
+        for w in leaving {
+            self.dead.insert(w);
+            let server = (self.layout.server_of(w) - self.layout.workers()) as usize;
+            let stuck: Vec<Task> = (self.balancers.iter_mut())
+                .flat_map(|b| b.node_lost(node, now))
+                .collect();
+            for t in stuck {
+                self.log
+                    .push(format!("task {} can run nowhere: failed", t.id));
+            }
+            for t in self.balancers[server].lost(w) {
+                self.put_at(server, t);
+            }
+        }
     }
 
     /// A server whose live workers are idle asks the others for work, as

@@ -665,7 +665,17 @@ impl State {
                 RankMsg::Leave { node, reason } if self.layout.is_worker(from) => {
                     self.worker_left(from, node, reason, now);
                 }
-                RankMsg::Leave { node, reason } => self.node_lost(node, reason),
+                RankMsg::Leave { node, reason } => {
+                    // Another server's worker left with its node: this one
+                    // may hold work for the node with no worker of its own
+                    // left there to learn it from.
+                    for t in self.balancer.node_lost(node, now) {
+                        self.cannot_run(t);
+                    }
+                    if self.me == self.layout.leader() {
+                        self.node_lost(node, reason);
+                    }
+                }
                 RankMsg::Gone { rank, reason } => {
                     // Another server's worker: this one's work for its node
                     // may have no worker left there.
@@ -841,10 +851,12 @@ impl State {
         for t in self.balancer.lost(w) {
             self.queue(t, now);
         }
+        for s in (self.layout.workers()..self.layout.size()).filter(|s| *s != self.me) {
+            let reason = reason.clone();
+            self.send(s, RankMsg::Leave { node, reason });
+        }
         if self.me == self.layout.leader() {
             self.node_lost(node, reason);
-        } else {
-            self.send(self.layout.leader(), RankMsg::Leave { node, reason });
         }
     }
 
