@@ -30,6 +30,8 @@ struct World {
     next_id: u64,
     dead: HashSet<Rank>,
     lost_nodes: HashSet<u32>,
+    /// Tasks put and not yet finished or failed: each must end once.
+    outstanding: HashSet<u64>,
     /// What happened, for the failure's message.
     log: Vec<String>,
 }
@@ -62,6 +64,7 @@ impl World {
             next_id: 0,
             dead: HashSet::new(),
             lost_nodes: HashSet::new(),
+            outstanding: HashSet::new(),
             log: vec![format!(
                 "ranks' nodes: {names:?} ({servers} server(s) last)"
             )],
@@ -136,7 +139,7 @@ impl World {
     fn put_at(&mut self, server: usize, t: Task) {
         let id = t.id;
         if self.balancers[server].put(t, self.now).is_err() {
-            self.log.push(format!("task {id} can run nowhere: failed"));
+            self.failed(id);
         }
     }
 
@@ -164,10 +167,17 @@ impl World {
         Ok(())
     }
 
-    fn finish_one(&mut self, w: Rank) {
+    /// Task `id` can run nowhere: its server fails it.
+    fn failed(&mut self, id: u64) {
+        self.log.push(format!("task {id} can run nowhere: failed"));
+        self.outstanding.remove(&id);
+    }
+
+    fn finish_one(&mut self, w: Rank) -> Result<(), String> {
         let (micros, now) = (self.rng.gen_range(1_000..200_000), self.now);
         let b = self.of(w);
-        if let Some(id) = b.running(w) {
+        let ended = b.running(w);
+        if let Some(id) = ended {
             let o = Outcome {
                 id,
                 rank: w,
@@ -177,6 +187,12 @@ impl World {
             b.finished(w, &o, now);
         }
         b.ready(w);
+        match ended {
+            Some(id) if !self.outstanding.remove(&id) => {
+                Err(format!("task {id} ended twice (worker {w})"))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// Worker `w` dies: its server queues what it was sent again; every
@@ -195,8 +211,7 @@ impl World {
             .flat_map(|b| b.rank_lost(w, now))
             .collect();
         for t in stuck {
-            self.log
-                .push(format!("task {} can run nowhere: failed", t.id));
+            self.failed(t.id);
         }
         for t in self.balancers[server].lost(w) {
             self.put_at(server, t);
@@ -208,13 +223,14 @@ impl World {
         match self.rng.gen_range(0..10) {
             0..=4 => {
                 let t = self.new_task();
+                self.outstanding.insert(t.id);
                 self.log
                     .push(format!("put {} {:?} {:?}", t.id, t.target, t.inputs));
                 self.put(t);
             }
             5..=6 if !live.is_empty() => {
                 let w = live[self.rng.gen_range(0..live.len())];
-                self.finish_one(w);
+                self.finish_one(w)?;
             }
             // A busy worker with room asks for work ahead.
             7 if !live.is_empty() => {
@@ -258,8 +274,7 @@ impl World {
                 .flat_map(|b| b.node_lost(node, now))
                 .collect();
             for t in stuck {
-                self.log
-                    .push(format!("task {} can run nowhere: failed", t.id));
+                self.failed(t.id);
             }
             for t in self.balancers[server].lost(w) {
                 self.put_at(server, t);
@@ -291,10 +306,15 @@ impl World {
     fn drain(&mut self) -> Result<(), String> {
         for _ in 0..2_000 {
             if self.balancers.iter().all(|b| b.held().next().is_none()) {
-                return Ok(());
+                // Every task put ended once, or failed: none vanished (its
+                // engine would wait for it for ever).
+                return match self.outstanding.is_empty() {
+                    true => Ok(()),
+                    false => Err(format!("tasks vanished: {:?}", self.outstanding)),
+                };
             }
             for w in self.live() {
-                self.finish_one(w);
+                self.finish_one(w)?;
             }
             self.now += Duration::from_secs(1);
             self.dispatch()?;
