@@ -160,8 +160,13 @@ pub fn repetition(
         .collect();
     let per = checks.len().div_ceil(CHECKERS).max(1);
     let mut checkers = tokio::task::JoinSet::new();
-    for chunk in checks.chunks(per) {
-        let (reader, listed, chunk) = (reader.clone(), listed.clone(), chunk.to_vec());
+    let mut checks = checks.into_iter();
+    loop {
+        let chunk: Vec<Check> = checks.by_ref().take(per).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        let (reader, listed) = (reader.clone(), listed.clone());
         let checker = async move {
             let mut t = Tally::default();
             for c in chunk {
@@ -188,7 +193,6 @@ const CHECKERS: usize = 32;
 
 /// What is checked at the end: a put that was acknowledged (its path and
 /// number), or a name found in the directory.
-#[derive(Clone)]
 enum Check {
     Acked(String, u64),
     Listed(String),

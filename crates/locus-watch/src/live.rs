@@ -270,6 +270,11 @@ impl Live {
         self.ending = Some(e);
     }
 
+    /// Its leader counted (the run's ranks started).
+    pub(crate) fn began(&self) -> bool {
+        self.tally.is_some()
+    }
+
     pub(crate) fn has_ended(&self) -> bool {
         self.ending.is_some()
     }

@@ -314,7 +314,7 @@ fn poll(run_dir: &Path, tx: &watch::Sender<Arc<str>>, stop: &AtomicBool, shown_e
             }
             // Begun (its leader counted), never ended, and nothing holds
             // its directory: its launcher was killed.
-            if !live.has_ended() && read_tally(run_dir).is_some() {
+            if live.began() && !live.has_ended() {
                 if let Ok(RunHold::Ended(_) | RunHold::NotARun) = hold_run_dir(run_dir) {
                     live.stopped();
                 }

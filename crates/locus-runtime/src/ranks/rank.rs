@@ -513,7 +513,7 @@ async fn rank_main(
             max_depth: opts.max_depth,
             keep_going: opts.keep_going,
             progress: progress.clone().map(|p| p as Arc<dyn Progress>),
-            resume: Resume::new(&opts.run_dir, me, opts.resume)?,
+            resume: Resume::new(&opts.run_dir, me, opts.resume, opts.dry_run)?,
         },
     );
     engine.fail_on_panic();

@@ -610,6 +610,12 @@ impl State {
         }
     }
 
+    fn tell_other_servers(&self, msg: &RankMsg) {
+        for s in (self.layout.workers()..self.layout.size()).filter(|s| *s != self.me) {
+            self.send(s, msg.clone());
+        }
+    }
+
     /// Handles one event at time `now`; `false` ends the loop.
     fn handle(&mut self, ev: Event, now: Instant) -> bool {
         match ev {
@@ -726,11 +732,7 @@ impl State {
                 }
             }
             Event::Finish => {
-                for s in self.layout.workers()..self.layout.size() {
-                    if s != self.me {
-                        self.send(s, RankMsg::Shutdown);
-                    }
-                }
+                self.tell_other_servers(&RankMsg::Shutdown);
                 self.shutdown();
                 return false;
             }
@@ -851,10 +853,10 @@ impl State {
         for t in self.balancer.lost(w) {
             self.queue(t, now);
         }
-        for s in (self.layout.workers()..self.layout.size()).filter(|s| *s != self.me) {
-            let reason = reason.clone();
-            self.send(s, RankMsg::Leave { node, reason });
-        }
+        self.tell_other_servers(&RankMsg::Leave {
+            node,
+            reason: reason.clone(),
+        });
         if self.me == self.layout.leader() {
             self.node_lost(node, reason);
         }
@@ -890,10 +892,10 @@ impl State {
         for t in self.balancer.lost(w) {
             self.queue(t, now);
         }
-        for s in (self.layout.workers()..self.layout.size()).filter(|s| *s != self.me) {
-            let reason = reason.clone();
-            self.send(s, RankMsg::Gone { rank: w, reason });
-        }
+        self.tell_other_servers(&RankMsg::Gone {
+            rank: w,
+            reason: reason.clone(),
+        });
         if self.me == self.layout.leader() {
             self.worker_gone_told(reason);
         }

@@ -58,22 +58,6 @@ impl std::fmt::Display for Rerun {
     }
 }
 
-impl Rerun {
-    /// The reason without its particulars, for counting.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Rerun::NeverRun => "never run",
-            Rerun::Failed { .. } => "failed",
-            Rerun::CommandChanged { .. } => "command changed",
-            Rerun::InputChanged { .. } => "input version changed",
-            Rerun::InputRemade { .. } => "input made again",
-            Rerun::OutputMissing { .. } => "output missing",
-            Rerun::OutputChanged { .. } => "output changed",
-            Rerun::ProgramChanged { .. } => "program changed",
-        }
-    }
-}
-
 /// One app call of a dry run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Planned {

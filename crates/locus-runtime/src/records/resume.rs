@@ -52,7 +52,7 @@ pub struct Resume {
     failed: HashMap<String, String>,
     /// Each call site's last command (key and command line), by the
     /// mapped files it wrote: a call writing them now with another key ran
-    /// another command.
+    /// another command (kept for a dry run only, which says so).
     sites: HashMap<(String, Vec<String>), (String, Vec<String>)>,
     by: ResumeBy,
     resuming: bool,
@@ -72,8 +72,14 @@ pub struct Resume {
 
 impl Resume {
     /// For the server `rank` of the run in `run_dir`; reads the earlier
-    /// runs' records when `resume`.
-    pub fn new(run_dir: &Path, rank: Rank, resume: Option<ResumeBy>) -> Result<Resume, RunError> {
+    /// runs' records when `resume` (and, for a `dry_run`, what each call
+    /// site ran).
+    pub fn new(
+        run_dir: &Path,
+        rank: Rank,
+        resume: Option<ResumeBy>,
+        dry_run: bool,
+    ) -> Result<Resume, RunError> {
         let earlier = match resume {
             Some(_) => record::load_resume(run_dir).map_err(|e| {
                 RunError::fs(format!("{}: {e}", record::resume_dir(run_dir).display()))
@@ -93,13 +99,8 @@ impl Resume {
             plan: Mutex::new(PlanWriter::new(run_dir, rank)),
         };
         for t in earlier {
-            let mapped: Vec<String> = t
-                .declared
-                .iter()
-                .filter(|p| !r.is_temp(p))
-                .cloned()
-                .collect();
-            if !mapped.is_empty() {
+            let mapped = dry_run.then(|| r.mapped(&t.declared));
+            if let Some(mapped) = mapped.filter(|m| !m.is_empty()) {
                 r.sites
                     .insert((t.at.clone(), mapped), (t.key.clone(), t.argv.clone()));
             }
@@ -125,15 +126,16 @@ impl Resume {
                 error: error.clone(),
             };
         }
-        let mapped: Vec<String> = declared
-            .iter()
-            .filter(|p| !self.is_temp(p))
-            .cloned()
-            .collect();
-        match self.sites.get(&(at.to_string(), mapped)) {
+        match self.sites.get(&(at.to_string(), self.mapped(declared))) {
             Some((earlier, was)) if earlier != key => Rerun::CommandChanged { was: was.clone() },
             _ => Rerun::NeverRun,
         }
+    }
+
+    /// The files of `declared` the script named (not unmapped ones).
+    fn mapped(&self, declared: &[String]) -> Vec<String> {
+        let named = declared.iter().filter(|p| !self.is_temp(p));
+        named.cloned().collect()
     }
 
     /// The first of `inputs` a call the dry run would run makes.
