@@ -231,6 +231,84 @@ pub struct Task {
     /// Run again because a file it made was lost with a node (lineage).
     #[serde(default)]
     pub remade: bool,
+    /// `@par=N`: an MPI job over N workers the server reserves together.
+    #[serde(default)]
+    pub par: Option<Par>,
+}
+
+/// A parallel task's job: its size, and once its server reserved workers
+/// for it, their ranks (the job's ranks, in order) and which of them this
+/// copy of the task is sent to. The first (`index` 0) launches the job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Par {
+    pub size: u32,
+    #[serde(default)]
+    pub ranks: Vec<Rank>,
+    #[serde(default)]
+    pub index: u32,
+}
+
+impl Par {
+    pub fn new(size: u32) -> Par {
+        Par {
+            size,
+            ranks: Vec::new(),
+            index: 0,
+        }
+    }
+
+    /// The worker that launches the job.
+    pub fn head(&self) -> Option<Rank> {
+        self.ranks.first().copied()
+    }
+}
+
+/// Between the workers of a parallel task, through their server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ParMsg {
+    /// A part → the head: its inputs are on its node and this is the
+    /// command line its ranks run (its outputs' private places there), or
+    /// why it cannot take part.
+    Staged {
+        task: u64,
+        index: u32,
+        argv: Result<Vec<String>, RunError>,
+    },
+    /// The head → every other part: the job ended, and succeeded or not;
+    /// each registers what its ranks wrote only if it did.
+    Ended { task: u64, ok: bool },
+    /// A part → the head: what its ranks wrote, registered on its node.
+    Registered { task: u64, part: ParPart },
+    /// The server → the parts of a job: one of its workers is gone.
+    Gone {
+        task: u64,
+        rank: Rank,
+        reason: String,
+    },
+}
+
+impl ParMsg {
+    pub fn task(&self) -> u64 {
+        match self {
+            ParMsg::Staged { task, .. }
+            | ParMsg::Ended { task, .. }
+            | ParMsg::Registered { task, .. }
+            | ParMsg::Gone { task, .. } => *task,
+        }
+    }
+}
+
+/// What one worker of a parallel task did: its node's input bytes (local
+/// and fetched) and the outputs its ranks wrote, registered there.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ParPart {
+    pub rank: Rank,
+    pub local_bytes: u64,
+    pub remote_bytes: u64,
+    pub written_bytes: u64,
+    pub made: Vec<(String, crate::fs::Record)>,
+    /// Why registering failed, if it did.
+    pub error: Option<RunError>,
 }
 
 /// What became of a task.
@@ -317,4 +395,7 @@ pub enum RankMsg {
     /// node lost, its process gone, or it failed before it connected):
     /// it did not start, and the leader judges whether the run goes on.
     NotStarted { rank: Rank, reason: String },
+    /// Worker → its server → worker `to`: between the parts of a parallel
+    /// task.
+    Par { to: Rank, msg: ParMsg },
 }

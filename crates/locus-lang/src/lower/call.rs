@@ -385,6 +385,15 @@ impl<'a> FnCx<'a> {
                     opts.location = Some(id);
                     opts.soft = which == "soft_location";
                 }
+                "par" if !sig.app => {
+                    self.error(
+                        a.span,
+                        format!(
+                            "@par applies to app functions (their program runs as an MPI job); '{}' is not one",
+                            name.name
+                        ),
+                    );
+                }
                 "prio" | "par" => {
                     let Some(v) = value else {
                         self.error(a.span, format!("@{which} needs an int value"));

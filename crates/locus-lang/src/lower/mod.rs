@@ -26,6 +26,8 @@ struct FnSig {
     outputs: Vec<Type>,
     /// Runs as a leaf task (may take `@location`).
     task: bool,
+    /// An `app` (may take `@par`: its program is an MPI job).
+    app: bool,
     /// A builtin: which, and the module it needs.
     builtin: Option<Builtin>,
     module: Option<&'static str>,
@@ -59,6 +61,7 @@ impl FnSig {
             variadic: s.variadic,
             outputs: s.outputs,
             task: false,
+            app: false,
             builtin: Some(s.builtin),
             module: Some(s.module),
             params: Vec::new(),
@@ -244,6 +247,7 @@ pub(crate) fn lower(prog: &ast::Program, src: &Source) -> (ir::Program, Vec<Diag
                         .map(|p| resolve_type(&gf, &p.ty, &mut diags))
                         .collect(),
                     task: !matches!(f.body, ast::FuncBody::Composite(_)),
+                    app: matches!(f.body, ast::FuncBody::App(_)),
                     builtin: None,
                     module: None,
                     params: f.inputs.iter().map(|p| p.name.name.clone()).collect(),

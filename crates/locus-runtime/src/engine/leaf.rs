@@ -3,18 +3,28 @@
 
 use super::*;
 use crate::records::plan::{Planned, Rerun};
+use locus_proto::run::Par;
+
+/// What a call's annotations ask of its task.
+pub(super) struct Asked {
+    pub target: Option<Target>,
+    pub prio: i64,
+    pub timeout: Option<f64>,
+    /// `@par`: its job's size.
+    pub par: Option<u32>,
+}
 
 impl Engine {
     /// What a call's annotations ask of its task, evaluated in the
     /// caller's frame: the placement (checked against the run's ranks),
-    /// the priority and the timeout.
+    /// the priority, the timeout and the job size.
     pub(super) async fn call_target(
         &self,
         caller: &Function,
         frame: &Frame,
         name: &str,
         opts: &ir::CallOpts,
-    ) -> Result<(Option<Target>, i64, Option<f64>), RunError> {
+    ) -> Result<Asked, RunError> {
         let timeout = match opts.timeout {
             None => None,
             Some(t) => match self.get(caller, frame, t).await {
@@ -40,8 +50,18 @@ impl Engine {
             },
             None => 0,
         };
+        let par = match opts.par {
+            Some(p) => Some(self.job_size(name, self.get(caller, frame, p).await)?),
+            None => None,
+        };
+        let asked = Asked {
+            target: None,
+            prio,
+            timeout,
+            par,
+        };
         let Some(loc) = opts.location else {
-            return Ok((None, prio, timeout));
+            return Ok(asked);
         };
         let Value::Location(l) = self.get(caller, frame, loc).await else {
             return Err(RunError::script(format!(
@@ -61,7 +81,39 @@ impl Engine {
             hard: l.hard && !opts.soft,
             node: l.node,
         };
-        Ok((Some(target), prio, timeout))
+        Ok(Asked {
+            target: Some(target),
+            ..asked
+        })
+    }
+
+    /// `@par=N`'s N, if the run can ever gather that many workers for one
+    /// job: those of the leading server, which reserves them.
+    fn job_size(&self, name: &str, v: Value) -> Result<u32, RunError> {
+        let layout = &self.opts.storage.layout;
+        let most = layout.workers_of(layout.leader()).count();
+        let n = match v {
+            Value::Int(n) if n >= 1 => n,
+            other => {
+                return Err(RunError::script(format!(
+                    "call of '{name}': @par must be a positive int, not {}",
+                    other.render()
+                )))
+            }
+        };
+        if n > most as i64 {
+            let why = match layout.servers {
+                1 => format!("this run has {most} workers"),
+                s => format!(
+                    "a job's workers are those of one server, and with {s} servers the \
+                     first has {most} (fewer --servers gives it more)"
+                ),
+            };
+            return Err(RunError::script(format!(
+                "call of '{name}': @par={n} can never run: {why}"
+            )));
+        }
+        Ok(n as u32)
     }
 
     pub(super) fn task(
@@ -85,6 +137,7 @@ impl Engine {
             stats: None,
             spill: None,
             remade: false,
+            par: None,
         }
     }
 
@@ -255,10 +308,16 @@ impl Engine {
         app: &Arc<Function>,
         frame: &Arc<Frame>,
         t: &ir::AppTemplate,
-        (target, prio, timeout): (Option<Target>, i64, Option<f64>),
+        asked: Asked,
         at: &str,
         done: &Arc<Done>,
     ) -> Result<(), RunError> {
+        let Asked {
+            target,
+            prio,
+            timeout,
+            par,
+        } = asked;
         self.run_block(app, frame, self.plans.body(&app.name), done)
             .await;
         let outputs: HashSet<VarId> = app.outputs.iter().copied().collect();
@@ -410,6 +469,7 @@ impl Engine {
             key: key.clone(),
             inputs: held,
             stats,
+            par: par.map(Par::new),
             ..self.task(&app.name, target, placed, prio, work)
         };
         let outcome = Box::pin(self.leaf_outcome(task)).await?;

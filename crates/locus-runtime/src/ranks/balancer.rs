@@ -13,10 +13,17 @@
 //! A busy worker may also be sent work *ahead* (the server decides when),
 //! but only work that could not run better elsewhere: HARD RANK tasks for
 //! it, and untargeted tasks no idle worker took.
+//!
+//! A parallel task (`@par=N`) waits in a queue of its own; the most urgent
+//! one holds idle workers as they come until N are held, then runs on N of
+//! them (`reserve`): a copy of the task goes to each, the first launching
+//! the job. Held workers meanwhile run short work of their own that is
+//! expected to end before the job could start.
 
 use crate::ranks::cost::{self, Costs};
 use crate::ranks::layout::Layout;
-use locus_proto::run::{Outcome, Placed, Rank, Spill, Task};
+use crate::ranks::reserve;
+use locus_proto::run::{Outcome, Par, Placed, Rank, Spill, Task};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -105,6 +112,31 @@ pub(crate) struct Balancer {
     lost_nodes: HashSet<u32>,
     /// Workers whose process is gone.
     lost_ranks: HashSet<Rank>,
+    /// Parallel tasks waiting for workers.
+    par: Heap,
+    /// Idle workers held for the first of them.
+    holding: Vec<Rank>,
+    /// Parallel tasks running: their workers, and whether one of them is
+    /// gone (the job then runs again once its first worker reports).
+    jobs: HashMap<u64, Job>,
+    /// Parallel tasks that can never run now (fewer live workers than
+    /// they need), for the server to fail.
+    cannot: Vec<Task>,
+}
+
+struct Job {
+    ranks: Vec<Rank>,
+    broken: bool,
+}
+
+/// What became of a task a worker reported done.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Finished {
+    /// Its outcome goes to the engine.
+    Deliver,
+    /// A parallel task one of whose workers was lost while it ran: it is
+    /// queued again, its outcome dropped.
+    Again,
 }
 
 impl Balancer {
@@ -121,6 +153,10 @@ impl Balancer {
             costs: Costs::new(),
             lost_nodes: HashSet::new(),
             lost_ranks: HashSet::new(),
+            par: Heap::new(),
+            holding: Vec::new(),
+            jobs: HashMap::new(),
+            cannot: Vec::new(),
         }
     }
 
@@ -145,6 +181,16 @@ impl Balancer {
                 }
                 task.target = None;
             }
+        }
+        if task.par.is_some() {
+            self.seq += 1;
+            self.par.push(Queued {
+                prio: task.prio,
+                seq: self.seq,
+                since: now,
+                task: Box::new(task),
+            });
+            return Ok(());
         }
         let slot = match task.target {
             None => Slot::Any,
@@ -207,39 +253,61 @@ impl Balancer {
     /// Every task this balancer holds: queued, or sent to a worker and not
     /// done (running, or sent ahead).
     pub(crate) fn held(&self) -> impl Iterator<Item = &Task> {
-        let queued = (self.queues.values()).flat_map(|h| h.iter().map(|q| q.task.as_ref()));
-        let sent = self.sent.values().flat_map(|d| d.iter().map(|s| &s.task));
+        let queued = (self.queues.values().chain([&self.par]))
+            .flat_map(|h| h.iter().map(|q| q.task.as_ref()));
+        // A parallel task once, by its first worker.
+        let sent = (self.sent.iter())
+            .flat_map(|(w, d)| d.iter().map(move |s| (w, &s.task)))
+            .filter(|(w, t)| t.par.as_ref().is_none_or(|p| p.head() == Some(**w)))
+            .map(|(_, t)| t);
         queued.chain(sent)
     }
 
     #[cfg(test)]
     pub(crate) fn queued(&self) -> usize {
-        self.queues.values().map(BinaryHeap::len).sum()
+        self.queues.values().map(BinaryHeap::len).sum::<usize>() + self.par.len()
     }
 
     /// `worker` is ready for a task (it asked, or finished its last one).
     pub(crate) fn ready(&mut self, worker: Rank) {
         self.ahead.retain(|w| *w != worker);
-        if !self.idle.contains(&worker) {
+        if !self.idle.contains(&worker) && !self.holding.contains(&worker) {
             self.idle.push_back(worker);
         }
     }
 
-    /// `worker` is busy but may be sent a task ahead.
+    /// `worker` is busy but may be sent a task ahead (not while it is one
+    /// of a job's: the job is as long as its longest rank).
     pub(crate) fn ready_ahead(&mut self, worker: Rank) {
-        if !self.idle.contains(&worker) && !self.ahead.contains(&worker) {
+        let in_job =
+            (self.sent.get(&worker)).is_some_and(|d| d.iter().any(|s| s.task.par.is_some()));
+        if !in_job && !self.idle.contains(&worker) && !self.ahead.contains(&worker) {
             self.ahead.push_back(worker);
         }
     }
 
     /// `worker` finished a task it was sent: what it took (and fetched) is
-    /// learned.
-    pub(crate) fn finished(&mut self, worker: Rank, o: &Outcome, now: Instant) {
+    /// learned. A parallel task's first worker reports for the job, once
+    /// every other worker of it did (`part_done`).
+    pub(crate) fn finished(&mut self, worker: Rank, o: &Outcome, now: Instant) -> Finished {
+        if let Some(job) = self.jobs.remove(&o.id) {
+            let task = self.part_done(worker, o.id, now);
+            if let Some(t) = &task {
+                self.costs.ran(&t.func, Duration::from_micros(o.micros));
+            }
+            if job.broken {
+                if let Some(t) = task {
+                    self.again(t, now);
+                }
+                return Finished::Again;
+            }
+            return Finished::Deliver;
+        }
         let Some(tasks) = self.sent.get_mut(&worker) else {
-            return;
+            return Finished::Deliver;
         };
         let Some(pos) = tasks.iter().position(|s| s.task.id == o.id) else {
-            return;
+            return Finished::Deliver;
         };
         let done = tasks.remove(pos).expect("a listed task");
         if pos == 0 {
@@ -254,6 +322,48 @@ impl Balancer {
             self.costs
                 .fetched(from, to, f.bytes, Duration::from_micros(f.micros));
         }
+        Finished::Deliver
+    }
+
+    /// `worker` is done with its part of parallel task `id`; returns the
+    /// task, if it had it.
+    pub(crate) fn part_done(&mut self, worker: Rank, id: u64, now: Instant) -> Option<Task> {
+        let tasks = self.sent.get_mut(&worker)?;
+        let pos = tasks.iter().position(|s| s.task.id == id)?;
+        let done = tasks.remove(pos).expect("a listed task");
+        if pos == 0 {
+            if let Some(next) = tasks.front_mut() {
+                next.since = now;
+            }
+        }
+        Some(done.task)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn job(&self, id: u64) -> Option<&[Rank]> {
+        self.jobs.get(&id).map(|j| j.ranks.as_slice())
+    }
+
+    /// The running parallel tasks `worker` is one of the workers of, and
+    /// their workers.
+    pub(crate) fn jobs_of(&self, worker: Rank) -> Vec<(u64, Vec<Rank>)> {
+        (self.jobs.iter())
+            .filter(|(_, j)| j.ranks.contains(&worker))
+            .map(|(id, j)| (*id, j.ranks.clone()))
+            .collect()
+    }
+
+    /// Queues parallel task `t` again, to gather workers anew.
+    fn again(&mut self, mut t: Task, now: Instant) {
+        t.par = t.par.map(|p| Par::new(p.size));
+        if let Err(t) = self.put(t, now) {
+            self.cannot.push(*t);
+        }
+    }
+
+    /// Parallel tasks that can never run now, taken.
+    pub(crate) fn take_cannot(&mut self) -> Vec<Task> {
+        std::mem::take(&mut self.cannot)
     }
 
     /// Tasks sent to `worker` and not done, and how many of them are not
@@ -272,11 +382,30 @@ impl Balancer {
 
     /// Forgets a worker that went away; returns the tasks it was sent and
     /// had not finished.
+    /// A parallel task's copy goes back only from its first worker (the
+    /// job then runs again); another's breaks the job, which runs again
+    /// once its first worker reports.
     pub(crate) fn lost(&mut self, worker: Rank) -> Vec<Task> {
         self.idle.retain(|w| *w != worker);
         self.ahead.retain(|w| *w != worker);
+        self.holding.retain(|w| *w != worker);
         let sent = self.sent.remove(&worker).unwrap_or_default();
-        sent.into_iter().map(|s| s.task).collect()
+        let mut back = Vec::new();
+        for s in sent {
+            let Some((head, size)) = s.task.par.as_ref().map(|p| (p.head(), p.size)) else {
+                back.push(s.task);
+                continue;
+            };
+            if head == Some(worker) {
+                self.jobs.remove(&s.task.id);
+                let mut t = s.task;
+                t.par = Some(Par::new(size));
+                back.push(t);
+            } else if let Some(job) = self.jobs.get_mut(&s.task.id) {
+                job.broken = true;
+            }
+        }
+        back
     }
 
     /// Node `node` is lost (a worker of it left: its file-system daemon is
@@ -336,6 +465,7 @@ impl Balancer {
         stuck
     }
 
+    /// Idle workers (not those held for a parallel task).
     pub(crate) fn idle(&self) -> impl Iterator<Item = Rank> + '_ {
         self.idle.iter().copied()
     }
@@ -345,6 +475,7 @@ impl Balancer {
     /// one is idle; then busy workers with room get work ahead.
     pub(crate) fn dispatch(&mut self, now: Instant) -> Vec<(Rank, Task)> {
         let mut out = Vec::new();
+        self.gather(now, &mut out);
         let mut waiting = VecDeque::new();
         while let Some(w) = self.idle.pop_front() {
             let node = self.layout.node_of(w);
@@ -390,6 +521,116 @@ impl Balancer {
         }
         self.ahead = waiting;
         out
+    }
+
+    /// Gathers workers for the most urgent parallel tasks, in turn; starts
+    /// each that has enough. Held workers take short work of their own
+    /// meanwhile (`backfill`).
+    fn gather(&mut self, now: Instant, out: &mut Vec<(Rank, Task)>) {
+        while let Some(q) = self.par.peek() {
+            let size = q.task.par.as_ref().map_or(1, |p| p.size);
+            let live = self.layout.workers_of(self.me);
+            let live = live.filter(|w| !self.lost_ranks.contains(w)).count();
+            if live < size as usize {
+                let t = self.par.pop().expect("a peeked task");
+                self.cannot.push(*t.task);
+                continue;
+            }
+            self.holding.extend(self.idle.drain(..));
+            let inputs = &q.task.inputs;
+            let Some(ranks) = reserve::choose(&self.layout, &self.holding, size, inputs) else {
+                self.backfill(size, now, out);
+                return;
+            };
+            let task = *self.par.pop().expect("a peeked task").task;
+            self.holding.retain(|w| !ranks.contains(w));
+            for (i, &w) in ranks.iter().enumerate() {
+                let mut part = task.clone();
+                part.par = Some(Par {
+                    size,
+                    ranks: ranks.clone(),
+                    index: i as u32,
+                });
+                out.push(self.start(w, part, now));
+            }
+            self.jobs.insert(
+                task.id,
+                Job {
+                    ranks,
+                    broken: false,
+                },
+            );
+            // The rest are free again (for the next parallel task first).
+            self.idle.extend(self.holding.drain(..));
+        }
+        self.idle.extend(self.holding.drain(..));
+    }
+
+    /// Held workers, while the first parallel task waits for `size`, take
+    /// work of their own known to end before enough others are expected to
+    /// be free.
+    fn backfill(&mut self, size: u32, now: Instant, out: &mut Vec<(Rank, Task)>) {
+        let busy: Vec<Duration> = (self.layout.workers_of(self.me))
+            .filter(|w| !self.lost_ranks.contains(w) && !self.holding.contains(w))
+            .map(|w| self.busy_for(w, now))
+            .collect();
+        let more = (size as usize).saturating_sub(self.holding.len());
+        let until = reserve::until_gathered(busy, more);
+        let mut i = 0;
+        while i < self.holding.len() {
+            let w = self.holding[i];
+            let node = self.layout.node_of(w);
+            let own = [
+                Slot::HardRank(w),
+                Slot::SoftRank(w),
+                Slot::HardNode(node),
+                Slot::SoftNode(node),
+                Slot::Any,
+            ];
+            let mut fits: Vec<(Slot, Queued)> = (own.iter())
+                .filter_map(|slot| Some((*slot, self.take_fitting(*slot, until)?)))
+                .collect();
+            // The most urgent, the more specific among equal priorities.
+            let best = (fits.iter().enumerate())
+                .max_by_key(|(k, (_, q))| (q.prio, Reverse(*k)))
+                .map(|(k, _)| k);
+            let best = best.map(|k| fits.swap_remove(k));
+            for (slot, q) in fits {
+                self.queues.entry(slot).or_default().push(q);
+            }
+            match best {
+                Some((_, q)) => {
+                    self.holding.remove(i);
+                    let mut t = *q.task;
+                    t.spill = None;
+                    out.push(self.start(w, t, now));
+                }
+                None => i += 1,
+            }
+        }
+    }
+
+    /// The most urgent of the first `SAMPLE` tasks of `slot` known to take
+    /// less than `until`, taken out of its queue.
+    fn take_fitting(&mut self, slot: Slot, until: Duration) -> Option<Queued> {
+        let heap = self.queues.get_mut(&slot)?;
+        let mut passed = Vec::new();
+        let mut found = None;
+        while let Some(q) = heap.pop() {
+            if self.costs.runs(&q.task.func).1.is_some_and(|d| d < until) {
+                found = Some(q);
+                break;
+            }
+            passed.push(q);
+            if passed.len() == SAMPLE {
+                break;
+            }
+        }
+        heap.extend(passed);
+        if heap.is_empty() {
+            self.queues.remove(&slot);
+        }
+        found
     }
 
     fn start(&mut self, w: Rank, task: Task, now: Instant) -> (Rank, Task) {
@@ -655,6 +896,7 @@ pub(crate) mod tests {
             stats: None,
             spill: None,
             remade: false,
+            par: None,
         }
     }
 
@@ -702,6 +944,153 @@ pub(crate) mod tests {
     fn learn(b: &mut Balancer, func: &str, ms: u64, now: Instant) {
         busy(b, 0, 1000, func, now);
         b.finished(0, &outcome(1000, 0, ms, None), now);
+    }
+
+    fn job(id: u64, size: u32) -> Task {
+        Task {
+            func: "sim".into(),
+            par: Some(Par::new(size)),
+            ..task(id, None, 0)
+        }
+    }
+
+    /// The workers a parallel task was sent to, each with its index.
+    fn parts(v: &[(Rank, Task)], id: u64) -> Vec<(Rank, u32)> {
+        (v.iter())
+            .filter(|(_, t)| t.id == id)
+            .map(|(w, t)| (*w, t.par.as_ref().unwrap().index))
+            .collect()
+    }
+
+    #[test]
+    fn a_parallel_task_holds_workers_until_it_has_enough_then_runs_on_one_node_first() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        b.put(job(1, 2), now).unwrap();
+        b.put(task(2, None, 0), now).unwrap();
+        b.ready(0);
+        b.ready(2);
+        // Two on different nodes would do, but the other task waits too:
+        // held workers run only work known to end before the job starts.
+        let first = b.dispatch(now);
+        assert_eq!(parts(&first, 1), vec![(0, 0), (2, 1)]);
+        assert!(b.job(1).is_some());
+        b.ready(1);
+        b.ready(3);
+        assert_eq!(ids(&b.dispatch(now)), vec![(1, 2)]);
+        // The job ends: its first worker reports once the other did.
+        b.part_done(2, 1, now);
+        assert_eq!(
+            b.finished(0, &outcome(1, 0, 5, None), now),
+            Finished::Deliver
+        );
+        assert!(b.job(1).is_none());
+        assert_eq!(b.outstanding(0), (0, 0));
+        assert_eq!(b.outstanding(2), (0, 0));
+    }
+
+    #[test]
+    fn a_job_prefers_one_node_and_then_the_node_with_its_inputs() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        for w in 0..4 {
+            b.ready(w);
+        }
+        b.put(
+            Task {
+                inputs: vec![Held {
+                    bytes: 5,
+                    nodes: vec![1],
+                }],
+                ..job(1, 2)
+            },
+            now,
+        )
+        .unwrap();
+        assert_eq!(parts(&b.dispatch(now), 1), vec![(2, 0), (3, 1)]);
+    }
+
+    #[test]
+    fn two_jobs_each_over_half_the_workers_run_in_turn() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        b.put(job(1, 3), now).unwrap();
+        b.put(job(2, 3), now).unwrap();
+        for w in 0..4 {
+            b.ready(w);
+        }
+        let out = b.dispatch(now);
+        let first = parts(&out, 1);
+        assert_eq!(first.len(), 3);
+        assert!(parts(&out, 2).is_empty());
+        // Two free of four: the second job waits for a third.
+        b.part_done(first[1].0, 1, now);
+        b.ready(first[1].0);
+        assert!(b.dispatch(now).is_empty());
+        b.part_done(first[2].0, 1, now);
+        b.ready(first[2].0);
+        b.finished(first[0].0, &outcome(1, first[0].0, 5, None), now);
+        b.ready(first[0].0);
+        assert_eq!(parts(&b.dispatch(now), 2).len(), 3, "three are free");
+    }
+
+    #[test]
+    fn held_workers_take_work_known_to_end_before_the_job_can_start() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        learn(&mut b, "short", 10, now);
+        learn(&mut b, "long", 10_000, now);
+        // Workers 1 and 2 busy for about 10 s; a job of 3 waits for one.
+        busy(&mut b, 1, 10, "long", now);
+        busy(&mut b, 2, 11, "long", now);
+        b.put(job(1, 3), now).unwrap();
+        b.put(
+            Task {
+                func: "long".into(),
+                ..task(3, None, 0)
+            },
+            now,
+        )
+        .unwrap();
+        b.put(
+            Task {
+                func: "short".into(),
+                ..task(4, None, 0)
+            },
+            now,
+        )
+        .unwrap();
+        b.ready(0);
+        b.ready(3);
+        let out = b.dispatch(now);
+        assert_eq!(ids(&out), vec![(0, 4)], "only the short task fills a hole");
+    }
+
+    #[test]
+    fn a_job_that_lost_a_worker_runs_again_and_one_too_big_for_those_left_fails() {
+        let mut b = balancer(None);
+        let now = Instant::now();
+        b.put(job(1, 2), now).unwrap();
+        b.ready(0);
+        b.ready(1);
+        assert_eq!(parts(&b.dispatch(now), 1), vec![(0, 0), (1, 1)]);
+        assert!(b.lost(1).is_empty(), "the first worker reports for the job");
+        b.rank_lost(1, now);
+        let failed = outcome(1, 0, 5, None);
+        assert_eq!(b.finished(0, &failed, now), Finished::Again);
+        b.ready(0);
+        b.ready(2);
+        assert_eq!(parts(&b.dispatch(now), 1), vec![(0, 0), (2, 1)]);
+        // Its first worker gone: the task comes back at once, to gather anew.
+        let back = b.lost(0);
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].par, Some(Par::new(2)));
+        b.rank_lost(0, now);
+        b.put(job(5, 3), now).unwrap();
+        b.ready(3);
+        b.dispatch(now);
+        let cannot = b.take_cannot();
+        assert_eq!(cannot.iter().map(|t| t.id).collect::<Vec<_>>(), vec![5]);
     }
 
     #[test]

@@ -136,7 +136,7 @@ pub(crate) fn source(inputs: &[Held], to: u32) -> Option<u32> {
 }
 
 /// Input bytes held per node, for the nodes holding any.
-fn bytes_per_node(inputs: &[Held]) -> HashMap<u32, u64> {
+pub(crate) fn bytes_per_node(inputs: &[Held]) -> HashMap<u32, u64> {
     let mut per = HashMap::new();
     for h in inputs {
         for &n in &h.nodes {

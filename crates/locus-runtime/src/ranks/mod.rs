@@ -11,6 +11,7 @@ pub(crate) mod layout;
 pub(crate) mod pmi;
 pub(crate) mod rank;
 pub(crate) mod rendezvous;
+pub(crate) mod reserve;
 pub(crate) mod server;
 pub(crate) mod wire;
 pub(crate) mod worker;

@@ -6,7 +6,7 @@
 //! its `Dispatch`; the leader (first server) ends the run.
 
 use crate::engine::ids::{self, IdMap};
-use crate::ranks::balancer::Balancer;
+use crate::ranks::balancer::{Balancer, Finished};
 use crate::ranks::layout::Layout;
 use crate::ranks::rendezvous::{self, Entry, RanksDir};
 use crate::ranks::wire::{self, Reader};
@@ -14,7 +14,7 @@ use crate::ranks::worker::told_to_stop;
 use crate::record::{self, HeldTask};
 use crate::INTERRUPTED;
 use locus_proto::auth::Secret;
-use locus_proto::run::{ErrorKind, Outcome, Rank, RankMsg, RunError, Task};
+use locus_proto::run::{ErrorKind, Outcome, ParMsg, Rank, RankMsg, RunError, Task};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -633,10 +633,19 @@ impl State {
                     self.offer(from, true);
                 }
                 RankMsg::Done(o) => {
-                    if self.layout.is_worker(from) {
-                        self.finished(from, &o, now);
+                    let again = self.layout.is_worker(from)
+                        && self.finished(from, &o, now) == Finished::Again;
+                    if !again {
+                        self.deliver(o);
                     }
-                    self.deliver(o);
+                }
+                RankMsg::Par { to, msg } => {
+                    // A part's last word: its worker is free.
+                    if let ParMsg::Registered { task, .. } = &msg {
+                        self.balancer.part_done(from, *task, now);
+                        self.offer(from, false);
+                    }
+                    self.send(to, RankMsg::Par { to, msg });
                 }
                 RankMsg::Put(task) => self.queue(task, now),
                 RankMsg::Steal { idle } => {
@@ -793,9 +802,11 @@ impl State {
     }
 
     /// Targeted tasks go to their target's server, others round-robin over
-    /// the servers.
+    /// the servers; parallel tasks to the leader, which has the most
+    /// workers to gather from.
     fn route(&mut self, task: Task, now: Instant) {
         let server = match task.target {
+            _ if task.par.is_some() => self.layout.leader(),
             Some(t) => self.layout.server_of(t.rank),
             None => {
                 let servers = self.layout.servers.min(self.layout.workers());
@@ -815,6 +826,34 @@ impl State {
         if let Err(t) = self.balancer.put(task, now) {
             self.cannot_run(*t);
         }
+    }
+
+    /// Tells the other workers of each job `w` works for that it is gone:
+    /// the job cannot go on.
+    fn tell_job_parts(&self, w: Rank, reason: &str) {
+        for (task, ranks) in self.balancer.jobs_of(w) {
+            for to in ranks.into_iter().filter(|r| *r != w) {
+                let msg = ParMsg::Gone {
+                    task,
+                    rank: w,
+                    reason: reason.to_string(),
+                };
+                self.send(to, RankMsg::Par { to, msg });
+            }
+        }
+    }
+
+    /// A parallel task fails when fewer workers than it needs are left.
+    fn cannot_gather(&self, t: Task) {
+        let size = t.par.as_ref().map_or(1, |p| p.size);
+        let left = (self.layout.workers_of(self.me))
+            .filter(|w| !self.left.contains(w))
+            .count();
+        let error = format!(
+            "{}: @par={size} cannot run: {left} of this server's workers are left",
+            t.func
+        );
+        self.deliver(failed(t.id, self.me, RunError::lost(error)));
     }
 
     /// A HARD task whose target's node was lost, or whose target worker
@@ -850,6 +889,7 @@ impl State {
         for t in self.balancer.node_lost(node, now) {
             self.cannot_run(t);
         }
+        self.tell_job_parts(w, &reason);
         for t in self.balancer.lost(w) {
             self.queue(t, now);
         }
@@ -889,6 +929,7 @@ impl State {
         for t in self.balancer.rank_lost(w, now) {
             self.cannot_run(t);
         }
+        self.tell_job_parts(w, &reason);
         for t in self.balancer.lost(w) {
             self.queue(t, now);
         }
@@ -1028,15 +1069,19 @@ impl State {
         self.offer(w, true);
     }
 
-    fn finished(&mut self, w: Rank, o: &Outcome, now: Instant) {
-        self.balancer.finished(w, o, now);
+    fn finished(&mut self, w: Rank, o: &Outcome, now: Instant) -> Finished {
+        let finished = self.balancer.finished(w, o, now);
         self.offer(w, false);
+        finished
     }
 
     /// Matches work to idle workers.
     fn assign(&mut self, now: Instant) {
         loop {
             let assigned = self.balancer.dispatch(now);
+            for t in self.balancer.take_cannot() {
+                self.cannot_gather(t);
+            }
             if assigned.is_empty() {
                 break;
             }
