@@ -243,6 +243,9 @@ pub fn launch_ranks(
     }
     let mut rank = r.rank.clone();
     rank.fs_dir = Some(fs_dir.clone());
+    if let On::Site { site, .. } = &r.on {
+        rank.job_launcher = site.job_launcher();
+    }
     // Written before anything starts: a failure here leaves nothing running.
     let role_file = run_dir.join(ROLE_FILE);
     role::write(&role_file, &rank).map_err(dir_err)?;

@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use locus_fs::{
     ClusterSpec, Durability, JoinConfig, NodeInfo, Placement, Scope, ServeConfig, CLUSTER_FILE,
 };
+use locus_runtime::JobLauncher;
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -154,6 +155,19 @@ impl Site {
         }
         supervise::mark(&mut cmd);
         cmd
+    }
+
+    /// What starts a parallel task's MPI job in a run this launcher
+    /// started: the same launcher, reaching the hosts as the run's did.
+    pub fn job_launcher(&self) -> JobLauncher {
+        let (program, mut args) = (self.program(), self.args.clone());
+        match self.launcher {
+            SiteLauncher::Mpiexec => JobLauncher::Hydra { program, args },
+            SiteLauncher::Srun => {
+                args.extend(self.srun_pmi());
+                JobLauncher::Srun { program, args }
+            }
+        }
     }
 
     /// The user's arguments, but where the shape names its hosts, not the

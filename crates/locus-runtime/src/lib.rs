@@ -20,6 +20,7 @@ mod records;
 pub use builtins::cmdline::CommandLine;
 pub use engine::{Counts, Engine, Locality, Progress, RunOptions};
 pub use exec::files::{fs_path, namespace_path, LOCUS_PREFIX};
+pub use exec::job::JobLauncher;
 pub use exec::mount::{mount_allowed, MountError, MountMode, Step};
 pub use in_process::{Cut, FakeApps, Finished, InProcess, NeverEnded};
 pub use ranks::layout::{Layout, LayoutError};

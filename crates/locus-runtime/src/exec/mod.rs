@@ -5,6 +5,7 @@
 pub(crate) mod apps;
 pub(crate) mod files;
 pub(crate) mod interp;
+pub(crate) mod job;
 pub(crate) mod mount;
 pub(crate) mod process;
 pub(crate) mod programs;

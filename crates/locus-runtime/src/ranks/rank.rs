@@ -7,6 +7,7 @@ use crate::engine::remote::ControlStats;
 use crate::engine::{Engine, Locality, Progress, RunOptions};
 use crate::exec::apps::Apps;
 use crate::exec::files::LOCUS_PREFIX;
+use crate::exec::job::JobLauncher;
 use crate::exec::mount::{MountError, MountMode};
 use crate::ranks::layout::Layout;
 use crate::ranks::pmi::Pmi;
@@ -94,6 +95,10 @@ pub struct RankOptions {
     /// made, and write what each app call would do (`records::plan`).
     #[serde(default)]
     pub dry_run: bool,
+    /// What starts a parallel task's (`@par`) MPI job: the launcher the
+    /// ranks were started with, or `mpiexec` on this machine.
+    #[serde(default)]
+    pub job_launcher: JobLauncher,
 }
 
 /// The default bound of nested calls: far past any recursion a script
@@ -132,6 +137,7 @@ impl RankOptions {
             keep_going: false,
             min_ranks: None,
             dry_run: false,
+            job_launcher: JobLauncher::default(),
         }
     }
 }
@@ -462,6 +468,8 @@ async fn rank_main(
             stop_on_signal: parts.stop_on_signal,
             stopping: Default::default(),
             stop: Default::default(),
+            jobs: Default::default(),
+            job_launcher: opts.job_launcher.clone(),
         };
         return run_worker(cfg).await;
     };

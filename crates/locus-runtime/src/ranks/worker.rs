@@ -4,13 +4,16 @@
 //! node's store and published only when the process succeeds, so a failed
 //! task leaves every file as it was; host files are used as they are.
 
+mod par;
+
 use crate::exec::apps::Apps;
 use crate::exec::files::{fs_path, LOCUS_PREFIX};
 use crate::exec::interp::{InterpError, Interpreter, Lang};
+use crate::exec::job::JobLauncher;
 use crate::exec::process::{self, Capture, Ended, Stream, Usage};
 use crate::ranks::layout::Layout;
 use crate::ranks::wire;
-use crate::records::record::{hash_of, now_us, task_stream, Recorder, Seen, TaskRecord};
+use crate::records::record::{hash_of, now_us, task_stream, JobPart, Recorder, Seen, TaskRecord};
 use locus_fs::{Client, Output};
 use locus_proto::auth::Secret;
 use locus_proto::fs::Record;
@@ -79,6 +82,10 @@ pub(crate) struct WorkerConfig {
     /// their tasks as stopped with the run.
     pub stopping: std::sync::atomic::AtomicBool,
     pub stop: tokio::sync::Notify,
+    /// This worker's parts of parallel tasks.
+    pub jobs: par::Jobs,
+    /// What starts a parallel task's MPI job.
+    pub job_launcher: JobLauncher,
 }
 
 /// How long after its app was killed by SIGTERM or SIGINT a worker told to
@@ -164,6 +171,7 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
     };
     // Messages go out through a batching writer; tasks sent ahead queue here.
     let (out, writer) = wire::spawn_writer(wr);
+    cfg.jobs.connect(&out);
     // A worker whose node's daemon does not answer at its start leaves
     // before it asks for work: its server knows it did not start.
     match &cfg.fs {
@@ -186,7 +194,7 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
     tokio::spawn(async move {
         loop {
             let msg = reader.next().await;
-            let end = !matches!(msg, Ok(Some(RankMsg::Run(_))));
+            let end = !matches!(msg, Ok(Some(RankMsg::Run(_) | RankMsg::Par { .. })));
             if tasks.send(msg).is_err() || end {
                 return;
             }
@@ -248,6 +256,7 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
                     let _ = out.send(RankMsg::Leave { node, reason });
                 }
                 msg = queue.recv(), if open => match msg.transpose().map_err(lost)? {
+                    Some(Some(RankMsg::Par { msg, .. })) => cfg.jobs.deliver(msg),
                     Some(Some(RankMsg::Run(_))) if cfg.has_left() => {}
                     Some(Some(RankMsg::Run(task))) => {
                         last = Some((task.func.clone(), task.at.clone()));
@@ -453,6 +462,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> Option<(Outcome, TaskRecord)
     let mut attempts = 1;
     let mut value = None;
     let mut declared = Vec::new();
+    let mut job = Vec::new();
     let result = match &task.work {
         Work::Sleep { secs } => {
             if *secs > 0.0 {
@@ -493,16 +503,39 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> Option<(Outcome, TaskRecord)
                     .or(cfg.task_timeout),
             };
             declared.clone_from(outputs);
-            // Boxed: an app's future is large, and this one is moved into
-            // every task the worker spawns (two copies of it per task).
-            let run = app.run(
-                argv,
-                outputs,
-                [stdin, stdout, stderr],
-                (&mut io, &mut exit, &mut attempts),
-                running,
-            );
-            Box::pin(run).await
+            match &task.par {
+                // Another worker reports the task: no outcome, no record.
+                Some(par) if par.index > 0 => {
+                    Box::pin(app.run_part(par, argv, &mut io)).await;
+                    return None;
+                }
+                Some(par) => {
+                    let run = app.run_head(
+                        par,
+                        argv,
+                        outputs,
+                        [stdin, stdout, stderr],
+                        (&mut io, &mut exit, &mut attempts),
+                    );
+                    let (parts, result) = Box::pin(run).await;
+                    drop(running);
+                    job = parts;
+                    result
+                }
+                None => {
+                    // Boxed: an app's future is large, and this one is moved
+                    // into every task the worker spawns (two copies of it
+                    // per task).
+                    let run = app.run(
+                        argv,
+                        outputs,
+                        [stdin, stdout, stderr],
+                        (&mut io, &mut exit, &mut attempts),
+                        running,
+                    );
+                    Box::pin(run).await
+                }
+            }
         }
     };
     let error = result.err();
@@ -542,6 +575,15 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> Option<(Outcome, TaskRecord)
         max_rss_kib: io.usage.max_rss_kib,
         stdout,
         stderr,
+        job: (job.into_iter())
+            .map(|p| JobPart {
+                node: cfg.layout.node_name(p.rank).to_string(),
+                rank: p.rank,
+                local_bytes: p.local_bytes,
+                remote_bytes: p.remote_bytes,
+                written_bytes: p.written_bytes,
+            })
+            .collect(),
     };
     let outcome = Outcome {
         id: task.id,
@@ -861,15 +903,16 @@ impl<'a> App<'a> {
         Ok(())
     }
 
-    /// Stages, runs (with the worker's `running` permit) and publishes.
-    async fn run(
+    /// Makes a command line ready to run: its Locus inputs local, its
+    /// outputs given private places (`streams` too, if given), the
+    /// programs it runs recorded.
+    async fn prepare(
         &self,
         argv: &[Arg],
-        declared: &[String],
         streams: [&Option<Arg>; 3],
-        (io, exit, attempts): (&mut Io, &mut Option<i32>, &mut u32),
-        running: tokio::sync::SemaphorePermit<'_>,
-    ) -> Result<(), RunError> {
+        io: &mut Io,
+        make_unmapped: bool,
+    ) -> Result<Prepared<'a>, RunError> {
         let staging = Instant::now();
         let mut outputs = Outputs {
             fs: self.cfg.fs.as_ref(),
@@ -901,7 +944,10 @@ impl<'a> App<'a> {
         if let Some(e) = failure {
             return Err(e);
         }
-        let made_empty = self.make_unmapped(&mut outputs.pending)?;
+        let made_empty = match make_unmapped {
+            true => self.make_unmapped(&mut outputs.pending)?,
+            false => Vec::new(),
+        };
         let files = staged.split_off(argv.len());
         let words: Vec<String> = staged.into_iter().flatten().collect();
         io.stage_us = staging.elapsed().as_micros() as u64;
@@ -923,6 +969,29 @@ impl<'a> App<'a> {
             let hash = self.hash(&program).await;
             io.programs.push(Seen { hash, ..seen });
         }
+        Ok(Prepared {
+            outputs,
+            words,
+            files,
+            made_empty,
+        })
+    }
+
+    /// Stages, runs (with the worker's `running` permit) and publishes.
+    async fn run(
+        &self,
+        argv: &[Arg],
+        declared: &[String],
+        streams: [&Option<Arg>; 3],
+        (io, exit, attempts): (&mut Io, &mut Option<i32>, &mut u32),
+        running: tokio::sync::SemaphorePermit<'_>,
+    ) -> Result<(), RunError> {
+        let Prepared {
+            mut outputs,
+            words,
+            files,
+            made_empty,
+        } = self.prepare(argv, streams, io, true).await?;
         let command = io.argv.join(" ");
         let cfg = self.cfg;
         let node = cfg.layout.node_name(cfg.me);
@@ -1026,8 +1095,33 @@ impl<'a> App<'a> {
             }
         }
         // Publish the Locus outputs the process wrote; the next task may
-        // work meanwhile. Not on a lost node: they would be lost with it.
+        // work meanwhile.
         drop(running);
+        self.publish(&mut outputs, io).await?;
+        // The host files it wrote, as they are now.
+        let host_outputs = (argv.iter().chain(streams.into_iter().flatten()))
+            .filter_map(|a| match a {
+                Arg::Out(p) => Some(p),
+                _ => None,
+            })
+            .chain(declared)
+            .filter(|p| fs_path(p).is_none());
+        for p in host_outputs {
+            if !io.outputs.iter().any(|s| &s.path == p) {
+                if let Some(seen) = Seen::host(p) {
+                    let hash = self.hash(std::path::Path::new(p)).await;
+                    io.outputs.push(Seen { hash, ..seen });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers the Locus outputs in `outputs` on this node (not on a lost
+    /// node: they would be lost with it), counted and named in `io`.
+    async fn publish(&self, outputs: &mut Outputs<'_>, io: &mut Io) -> Result<(), RunError> {
+        let cfg = self.cfg;
+        let node = cfg.layout.node_name(cfg.me);
         let _registering = Registering::new(&cfg.registering);
         if cfg.has_left() {
             return Err(RunError::lost(format!(
@@ -1068,22 +1162,6 @@ impl<'a> App<'a> {
             io.made.push((path, record));
         }
         io.commit_us = committing.elapsed().as_micros() as u64;
-        // The host files it wrote, as they are now.
-        let host_outputs = (argv.iter().chain(streams.into_iter().flatten()))
-            .filter_map(|a| match a {
-                Arg::Out(p) => Some(p),
-                _ => None,
-            })
-            .chain(declared)
-            .filter(|p| fs_path(p).is_none());
-        for p in host_outputs {
-            if !io.outputs.iter().any(|s| &s.path == p) {
-                if let Some(seen) = Seen::host(p) {
-                    let hash = self.hash(std::path::Path::new(p)).await;
-                    io.outputs.push(Seen { hash, ..seen });
-                }
-            }
-        }
         Ok(())
     }
 }
@@ -1149,6 +1227,17 @@ fn written_since(
     before.as_ref() != Some(&now) || now.modified >= since
 }
 
+/// A command line ready to run (`App::prepare`).
+struct Prepared<'a> {
+    outputs: Outputs<'a>,
+    /// Its words as the program gets them.
+    words: Vec<String>,
+    /// Its stdin, stdout and stderr files, if redirected.
+    files: Vec<Option<String>>,
+    /// The outputs the script did not map, made empty before it runs.
+    made_empty: Vec<&'a str>,
+}
+
 /// A task's Locus outputs, in private places until published; whatever was
 /// not published when the task ends (it failed) is discarded.
 struct Outputs<'a> {
@@ -1185,6 +1274,19 @@ impl Outputs<'_> {
     ) -> bool {
         self.file(path)
             .is_some_and(|f| written_since(f, before, since))
+    }
+
+    /// Keeps only the outputs `keep` says; the others' private files go.
+    fn retain(&mut self, keep: impl Fn(&Output) -> bool) {
+        let (kept, dropped) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|o| keep(o));
+        self.pending = kept;
+        if let Some(fs) = self.fs {
+            for out in &dropped {
+                fs.discard(out);
+            }
+        }
     }
 
     /// Drops the private files of outputs the program wrote through the

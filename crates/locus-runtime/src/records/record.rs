@@ -93,6 +93,20 @@ pub struct TaskRecord {
     pub stdout: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stderr: Option<String>,
+    /// A parallel task's workers, the one that launched its job first
+    /// (`rank` and `node` above), with each one's file I/O on its node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub job: Vec<JobPart>,
+}
+
+/// One worker of a parallel task's job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobPart {
+    pub rank: Rank,
+    pub node: String,
+    pub local_bytes: u64,
+    pub remote_bytes: u64,
+    pub written_bytes: u64,
 }
 
 impl TaskRecord {

@@ -332,6 +332,7 @@ impl Resume {
             max_rss_kib: 0,
             stdout: done.stdout.clone(),
             stderr: done.stderr.clone(),
+            job: done.job.clone(),
         };
         let mut r = self
             .recorder
