@@ -3,7 +3,8 @@
  * (MPI_Allreduce), and rank r writes the output file named by argument
  * 2 + r. A rank whose number is in $PAR_SIM_FAIL_RANK exits 3 while the
  * file $PAR_SIM_FAIL_ONCE does not exist yet (made then): a first attempt
- * that fails and a retry that succeeds. */
+ * that fails and a retry that succeeds. $PAR_SIM_SECONDS makes each rank
+ * work that long first; $PAR_SIM_BYTES makes each output that much larger. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "rank %d fails on purpose\n", rank);
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
+    const char *seconds = getenv("PAR_SIM_SECONDS");
+    if (seconds)
+        usleep((useconds_t)(atof(seconds) * 1e6));
     FILE *in = fopen(argv[1], "r");
     long bytes = 0;
     if (in) {
@@ -47,6 +51,9 @@ int main(int argc, char **argv) {
     }
     fprintf(out, "rank %d of %d on %s node %s: %ld parameter bytes in all\n", rank, size,
             host, getenv("LOCUS_NODE") ? getenv("LOCUS_NODE") : "?", total);
+    const char *pad = getenv("PAR_SIM_BYTES");
+    for (long i = 0, n = pad ? atol(pad) : 0; i < n; i++)
+        fputc('.', out);
     fclose(out);
     MPI_Finalize();
     return 0;
