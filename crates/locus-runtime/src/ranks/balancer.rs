@@ -529,8 +529,10 @@ impl Balancer {
     fn gather(&mut self, now: Instant, out: &mut Vec<(Rank, Task)>) {
         while let Some(q) = self.par.peek() {
             let size = q.task.par.as_ref().map_or(1, |p| p.size);
-            let live = self.layout.workers_of(self.me);
-            let live = live.filter(|w| !self.lost_ranks.contains(w)).count();
+            let live = (self.layout.workers_of(self.me))
+                .filter(|w| !self.lost_ranks.contains(w))
+                .filter(|w| !self.lost_nodes.contains(&self.layout.node_of(*w)))
+                .count();
             if live < size as usize {
                 let t = self.par.pop().expect("a peeked task");
                 self.cannot.push(*t.task);

@@ -8,14 +8,18 @@
 //! A task still queued then waits for a worker that never comes (a silent
 //! wait of the run); each failure names its seed and replays from it. The class of bug is the one behind the `--replicas 2` run that
 //! waited for ever on a lost node's queue (`least_loaded_of_the_heaviest`).
+//! Parallel tasks (`@par`) gather workers among the others, some larger
+//! than the workers left; a job's first worker reports once every other
+//! live worker of it did, as the workers' protocol has it.
 
 use super::balancer::tests::task;
 use super::balancer::Balancer;
+use super::balancer::Finished;
 use super::layout::Layout;
-use locus_proto::run::{Held, Outcome, Placed, Rank, Target, Task};
+use locus_proto::run::{Held, Outcome, Par, Placed, Rank, Target, Task};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +36,11 @@ struct World {
     lost_nodes: HashSet<u32>,
     /// Tasks put and not yet finished or failed: each must end once.
     outstanding: HashSet<u64>,
+    /// Running parallel tasks: their workers (the first reports).
+    jobs: HashMap<u64, Vec<Rank>>,
+    /// The parts of jobs other than their first (some of a job whose first
+    /// worker was lost, which end all the same).
+    parts: HashSet<(u64, Rank)>,
     /// What happened, for the failure's message.
     log: Vec<String>,
 }
@@ -65,6 +74,8 @@ impl World {
             dead: HashSet::new(),
             lost_nodes: HashSet::new(),
             outstanding: HashSet::new(),
+            jobs: HashMap::new(),
+            parts: HashSet::new(),
             log: vec![format!(
                 "ranks' nodes: {names:?} ({servers} server(s) last)"
             )],
@@ -93,8 +104,16 @@ impl World {
         let workers = self.workers();
         let nodes = self.layout.nodes.len() as u32;
         let id = self.next_id;
-        match self.rng.gen_range(0..6) {
+        match self.rng.gen_range(0..7) {
             0 => task(id, None, 0),
+            // Up to one more worker than the first server has.
+            6 => {
+                let most = self.layout.workers_of(self.layout.leader()).count() as u32;
+                Task {
+                    par: Some(Par::new(self.rng.gen_range(1..=most + 1))),
+                    ..task(id, None, self.rng.gen_range(0..3))
+                }
+            }
             1..=3 => {
                 let mut inputs = Vec::new();
                 for _ in 0..self.rng.gen_range(1..=3) {
@@ -130,6 +149,7 @@ impl World {
     /// without one); what can run nowhere fails.
     fn put(&mut self, t: Task) {
         let server = match t.target {
+            _ if t.par.is_some() => 0,
             Some(target) => self.layout.server_of(target.rank) - self.layout.workers(),
             None => self.rng.gen_range(0..self.balancers.len() as u32),
         };
@@ -150,9 +170,42 @@ impl World {
             .iter_mut()
             .flat_map(|b| b.dispatch(now))
             .collect();
+        let cannot: Vec<u64> = (self.balancers.iter_mut())
+            .flat_map(Balancer::take_cannot)
+            .map(|t| t.id)
+            .collect();
+        for id in cannot {
+            self.failed(id);
+        }
         for (w, t) in sent {
             if self.dead.contains(&w) {
                 return Err(format!("task {} sent to dead worker {w}", t.id));
+            }
+            if let Some(par) = &t.par {
+                // A job gathered anew (its first worker was lost) replaces
+                // the old one.
+                if par.index == 0 {
+                    self.log
+                        .push(format!("job {} gathered on {:?}", t.id, par.ranks));
+                    self.jobs.insert(t.id, par.ranks.clone());
+                }
+                let ranks = self.jobs.entry(t.id).or_default();
+                if *ranks != par.ranks || par.ranks.len() != par.size as usize {
+                    return Err(format!(
+                        "job {} sent as {par:?}, gathered as {ranks:?}",
+                        t.id
+                    ));
+                }
+                if par
+                    .ranks
+                    .iter()
+                    .any(|r| self.layout.server_of(*r) != self.layout.leader())
+                {
+                    return Err(format!("job {} on another server's workers", t.id));
+                }
+                if par.index > 0 {
+                    self.parts.insert((t.id, w));
+                }
             }
             if let Some(target) = t.target.filter(|t| t.hard) {
                 let on = match target.node {
@@ -175,23 +228,53 @@ impl World {
 
     fn finish_one(&mut self, w: Rank) -> Result<(), String> {
         let (micros, now) = (self.rng.gen_range(1_000..200_000), self.now);
-        let b = self.of(w);
-        let ended = b.running(w);
+        let ended = self.of(w).running(w);
+        let mut again = false;
         if let Some(id) = ended {
+            if self.parts.remove(&(id, w)) {
+                // Another worker's part ends: it is free.
+                self.of(w).part_done(w, id, now);
+                self.offer(w);
+                return Ok(());
+            }
+            if let Some(ranks) = self.jobs.get(&id).cloned() {
+                // The first reports once the others' parts ended.
+                let waiting = (ranks[1..].iter())
+                    .any(|r| !self.dead.contains(r) && self.parts.contains(&(id, *r)));
+                if waiting {
+                    return Ok(());
+                }
+                self.jobs.remove(&id);
+            }
+            self.log.push(format!("task {id} ends on {w}"));
             let o = Outcome {
                 id,
                 rank: w,
                 micros,
                 ..Outcome::default()
             };
-            b.finished(w, &o, now);
+            again = self.of(w).finished(w, &o, now) == Finished::Again;
         }
-        b.ready(w);
+        self.offer(w);
         match ended {
+            Some(id) if again => {
+                self.log
+                    .push(format!("job {id} lost a worker: it runs again"));
+                Ok(())
+            }
             Some(id) if !self.outstanding.remove(&id) => {
                 Err(format!("task {id} ended twice (worker {w})"))
             }
             _ => Ok(()),
+        }
+    }
+
+    /// As the server offers work to a worker: idle with nothing left, else
+    /// ready for work ahead.
+    fn offer(&mut self, w: Rank) {
+        match self.of(w).outstanding(w).0 {
+            0 => self.of(w).ready(w),
+            _ => self.of(w).ready_ahead(w),
         }
     }
 
