@@ -50,9 +50,30 @@ pub(crate) struct Ended<'a> {
     /// Where its stderr was kept, relative to the run directory.
     #[serde(default)]
     pub(crate) stderr: Option<String>,
+    /// A parallel task's workers.
+    #[serde(default, borrow)]
+    pub(crate) job: Vec<JobWorker<'a>>,
+}
+
+/// One worker of a parallel task's job.
+#[derive(Debug, Deserialize)]
+pub(crate) struct JobWorker<'a> {
+    pub(crate) rank: Rank,
+    #[serde(borrow)]
+    pub(crate) node: Cow<'a, str>,
 }
 
 impl Ended<'_> {
+    /// The workers it kept busy (rank, node): its own, or its job's.
+    pub(crate) fn workers(&self) -> impl Iterator<Item = (Rank, &str)> {
+        let own = self
+            .job
+            .is_empty()
+            .then_some((self.rank, self.node.as_ref()));
+        own.into_iter()
+            .chain(self.job.iter().map(|w| (w.rank, w.node.as_ref())))
+    }
+
     pub(crate) fn ended_as(&self) -> EndedAs {
         EndedAs {
             errored: self.error.is_some(),

@@ -351,15 +351,17 @@ impl Live {
             r.start_us.saturating_sub(start),
             r.end_us.saturating_sub(start),
         );
-        self.busy.add(r.rank, &r.node, from, to.max(from));
-        self.recent.push_back(Bar {
-            rank: r.rank,
-            func,
-            start: from as f64 / 1e6,
-            end: to as f64 / 1e6,
-            failed,
-        });
-        if self.recent.len() > RECENT {
+        for (rank, node) in r.workers() {
+            self.busy.add(rank, node, from, to.max(from));
+            self.recent.push_back(Bar {
+                rank,
+                func: func.clone(),
+                start: from as f64 / 1e6,
+                end: to as f64 / 1e6,
+                failed,
+            });
+        }
+        while self.recent.len() > RECENT {
             self.recent.pop_front();
         }
         if failed && self.failures.len() < FAILURES {
@@ -493,6 +495,7 @@ pub(crate) struct View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ended::JobWorker;
 
     fn task(
         id: u64,
@@ -523,6 +526,7 @@ mod tests {
             cpu_us: 1000,
             max_rss_kib: 64,
             stderr: None,
+            job: Vec::new(),
         }
     }
 
@@ -562,6 +566,32 @@ mod tests {
             .unwrap();
         assert_eq!(&rank1.1[..3], &[1.0, 1.0, 0.0]);
         assert!((v.lag.max_ms - 200.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_parallel_task_fills_each_of_its_workers_rows() {
+        let mut live = Live::new(0);
+        live.tally(Tally {
+            start_us: 1_000_000,
+            at_us: 1_000_000,
+            counts: Default::default(),
+            workers: 4,
+        });
+        let mut job = task(4, "sim", 1_000_000, 3_000_000, None);
+        job.job = [(0, "node0"), (3, "node1")]
+            .into_iter()
+            .map(|(rank, node)| JobWorker {
+                rank,
+                node: node.into(),
+            })
+            .collect();
+        live.record(&job, None, 3_000_000);
+        let v = live.view(4_000_000);
+        let full = |rank: &str| v.busy.iter().find(|(n, _)| n.starts_with(rank)).unwrap().1[0];
+        assert_eq!((full("rank    0"), full("rank    3")), (1.0, 1.0));
+        let bars: Vec<Rank> = v.recent.iter().map(|b| b.rank).collect();
+        assert_eq!(bars, [0, 3]);
+        assert_eq!(v.done, 1);
     }
 
     #[test]

@@ -110,6 +110,12 @@ pub struct JobPart {
 }
 
 impl TaskRecord {
+    /// The workers it kept busy: its own, or its job's.
+    pub fn workers(&self) -> impl Iterator<Item = Rank> + '_ {
+        let own = self.job.is_empty().then_some(self.rank);
+        own.into_iter().chain(self.job.iter().map(|p| p.rank))
+    }
+
     /// What its record's flags say of how it ended.
     pub fn ended_as(&self) -> EndedAs {
         EndedAs {

@@ -403,15 +403,13 @@ impl Report {
         let mut busy_total = 0.0;
         let _ = writeln!(s, "workers:");
         let (lo, hi) = (self.run.start_us as f64, self.run.end_us as f64);
-        let spans = self.tasks.iter();
-        let busy = view::busy_by_rank(
-            spans.map(|t| (t.rank, t.start_us as f64, t.end_us as f64)),
-            lo,
-            hi,
-        );
+        // A parallel task keeps each of its job's workers busy.
+        let spans = (self.tasks.iter())
+            .flat_map(|t| t.workers().map(|w| (w, t.start_us as f64, t.end_us as f64)));
+        let busy = view::busy_by_rank(spans, lo, hi);
         let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-        for t in &self.tasks {
-            *counts.entry(t.rank).or_default() += 1;
+        for w in self.tasks.iter().flat_map(TaskRecord::workers) {
+            *counts.entry(w).or_default() += 1;
         }
         for w in 0..self.run.layout.workers() {
             let n = counts.get(&w).copied().unwrap_or(0);
@@ -508,6 +506,7 @@ impl Report {
 mod tests {
     use super::*;
     use crate::ranks::layout::Layout;
+    use crate::records::record::JobPart;
     use locus_proto::run::{ErrorKind, Spill};
 
     fn record(id: u64, rank: u32, (start, end): (u64, u64), bytes: (u64, u64)) -> TaskRecord {
@@ -565,6 +564,35 @@ mod tests {
         assert!(report
             .text()
             .contains("1 of 2 fetched in less time than the wait they avoided"));
+    }
+
+    #[test]
+    fn a_parallel_task_keeps_each_of_its_workers_busy() {
+        let names: Vec<String> = ["a", "a", "b", "a"]
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
+        let mut job = record(1, 0, (0, 1000), (30, 5));
+        job.job = [(0, "a", 10), (2, "b", 20)]
+            .iter()
+            .map(|&(rank, node, local)| JobPart {
+                rank,
+                node: node.into(),
+                local_bytes: local,
+                ..JobPart::default()
+            })
+            .collect();
+        let report = Report {
+            run: RunSummary::plain(Layout::from_names(1, &names).unwrap(), 0, 1000),
+            tasks: vec![job],
+            never_started: Vec::new(),
+            dir: PathBuf::new(),
+        };
+        let view = RunView::of(&report);
+        let on: Vec<(u32, u64)> = view.spans.iter().map(|s| (s.rank, s.local_bytes)).collect();
+        assert_eq!(on, [(0, 10), (2, 20)], "drawn on both workers");
+        let text = report.text();
+        assert!(text.contains("busy: 66.7% of worker time"), "{text}");
     }
 
     #[test]

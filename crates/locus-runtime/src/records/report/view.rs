@@ -202,19 +202,7 @@ impl RunView {
             spans: report
                 .tasks
                 .iter()
-                .map(|t: &TaskRecord| Span {
-                    func: t.func.clone(),
-                    rank: t.rank,
-                    start: secs(t.start_us),
-                    end: secs(t.end_us),
-                    stage: t.stage_us as f64 / 1e6,
-                    commit: t.commit_us as f64 / 1e6,
-                    local_bytes: t.local_bytes,
-                    remote_bytes: t.remote_bytes,
-                    written_bytes: t.written_bytes,
-                    placement: Placement::of(t),
-                    outcome: Outcome::of(t),
-                })
+                .flat_map(|t| spans_of(t, secs))
                 .collect(),
             spilled: report.spilled(),
             spill_checks: report.spill_checks().into_iter().map(|(_, c)| c).collect(),
@@ -222,6 +210,36 @@ impl RunView {
             workers_gone: report.run.workers_gone.clone(),
         }
     }
+}
+
+/// A task's spans: one, or for a parallel task one on each of its job's
+/// workers, each with that worker's file I/O.
+fn spans_of(t: &TaskRecord, secs: impl Fn(u64) -> f64) -> Vec<Span> {
+    let span = Span {
+        func: t.func.clone(),
+        rank: t.rank,
+        start: secs(t.start_us),
+        end: secs(t.end_us),
+        stage: t.stage_us as f64 / 1e6,
+        commit: t.commit_us as f64 / 1e6,
+        local_bytes: t.local_bytes,
+        remote_bytes: t.remote_bytes,
+        written_bytes: t.written_bytes,
+        placement: Placement::of(t),
+        outcome: Outcome::of(t),
+    };
+    if t.job.is_empty() {
+        return vec![span];
+    }
+    (t.job.iter())
+        .map(|p| Span {
+            rank: p.rank,
+            local_bytes: p.local_bytes,
+            remote_bytes: p.remote_bytes,
+            written_bytes: p.written_bytes,
+            ..span.clone()
+        })
+        .collect()
 }
 
 /// Per rank, the time its tasks' spans `(rank, start, end)` cover within
