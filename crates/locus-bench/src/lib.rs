@@ -18,6 +18,7 @@ pub mod meta_cluster;
 pub mod mount;
 pub mod node_loss;
 pub mod outputs;
+pub mod par;
 pub mod replicas;
 mod report;
 pub mod resume;

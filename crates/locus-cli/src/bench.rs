@@ -292,6 +292,17 @@ pub(crate) enum BenchCommand {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// Parallel tasks (`@par`): a chain of jobs of 8 ranks beside `mpiexec`
+    /// alone, and the busy share of parallel tasks among small ones beside
+    /// the same work as single tasks.
+    Par {
+        /// Jobs in the chain.
+        #[arg(long, default_value_t = 20)]
+        jobs: u32,
+        /// How many times each measurement is made.
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
     /// App tasks writing 1, 10 or 100 small Locus outputs each, beside the
     /// same tasks writing host files and the client library writing the
     /// same files.
@@ -638,6 +649,11 @@ pub(crate) fn run(b: BenchCommand) -> Result<()> {
                 rounds,
             })
         }
+        BenchCommand::Par { jobs, rounds } => locus_bench::par::run(locus_bench::par::ParOpts {
+            program: crate::launched::program()?,
+            jobs,
+            rounds,
+        }),
         BenchCommand::Watch { tasks, rounds } => {
             locus_bench::watch::run(locus_bench::watch::WatchOpts {
                 program: crate::launched::program()?,

@@ -1245,7 +1245,7 @@ struct Outputs<'a> {
     pending: Vec<Output>,
 }
 
-impl Outputs<'_> {
+impl<'a> Outputs<'a> {
     /// Where output file `path` (a Locus path or a host path) is written: a
     /// Locus output only has a place if the program was given one.
     fn file(&self, path: &str) -> Option<std::path::PathBuf> {
@@ -1274,6 +1274,18 @@ impl Outputs<'_> {
     ) -> bool {
         self.file(path)
             .is_some_and(|f| written_since(f, before, since))
+    }
+
+    /// Moves the outputs `take` says into outputs of their own.
+    fn split(&mut self, take: impl Fn(&Output) -> bool) -> Outputs<'a> {
+        let (taken, kept) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|o| take(o));
+        self.pending = kept;
+        Outputs {
+            fs: self.fs,
+            pending: taken,
+        }
     }
 
     /// Keeps only the outputs `keep` says; the others' private files go.

@@ -146,13 +146,6 @@ impl App<'_> {
         let mut argvs: Vec<Option<Vec<String>>> = vec![None; par.ranks.len()];
         let mut gone: HashSet<Rank> = HashSet::new();
         let mut staged = 0;
-        let lost = |rank: Rank, reason: &str| {
-            RunError::lost(format!(
-                "app '{}': rank {rank} of its job on {} is gone: {reason}",
-                self.func,
-                self.cfg.layout.node_name(rank)
-            ))
-        };
         while staged + gone.len() < others.len() {
             let msg = tokio::select! {
                 m = inbox.recv() => m,
@@ -169,7 +162,7 @@ impl App<'_> {
                     }
                 }
                 Some(ParMsg::Gone { rank, reason, .. }) => {
-                    failure.get_or_insert(lost(rank, &reason));
+                    failure.get_or_insert(self.lost(rank, &reason));
                     gone.insert(rank);
                 }
                 Some(_) => {}
@@ -206,30 +199,33 @@ impl App<'_> {
             let ok = result.is_ok();
             jobs.send(r, ParMsg::Ended { task: self.id, ok });
         }
-        // Every part's registration, or its worker's end.
-        let mut parts: Vec<ParPart> = Vec::new();
-        while parts.len() + gone.len() < others.len() {
-            match inbox.recv().await {
-                Some(ParMsg::Registered { part, .. }) => parts.push(part),
-                Some(ParMsg::Gone { rank, reason, .. }) if gone.insert(rank) => {
-                    if result.is_ok() {
-                        result = Err(lost(rank, &reason));
-                    }
-                }
-                Some(_) => {}
-                None => break,
+        // Its own ranks' outputs are registered while the other parts
+        // register theirs.
+        let mut mine = match &mut result {
+            Ok((p, written)) => {
+                let wrote = |o: &locus_fs::Output| {
+                    (declared.iter().zip(written.iter()))
+                        .any(|(d, w)| *w && fs_path(d) == Some(o.path.as_str()))
+                };
+                Some(p.outputs.split(wrote))
             }
-        }
+            Err(_) => None,
+        };
+        let publishing = async {
+            match &mut mine {
+                Some(m) => self.publish(m, io).await,
+                None => Ok(()),
+            }
+        };
+        let collecting = self.collect(&mut inbox, others.len(), &mut gone);
+        let (published, (mut parts, lost)) = tokio::join!(publishing, collecting);
         jobs.end(self.id);
-        if let Some(e) = parts.iter().find_map(|p| p.error.clone()) {
-            result = result.and(Err(e));
-        }
-        let result = match result {
-            Ok((mut p, written)) => {
-                self.register_head(&mut p, declared, &written, &parts, io)
-                    .await
+        let failed = lost.or_else(|| parts.iter().find_map(|p| p.error.clone()));
+        let result = match (result, published, failed) {
+            (Ok((mut p, _)), Ok(()), None) => {
+                self.register_rest(&mut p, declared, &parts, io).await
             }
-            Err(e) => Err(e),
+            (Err(e), ..) | (_, Err(e), _) | (_, _, Some(e)) => Err(e),
         };
         let mine = ParPart {
             rank: self.cfg.me,
@@ -317,38 +313,65 @@ impl App<'_> {
         }
     }
 
-    /// After a successful job: every declared output was written by some
-    /// rank (or made empty here, unmapped); those this node's ranks wrote,
-    /// and the empty ones no other rank wrote, are registered here.
-    async fn register_head(
+    /// Every other part's registration, or its worker's end (the first
+    /// such end is the job's failure).
+    async fn collect(
+        &self,
+        inbox: &mut Inbox,
+        others: usize,
+        gone: &mut HashSet<Rank>,
+    ) -> (Vec<ParPart>, Option<RunError>) {
+        let (mut parts, mut lost) = (Vec::new(), None);
+        while parts.len() + gone.len() < others {
+            match inbox.recv().await {
+                Some(ParMsg::Registered { part, .. }) => parts.push(part),
+                Some(ParMsg::Gone { rank, reason, .. }) if gone.insert(rank) => {
+                    lost.get_or_insert_with(|| self.lost(rank, &reason));
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+        (parts, lost)
+    }
+
+    /// After a successful job whose outputs written here are registered:
+    /// every declared output was written by some rank, or made empty here
+    /// (unmapped), and those no rank wrote are registered empty here.
+    async fn register_rest(
         &self,
         p: &mut Prepared<'_>,
         declared: &[String],
-        written: &[bool],
         parts: &[ParPart],
         io: &mut Io,
     ) -> Result<(), RunError> {
-        let elsewhere =
-            |d: &str| (parts.iter().flat_map(|x| &x.made)).any(|(m, _)| fs_path(m) == fs_path(d));
-        let mut keep = Vec::new();
-        for (d, &here) in declared.iter().zip(written) {
-            let empty = p.made_empty.contains(&d.as_str());
-            match (here, elsewhere(d)) {
-                (true, _) => keep.push(d.clone()),
-                (false, true) => {}
-                (false, false) if empty => keep.push(d.clone()),
-                (false, false) => {
-                    return Err(RunError::task(format!(
-                        "app '{}': its job exited 0 without writing its output {d} on any of \
-                         its ranks' nodes (missing output)",
-                        self.func
-                    )))
-                }
+        let made = |d: &str| {
+            let here = io.made.iter();
+            let elsewhere = parts.iter().flat_map(|x| &x.made);
+            here.chain(elsewhere).any(|(m, _)| fs_path(m) == fs_path(d))
+        };
+        let mut empty = Vec::new();
+        for d in declared.iter().filter(|d| !made(d)) {
+            if !p.made_empty.contains(&d.as_str()) {
+                return Err(RunError::task(format!(
+                    "app '{}': its job exited 0 without writing its output {d} on any of \
+                     its ranks' nodes (missing output)",
+                    self.func
+                )));
             }
+            empty.push(d.clone());
         }
-        let kept = |o: &locus_fs::Output| keep.iter().any(|d| fs_path(d) == Some(o.path.as_str()));
-        p.outputs.retain(kept);
+        p.outputs
+            .retain(|o| empty.iter().any(|d| fs_path(d) == Some(o.path.as_str())));
         self.publish(&mut p.outputs, io).await
+    }
+
+    fn lost(&self, rank: Rank, reason: &str) -> RunError {
+        RunError::lost(format!(
+            "app '{}': rank {rank} of its job on {} is gone: {reason}",
+            self.func,
+            self.cfg.layout.node_name(rank)
+        ))
     }
 
     fn stopped(&self) -> RunError {
