@@ -40,7 +40,7 @@ fn shape<'a>(file: &'a str, script: &'a str) -> Shape<'a> {
 /// A chain of `n` jobs of 8 ranks, each started when the one before ended.
 fn chain(n: u32) -> String {
     format!(
-        r#"app (file o) job(file i) {{ "sh" "-c" {rank:?} o i }}
+        r#"app (file o) job(file i) {{ "sh" "-c" {RANK:?} o i }}
 app (file o) first() {{ "touch" o }}
 (file o) chain(int k) {{
   if (k == 0) {{
@@ -52,8 +52,7 @@ app (file o) first() {{ "touch" o }}
   }}
 }}
 file last = chain({n});
-"#,
-        rank = RANK,
+"#
     )
 }
 
