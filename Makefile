@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-watch bench-runs bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end bench-python simulate simulate-runs simulate-balancer
+.PHONY: setup build run test lint bench-meta bench-io bench-mount bench-tasks bench-watch bench-par bench-runs bench-outputs bench-replicas bench-node-loss bench-resume bench-filecopy bench-mapreduce bench-meta-cluster bench-deploy bench-job-end bench-python simulate simulate-runs simulate-balancer
 
 setup:
 	./scripts/setup.sh
@@ -18,8 +18,12 @@ build: setup
 	ln -sf $(CURDIR)/target/release/locus $(VENV)/bin/locus
 
 # Installs what is needed, builds, and tours a 4-node local cluster.
-run: build
+run: build examples/bin/par-sim
 	LOCUS=target/release/locus ./scripts/demo.sh
+
+# The MPI program of examples/par-simulate.swift (MPICH's compiler).
+examples/bin/par-sim: examples/bin/par-sim.c
+	mpicc -O2 -o $@ $<
 
 # Format, lints and every test (unit and integration, real daemons; the
 # runner's settings are in .config/nextest.toml).
@@ -58,6 +62,9 @@ bench-watch: build
 
 bench-runs: build
 	target/release/locus bench runs
+
+bench-par: build
+	target/release/locus bench par
 
 bench-outputs: build
 	target/release/locus bench outputs

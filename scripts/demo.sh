@@ -28,3 +28,6 @@ run run examples/hello.swift
 echo "# seed 001, Fig. 4 on 4 emulated nodes (each with its own file-system daemon):"
 echo "# inputs spread over the nodes, each task placed where its input lives"
 run run -n 9 --nodes 4 --summary examples/locality-loop.swift
+echo "# parallel tasks: MPI simulations of two ranks (@par=2), each rank's output"
+echo "# kept on its node, then sixteen analyses of each run next to them"
+run run -n 9 --nodes 4 --summary examples/par-simulate.swift
