@@ -255,6 +255,67 @@ fn a_worker_killed_under_a_launcher(h: &Hosts, name: &str, run: &str, launcher: 
     assert!(ran.len() >= 3 && ran.iter().any(|r| *r != 1), "{ran:?}");
 }
 
+/// `examples/par-simulate.swift` started from the login host by `run`
+/// (`RUN_DIR` and `SCRIPT` in it replaced; its MPI program built here):
+/// each simulation's two ranks ran on the hosts of the workers reserved
+/// for it, their outputs were registered there and read there, and no
+/// rank is left running.
+fn parallel_tasks_run_on_the_reserved_hosts(h: &Hosts, name: &str, run: &str) {
+    let exe = h.path(&format!("{name}-par-sim"));
+    let built = Command::new("mpicc")
+        .args(["-O2", "-o", &exe])
+        .arg(workspace().join("examples/bin/par-sim.c"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let example = std::fs::read_to_string(workspace().join("examples/par-simulate.swift")).unwrap();
+    let script = h.path(&format!("{name}.swift"));
+    std::fs::write(&script, example.replace("examples/bin/par-sim", &exe)).unwrap();
+    let (run_dir, out) = (
+        h.path(&format!("{name}-run")),
+        h.path(&format!("{name}-out")),
+    );
+    let cmd = run
+        .replace("RUN_DIR", &run_dir)
+        .replace("SCRIPT", &format!("--stage-out /locus/par {out} {script}"));
+    let done = h.script("exec", &["login", "timeout", "240", "sh", "-c", &cmd]);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let records = record::load(Path::new(&run_dir)).unwrap();
+    let sims: Vec<_> = records.iter().filter(|r| r.func == "simulate").collect();
+    assert_eq!(sims.len(), 8);
+    for sim in &sims {
+        assert_eq!(sim.job.len(), 2, "{sim:?}");
+        for (r, part) in sim.job.iter().enumerate() {
+            // What the rank wrote: where it ran (the host's own name) and
+            // the node of the worker it stood for.
+            let made = &sim.declared[r];
+            let local = made.replacen("/locus/par", &out, 1);
+            let text = std::fs::read_to_string(&local).unwrap();
+            assert!(
+                text.starts_with(&format!("rank {r} of 2 on {0} node {0}:", part.node)),
+                "{made}: {text:.80} (job {:?})",
+                sim.job
+            );
+        }
+    }
+    let analyses: Vec<_> = records.iter().filter(|r| r.func == "analyze").collect();
+    assert_eq!(analyses.len(), 128);
+    let local = analyses.iter().filter(|r| r.remote_bytes == 0).count();
+    assert!(
+        local >= 96,
+        "{local} of 128 analyses read only local inputs"
+    );
+    common::eventually("no rank of a job left", || processes_with(&exe).is_empty());
+}
+
 /// The node-local stores of the cluster in `fs`, as its cluster file says.
 fn stores_of(fs: &str) -> Vec<PathBuf> {
     let spec = locus_fs::ClusterSpec::load(Path::new(fs)).unwrap();
@@ -476,6 +537,8 @@ fn a_cluster_deployed_by_mpiexec_across_hosts_runs_workflows_where_the_data_is()
         h.path("ssh")
     );
     a_worker_killed_under_a_launcher(&h, "killed", &mpiexec_run, "mpiexec.mpich");
+    // Parallel tasks: each job started by Hydra on the reserved hosts.
+    parallel_tasks_run_on_the_reserved_hosts(&h, "par", &mpiexec_run);
     // A second server killed: its values are nowhere else, so the run ends
     // (and every rank with it), saying why.
     let two_servers = mpiexec_run.replace("-n 6", "-n 6 --servers 2");
@@ -660,6 +723,8 @@ fn the_slurm_batch_example_deploys_runs_stages_and_tears_down() {
         env!("CARGO_BIN_EXE_locus"),
     );
     a_worker_killed_under_a_launcher(&h, "killed", &srun_run, "srun");
+    // Parallel tasks: each job a step of the allocation on the reserved hosts.
+    parallel_tasks_run_on_the_reserved_hosts(&h, "par", &srun_run);
     // Stopped as a job's end or `scancel` stops it.
     a_cancelled_run_can_be_read(&h, "cancelled", &srun_run);
     stores_killed_daemons_leave_are_removed(&h);

@@ -79,8 +79,6 @@ impl JobLauncher {
                 std::fs::write(&progs, lines.join("\n") + "\n").map_err(files)?;
                 let hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
                 std::fs::write(&hostfile, hosts.join("\n") + "\n").map_err(files)?;
-                let mut distinct = hosts.clone();
-                distinct.dedup();
                 // srun reads each task's host for --distribution=arbitrary
                 // from its own environment.
                 let mut cmd = vec![
@@ -92,7 +90,8 @@ impl JobLauncher {
                 cmd.extend([
                     "--overlap".to_string(),
                     format!("--ntasks={}", ranks.len()),
-                    format!("--nodelist={}", distinct.join(",")),
+                    // The hosts are the host file's (a --nodelist too would
+                    // be taken as one task per node).
                     "--distribution=arbitrary".to_string(),
                     "--multi-prog".to_string(),
                     progs.display().to_string(),
@@ -103,26 +102,33 @@ impl JobLauncher {
     }
 }
 
-/// Hydra's MPMD form: consecutive ranks alike (command line, environment,
-/// host) as one `-n K [-hosts H] [-env K V]… ARGV` section, sections
-/// joined by `:`.
+/// Hydra's MPMD form: consecutive ranks alike (command line, environment)
+/// as one `-n K [-env K V]… ARGV` section, sections joined by `:`. With
+/// `hosts`, the ranks' hosts in order (`-hosts a:2,b:1`: Hydra fills each
+/// host's slots in turn; a section names no host of its own).
 fn mpmd(cmd: &mut Vec<String>, ranks: &[JobRank], hosts: bool) {
+    if hosts {
+        let mut slots: Vec<(&str, usize)> = Vec::new();
+        for r in ranks {
+            match slots.last_mut() {
+                Some((h, n)) if *h == r.host => *n += 1,
+                _ => slots.push((&r.host, 1)),
+            }
+        }
+        let list: Vec<String> = slots.iter().map(|(h, n)| format!("{h}:{n}")).collect();
+        cmd.extend(["-hosts".to_string(), list.join(",")]);
+    }
     let mut i = 0;
     while i < ranks.len() {
         let first = &ranks[i];
         let same = ranks[i..]
             .iter()
-            .take_while(|r| {
-                r.argv == first.argv && r.env == first.env && (!hosts || r.host == first.host)
-            })
+            .take_while(|r| r.argv == first.argv && r.env == first.env)
             .count();
         if i > 0 {
             cmd.push(":".into());
         }
         cmd.extend(["-n".to_string(), same.to_string()]);
-        if hosts {
-            cmd.extend(["-hosts".to_string(), first.host.clone()]);
-        }
         for (k, v) in &first.env {
             cmd.extend(["-env".to_string(), k.clone(), v.clone()]);
         }
@@ -193,8 +199,8 @@ mod tests {
         let cmd = hydra.command(&ranks, Path::new("/tmp")).unwrap();
         assert_eq!(
             cmd.join(" "),
-            "mpiexec.mpich -launcher-exec /x/ssh -n 2 -hosts h1 -env LOCUS_NODE h1 sim /s1/o : \
-             -n 1 -hosts h2 -env LOCUS_NODE h2 sim /s2/o"
+            "mpiexec.mpich -launcher-exec /x/ssh -hosts h1:2,h2:1 -n 2 -env LOCUS_NODE h1 sim /s1/o : \
+             -n 1 -env LOCUS_NODE h2 sim /s2/o"
         );
     }
 
@@ -207,7 +213,11 @@ mod tests {
             args: Vec::new(),
         };
         let cmd = srun.command(&ranks, dir.path()).unwrap();
-        assert!(cmd.contains(&"--nodelist=h1,h2".to_string()), "{cmd:?}");
+        assert!(
+            cmd.contains(&"--distribution=arbitrary".to_string()),
+            "{cmd:?}"
+        );
+        assert!(cmd[1].starts_with("SLURM_HOSTFILE="), "{cmd:?}");
         let progs = std::fs::read_to_string(dir.path().join("multi-prog.conf")).unwrap();
         assert_eq!(
             progs,

@@ -273,7 +273,10 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
                             }
                         }
                     }
-                    _ => open = false,
+                    _ => {
+                        open = false;
+                        cfg.jobs.close();
+                    }
                 },
                 Some(ended) = outcomes.recv(), if in_flight > 0 => {
                     in_flight -= 1;
@@ -292,6 +295,7 @@ pub(crate) async fn run_worker(cfg: WorkerConfig) -> Result<(), RunError> {
                     // recorded so (by the branch above) for at most `STOP_DRAIN`.
                     cfg.stopping.store(true, std::sync::atomic::Ordering::Release);
                     cfg.stop.notify_waiters();
+                    cfg.jobs.close();
                     open = false;
                     drain.as_mut().reset((Instant::now() + STOP_DRAIN).into());
                 }
@@ -911,7 +915,7 @@ impl<'a> App<'a> {
         argv: &[Arg],
         streams: [&Option<Arg>; 3],
         io: &mut Io,
-        make_unmapped: bool,
+        how: Staging,
     ) -> Result<Prepared<'a>, RunError> {
         let staging = Instant::now();
         let mut outputs = Outputs {
@@ -926,7 +930,7 @@ impl<'a> App<'a> {
         // program itself is started by it: this worker must never wait on
         // its own mount (whose requests this thread's runtime carries), so
         // those are given by their store paths.
-        let words = argv.iter().enumerate().map(|(i, a)| (Some(a), i > 0));
+        let words = (argv.iter().enumerate()).map(|(i, a)| (Some(a), how.through_mount && i > 0));
         let streams_opened = streams.iter().map(|s| (s.as_ref(), false));
         for (a, by_program) in words.chain(streams_opened) {
             let Some(a) = a else {
@@ -944,7 +948,7 @@ impl<'a> App<'a> {
         if let Some(e) = failure {
             return Err(e);
         }
-        let made_empty = match make_unmapped {
+        let made_empty = match how.make_unmapped {
             true => self.make_unmapped(&mut outputs.pending)?,
             false => Vec::new(),
         };
@@ -991,7 +995,7 @@ impl<'a> App<'a> {
             words,
             files,
             made_empty,
-        } = self.prepare(argv, streams, io, true).await?;
+        } = self.prepare(argv, streams, io, Staging::APP).await?;
         let command = io.argv.join(" ");
         let cfg = self.cfg;
         let node = cfg.layout.node_name(cfg.me);
@@ -1225,6 +1229,23 @@ fn written_since(
     // VM's coarse clock lags more): a time alone cannot tell a new file.
     let since = since - std::time::Duration::from_millis(10);
     before.as_ref() != Some(&now) || now.modified >= since
+}
+
+/// How `App::prepare` readies a command line.
+#[derive(Clone, Copy)]
+struct Staging {
+    /// Its program opens Locus inputs through this worker's mount (else by
+    /// their store paths: a job's ranks start outside its namespace).
+    through_mount: bool,
+    /// The outputs the script did not map are made empty here.
+    make_unmapped: bool,
+}
+
+impl Staging {
+    const APP: Staging = Staging {
+        through_mount: true,
+        make_unmapped: true,
+    };
 }
 
 /// A command line ready to run (`App::prepare`).

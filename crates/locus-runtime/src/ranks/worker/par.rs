@@ -25,6 +25,8 @@ pub(crate) struct Jobs {
     boxes: Mutex<HashMap<u64, Mailbox>>,
     /// Tasks whose part ended here: what still comes for them is dropped.
     ended: Mutex<HashSet<u64>>,
+    /// Set once the run is over for this worker: no message comes any more.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Jobs {
@@ -33,10 +35,22 @@ impl Jobs {
         let _ = self.out.set(out.downgrade());
     }
 
+    /// The run is over for this worker (it was told to shut down or to
+    /// stop): its parts waiting for another worker's word stop waiting.
+    pub(crate) fn close(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.boxes.lock().expect("jobs").clear();
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// A message for one of this worker's parts.
     pub(crate) fn deliver(&self, msg: ParMsg) {
         let task = msg.task();
-        if self.ended.lock().expect("jobs").contains(&task) {
+        if self.is_closed() || self.ended.lock().expect("jobs").contains(&task) {
             return;
         }
         let mut boxes = self.boxes.lock().expect("jobs");
@@ -51,6 +65,9 @@ impl Jobs {
     }
 
     fn inbox(&self, task: u64) -> Inbox {
+        if self.is_closed() {
+            return mpsc::unbounded_channel().1;
+        }
         let mut boxes = self.boxes.lock().expect("jobs");
         (Self::mailbox(&mut boxes, task).1.take()).expect("one part per task and worker")
     }
@@ -75,7 +92,11 @@ impl App<'_> {
         let head = par.head().expect("a reserved job");
         let mut inbox = jobs.inbox(self.id);
         // Unmapped outputs are made empty by the head alone: one place each.
-        let prepared = self.prepare(argv, [&None, &None, &None], io, false).await;
+        let how = Staging {
+            through_mount: false,
+            make_unmapped: false,
+        };
+        let prepared = self.prepare(argv, [&None, &None, &None], io, how).await;
         let started = std::time::SystemTime::now();
         let staged = match &prepared {
             Ok(p) => Ok(p.words.clone()),
@@ -141,7 +162,13 @@ impl App<'_> {
         let others: Vec<(u32, Rank)> = (par.ranks.iter().enumerate().skip(1))
             .map(|(i, r)| (i as u32, *r))
             .collect();
-        let prepared = self.prepare(argv, streams, io, true).await;
+        // Its ranks start outside this worker's mount namespace (under a
+        // site's launcher): inputs go by their store paths.
+        let how = Staging {
+            through_mount: false,
+            make_unmapped: true,
+        };
+        let prepared = self.prepare(argv, streams, io, how).await;
         let mut failure = prepared.as_ref().err().cloned();
         let mut argvs: Vec<Option<Vec<String>>> = vec![None; par.ranks.len()];
         let mut gone: HashSet<Rank> = HashSet::new();
