@@ -268,11 +268,12 @@ impl Par {
 pub enum ParMsg {
     /// A part → the head: its inputs are on its node and this is the
     /// command line its ranks run (its outputs' private places there), or
-    /// why it cannot take part.
+    /// why it cannot take part (with the Locus inputs it found lost).
     Staged {
         task: u64,
         index: u32,
         argv: Result<Vec<String>, RunError>,
+        lost: Vec<String>,
     },
     /// The head → every other part: the job ended, and succeeded or not;
     /// each registers what its ranks wrote only if it did.

@@ -106,6 +106,7 @@ impl App<'_> {
             task: self.id,
             index: par.index,
             argv: staged,
+            lost: io.lost.clone(),
         };
         jobs.send(head, msg);
         let ok = loop {
@@ -179,8 +180,16 @@ impl App<'_> {
                 () = self.cfg.stopped() => None,
             };
             match msg {
-                Some(ParMsg::Staged { index, argv, .. }) => {
+                Some(ParMsg::Staged {
+                    index, argv, lost, ..
+                }) => {
                     staged += 1;
+                    // Named in the outcome: the run may make them again.
+                    for l in lost {
+                        if !io.lost.contains(&l) {
+                            io.lost.push(l);
+                        }
+                    }
                     match argv {
                         Ok(a) => argvs[index as usize] = Some(a),
                         Err(e) => {
