@@ -562,10 +562,10 @@ fn run_here(
                         // The run goes on without it if it had started
                         // (its leader judges one that had not); one cut
                         // off may see so only after the run's end.
-                        eprintln!(
-                            "locus: rank {rank} (a worker) on {} {how}",
+                        say(&format!(
+                            "rank {rank} (a worker) on {} {how}",
                             nodes[*rank as usize]
-                        );
+                        ));
                         // SAFETY: a signal to the process group it led: the
                         // apps it started go with it.
                         unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
@@ -579,7 +579,7 @@ fn run_here(
                             role(*rank, leader),
                             nodes[*rank as usize]
                         );
-                        eprintln!("locus: {why}");
+                        say(&why);
                         killed.get_or_insert((ErrorKind::Lost, why));
                     }
                     if code != 0 || *rank == leader {
@@ -844,4 +844,12 @@ fn on_interrupt() -> &'static AtomicBool {
         libc::signal(libc::SIGHUP, handler);
     }
     &INTERRUPTED
+}
+
+/// Prints `locus: LINE` on stderr in one write: the ranks write there too,
+/// and a line written in pieces (as `eprintln!` writes its arguments) can
+/// be cut by one of theirs.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("locus: {line}\n").as_bytes());
 }
