@@ -246,3 +246,68 @@ fn a_failed_job_fails_its_task_and_a_stopped_run_leaves_no_rank_running() {
         processes_with(&exe).is_empty()
     });
 }
+
+#[test]
+fn a_job_whose_worker_is_killed_runs_again_on_workers_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.swift");
+    let script = simulate(2, "lost", 1).replace(
+        &format!("\"{}\"", par_sim().display()),
+        &format!("\"env\" \"PAR_SIM_SECONDS=2\" \"{}\"", par_sim().display()),
+    );
+    std::fs::write(&file, script).unwrap();
+    let run_dir = dir.path().join("run");
+    let child = Command::new(env!("CARGO_BIN_EXE_locus"))
+        .args(["run", "-n", "5", "--nodes", "2", "--run-dir"])
+        .arg(&run_dir)
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The worker that MPI rank 1 stands for, once the job runs.
+    let exe = par_sim().display().to_string();
+    let rank_1 = || {
+        processes_with(&exe).into_iter().find_map(|pid| {
+            var(pid, "PMI_RANK")
+                .filter(|r| r == "1")
+                .and(var(pid, "LOCUS_RANK"))
+        })
+    };
+    common::eventually_within(Duration::from_secs(60), "the job's rank 1 runs", || {
+        rank_1().is_some()
+    });
+    let worker: u32 = rank_1().expect("rank 1 runs").parse().unwrap();
+    let entry = std::fs::read_to_string(run_dir.join(format!("ranks/{worker}.json"))).unwrap();
+    let entry: locus_runtime::Entry = serde_json::from_str(&entry).unwrap();
+    let pid = entry.pid;
+    // SAFETY: a signal to a rank of the run this test started.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let done = child.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let recs = locus_runtime::record::load(&run_dir).unwrap();
+    let sims: Vec<_> = recs.iter().filter(|r| r.func == "sim").collect();
+    // The first attempt is recorded as stopped by the loss, the second ran
+    // on workers still there.
+    assert_eq!(sims.len(), 2, "{sims:?}");
+    assert!(sims[0].abandoned && sims[0].error.as_deref().unwrap_or("").contains("is gone"));
+    let last = sims
+        .iter()
+        .find(|r| r.error.is_none())
+        .expect("a run that succeeded");
+    assert!(last.job.iter().all(|p| p.rank != worker), "{:?}", last.job);
+    assert_eq!(recs.iter().filter(|r| r.func == "analyze").count(), 2);
+}
+
+/// Variable `name` of process `pid`'s environment.
+fn var(pid: u32, name: &str) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{name}=");
+    (env.split(|b| *b == 0))
+        .filter_map(|kv| std::str::from_utf8(kv).ok())
+        .find_map(|kv| kv.strip_prefix(&prefix).map(str::to_string))
+}

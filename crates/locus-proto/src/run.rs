@@ -246,6 +246,18 @@ pub struct Par {
     pub ranks: Vec<Rank>,
     #[serde(default)]
     pub index: u32,
+    /// Which gathering of its workers this is (a job run again after one
+    /// of them was lost is gathered anew, maybe with some of the same).
+    #[serde(default)]
+    pub gathered: u64,
+}
+
+/// One gathering of a parallel task's workers: what their messages are
+/// about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct JobId {
+    pub task: u64,
+    pub gathered: u64,
 }
 
 impl Par {
@@ -254,6 +266,15 @@ impl Par {
             size,
             ranks: Vec::new(),
             index: 0,
+            gathered: 0,
+        }
+    }
+
+    /// The job this is a part of, for task `task`.
+    pub fn job(&self, task: u64) -> JobId {
+        JobId {
+            task,
+            gathered: self.gathered,
         }
     }
 
@@ -270,31 +291,31 @@ pub enum ParMsg {
     /// command line its ranks run (its outputs' private places there), or
     /// why it cannot take part (with the Locus inputs it found lost).
     Staged {
-        task: u64,
+        job: JobId,
         index: u32,
         argv: Result<Vec<String>, RunError>,
         lost: Vec<String>,
     },
     /// The head → every other part: the job ended, and succeeded or not;
     /// each registers what its ranks wrote only if it did.
-    Ended { task: u64, ok: bool },
+    Ended { job: JobId, ok: bool },
     /// A part → the head: what its ranks wrote, registered on its node.
-    Registered { task: u64, part: ParPart },
+    Registered { job: JobId, part: ParPart },
     /// The server → the parts of a job: one of its workers is gone.
     Gone {
-        task: u64,
+        job: JobId,
         rank: Rank,
         reason: String,
     },
 }
 
 impl ParMsg {
-    pub fn task(&self) -> u64 {
+    pub fn job(&self) -> JobId {
         match self {
-            ParMsg::Staged { task, .. }
-            | ParMsg::Ended { task, .. }
-            | ParMsg::Registered { task, .. }
-            | ParMsg::Gone { task, .. } => *task,
+            ParMsg::Staged { job, .. }
+            | ParMsg::Ended { job, .. }
+            | ParMsg::Registered { job, .. }
+            | ParMsg::Gone { job, .. } => *job,
         }
     }
 }

@@ -23,7 +23,7 @@
 use crate::ranks::cost::{self, Costs};
 use crate::ranks::layout::Layout;
 use crate::ranks::reserve;
-use locus_proto::run::{Outcome, Par, Placed, Rank, Spill, Task};
+use locus_proto::run::{JobId, Outcome, Par, Placed, Rank, Spill, Task};
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -126,6 +126,7 @@ pub(crate) struct Balancer {
 
 struct Job {
     ranks: Vec<Rank>,
+    gathered: u64,
     broken: bool,
 }
 
@@ -346,10 +347,16 @@ impl Balancer {
 
     /// The running parallel tasks `worker` is one of the workers of, and
     /// their workers.
-    pub(crate) fn jobs_of(&self, worker: Rank) -> Vec<(u64, Vec<Rank>)> {
+    pub(crate) fn jobs_of(&self, worker: Rank) -> Vec<(JobId, Vec<Rank>)> {
         (self.jobs.iter())
             .filter(|(_, j)| j.ranks.contains(&worker))
-            .map(|(id, j)| (*id, j.ranks.clone()))
+            .map(|(&task, j)| {
+                let job = JobId {
+                    task,
+                    gathered: j.gathered,
+                };
+                (job, j.ranks.clone())
+            })
             .collect()
     }
 
@@ -546,12 +553,15 @@ impl Balancer {
             };
             let task = *self.par.pop().expect("a peeked task").task;
             self.holding.retain(|w| !ranks.contains(w));
+            self.seq += 1;
+            let gathered = self.seq;
             for (i, &w) in ranks.iter().enumerate() {
                 let mut part = task.clone();
                 part.par = Some(Par {
                     size,
                     ranks: ranks.clone(),
                     index: i as u32,
+                    gathered,
                 });
                 out.push(self.start(w, part, now));
             }
@@ -559,6 +569,7 @@ impl Balancer {
                 task.id,
                 Job {
                     ranks,
+                    gathered,
                     broken: false,
                 },
             );

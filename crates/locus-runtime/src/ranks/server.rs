@@ -641,8 +641,8 @@ impl State {
                 }
                 RankMsg::Par { to, msg } => {
                     // A part's last word: its worker is free.
-                    if let ParMsg::Registered { task, .. } = &msg {
-                        self.balancer.part_done(from, *task, now);
+                    if let ParMsg::Registered { job, .. } = &msg {
+                        self.balancer.part_done(from, job.task, now);
                         self.offer(from, false);
                     }
                     self.send(to, RankMsg::Par { to, msg });
@@ -831,10 +831,10 @@ impl State {
     /// Tells the other workers of each job `w` works for that it is gone:
     /// the job cannot go on.
     fn tell_job_parts(&self, w: Rank, reason: &str) {
-        for (task, ranks) in self.balancer.jobs_of(w) {
+        for (job, ranks) in self.balancer.jobs_of(w) {
             for to in ranks.into_iter().filter(|r| *r != w) {
                 let msg = ParMsg::Gone {
-                    task,
+                    job,
                     rank: w,
                     reason: reason.to_string(),
                 };

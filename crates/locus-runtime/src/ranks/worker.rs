@@ -447,6 +447,9 @@ struct Io {
     /// Locus files its programs opened through the mount besides its
     /// declared inputs (`/locus/…`).
     read_through_mount: Vec<String>,
+    /// A parallel task a worker of whose job was lost: its server runs it
+    /// again.
+    job_lost_a_worker: bool,
 }
 
 /// Runs `task` when this worker's turn comes; `None` if the worker was
@@ -543,7 +546,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> Option<(Outcome, TaskRecord)
         }
     };
     let error = result.err();
-    let abandoned = error.is_some() && cfg.has_left();
+    let abandoned = error.is_some() && (cfg.has_left() || io.job_lost_a_worker);
     let [stdout, stderr] = io.kept;
     let record = TaskRecord {
         id: task.id,

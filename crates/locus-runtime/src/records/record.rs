@@ -77,8 +77,8 @@ pub struct TaskRecord {
     /// be reached): it did not run, and runs again once they are made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lost: Vec<String>,
-    /// Stopped unfinished because its worker's node was lost; run again
-    /// elsewhere.
+    /// Stopped unfinished because its worker's node was lost (or, for a
+    /// parallel task, a worker of its job); run again elsewhere.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abandoned: bool,
     /// An app's CPU time (user + system, all attempts) and peak resident

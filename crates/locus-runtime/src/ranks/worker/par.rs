@@ -8,7 +8,7 @@
 
 use super::*;
 use crate::exec::job::JobRank;
-use locus_proto::run::{Par, ParMsg, ParPart};
+use locus_proto::run::{JobId, Par, ParMsg, ParPart};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
@@ -16,15 +16,16 @@ type Inbox = mpsc::UnboundedReceiver<ParMsg>;
 /// A part's mailbox: its sender, and its inbox until the part takes it.
 type Mailbox = (mpsc::UnboundedSender<ParMsg>, Option<Inbox>);
 
-/// This worker's mailboxes for the parallel tasks it takes part in: a
-/// message may come before its part starts.
+/// This worker's mailboxes for the parallel tasks it takes part in, by job
+/// (one task's job gathered again may take this worker again): a message
+/// may come before its part starts.
 #[derive(Default)]
 pub(crate) struct Jobs {
     /// Weak: the worker's writer ends once the worker drops its sender.
     out: OnceLock<mpsc::WeakUnboundedSender<RankMsg>>,
-    boxes: Mutex<HashMap<u64, Mailbox>>,
-    /// Tasks whose part ended here: what still comes for them is dropped.
-    ended: Mutex<HashSet<u64>>,
+    boxes: Mutex<HashMap<JobId, Mailbox>>,
+    /// Jobs whose part ended here: what still comes for them is dropped.
+    ended: Mutex<HashSet<JobId>>,
     /// Set once the run is over for this worker: no message comes any more.
     closed: std::sync::atomic::AtomicBool,
 }
@@ -49,32 +50,32 @@ impl Jobs {
 
     /// A message for one of this worker's parts.
     pub(crate) fn deliver(&self, msg: ParMsg) {
-        let task = msg.task();
-        if self.is_closed() || self.ended.lock().expect("jobs").contains(&task) {
+        let job = msg.job();
+        if self.is_closed() || self.ended.lock().expect("jobs").contains(&job) {
             return;
         }
         let mut boxes = self.boxes.lock().expect("jobs");
-        let _ = Self::mailbox(&mut boxes, task).0.send(msg);
+        let _ = Self::mailbox(&mut boxes, job).0.send(msg);
     }
 
-    fn mailbox(boxes: &mut HashMap<u64, Mailbox>, task: u64) -> &mut Mailbox {
-        boxes.entry(task).or_insert_with(|| {
+    fn mailbox(boxes: &mut HashMap<JobId, Mailbox>, job: JobId) -> &mut Mailbox {
+        boxes.entry(job).or_insert_with(|| {
             let (tx, rx) = mpsc::unbounded_channel();
             (tx, Some(rx))
         })
     }
 
-    fn inbox(&self, task: u64) -> Inbox {
+    fn inbox(&self, job: JobId) -> Inbox {
         if self.is_closed() {
             return mpsc::unbounded_channel().1;
         }
         let mut boxes = self.boxes.lock().expect("jobs");
-        (Self::mailbox(&mut boxes, task).1.take()).expect("one part per task and worker")
+        (Self::mailbox(&mut boxes, job).1.take()).expect("one part per job and worker")
     }
 
-    fn end(&self, task: u64) {
-        self.boxes.lock().expect("jobs").remove(&task);
-        self.ended.lock().expect("jobs").insert(task);
+    fn end(&self, job: JobId) {
+        self.boxes.lock().expect("jobs").remove(&job);
+        self.ended.lock().expect("jobs").insert(job);
     }
 
     fn send(&self, to: Rank, msg: ParMsg) {
@@ -90,7 +91,8 @@ impl App<'_> {
     pub(super) async fn run_part(&self, par: &Par, argv: &[Arg], io: &mut Io) {
         let jobs = &self.cfg.jobs;
         let head = par.head().expect("a reserved job");
-        let mut inbox = jobs.inbox(self.id);
+        let job = par.job(self.id);
+        let mut inbox = jobs.inbox(job);
         // Unmapped outputs are made empty by the head alone: one place each.
         let how = Staging {
             through_mount: false,
@@ -103,7 +105,7 @@ impl App<'_> {
             Err(e) => Err(e.clone()),
         };
         let msg = ParMsg::Staged {
-            task: self.id,
+            job,
             index: par.index,
             argv: staged,
             lost: io.lost.clone(),
@@ -137,14 +139,8 @@ impl App<'_> {
         part.remote_bytes = io.remote;
         part.written_bytes = io.written;
         part.made = std::mem::take(&mut io.made);
-        jobs.end(self.id);
-        jobs.send(
-            head,
-            ParMsg::Registered {
-                task: self.id,
-                part,
-            },
-        );
+        jobs.end(job);
+        jobs.send(head, ParMsg::Registered { job, part });
     }
 
     /// The head's part: stages, gathers the others' command lines, runs the
@@ -159,7 +155,8 @@ impl App<'_> {
         (io, exit, attempts): (&mut Io, &mut Option<i32>, &mut u32),
     ) -> (Vec<ParPart>, Result<(), RunError>) {
         let jobs = &self.cfg.jobs;
-        let mut inbox = jobs.inbox(self.id);
+        let job = par.job(self.id);
+        let mut inbox = jobs.inbox(job);
         let others: Vec<(u32, Rank)> = (par.ranks.iter().enumerate().skip(1))
             .map(|(i, r)| (i as u32, *r))
             .collect();
@@ -233,7 +230,7 @@ impl App<'_> {
         };
         for &(_, r) in others.iter().filter(|(_, r)| !gone.contains(r)) {
             let ok = result.is_ok();
-            jobs.send(r, ParMsg::Ended { task: self.id, ok });
+            jobs.send(r, ParMsg::Ended { job, ok });
         }
         // Its own ranks' outputs are registered while the other parts
         // register theirs.
@@ -255,7 +252,8 @@ impl App<'_> {
         };
         let collecting = self.collect(&mut inbox, others.len(), &mut gone);
         let (published, (mut parts, lost)) = tokio::join!(publishing, collecting);
-        jobs.end(self.id);
+        jobs.end(job);
+        io.job_lost_a_worker = !gone.is_empty();
         let failed = lost.or_else(|| parts.iter().find_map(|p| p.error.clone()));
         let result = match (result, published, failed) {
             (Ok((mut p, _)), Ok(()), None) => {
