@@ -34,6 +34,9 @@ use std::time::{Duration, Instant};
 pub(crate) const RECHECK: Duration = Duration::from_millis(20);
 /// Tasks of one queue looked at to estimate the work ahead of a task.
 const SAMPLE: usize = 256;
+/// Tasks of one queue looked through for one short enough to run while a
+/// parallel task gathers its workers.
+const BACKFILL_SCAN: usize = 32;
 
 struct Queued {
     prio: i64,
@@ -280,8 +283,8 @@ impl Balancer {
     /// `worker` is busy but may be sent a task ahead (not while it is one
     /// of a job's: the job is as long as its longest rank).
     pub(crate) fn ready_ahead(&mut self, worker: Rank) {
-        let in_job =
-            (self.sent.get(&worker)).is_some_and(|d| d.iter().any(|s| s.task.par.is_some()));
+        let in_job = !self.jobs.is_empty()
+            && (self.sent.get(&worker)).is_some_and(|d| d.iter().any(|s| s.task.par.is_some()));
         if !in_job && !self.idle.contains(&worker) && !self.ahead.contains(&worker) {
             self.ahead.push_back(worker);
         }
@@ -291,44 +294,36 @@ impl Balancer {
     /// learned. A parallel task's first worker reports for the job, once
     /// every other worker of it did (`part_done`).
     pub(crate) fn finished(&mut self, worker: Rank, o: &Outcome, now: Instant) -> Finished {
-        if let Some(job) = self.jobs.remove(&o.id) {
-            let task = self.part_done(worker, o.id, now);
-            if let Some(t) = &task {
-                self.costs.ran(&t.func, Duration::from_micros(o.micros));
-            }
-            if job.broken {
-                if let Some(t) = task {
-                    self.again(t, now);
-                }
-                return Finished::Again;
-            }
-            return Finished::Deliver;
-        }
-        let Some(tasks) = self.sent.get_mut(&worker) else {
+        // (Most runs have no job: no lookup then.)
+        let job = (!self.jobs.is_empty())
+            .then(|| self.jobs.remove(&o.id))
+            .flatten();
+        let Some(done) = self.take_sent(worker, o.id, now) else {
             return Finished::Deliver;
         };
-        let Some(pos) = tasks.iter().position(|s| s.task.id == o.id) else {
-            return Finished::Deliver;
-        };
-        let done = tasks.remove(pos).expect("a listed task");
-        if pos == 0 {
-            if let Some(next) = tasks.front_mut() {
-                next.since = now;
-            }
-        }
         self.costs
             .ran(&done.task.func, Duration::from_micros(o.micros));
-        if let (Some(f), Some(from)) = (o.fetched, done.source) {
+        // (A job's fetches are its workers' together: no one link's.)
+        if let (Some(f), Some(from), None) = (o.fetched, done.source, &job) {
             let to = self.layout.node_of(worker);
             self.costs
                 .fetched(from, to, f.bytes, Duration::from_micros(f.micros));
         }
+        if job.is_some_and(|j| j.broken) {
+            self.again(done.task, now);
+            return Finished::Again;
+        }
         Finished::Deliver
     }
 
-    /// `worker` is done with its part of parallel task `id`; returns the
-    /// task, if it had it.
-    pub(crate) fn part_done(&mut self, worker: Rank, id: u64, now: Instant) -> Option<Task> {
+    /// `worker` is done with its part of parallel task `id` (not its
+    /// first worker's, which reports the task).
+    pub(crate) fn part_done(&mut self, worker: Rank, id: u64, now: Instant) {
+        self.take_sent(worker, id, now);
+    }
+
+    /// Task `id`, sent to `worker`, is done there; the one after it starts.
+    fn take_sent(&mut self, worker: Rank, id: u64, now: Instant) -> Option<Sent> {
         let tasks = self.sent.get_mut(&worker)?;
         let pos = tasks.iter().position(|s| s.task.id == id)?;
         let done = tasks.remove(pos).expect("a listed task");
@@ -337,7 +332,7 @@ impl Balancer {
                 next.since = now;
             }
         }
-        Some(done.task)
+        Some(done)
     }
 
     #[cfg(test)]
@@ -589,6 +584,10 @@ impl Balancer {
             .collect();
         let more = (size as usize).saturating_sub(self.holding.len());
         let until = reserve::until_gathered(busy, more);
+        // Nothing known to be that short: no queue is looked through.
+        if self.costs.shortest().is_none_or(|d| d >= until) {
+            return;
+        }
         let mut i = 0;
         while i < self.holding.len() {
             let w = self.holding[i];
@@ -623,8 +622,8 @@ impl Balancer {
         }
     }
 
-    /// The most urgent of the first `SAMPLE` tasks of `slot` known to take
-    /// less than `until`, taken out of its queue.
+    /// The most urgent of the first `BACKFILL_SCAN` tasks of `slot` known
+    /// to take less than `until`, taken out of its queue.
     fn take_fitting(&mut self, slot: Slot, until: Duration) -> Option<Queued> {
         let heap = self.queues.get_mut(&slot)?;
         let mut passed = Vec::new();
@@ -635,7 +634,7 @@ impl Balancer {
                 break;
             }
             passed.push(q);
-            if passed.len() == SAMPLE {
+            if passed.len() == BACKFILL_SCAN {
                 break;
             }
         }

@@ -77,6 +77,15 @@ impl Costs {
         }
     }
 
+    /// The mean duration of the function whose tasks are the shortest, of
+    /// those with a task finished.
+    pub(crate) fn shortest(&self) -> Option<Duration> {
+        (self.durations.values())
+            .filter(|t| t.n > 0)
+            .map(|t| Duration::from_secs_f64(t.sum / t.n as f64))
+            .min()
+    }
+
     /// Whether `func`'s tasks are known to be short (a server may queue
     /// many of them at one worker).
     pub(crate) fn is_short(&self, func: &str) -> bool {
