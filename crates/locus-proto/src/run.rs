@@ -231,9 +231,10 @@ pub struct Task {
     /// Run again because a file it made was lost with a node (lineage).
     #[serde(default)]
     pub remade: bool,
-    /// `@par=N`: an MPI job over N workers the server reserves together.
+    /// `@par=N`: an MPI job over N workers the server reserves together
+    /// (boxed: most tasks have none, and tasks are moved often).
     #[serde(default)]
-    pub par: Option<Par>,
+    pub par: Option<Box<Par>>,
 }
 
 /// A parallel task's job: its size, and once its server reserved workers

@@ -469,7 +469,7 @@ impl Engine {
             key: key.clone(),
             inputs: held,
             stats,
-            par: par.map(Par::new),
+            par: par.map(|n| Box::new(Par::new(n))),
             ..self.task(&app.name, target, placed, prio, work)
         };
         let outcome = Box::pin(self.leaf_outcome(task)).await?;

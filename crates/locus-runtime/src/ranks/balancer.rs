@@ -357,7 +357,7 @@ impl Balancer {
 
     /// Queues parallel task `t` again, to gather workers anew.
     fn again(&mut self, mut t: Task, now: Instant) {
-        t.par = t.par.map(|p| Par::new(p.size));
+        t.par = t.par.map(|p| Box::new(Par::new(p.size)));
         if let Err(t) = self.put(t, now) {
             self.cannot.push(*t);
         }
@@ -401,7 +401,7 @@ impl Balancer {
             if head == Some(worker) {
                 self.jobs.remove(&s.task.id);
                 let mut t = s.task;
-                t.par = Some(Par::new(size));
+                t.par = Some(Box::new(Par::new(size)));
                 back.push(t);
             } else if let Some(job) = self.jobs.get_mut(&s.task.id) {
                 job.broken = true;
@@ -552,12 +552,12 @@ impl Balancer {
             let gathered = self.seq;
             for (i, &w) in ranks.iter().enumerate() {
                 let mut part = task.clone();
-                part.par = Some(Par {
+                part.par = Some(Box::new(Par {
                     size,
                     ranks: ranks.clone(),
                     index: i as u32,
                     gathered,
-                });
+                }));
                 out.push(self.start(w, part, now));
             }
             self.jobs.insert(
@@ -961,7 +961,7 @@ pub(crate) mod tests {
     fn job(id: u64, size: u32) -> Task {
         Task {
             func: "sim".into(),
-            par: Some(Par::new(size)),
+            par: Some(Box::new(Par::new(size))),
             ..task(id, None, 0)
         }
     }
@@ -1096,7 +1096,7 @@ pub(crate) mod tests {
         // Its first worker gone: the task comes back at once, to gather anew.
         let back = b.lost(0);
         assert_eq!(back.len(), 1);
-        assert_eq!(back[0].par, Some(Par::new(2)));
+        assert_eq!(back[0].par.as_deref(), Some(&Par::new(2)));
         b.rank_lost(0, now);
         b.put(job(5, 3), now).unwrap();
         b.ready(3);

@@ -110,7 +110,7 @@ impl World {
             6 => {
                 let most = self.layout.workers_of(self.layout.leader()).count() as u32;
                 Task {
-                    par: Some(Par::new(self.rng.gen_range(1..=most + 1))),
+                    par: Some(Box::new(Par::new(self.rng.gen_range(1..=most + 1)))),
                     ..task(id, None, self.rng.gen_range(0..3))
                 }
             }
