@@ -541,8 +541,9 @@ impl Balancer {
                 continue;
             }
             self.holding.extend(self.idle.drain(..));
-            let inputs = &q.task.inputs;
-            let Some(ranks) = reserve::choose(&self.layout, &self.holding, size, inputs) else {
+            let prefer = q.task.target.map(|t| self.layout.node_of(t.rank));
+            let wanted = (q.task.inputs.as_slice(), prefer);
+            let Some(ranks) = reserve::choose(&self.layout, &self.holding, size, wanted) else {
                 self.backfill(size, now, out);
                 return;
             };

@@ -13,10 +13,16 @@ use std::time::Duration;
 
 /// `n` of the `free` workers for a job whose inputs are `inputs`: on the
 /// fewest nodes (those with the most free workers first), among nodes
-/// with as many free, those holding most of its input bytes, then the
-/// lowest; the job's ranks are in that order, by rank within a node.
-/// `None` when fewer than `n` are free.
-pub(crate) fn choose(layout: &Layout, free: &[Rank], n: u32, inputs: &[Held]) -> Option<Vec<Rank>> {
+/// with as many free, the node of its `@location` (`prefer`), then those
+/// holding most of its input bytes, then the lowest; the job's ranks are
+/// in that order, by rank within a node. `None` when fewer than `n` are
+/// free.
+pub(crate) fn choose(
+    layout: &Layout,
+    free: &[Rank],
+    n: u32,
+    (inputs, prefer): (&[Held], Option<u32>),
+) -> Option<Vec<Rank>> {
     if free.len() < n as usize {
         return None;
     }
@@ -28,7 +34,13 @@ pub(crate) fn choose(layout: &Layout, free: &[Rank], n: u32, inputs: &[Held]) ->
     let mut nodes: Vec<(u32, Vec<Rank>)> = by_node.into_iter().collect();
     nodes.sort_by_key(|(node, ws)| {
         let held = bytes.get(node).copied().unwrap_or(0);
-        (std::cmp::Reverse(ws.len()), std::cmp::Reverse(held), *node)
+        let other = Some(*node) != prefer;
+        (
+            std::cmp::Reverse(ws.len()),
+            other,
+            std::cmp::Reverse(held),
+            *node,
+        )
     });
     let mut chosen = Vec::with_capacity(n as usize);
     for (_, mut ws) in nodes {
@@ -78,19 +90,21 @@ mod tests {
         let l = layout();
         let all: Vec<Rank> = (0..7).collect();
         // Node b has three free workers: a job of three fits there alone.
-        assert_eq!(choose(&l, &all, 3, &[]), Some(vec![2, 3, 4]));
+        assert_eq!(choose(&l, &all, 3, (&[], None)), Some(vec![2, 3, 4]));
         // Two: a and c have two each; c holds the inputs.
-        assert_eq!(
-            choose(&l, &[0, 1, 5, 6], 2, &[held(9, 2)]),
-            Some(vec![5, 6])
-        );
-        assert_eq!(choose(&l, &[0, 1, 5, 6], 2, &[]), Some(vec![0, 1]));
+        let on_c = [held(9, 2)];
+        let ac = [0, 1, 5, 6];
+        assert_eq!(choose(&l, &ac, 2, (&on_c, None)), Some(vec![5, 6]));
+        assert_eq!(choose(&l, &ac, 2, (&[], None)), Some(vec![0, 1]));
+        // Its location's node before its inputs'.
+        assert_eq!(choose(&l, &ac, 2, (&on_c, Some(0))), Some(vec![0, 1]));
         // Five: b's three, then a or c by their data.
+        let on_c = [held(1, 2)];
         assert_eq!(
-            choose(&l, &all, 5, &[held(1, 2)]),
+            choose(&l, &all, 5, (&on_c, None)),
             Some(vec![2, 3, 4, 5, 6])
         );
-        assert_eq!(choose(&l, &[0, 2], 3, &[]), None);
+        assert_eq!(choose(&l, &[0, 2], 3, (&[], None)), None);
     }
 
     #[test]
