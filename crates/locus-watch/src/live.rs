@@ -530,8 +530,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn tasks_add_up_per_function_node_and_worker() {
+    /// A run of 4 workers whose leader counted it started at 1 s.
+    fn started() -> Live {
         let mut live = Live::new(0);
         live.tally(Tally {
             start_us: 1_000_000,
@@ -539,6 +539,12 @@ mod tests {
             counts: Default::default(),
             workers: 4,
         });
+        live
+    }
+
+    #[test]
+    fn tasks_add_up_per_function_node_and_worker() {
+        let mut live = started();
         live.record(&task(1, "sim", 1_000_000, 3_000_000, None), None, 3_100_000);
         live.record(
             &task(2, "sim", 1_500_000, 2_000_000, Some("exit 3")),
@@ -570,13 +576,7 @@ mod tests {
 
     #[test]
     fn a_parallel_task_fills_each_of_its_workers_rows() {
-        let mut live = Live::new(0);
-        live.tally(Tally {
-            start_us: 1_000_000,
-            at_us: 1_000_000,
-            counts: Default::default(),
-            workers: 4,
-        });
+        let mut live = started();
         let mut job = task(4, "sim", 1_000_000, 3_000_000, None);
         job.job = [(0, "node0"), (3, "node1")]
             .into_iter()

@@ -480,15 +480,7 @@ impl Balancer {
         self.gather(now, &mut out);
         let mut waiting = VecDeque::new();
         while let Some(w) = self.idle.pop_front() {
-            let node = self.layout.node_of(w);
-            let own = [
-                Slot::HardRank(w),
-                Slot::SoftRank(w),
-                Slot::HardNode(node),
-                Slot::SoftNode(node),
-                Slot::Any,
-            ];
-            match self.take_own(&own) {
+            match self.take_own(&self.own(w)) {
                 Some(mut t) => {
                     // On its target after all (given here by another
                     // server that meant it to spill).
@@ -592,15 +584,7 @@ impl Balancer {
         let mut i = 0;
         while i < self.holding.len() {
             let w = self.holding[i];
-            let node = self.layout.node_of(w);
-            let own = [
-                Slot::HardRank(w),
-                Slot::SoftRank(w),
-                Slot::HardNode(node),
-                Slot::SoftNode(node),
-                Slot::Any,
-            ];
-            let mut fits: Vec<(Slot, Queued)> = (own.iter())
+            let mut fits: Vec<(Slot, Queued)> = (self.own(w).iter())
                 .filter_map(|slot| Some((*slot, self.take_fitting(*slot, until)?)))
                 .collect();
             // The most urgent, the more specific among equal priorities.
@@ -644,6 +628,18 @@ impl Balancer {
             self.queues.remove(&slot);
         }
         found
+    }
+
+    /// The queues worker `w` takes work from, most specific first.
+    fn own(&self, w: Rank) -> [Slot; 5] {
+        let node = self.layout.node_of(w);
+        [
+            Slot::HardRank(w),
+            Slot::SoftRank(w),
+            Slot::HardNode(node),
+            Slot::SoftNode(node),
+            Slot::Any,
+        ]
     }
 
     fn start(&mut self, w: Rank, task: Task, now: Instant) -> (Rank, Task) {
