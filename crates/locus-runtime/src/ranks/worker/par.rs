@@ -157,9 +157,7 @@ impl App<'_> {
         let jobs = &self.cfg.jobs;
         let job = par.job(self.id);
         let mut inbox = jobs.inbox(job);
-        let others: Vec<(u32, Rank)> = (par.ranks.iter().enumerate().skip(1))
-            .map(|(i, r)| (i as u32, *r))
-            .collect();
+        let others = &par.ranks[1..];
         // Its ranks start outside this worker's mount namespace (under a
         // site's launcher): inputs go by their store paths.
         let how = Staging {
@@ -228,7 +226,7 @@ impl App<'_> {
             }
             (_, Some(e)) | (Err(e), _) => Err(e),
         };
-        for &(_, r) in others.iter().filter(|(_, r)| !gone.contains(r)) {
+        for &r in others.iter().filter(|r| !gone.contains(r)) {
             let ok = result.is_ok();
             jobs.send(r, ParMsg::Ended { job, ok });
         }
