@@ -40,6 +40,10 @@ const STEAL_BACKOFF_MAX: Duration = Duration::from_millis(20);
 /// (`Costs::is_short`): queued at a worker, they cost the balance at most
 /// `PREFETCH` short tasks' time and save a round trip each.
 const PREFETCH: u32 = 32;
+/// How long the leader waits, once too many ranks did not start, for the
+/// others that did not either (the ranks of a node whose daemon is gone
+/// each find it so at their start), to name them all.
+const NOT_STARTED_GRACE: Duration = Duration::from_millis(250);
 
 pub(crate) struct ServerConfig {
     pub me: Rank,
@@ -566,8 +570,9 @@ struct State {
     min_ranks: u32,
     /// On the leader: the ranks that did not start, each with why.
     not_started: Vec<(Rank, String)>,
-    /// On the leader: the run fails for ranks that did not start.
-    not_started_fail: bool,
+    /// On the leader: the run fails for ranks that did not start, at this
+    /// time (`NOT_STARTED_GRACE` after the first too many).
+    not_started_fail: Option<Instant>,
 }
 
 impl State {
@@ -600,7 +605,7 @@ impl State {
             held_to: None,
             min_ranks: 0,
             not_started: Vec::new(),
-            not_started_fail: false,
+            not_started_fail: None,
         }
     }
 
@@ -701,7 +706,7 @@ impl State {
                         self.worker_gone_told(reason);
                     }
                 }
-                RankMsg::NotStarted { rank, reason } => self.not_started(rank, reason),
+                RankMsg::NotStarted { rank, reason } => self.not_started(rank, reason, now),
                 RankMsg::Stopping => self.stopping = true,
                 RankMsg::Engine(bytes) => {
                     let _ = self.engine.send((from, bytes));
@@ -879,7 +884,7 @@ impl State {
         if !self.left.insert(w) {
             return;
         }
-        let early = self.if_not_started(w, &format!("its node was lost: {reason}"));
+        let early = self.if_not_started(w, &format!("its node was lost: {reason}"), now);
         if !early {
             tracing::warn!(
                 "worker rank {w} left the run: node {} was lost: {reason}",
@@ -908,7 +913,7 @@ impl State {
         if !self.left.insert(w) {
             return;
         }
-        let early = self.if_not_started(w, &how);
+        let early = self.if_not_started(w, &how, now);
         let running = self.balancer.running(w);
         let what = match running {
             Some(id) => format!(" while running task {id}"),
@@ -945,13 +950,13 @@ impl State {
     /// Worker `w`, leaving (`why`), did not start if it never asked for
     /// work: the leader judges whether the run goes on without it. Whether
     /// it did not start.
-    fn if_not_started(&mut self, w: Rank, why: &str) -> bool {
+    fn if_not_started(&mut self, w: Rank, why: &str, now: Instant) -> bool {
         if self.asked.contains(&w) || self.stopping {
             return false;
         }
         let reason = why.to_string();
         match self.me == self.layout.leader() {
-            true => self.not_started(w, reason),
+            true => self.not_started(w, reason, now),
             false => self.send(
                 self.layout.leader(),
                 RankMsg::NotStarted { rank: w, reason },
@@ -961,15 +966,16 @@ impl State {
     }
 
     /// On the leader: rank `w` did not start (`reason`). The run goes on
-    /// while it has `--min-ranks` of its ranks; otherwise it fails once the
-    /// events at hand are handled, naming each that did not start (the
-    /// ranks of a node whose daemon is gone say so together).
-    fn not_started(&mut self, w: Rank, reason: String) {
+    /// while it has `--min-ranks` of its ranks; otherwise it fails
+    /// `NOT_STARTED_GRACE` later, naming each that did not start by then
+    /// (the ranks of a node whose daemon is gone, which each find it so at
+    /// their start, say so together).
+    fn not_started(&mut self, w: Rank, reason: String, now: Instant) {
         self.not_started.push((w, reason));
         let size = self.layout.size();
         let started = size - self.not_started.len() as u32;
         if started < self.min_ranks {
-            self.not_started_fail = true;
+            self.not_started_fail.get_or_insert(now + NOT_STARTED_GRACE);
         } else {
             let (r, why) = self.not_started.last().expect("just pushed");
             tracing::warn!(
@@ -982,9 +988,10 @@ impl State {
     }
 
     /// On the leader: the run fails for the ranks that did not start.
-    fn fail_not_started(&mut self) {
-        if !std::mem::take(&mut self.not_started_fail) {
-            return;
+    fn fail_not_started(&mut self, now: Instant) {
+        match self.not_started_fail {
+            Some(at) if at <= now => self.not_started_fail = None,
+            _ => return,
         }
         // One line per node and cause.
         self.not_started.sort();
@@ -1093,7 +1100,11 @@ impl State {
 
     /// Matches work to idle workers, and steals for those left idle.
     fn after_events(&mut self, now: Instant) {
-        self.fail_not_started();
+        self.fail_not_started(now);
+        // A run about to fail starts no more work (nor ends first).
+        if self.not_started_fail.is_some() {
+            return;
+        }
         self.assign(now);
         if self.layout.servers < 2 || self.stealing || self.closing || now < self.next_steal {
             return;
@@ -1114,14 +1125,15 @@ impl State {
         self.send(victim, RankMsg::Steal { idle });
     }
 
-    /// When the loop must wake without an event: a steal retry or SOFT
-    /// tasks to weigh again.
+    /// When the loop must wake without an event: the run failing for
+    /// ranks that did not start, a steal retry or SOFT tasks to weigh
+    /// again.
     fn wake_at(&self, now: Instant) -> Option<Instant> {
         if self.closing || self.balancer.idle().next().is_none() {
-            return None;
+            return self.not_started_fail;
         }
         let steal = (self.layout.servers > 1 && !self.stealing).then_some(self.next_steal);
-        [steal, self.balancer.next_spill(now)]
+        [steal, self.balancer.next_spill(now), self.not_started_fail]
             .into_iter()
             .flatten()
             .min()
@@ -1224,6 +1236,9 @@ mod tests {
         assert!(h.state.handle(Event::Closed(2, None), h.t0));
         assert!(aborted(&h).is_none(), "failed before the events at hand");
         h.state.after_events(h.t0);
+        assert!(aborted(&h).is_none(), "failed before the others could say");
+        assert_eq!(h.state.wake_at(h.t0), Some(h.t0 + NOT_STARTED_GRACE));
+        h.state.after_events(h.t0 + NOT_STARTED_GRACE);
         let e = aborted(&h).expect("the run fails");
         assert_eq!(e.kind, ErrorKind::Launch);
         assert!(
