@@ -41,7 +41,7 @@ pub use private_dir::create as create_private_dir;
 pub use ring::{hash_node, Ring, DEFAULT_VNODES};
 pub use scope::{
     forget_removed, note_removed, noted_removed, remove_store, store_served, sweep, Jobs, Scope,
-    Slurm, Sweep, Swept,
+    Slurm, StoreKept, Sweep, Swept,
 };
 pub use stage::{get_tree, put_tree, Via};
 pub use transport::{Calling, Transport};

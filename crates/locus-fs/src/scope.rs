@@ -128,16 +128,44 @@ pub fn store_served(node_dir: &Path) -> bool {
     Owner::load(node_dir).is_some_and(|o| o.serving())
 }
 
+/// Why a node's store was not removed (kept in the cluster's directory as
+/// a note, for the host that asked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum StoreKept {
+    /// Its daemon still serves it.
+    #[error("its daemon still serves {}", dir.display())]
+    Served {
+        /// The node's directory.
+        dir: PathBuf,
+    },
+    /// The host asked to remove it holds no node of the cluster.
+    #[error("{host} is not a host of the cluster")]
+    NotAHost {
+        /// That host's name.
+        host: String,
+    },
+    /// Removing it failed.
+    #[error("{}: {error}", dir.display())]
+    Removing {
+        /// The node's directory.
+        dir: PathBuf,
+        /// The error's text (a note outlives the error).
+        error: String,
+    },
+}
+
 /// Removes the store in `node_dir` unless its daemon still serves it (one
 /// already gone counts as removed); why not, if it could not.
-pub fn remove_store(node_dir: &Path) -> Result<(), String> {
+pub fn remove_store(node_dir: &Path) -> Result<(), StoreKept> {
     if store_served(node_dir) {
-        return Err(format!("its daemon still serves {}", node_dir.display()));
+        let dir = node_dir.to_path_buf();
+        return Err(StoreKept::Served { dir });
     }
     match std::fs::remove_dir_all(node_dir) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => {
-            Err(format!("{}: {e}", node_dir.display()))
-        }
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(StoreKept::Removing {
+            dir: node_dir.to_path_buf(),
+            error: e.to_string(),
+        }),
         _ => Ok(()),
     }
 }
@@ -284,7 +312,7 @@ pub fn sweep(root: &Path, which: Sweep, except: Option<&Path>) -> Vec<Swept> {
 /// Notes in the directory of the cluster in `cluster` (if it is still
 /// there) that its store on `host` was removed, or why not: what `locus fs
 /// down --purge` reads of stores on hosts it cannot reach itself.
-pub fn note_removed(cluster: &Path, host: &str, done: &Result<(), String>) -> io::Result<()> {
+pub fn note_removed(cluster: &Path, host: &str, done: &Result<(), StoreKept>) -> io::Result<()> {
     if !cluster.join(crate::cluster::CLUSTER_FILE).exists() {
         return Ok(());
     }
@@ -294,7 +322,7 @@ pub fn note_removed(cluster: &Path, host: &str, done: &Result<(), String>) -> io
 }
 
 /// What was noted of the store on `host` of the cluster in `cluster`.
-pub fn noted_removed(cluster: &Path, host: &str) -> Option<Result<(), String>> {
+pub fn noted_removed(cluster: &Path, host: &str) -> Option<Result<(), StoreKept>> {
     let path = cluster.join(REMOVED_DIR).join(format!("{host}.json"));
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
@@ -438,6 +466,35 @@ mod tests {
         std::os::unix::fs::symlink(&moved, &target).unwrap();
         assert!(sweep(root.path(), Sweep::Job("5"), None).is_empty());
         assert!(moved.join(OWNER_FILE).exists() && link.exists());
+    }
+
+    #[test]
+    fn a_served_store_is_kept_saying_so_and_the_note_keeps_why() {
+        let root = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let served = store(root.path(), "a", Scope::Kept, me, started(me).unwrap());
+        let kept = remove_store(&served);
+        assert_eq!(
+            kept,
+            Err(StoreKept::Served {
+                dir: served.clone()
+            })
+        );
+        let gone = store(root.path(), "b", Scope::Kept, 1 << 23, 1);
+        assert_eq!(remove_store(&gone), Ok(()));
+        assert!(!gone.exists());
+        assert_eq!(
+            remove_store(&gone),
+            Ok(()),
+            "one already gone counts as removed"
+        );
+        // Noted in the cluster's directory, read back as it was.
+        let cluster = root.path().join("cluster");
+        std::fs::create_dir(&cluster).unwrap();
+        std::fs::write(cluster.join(crate::cluster::CLUSTER_FILE), "{}").unwrap();
+        note_removed(&cluster, "a", &kept).unwrap();
+        assert_eq!(noted_removed(&cluster, "a"), Some(kept));
+        assert_eq!(noted_removed(&cluster, "b"), None);
     }
 
     #[test]

@@ -489,7 +489,7 @@ pub fn purge_here(p: PurgeStores) -> Result<()> {
     let spec = ClusterSpec::load(&p.cluster)?;
     let host = locus_fs::hostname();
     let done = match spec.node_named(&host) {
-        None => Err(format!("{host} is not a host of the cluster")),
+        None => Err(locus_fs::StoreKept::NotAHost { host: host.clone() }),
         Some(n) => locus_fs::remove_store(&n.dir),
     };
     Ok(locus_fs::note_removed(&p.cluster, &host, &done)?)
@@ -564,7 +564,7 @@ fn purge_stores(program: &dyn Program, dir: &Path, nodes: &[NodeInfo]) -> Vec<(N
     (nodes.iter())
         .filter_map(|n| match locus_fs::noted_removed(dir, &n.name) {
             Some(Ok(())) => None,
-            Some(Err(why)) => Some(((*n).clone(), why)),
+            Some(Err(why)) => Some(((*n).clone(), why.to_string())),
             None => Some((
                 (*n).clone(),
                 format!("its host did not answer (see {})", log_file.display()),
