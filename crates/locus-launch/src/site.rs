@@ -160,11 +160,14 @@ impl Site {
     /// What starts a parallel task's MPI job in a run this launcher
     /// started: the same launcher, reaching the hosts as the run's did.
     pub fn job_launcher(&self) -> JobLauncher {
-        let (program, mut args) = (self.program(), self.args.clone());
+        let program = self.program();
         match self.launcher {
-            SiteLauncher::Mpiexec => JobLauncher::Hydra { program, args },
+            SiteLauncher::Mpiexec => JobLauncher::Hydra {
+                program,
+                args: self.split_hosts().1,
+            },
             SiteLauncher::Srun => {
-                args.extend(self.srun_pmi());
+                let args = self.args.iter().cloned().chain(self.srun_pmi()).collect();
                 JobLauncher::Srun { program, args }
             }
         }
@@ -645,6 +648,11 @@ mod tests {
                 "-disable-auto-cleanup"
             ]
         );
+        // A parallel task's job names its hosts too.
+        let JobLauncher::Hydra { args, .. } = mpi.job_launcher() else {
+            panic!("Hydra for a run started by mpiexec");
+        };
+        assert!(args.is_empty(), "{args:?}");
         // A purge names its hosts: the user's host list gives way.
         let on = |site: &Site| words(&site.command(Shape::OnHosts(vec!["node1".into()]), &inner));
         assert_eq!(

@@ -13,7 +13,8 @@ pub enum JobLauncher {
     #[default]
     Local,
     /// MPICH's Hydra over the run's hosts, with the arguments the run was
-    /// launched with (how Hydra reaches the hosts: `-launcher-exec`, …).
+    /// launched with (how Hydra reaches the hosts: `-launcher-exec`, …)
+    /// but those naming hosts: a job names its own.
     Hydra { program: PathBuf, args: Vec<String> },
     /// Slurm's `srun`, as a step of the allocation the run is in.
     Srun { program: PathBuf, args: Vec<String> },
@@ -54,7 +55,7 @@ impl JobLauncher {
             }
             JobLauncher::Hydra { program, args } => {
                 let mut cmd = vec![program.display().to_string()];
-                cmd.extend(without_hosts(args));
+                cmd.extend(args.iter().cloned());
                 mpmd(&mut cmd, ranks, true);
                 Ok(cmd)
             }
@@ -137,24 +138,6 @@ fn mpmd(cmd: &mut Vec<String>, ranks: &[JobRank], hosts: bool) {
     }
 }
 
-/// The run's launcher arguments without those naming hosts: a job names
-/// its own.
-fn without_hosts(args: &[String]) -> Vec<String> {
-    const HOST_FLAGS: [&str; 5] = ["-hosts", "-host", "-f", "-hostfile", "-machinefile"];
-    let mut out = Vec::new();
-    let mut words = args.iter();
-    while let Some(a) = words.next() {
-        match a.split_once('=') {
-            Some((f, _)) if HOST_FLAGS.contains(&f) => {}
-            None if HOST_FLAGS.contains(&a.as_str()) => {
-                words.next();
-            }
-            _ => out.push(a.clone()),
-        }
-    }
-    out
-}
-
 /// A command line for srun's `--multi-prog` file: each word in double
 /// quotes when it needs them.
 fn quoted(argv: &[String]) -> String {
@@ -189,12 +172,7 @@ mod tests {
         ];
         let hydra = JobLauncher::Hydra {
             program: "mpiexec.mpich".into(),
-            args: vec![
-                "-launcher-exec".into(),
-                "/x/ssh".into(),
-                "-hosts".into(),
-                "a,b".into(),
-            ],
+            args: vec!["-launcher-exec".into(), "/x/ssh".into()],
         };
         let cmd = hydra.command(&ranks, Path::new("/tmp")).unwrap();
         assert_eq!(

@@ -363,6 +363,15 @@ impl Balancer {
         }
     }
 
+    /// This server's workers still in the run (neither gone nor on a lost
+    /// node).
+    pub(crate) fn live(&self) -> usize {
+        (self.layout.workers_of(self.me))
+            .filter(|w| !self.lost_ranks.contains(w))
+            .filter(|w| !self.lost_nodes.contains(&self.layout.node_of(*w)))
+            .count()
+    }
+
     /// Parallel tasks that can never run now, taken.
     pub(crate) fn take_cannot(&mut self) -> Vec<Task> {
         std::mem::take(&mut self.cannot)
@@ -523,11 +532,7 @@ impl Balancer {
     fn gather(&mut self, now: Instant, out: &mut Vec<(Rank, Task)>) {
         while let Some(q) = self.par.peek() {
             let size = q.task.par.as_ref().map_or(1, |p| p.size);
-            let live = (self.layout.workers_of(self.me))
-                .filter(|w| !self.lost_ranks.contains(w))
-                .filter(|w| !self.lost_nodes.contains(&self.layout.node_of(*w)))
-                .count();
-            if live < size as usize {
+            if self.live() < size as usize {
                 let t = self.par.pop().expect("a peeked task");
                 self.cannot.push(*t.task);
                 continue;

@@ -82,10 +82,15 @@ impl World {
         }
     }
 
+    /// The index of worker `w`'s server among the balancers.
+    fn server(&self, w: Rank) -> usize {
+        (self.layout.server_of(w) - self.layout.workers()) as usize
+    }
+
     /// The balancer of worker `w`'s server.
     fn of(&mut self, w: Rank) -> &mut Balancer {
-        let server = self.layout.server_of(w) - self.layout.workers();
-        &mut self.balancers[server as usize]
+        let server = self.server(w);
+        &mut self.balancers[server]
     }
 
     fn workers(&self) -> Vec<Rank> {
@@ -288,7 +293,7 @@ impl World {
             self.lost_nodes.insert(node);
         }
         self.log.push(format!("worker {w} dies"));
-        let server = (self.layout.server_of(w) - self.layout.workers()) as usize;
+        let server = self.server(w);
         let now = self.now;
         let stuck: Vec<Task> = (self.balancers.iter_mut())
             .flat_map(|b| b.rank_lost(w, now))
@@ -352,7 +357,7 @@ impl World {
         let now = self.now;
         for w in leaving {
             self.dead.insert(w);
-            let server = (self.layout.server_of(w) - self.layout.workers()) as usize;
+            let server = self.server(w);
             let stuck: Vec<Task> = (self.balancers.iter_mut())
                 .flat_map(|b| b.node_lost(node, now))
                 .collect();

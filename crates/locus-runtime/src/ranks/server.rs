@@ -851,9 +851,7 @@ impl State {
     /// A parallel task fails when fewer workers than it needs are left.
     fn cannot_gather(&self, t: Task) {
         let size = t.par.as_ref().map_or(1, |p| p.size);
-        let left = (self.layout.workers_of(self.me))
-            .filter(|w| !self.left.contains(w))
-            .count();
+        let left = self.balancer.live();
         let error = format!(
             "{}: @par={size} cannot run: {left} of this server's workers are left",
             t.func
