@@ -418,8 +418,7 @@ pub fn run_configs(
             c.args.push(format!("--dir=/locus{files}"));
             // No configuration pays for the writeback of the one before (the
             // kernel flushes dirty pages ~30 s after they were written).
-            // SAFETY: sync(2) takes no arguments and cannot fail.
-            unsafe { libc::sync() };
+            crate::io::settle();
             eprintln!(
                 "  {nodes} nodes × {workers_per_node} workers: {} (round {} of {rounds})",
                 c.name,
