@@ -63,6 +63,8 @@ struct RunTotals {
     /// Runs by how they ended: done, task failed, stalled, server lost,
     /// a rank cut before it joined.
     ended: [u64; 5],
+    /// Runs that lost a file-system node while they ran.
+    node_lost: u64,
 }
 
 impl RunTotals {
@@ -77,6 +79,7 @@ impl RunTotals {
             Expected::NeverJoined => 4,
         };
         self.ended[i] += 1;
+        self.node_lost += u64::from(s.node_lost);
     }
 }
 
@@ -87,8 +90,9 @@ impl Display for RunTotals {
             f,
             "{} runs ({} app tasks): {done} done with every output right, {failed} failed \
              naming the app, {stalled} cannot progress naming the variable, {lost} lost \
-             with a cut server, {unjoined} failed naming a rank cut before it joined",
-            self.seeds, self.tasks
+             with a cut server, {unjoined} failed naming a rank cut before it joined; \
+             {} lost a file-system node while they ran",
+            self.seeds, self.tasks, self.node_lost
         )
     }
 }

@@ -231,6 +231,10 @@ pub struct Task {
     /// Run again because a file it made was lost with a node (lineage).
     #[serde(default)]
     pub remade: bool,
+    /// Put again after the worker it was sent to was lost: that attempt
+    /// may still hold its outputs' write locks (until their lease ends).
+    #[serde(default)]
+    pub was_lost: bool,
     /// `@par=N`: an MPI job over N workers the server reserves together
     /// (boxed: most tasks have none, and tasks are moved often).
     #[serde(default)]

@@ -23,14 +23,17 @@ use std::time::Duration;
 /// that never ends.
 type AppFn = Box<dyn Fn(&[String], Option<&mut File>) -> Option<i32> + Send + Sync>;
 
+/// What to do once this many apps started (on any rank): cut a rank, crash
+/// a daemon.
+type Trigger = (usize, Box<dyn FnOnce() + Send>);
+
 /// Apps answered by closures, named by their command's first word.
 #[derive(Default)]
 pub struct FakeApps {
     programs: HashMap<String, AppFn>,
     /// Apps started so far.
     started: Mutex<usize>,
-    /// Cuts a rank once this many apps started (`run_cutting`).
-    cut: Mutex<Option<(usize, tokio::sync::oneshot::Sender<()>)>>,
+    triggers: Mutex<Vec<Trigger>>,
 }
 
 impl FakeApps {
@@ -52,6 +55,13 @@ impl FakeApps {
         self.programs.insert(name.to_string(), Box::new(program));
         self
     }
+
+    /// Does `then` as the `after`-th app starts (on any rank), before that
+    /// app runs.
+    pub fn once_started(self, after: usize, then: impl FnOnce() + Send + 'static) -> FakeApps {
+        self.triggers.lock().unwrap().push((after, Box::new(then)));
+        self
+    }
 }
 
 impl Apps for FakeApps {
@@ -67,13 +77,14 @@ impl Apps for FakeApps {
             *started += 1;
             *started
         };
-        let due = self
-            .cut
-            .lock()
-            .unwrap()
-            .take_if(|(after, _)| started >= *after);
-        if let Some((_, cut)) = due {
-            let _ = cut.send(());
+        let due: Vec<Trigger> = {
+            let mut triggers = self.triggers.lock().unwrap();
+            let (due, later) = triggers.drain(..).partition(|(after, _)| started >= *after);
+            *triggers = later;
+            due
+        };
+        for (_, then) in due {
+            then();
         }
         let [_, mut stdout, _] = streams;
         let stdout = match &mut stdout {
@@ -161,6 +172,7 @@ pub(crate) fn run_cutting(
         shape,
         deadline: RUN_DEADLINE,
         cut,
+        nodes: Vec::new(),
     };
     run.run(program, apps, tweak)
         .unwrap_or_else(|e| panic!("{e}"))
@@ -176,7 +188,7 @@ pub struct Cut {
 }
 
 /// How a run inside the process is laid out and bounded.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct InProcess {
     /// Workers, then servers.
     pub shape: (u32, u32),
@@ -184,6 +196,9 @@ pub struct InProcess {
     pub deadline: Duration,
     /// A rank cut as a kill ends its process.
     pub cut: Option<Cut>,
+    /// The node each rank is on (workers, then servers), as a launcher
+    /// tells it; every rank on this machine when empty.
+    pub nodes: Vec<String>,
 }
 
 impl InProcess {
@@ -204,11 +219,16 @@ impl InProcess {
         let out = Arc::new(Mutex::new(Vec::new()));
         let size = workers + servers;
         // The rank to cut gets the receiver; the apps fire it.
-        let mut cut_rx = self.cut.map(|Cut { rank, after_runs }| {
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            *apps.cut.lock().unwrap() = Some((after_runs, tx));
-            (rank, rx)
-        });
+        let (apps, mut cut_rx) = match self.cut {
+            Some(Cut { rank, after_runs }) => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let apps = apps.once_started(after_runs, move || {
+                    let _ = tx.send(());
+                });
+                (apps, Some((rank, rx)))
+            }
+            None => (apps, None),
+        };
         let apps: Arc<dyn Apps> = Arc::new(apps);
         let (done_tx, done) = std::sync::mpsc::channel();
         for rank in 0..size {
@@ -219,6 +239,7 @@ impl InProcess {
                 out: out.clone(),
                 cut: cut_rx.take_if(|(r, _)| *r == rank).map(|(_, rx)| rx),
                 stop_on_signal: false,
+                node: self.nodes.get(rank as usize).cloned(),
             };
             let done_tx = done_tx.clone();
             std::thread::spawn(move || {

@@ -5,10 +5,15 @@
 //! what a task's output must hold. The seed also draws the layout, apps
 //! that fail some attempts (within the retries or beyond them), a variable
 //! the script never assigns, and a rank cut as a kill ends its process
-//! while tasks run. The run must end with every output right, or fail
-//! naming the cause the seed put in; a run still going at the deadline is
-//! a silent wait.
+//! while tasks run. Half the seeds keep the run's files on a Locus file
+//! system in the same process (2 or 3 nodes, with or without a second
+//! copy), whose daemon on a node other than the servers' may be killed
+//! while tasks run: its files are read from their copies, or made again.
+//! The run must end with every output right, or fail naming the cause the
+//! seed put in; a run still going at the deadline is a silent wait.
 
+use crate::cluster::{InProcess as FsCluster, Shape};
+use locus_fs::{ClientOptions, Durability};
 use locus_lang::Source;
 use locus_proto::run::{ErrorKind, RunError};
 use locus_runtime::{Cut, FakeApps, Finished, InProcess};
@@ -16,7 +21,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,6 +62,8 @@ pub struct WorkflowSummary {
     pub shape: (u32, u32),
     /// How it ended.
     pub ended: Expected,
+    /// Whether a file-system node was killed while it ran.
+    pub node_lost: bool,
 }
 
 /// How a drawn run must end.
@@ -122,6 +129,26 @@ enum Step {
     ByParity(u32),
 }
 
+/// The Locus file system a drawn run keeps its files on.
+#[derive(Debug, Clone, Copy)]
+struct FsDraw {
+    /// Its daemons; the servers are on the first node, the workers spread
+    /// over all of them in turn.
+    nodes: u32,
+    /// Copies of each file and record.
+    replicas: u32,
+    /// A node (never the servers') whose daemon is killed as this many
+    /// apps have started.
+    lost: Option<(u32, usize)>,
+}
+
+/// Drawn apart from the rest, so that a seed's run stays what it was
+/// before runs had a file system under them.
+const FS_SEED: u64 = 0x10c5_f5f5_10c5_f5f5;
+
+/// Where a run on Locus writes its files (its `--out`).
+const LOCUS_OUT: &str = "/locus/out";
+
 /// A seed's draw.
 struct Draw {
     width: u32,
@@ -134,6 +161,8 @@ struct Draw {
     cut: Option<Cut>,
     /// The task whose app never ends (`TaskNeverEnds`).
     hanging: Option<String>,
+    /// The run's files on Locus; on this machine's file system when `None`.
+    fs: Option<FsDraw>,
 }
 
 impl Draw {
@@ -171,6 +200,23 @@ impl Draw {
             let stage = rng.gen_range(0..=steps.len());
             output_name(stage, rng.gen_range(0..width))
         });
+        let mut on_fs = StdRng::seed_from_u64(seed ^ FS_SEED);
+        let fs = on_fs.gen_bool(0.5).then(|| {
+            let nodes = on_fs.gen_range(2..=3);
+            FsDraw {
+                nodes,
+                replicas: on_fs.gen_range(1..=2),
+                lost: on_fs
+                    .gen_bool(0.5)
+                    .then(|| (on_fs.gen_range(1..nodes), on_fs.gen_range(1..=tasks))),
+            }
+        });
+        // A node lost and a rank cut are not drawn together: whether the
+        // workers left suffice would depend on which the cut took.
+        let cut = match fs {
+            Some(FsDraw { lost: Some(_), .. }) => None,
+            _ => cut,
+        };
         Draw {
             width,
             steps,
@@ -180,7 +226,24 @@ impl Draw {
             never_assigned,
             cut,
             hanging,
+            fs,
         }
+    }
+
+    fn node_lost(&self) -> bool {
+        self.fs.is_some_and(|f| f.lost.is_some())
+    }
+
+    /// The node of each rank (workers, then servers): none without a file
+    /// system.
+    fn nodes(&self) -> Vec<String> {
+        let Some(fs) = self.fs else {
+            return Vec::new();
+        };
+        let (workers, servers) = self.shape;
+        let worker_nodes = (0..workers).map(|w| w % fs.nodes);
+        let server_nodes = (0..servers).map(|_| 0);
+        worker_nodes.chain(server_nodes).map(node_name).collect()
     }
 
     /// Ends the run may have: the first a fault would cause, or any of
@@ -188,11 +251,12 @@ impl Draw {
     fn allowed(&self) -> Vec<Expected> {
         let worker_cut = matches!(&self.cut, Some(c) if c.rank < self.shape.0);
         let fails = self.failing.as_ref().map_or(0, |(_, n)| *n);
-        // Failed attempts on a cut worker (the one it ran as it was cut,
-        // and any it started before its end took hold) are lost with it,
-        // not counted: the task runs again elsewhere.
+        // Failed attempts on a cut worker, or one whose node was lost (the
+        // one it ran as it was cut, and any it started before its end took
+        // hold), are lost with it, not counted: the task runs again
+        // elsewhere.
         let may_fail = fails > self.retries;
-        let must_fail = may_fail && !worker_cut;
+        let must_fail = may_fail && !worker_cut && !self.node_lost();
         let finish = match self.never_assigned {
             true => Expected::Stalled,
             false => Expected::Done,
@@ -280,8 +344,8 @@ impl Draw {
 
     fn describe(&self, script: &str) -> String {
         format!(
-            "workers {}, servers {}, retries {}, failing {:?}, cut {:?}, hanging {:?}\n{script}",
-            self.shape.0, self.shape.1, self.retries, self.failing, self.cut, self.hanging
+            "workers {}, servers {}, retries {}, failing {:?}, cut {:?}, hanging {:?}, fs {:?}\n{script}",
+            self.shape.0, self.shape.1, self.retries, self.failing, self.cut, self.hanging, self.fs
         )
     }
 }
@@ -294,6 +358,11 @@ fn tasks(width: u32, steps: &[Step]) -> usize {
 
 fn output_name(stage: usize, i: u32) -> String {
     format!("s{stage}_{i}.txt")
+}
+
+/// The name of a file-system node, as the in-process cluster names them.
+fn node_name(k: u32) -> String {
+    format!("node{k:03}")
 }
 
 /// What `gen i` writes.
@@ -372,42 +441,124 @@ pub fn simulate_workflow(
         kind,
         drawn: draw.describe(&script),
     };
+    let harness = |e: &dyn fmt::Display| fail(WorkflowFailureKind::Wrong(e.to_string()));
     let program = locus_lang::compile(&Source::new("test.swift", &script)).map_err(|d| {
         let why = locus_lang::diag::report(&d, &Source::new("test.swift", &script));
-        fail(WorkflowFailureKind::Wrong(format!(
-            "the script does not compile: {why}"
-        )))
+        harness(&format!("the script does not compile: {why}"))
     })?;
-    let out = tempfile::tempdir().map_err(|e| fail(WorkflowFailureKind::Wrong(e.to_string())))?;
+    // The outputs, or the file system's directory.
+    let dir = tempfile::tempdir().map_err(|e| harness(&e))?;
+    let cluster = match draw.fs {
+        Some(fs) => {
+            let shape = Shape {
+                nodes: fs.nodes,
+                replicas: fs.replicas,
+                durability: Durability::Group,
+            };
+            let cluster = FsCluster::start(dir.path(), shape).map_err(|e| harness(&e))?;
+            Some(Arc::new(Mutex::new(cluster)))
+        }
+        None => None,
+    };
+    let mut apps = apps(&draw);
+    if let (
+        Some(cluster),
+        Some(FsDraw {
+            lost: Some((node, after)),
+            ..
+        }),
+    ) = (&cluster, draw.fs)
+    {
+        let cluster = cluster.clone();
+        // As a kill comes: the app that set it off runs on meanwhile.
+        apps = apps.once_started(after, move || {
+            std::thread::spawn(move || cluster.lock().expect("cluster").crash(node));
+        });
+    }
     let run = InProcess {
         shape: draw.shape,
         deadline: cfg.deadline,
         cut: draw.cut,
+        nodes: draw.nodes(),
     };
     let retries = draw.retries;
-    let args = vec![format!("--out={}", out.path().display())];
+    let (out, fs_dir) = match &cluster {
+        Some(c) => (
+            LOCUS_OUT.into(),
+            Some(c.lock().expect("cluster").dir().to_path_buf()),
+        ),
+        None => (dir.path().display().to_string(), None),
+    };
     let finished = run
-        .run(program, apps(&draw), |o| {
+        .run(program, apps, |o| {
             o.retries = retries;
-            o.args = args;
+            o.args = vec![format!("--out={out}")];
+            o.fs_dir = fs_dir;
         })
         .map_err(|e| fail(WorkflowFailureKind::NeverEnded(e.to_string())))?;
     let allowed = draw.allowed();
-    let ended = judge(&draw, &finished, out.path(), &allowed)
+    let outputs = Outputs::of(dir.path(), cluster.as_deref()).map_err(|e| harness(&e))?;
+    let ended = judge(&draw, &finished, &outputs, &allowed)
         .map_err(|why| fail(WorkflowFailureKind::Wrong(why)))?;
     Ok(WorkflowSummary {
         seed,
         tasks: tasks(draw.width, &draw.steps),
         shape: draw.shape,
         ended,
+        node_lost: draw.node_lost(),
     })
+}
+
+/// Where a finished run's outputs are read: this machine's directory, or
+/// the file system, its killed daemon started again (what it had written
+/// kept, as a restarted node's disk keeps it).
+enum Outputs<'a> {
+    Here(&'a Path),
+    Locus(locus_fs::Client, tokio::runtime::Runtime),
+}
+
+impl Outputs<'_> {
+    fn of<'a>(dir: &'a Path, cluster: Option<&Mutex<FsCluster>>) -> Result<Outputs<'a>, String> {
+        let Some(cluster) = cluster else {
+            return Ok(Outputs::Here(dir));
+        };
+        let mut cluster = cluster.lock().expect("cluster");
+        let nodes = cluster.spec().map_err(|e| e.to_string())?.nodes.len();
+        for node in 0..nodes as u32 {
+            cluster.restart(node).map_err(|e| e.to_string())?;
+        }
+        let client = cluster
+            .client(ClientOptions::default())
+            .map_err(|e| e.to_string())?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Outputs::Locus(client, rt))
+    }
+
+    /// What output `name` holds, or why it cannot be read.
+    fn read(&self, name: &str) -> String {
+        match self {
+            Outputs::Here(dir) => {
+                std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| e.to_string())
+            }
+            Outputs::Locus(client, rt) => {
+                let path = format!("{}/{name}", LOCUS_OUT.trim_start_matches("/locus"));
+                match rt.block_on(client.get(&path)) {
+                    Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Err(e) => e.to_string(),
+                }
+            }
+        }
+    }
 }
 
 /// How the run ended, if `allowed` has it and it kept every promise.
 fn judge(
     draw: &Draw,
     run: &Finished,
-    out: &Path,
+    outputs: &Outputs,
     allowed: &[Expected],
 ) -> Result<Expected, String> {
     let ended = match &run.result {
@@ -429,10 +580,10 @@ fn judge(
     let expected = draw.expected();
     for (stage, values) in expected.iter().enumerate() {
         for (i, want) in values.iter().enumerate() {
-            let path: PathBuf = out.join(output_name(stage, i as u32));
-            let got = std::fs::read_to_string(&path).unwrap_or_else(|e| e.to_string());
+            let name = output_name(stage, i as u32);
+            let got = outputs.read(&name);
             if &got != want {
-                return Err(format!("{} holds {got:?}, not {want:?}", path.display()));
+                return Err(format!("{name} holds {got:?}, not {want:?}"));
             }
         }
     }
@@ -452,9 +603,11 @@ fn judge(
     let done: Vec<_> = records.iter().filter(|r| r.error.is_none()).collect();
     let tasks = tasks(draw.width, &draw.steps);
     // A worker cut between its app's end and its answer has its task run
-    // again elsewhere; nothing else runs a task twice.
+    // again elsewhere, and a lost node's files are made again; nothing
+    // else runs a task twice.
     let worker_cut = matches!(&draw.cut, Some(c) if c.rank < draw.shape.0);
-    if done.len() < tasks || (!worker_cut && done.len() != tasks) {
+    let again = worker_cut || draw.node_lost();
+    if done.len() < tasks || (!again && done.len() != tasks) {
         return Err(format!("{} tasks recorded done, of {tasks}", done.len()));
     }
     if let Some((task, fails)) = &draw.failing {
@@ -462,7 +615,7 @@ fn judge(
             .iter()
             .find(|r| r.argv.get(1).is_some_and(|o| o.ends_with(task.as_str())));
         match rec {
-            Some(r) if worker_cut || r.attempts == fails + 1 => {}
+            Some(r) if again || r.attempts == fails + 1 => {}
             other => {
                 let attempts = other.map(|r| r.attempts);
                 return Err(format!("{task}: attempts {attempts:?}, not {}", fails + 1));

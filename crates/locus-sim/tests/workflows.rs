@@ -7,21 +7,36 @@ use locus_sim::{simulate_workflow, Expected, WorkflowConfig, WorkflowFailureKind
 /// `LOCUS_SIM_SEED` to replay one.
 const SEEDS: u64 = 40;
 
+/// The ranks' and daemons' logs on stderr when `RUST_LOG` asks for them.
+fn logs() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 #[test]
 fn every_seeded_workflow_ends_as_its_faults_say_it_must() {
+    logs();
     let seeds: Vec<u64> = match std::env::var("LOCUS_SIM_SEED") {
         Ok(s) => vec![s.parse().expect("LOCUS_SIM_SEED is a number")],
         Err(_) => (0..SEEDS).collect(),
     };
     let mut ends = Vec::new();
+    let mut lost_and_done = 0;
     for seed in seeds {
         match simulate_workflow(seed, &WorkflowConfig::default()) {
-            Ok(s) => ends.push(s.ended),
+            Ok(s) => {
+                ends.push(s.ended);
+                lost_and_done += usize::from(s.node_lost && s.ended == Expected::Done);
+            }
             Err(f) => panic!("{f}"),
         }
     }
-    eprintln!("{ends:?}");
+    eprintln!("{ends:?}; {lost_and_done} done after losing a file-system node");
     if ends.len() > 1 {
+        // Runs on Locus lose nodes and still end with every output right.
+        assert!(lost_and_done > 0, "{ends:?}");
         // The budget draws every way a run can end.
         for end in [
             Expected::Done,

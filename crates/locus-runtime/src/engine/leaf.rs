@@ -137,6 +137,7 @@ impl Engine {
             stats: None,
             spill: None,
             remade: false,
+            was_lost: false,
             par: None,
         }
     }
@@ -165,8 +166,8 @@ impl Engine {
                 };
                 // Boxed, as the task builtins: every statement's future
                 // would otherwise be as large as the largest of these.
-                let call = self.opts.storage.call(r, a, dst.as_deref());
-                let v = Box::pin(self.outside(call)).await?;
+                let call = || Box::pin(self.outside(self.opts.storage.call(r, a, dst.as_deref())));
+                let v = Box::pin(self.call_remaking(a, call)).await?;
                 Ok(v.into_iter().collect())
             }
             Builtin::Effect(e) => {

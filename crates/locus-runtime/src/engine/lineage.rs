@@ -49,10 +49,11 @@ impl Engine {
                 let again = task.clone();
                 let mut outcome = self.opts.dispatch.run(task).await;
                 if !outcome.lost.is_empty() && remakes < REMAKES {
-                    remakes += 1;
                     // Boxed: rare, and its state would otherwise make every
                     // waiting task's larger.
-                    match Box::pin(self.remake(&outcome.lost)).await {
+                    let remade = Box::pin(self.remake_round(&outcome.lost, remakes)).await;
+                    remakes += 1;
+                    match remade {
                         Ok(true) => {
                             // Its inputs' records are stale: they moved.
                             task = Task {
@@ -79,6 +80,39 @@ impl Engine {
         })
     }
 
+    /// Runs the builtin `call` on its arguments `a` until it ends for good:
+    /// once the Locus files among `a` it failed on, lost with a node, are
+    /// made again, it runs again (a builtin reads them on its server).
+    pub(super) async fn call_remaking<F, Fut>(
+        self: &Arc<Self>,
+        a: &[Value],
+        call: F,
+    ) -> Result<Option<Value>, RunError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<Option<Value>, RunError>>,
+    {
+        let mut remakes = 0;
+        loop {
+            let failed = match call().await {
+                Err(e) if e.kind == ErrorKind::Fs && remakes < REMAKES => e,
+                done => return done,
+            };
+            let mut lost = Vec::new();
+            for v in a {
+                if let Value::File(p) = v {
+                    if self.opts.storage.lost(p).await? {
+                        lost.push(p.clone());
+                    }
+                }
+            }
+            if lost.is_empty() || !Box::pin(self.remake_round(&lost, remakes)).await? {
+                return Err(failed);
+            }
+            remakes += 1;
+        }
+    }
+
     /// Notes `task` as the maker of the Locus files `made`.
     fn made(&self, task: Task, made: Vec<(String, Record)>) {
         if made.is_empty() {
@@ -90,6 +124,20 @@ impl Engine {
             let task = task.clone();
             made_by.insert(path, Made { task, record });
         }
+    }
+
+    /// `remake` for the `round`-th time for one reader. Files lost again
+    /// once made were made, maybe, by a worker of a node whose loss it had
+    /// not seen yet: made again once it has (and left the run).
+    async fn remake_round(
+        self: &Arc<Self>,
+        paths: &[String],
+        round: u32,
+    ) -> Result<bool, RunError> {
+        if round > 0 {
+            tokio::time::sleep(crate::ranks::worker::NODE_LOSS_SEEN).await;
+        }
+        self.remake(paths).await
     }
 
     /// Makes the lost files `paths` again, through the engines whose tasks

@@ -403,16 +403,17 @@ impl Balancer {
         let sent = self.sent.remove(&worker).unwrap_or_default();
         let mut back = Vec::new();
         for s in sent {
-            let Some((head, size)) = s.task.par.as_ref().map(|p| (p.head(), p.size)) else {
-                back.push(s.task);
+            let mut t = s.task;
+            t.was_lost = true;
+            let Some((head, size)) = t.par.as_ref().map(|p| (p.head(), p.size)) else {
+                back.push(t);
                 continue;
             };
             if head == Some(worker) {
-                self.jobs.remove(&s.task.id);
-                let mut t = s.task;
+                self.jobs.remove(&t.id);
                 t.par = Some(Box::new(Par::new(size)));
                 back.push(t);
-            } else if let Some(job) = self.jobs.get_mut(&s.task.id) {
+            } else if let Some(job) = self.jobs.get_mut(&t.id) {
                 job.broken = true;
             }
         }
@@ -910,6 +911,7 @@ pub(crate) mod tests {
             stats: None,
             spill: None,
             remade: false,
+            was_lost: false,
             par: None,
         }
     }

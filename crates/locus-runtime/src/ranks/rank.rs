@@ -237,6 +237,9 @@ pub(crate) struct RankParts {
     /// server before it ends: a process's own rank; not ranks sharing a
     /// test's process.
     pub stop_on_signal: bool,
+    /// The node the rank is on; this machine's name (or `LOCUS_NODE`) when
+    /// `None`.
+    pub node: Option<String>,
 }
 
 /// Runs this process's rank to the end of the run. `program` is needed on
@@ -254,6 +257,7 @@ pub fn run_rank(
         out: Arc::new(Mutex::new(std::io::stdout())),
         cut: None,
         stop_on_signal: true,
+        node: None,
     };
     run_rank_with(env, opts, program, progress, parts)
 }
@@ -323,7 +327,7 @@ async fn rank_main(
     namespace: Option<Result<(), MountError>>,
     program: impl FnOnce() -> Result<Program, RunError> + Send + 'static,
     progress: Option<Arc<dyn Progress>>,
-    parts: RankParts,
+    mut parts: RankParts,
 ) -> Result<(), RunError> {
     let me = env.rank;
     if opts.servers == 0 || opts.servers >= env.size {
@@ -351,7 +355,7 @@ async fn rank_main(
     };
     let entry = Entry {
         rank: me,
-        node: rendezvous::node_name(),
+        node: parts.node.take().unwrap_or_else(rendezvous::node_name),
         addr: match &server {
             Some(s) => Some(
                 s.local_addr()

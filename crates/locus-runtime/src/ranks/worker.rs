@@ -20,7 +20,7 @@ use locus_proto::fs::Record;
 use locus_proto::run::{
     Arg, ErrorKind, Fetched, Outcome, Rank, RankMsg, RunError, Stats, Task, Work,
 };
-use locus_proto::{Cause, Errno};
+use locus_proto::{Cause, Errno, FsResult};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -32,6 +32,9 @@ use tokio::sync::mpsc;
 const RECORD_FLUSH: std::time::Duration = std::time::Duration::from_millis(50);
 /// How often a worker checks that its node's file-system daemon answers.
 const NODE_WATCH: std::time::Duration = std::time::Duration::from_millis(250);
+/// By when a worker has seen its node's daemon gone (two checks in a row
+/// find it unreachable) and left.
+pub(crate) const NODE_LOSS_SEEN: std::time::Duration = NODE_WATCH.saturating_mul(3);
 
 pub(crate) struct WorkerConfig {
     pub me: Rank,
@@ -504,6 +507,7 @@ async fn execute(cfg: &WorkerConfig, task: Task) -> Option<(Outcome, TaskRecord)
                 at: &task.at,
                 id: task.id,
                 unmapped,
+                was_lost: task.was_lost,
                 known: fresh(task.stats.as_ref()),
                 timeout: timeout
                     .map(std::time::Duration::from_secs_f64)
@@ -689,6 +693,8 @@ struct App<'a> {
     known: &'a [(String, Record)],
     /// Its outputs the script did not map.
     unmapped: &'a [String],
+    /// Put again after the worker it was sent to was lost.
+    was_lost: bool,
 }
 
 /// How long the records a task's placement read of its inputs are used for
@@ -1148,7 +1154,13 @@ impl<'a> App<'a> {
             out.made_by(made_by.clone());
         }
         let records = match (self.cfg.fs.as_ref(), outputs.pending.is_empty()) {
-            (Some(fs), false) => Box::pin(fs.commit_all(&outputs.pending)).await,
+            (Some(fs), false) => {
+                let mut records = Box::pin(fs.commit_all(&outputs.pending)).await;
+                if self.was_lost {
+                    self.take_back(fs, &outputs.pending, &mut records).await;
+                }
+                records
+            }
             _ => Vec::new(),
         };
         for (out, record) in outputs.pending.iter().zip(records) {
@@ -1170,6 +1182,41 @@ impl<'a> App<'a> {
         }
         io.commit_us = committing.elapsed().as_micros() as u64;
         Ok(())
+    }
+}
+
+impl App<'_> {
+    /// Commits again the outputs a lost worker's attempt of this task left
+    /// in the way: a write lock it holds (`EBUSY`) is broken, a name it
+    /// made without its record (killed between the two steps of a create,
+    /// `ENOENT`) removed. A run's file is written by its one task only, and
+    /// that attempt will publish nothing (were its worker only stalled, its
+    /// commit would fail: its lock is lost).
+    async fn take_back(&self, fs: &Client, pending: &[Output], records: &mut [FsResult<Record>]) {
+        for (out, record) in pending.iter().zip(records) {
+            let cleared = match record {
+                Err(e) if e.code == Errno::EBUSY => fs.break_lock(&out.path).await,
+                Err(e) if e.code == Errno::ENOENT => match fs.unlink(&out.path).await {
+                    Err(e) if e.code == Errno::ENOENT => Ok(()),
+                    unlinked => unlinked,
+                },
+                _ => continue,
+            };
+            tracing::info!(
+                "app '{}': {LOCUS_PREFIX}{} was left by the attempt of a lost worker: {}",
+                self.func,
+                out.path,
+                record
+                    .as_ref()
+                    .err()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            );
+            *record = match cleared {
+                Ok(()) => fs.commit(out).await,
+                Err(e) => Err(e),
+            };
+        }
     }
 }
 
