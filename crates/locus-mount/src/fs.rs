@@ -242,21 +242,13 @@ impl LocusFs {
         // by a task whose held writes were published): `ino` stands for the
         // version before. Unless a program here still has it open, it stands
         // for the current one from now on, read past what the kernel kept of
-        // the other.
+        // the other; else the kernel asks again by name (`ESTALE`) and gets
+        // the current version's number.
         let rebound = !self.is_version(ino, copy.stamp);
         let mut handles = self.handles.lock().expect("handles");
         if rebound {
             if handles.is_open(ino) {
-                // `ino` keeps standing for the version open; this open reads
-                // the current one past the kernel's cache and passthrough
-                // (an `ESTALE` would have the kernel look the name up once
-                // more, and fail the open if the file was replaced again).
-                let open = Open::Read(Reading {
-                    file,
-                    backing: None,
-                });
-                let fh = handles.insert(ino, open);
-                return reply.opened(FileHandle(fh), FopenFlags::FOPEN_DIRECT_IO);
+                return reply.error(Errno::ESTALE);
             }
             self.inodes
                 .lock()
