@@ -271,7 +271,10 @@ impl Draw {
         if matches!(&self.cut, Some(c) if c.rank >= self.shape.0) {
             ends.push(Expected::ServerLost);
         }
-        if self.cut.is_some() {
+        // A node lost while its workers start (apps run on the first
+        // workers joined) fails the run at start, naming them.
+        let lost_workers = (self.fs.and_then(|f| f.lost)).is_some_and(|(n, _)| n < self.shape.0);
+        if self.cut.is_some() || lost_workers {
             ends.push(Expected::NeverJoined);
         }
         ends
