@@ -220,7 +220,6 @@ impl LocusFs {
                 Ok(file) => Open::Read(Reading {
                     file,
                     backing: None,
-                    version: None,
                 }),
                 Err(e) => return reply.error(io_errno(&e)),
             };
@@ -232,30 +231,30 @@ impl LocusFs {
             Ok(opened) => opened,
             Err(e) => return reply.error(failed("open", &e)),
         };
-        let version = Read {
+        self.hold.read_from(Read {
             path: path.to_string(),
             stamp: copy.stamp,
             size: copy.size,
             sum: copy.sum,
             fetched: copy.fetched,
-        };
+        });
         // Rewritten since the kernel looked the name up (on another node, or
         // by a task whose held writes were published): `ino` stands for the
         // version before. Unless a program here still has it open, it stands
         // for the current one from now on, read past what the kernel kept of
-        // the other.
+        // the other; else the kernel asks again by name (`ESTALE`) and gets
+        // the current version's number.
         let rebound = !self.is_version(ino, copy.stamp);
         let mut handles = self.handles.lock().expect("handles");
         if rebound {
             if handles.is_open(ino) {
-                return self.open_same(&mut handles, ino, reply);
+                return reply.error(Errno::ESTALE);
             }
             self.inodes
                 .lock()
                 .expect("inodes")
                 .published(ino, copy.stamp);
         }
-        self.hold.read_from(version.clone());
         let want = Backed::Version(copy.stamp);
         let backing = match self.pass_through(&mut handles, ino, want, || reply.open_backing(&file))
         {
@@ -274,35 +273,11 @@ impl LocusFs {
         let open = Open::Read(Reading {
             file,
             backing: backing.clone(),
-            version: Some(version),
         });
         let fh = FileHandle(handles.insert(ino, open));
         match backing {
             Some(b) => reply.opened_passthrough(fh, FopenFlags::empty(), &b),
             None => reply.opened(fh, flags),
-        }
-    }
-
-    /// Opens the version `ino` stands for, which a program here has open:
-    /// the one the kernel looked up, its file shared. Else (open for
-    /// writing) `ESTALE`: the kernel looks the name up again, once, and
-    /// gets the current version's number — failing the open if the file
-    /// was replaced again meanwhile.
-    fn open_same(&self, handles: &mut Handles, ino: u64, reply: ReplyOpen) {
-        let Some((file, backing, version)) = handles.same_version(ino) else {
-            return reply.error(Errno::ESTALE);
-        };
-        self.hold.read_from(version.clone());
-        let open = Open::Read(Reading {
-            file,
-            backing: backing.clone(),
-            version: Some(version),
-        });
-        let fh = FileHandle(handles.insert(ino, open));
-        match backing {
-            Some(b) => reply.opened_passthrough(fh, FopenFlags::empty(), &b),
-            // The kernel's pages may be another version's.
-            None => reply.opened(fh, FopenFlags::FOPEN_DIRECT_IO),
         }
     }
 

@@ -1,6 +1,5 @@
 //! Open files of the mount: what each file handle reads or writes.
 
-use crate::hold::Read;
 use fuser::BackingId;
 use locus_fs::Writer;
 use std::collections::HashMap;
@@ -12,8 +11,6 @@ pub(crate) struct Reading {
     pub file: File,
     /// Held while the kernel reads the version's store file itself.
     pub backing: Option<Arc<BackingId>>,
-    /// The version read; `None` for what the running task wrote.
-    pub version: Option<Read>,
 }
 
 /// A file opened for writing: bytes go to the writer's private file and are
@@ -113,22 +110,6 @@ impl Handles {
     /// Whether a program here has `ino` open.
     pub(crate) fn is_open(&self, ino: u64) -> bool {
         self.open.values().any(|&(i, _)| i == ino)
-    }
-
-    /// Another open of the version `ino` stands for, read here: its file
-    /// (shared), its passthrough backing and the version.
-    pub(crate) fn same_version(&self, ino: u64) -> Option<(File, Option<Arc<BackingId>>, Read)> {
-        self.open
-            .values()
-            .filter(|(i, _)| *i == ino)
-            .find_map(|(_, h)| match &*h.lock().expect("handle") {
-                Open::Read(Reading {
-                    file,
-                    backing,
-                    version: Some(v),
-                }) => Some((file.try_clone().ok()?, backing.clone(), v.clone())),
-                _ => None,
-            })
     }
 
     /// A handle writing `ino` in this mount, if any (its size is the
