@@ -22,6 +22,7 @@ use rand::{Rng, SeedableRng};
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -464,6 +465,8 @@ pub fn simulate_workflow(
         None => None,
     };
     let mut apps = apps(&draw);
+    // Whether the drawn node was killed (the run may end before).
+    let crashed = Arc::new(AtomicBool::new(false));
     if let (
         Some(cluster),
         Some(FsDraw {
@@ -472,9 +475,10 @@ pub fn simulate_workflow(
         }),
     ) = (&cluster, draw.fs)
     {
-        let cluster = cluster.clone();
+        let (cluster, crashed) = (cluster.clone(), crashed.clone());
         // As a kill comes: the app that set it off runs on meanwhile.
         apps = apps.once_started(after, move || {
+            crashed.store(true, Ordering::Relaxed);
             std::thread::spawn(move || cluster.lock().expect("cluster").crash(node));
         });
     }
@@ -508,7 +512,7 @@ pub fn simulate_workflow(
         tasks: tasks(draw.width, &draw.steps),
         shape: draw.shape,
         ended,
-        node_lost: draw.node_lost(),
+        node_lost: crashed.load(Ordering::Relaxed),
     })
 }
 

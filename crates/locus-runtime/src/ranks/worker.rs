@@ -1183,9 +1183,7 @@ impl<'a> App<'a> {
         io.commit_us = committing.elapsed().as_micros() as u64;
         Ok(())
     }
-}
 
-impl App<'_> {
     /// Commits again the outputs a lost worker's attempt of this task left
     /// in the way: a write lock it holds (`EBUSY`) is broken, a name it
     /// made without its record (killed between the two steps of a create,
@@ -1194,23 +1192,19 @@ impl App<'_> {
     /// commit would fail: its lock is lost).
     async fn take_back(&self, fs: &Client, pending: &[Output], records: &mut [FsResult<Record>]) {
         for (out, record) in pending.iter().zip(records) {
-            let cleared = match record {
-                Err(e) if e.code == Errno::EBUSY => fs.break_lock(&out.path).await,
-                Err(e) if e.code == Errno::ENOENT => match fs.unlink(&out.path).await {
+            let Err(left) = record else { continue };
+            let cleared = match left.code {
+                Errno::EBUSY => fs.break_lock(&out.path).await,
+                Errno::ENOENT => match fs.unlink(&out.path).await {
                     Err(e) if e.code == Errno::ENOENT => Ok(()),
                     unlinked => unlinked,
                 },
                 _ => continue,
             };
             tracing::info!(
-                "app '{}': {LOCUS_PREFIX}{} was left by the attempt of a lost worker: {}",
+                "app '{}': {LOCUS_PREFIX}{} was left by the attempt of a lost worker: {left}",
                 self.func,
-                out.path,
-                record
-                    .as_ref()
-                    .err()
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
+                out.path
             );
             *record = match cleared {
                 Ok(()) => fs.commit(out).await,
