@@ -231,8 +231,13 @@ impl Draw {
         }
     }
 
+    /// The node whose daemon is killed, and after how many app starts.
+    fn lost(&self) -> Option<(u32, usize)> {
+        self.fs.and_then(|f| f.lost)
+    }
+
     fn node_lost(&self) -> bool {
-        self.fs.is_some_and(|f| f.lost.is_some())
+        self.lost().is_some()
     }
 
     /// The node of each rank (workers, then servers): none without a file
@@ -274,7 +279,7 @@ impl Draw {
         }
         // A node lost while its workers start (apps run on the first
         // workers joined) fails the run at start, naming them.
-        let lost_workers = (self.fs.and_then(|f| f.lost)).is_some_and(|(n, _)| n < self.shape.0);
+        let lost_workers = self.lost().is_some_and(|(n, _)| n < self.shape.0);
         if self.cut.is_some() || lost_workers {
             ends.push(Expected::NeverJoined);
         }
@@ -467,14 +472,7 @@ pub fn simulate_workflow(
     let mut apps = apps(&draw);
     // Whether the drawn node was killed (the run may end before).
     let crashed = Arc::new(AtomicBool::new(false));
-    if let (
-        Some(cluster),
-        Some(FsDraw {
-            lost: Some((node, after)),
-            ..
-        }),
-    ) = (&cluster, draw.fs)
-    {
+    if let (Some(cluster), Some((node, after))) = (&cluster, draw.lost()) {
         let (cluster, crashed) = (cluster.clone(), crashed.clone());
         // As a kill comes: the app that set it off runs on meanwhile.
         apps = apps.once_started(after, move || {

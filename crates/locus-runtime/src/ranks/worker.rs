@@ -1299,6 +1299,18 @@ impl Staging {
         through_mount: true,
         make_unmapped: true,
     };
+    /// A parallel task's first worker: its job's ranks start outside this
+    /// worker's mount namespace (under a site's launcher).
+    pub(super) const JOB_HEAD: Staging = Staging {
+        through_mount: false,
+        make_unmapped: true,
+    };
+    /// Another worker of a job: unmapped outputs are made by the first
+    /// alone (one place each).
+    pub(super) const JOB_PART: Staging = Staging {
+        through_mount: false,
+        make_unmapped: false,
+    };
 }
 
 /// A command line ready to run (`App::prepare`).

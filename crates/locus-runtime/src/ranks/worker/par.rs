@@ -93,12 +93,7 @@ impl App<'_> {
         let head = par.head().expect("a reserved job");
         let job = par.job(self.id);
         let mut inbox = jobs.inbox(job);
-        // Unmapped outputs are made empty by the head alone: one place each.
-        let how = Staging {
-            through_mount: false,
-            make_unmapped: false,
-        };
-        let prepared = self.prepare(argv, [&None, &None, &None], io, how).await;
+        let prepared = (self.prepare(argv, [&None, &None, &None], io, Staging::JOB_PART)).await;
         let started = std::time::SystemTime::now();
         let staged = match &prepared {
             Ok(p) => Ok(p.words.clone()),
@@ -158,13 +153,7 @@ impl App<'_> {
         let job = par.job(self.id);
         let mut inbox = jobs.inbox(job);
         let others = &par.ranks[1..];
-        // Its ranks start outside this worker's mount namespace (under a
-        // site's launcher): inputs go by their store paths.
-        let how = Staging {
-            through_mount: false,
-            make_unmapped: true,
-        };
-        let prepared = self.prepare(argv, streams, io, how).await;
+        let prepared = self.prepare(argv, streams, io, Staging::JOB_HEAD).await;
         let mut failure = prepared.as_ref().err().cloned();
         let mut argvs: Vec<Option<Vec<String>>> = vec![None; par.ranks.len()];
         let mut gone: HashSet<Rank> = HashSet::new();
