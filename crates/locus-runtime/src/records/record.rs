@@ -130,6 +130,12 @@ impl TaskRecord {
         self.ended_as().stopped()
     }
 
+    /// Run again to make files lost with a node, and made them (an
+    /// attempt stopped by a loss in turn made nothing: it is `stopped`).
+    pub fn made_again(&self) -> bool {
+        self.remade && self.error.is_none()
+    }
+
     pub fn interrupted(&self) -> bool {
         self.ended_as().interrupted()
     }

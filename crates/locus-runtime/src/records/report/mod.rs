@@ -301,7 +301,7 @@ impl Report {
                 count(TaskRecord::failed),
                 count(|t| t.attempts > 1),
                 count(|t| t.resumed),
-                count(|t| t.remade),
+                count(TaskRecord::made_again),
                 total as f64 / tasks.len() as f64 / 1e6,
                 tasks.iter().map(took).max().unwrap_or(0) as f64 / 1e6,
                 tasks.iter().map(|t| t.cpu_us).sum::<u64>() as f64 / 1e6,
@@ -387,7 +387,7 @@ impl Report {
             );
         }
         if !self.run.lost_nodes.is_empty() {
-            let remade = self.tasks.iter().filter(|t| t.remade).count();
+            let remade = self.tasks.iter().filter(|t| t.made_again()).count();
             let stopped = self.tasks.iter().filter(|t| t.stopped()).count();
             for (node, why) in &self.run.lost_nodes {
                 let _ = writeln!(s, "lost node: {node}: {why}");
@@ -564,6 +564,31 @@ mod tests {
         assert!(report
             .text()
             .contains("1 of 2 fetched in less time than the wait they avoided"));
+    }
+
+    #[test]
+    fn a_remade_attempt_stopped_by_the_loss_counts_as_stopped_not_as_made_again() {
+        let names: Vec<String> = vec!["a".into(), "a".into()];
+        let mut run = RunSummary::plain(Layout::from_names(1, &names).unwrap(), 0, 1000);
+        run.lost_nodes = vec![("b".into(), "gone".into())];
+        let mut made = record(1, 0, (0, 100), (0, 0));
+        made.remade = true;
+        // Sent to a worker of the lost node before it saw the loss.
+        let mut stopped = record(2, 0, (100, 200), (0, 0));
+        stopped.remade = true;
+        stopped.abandoned = true;
+        stopped.error = Some("its node was lost".into());
+        let report = Report {
+            run,
+            tasks: vec![made, stopped],
+            never_started: Vec::new(),
+            dir: PathBuf::new(),
+        };
+        let text = report.text();
+        assert!(
+            text.contains("1 tasks made again the files lost with it; 1 stopped by the loss"),
+            "{text}"
+        );
     }
 
     #[test]
